@@ -6,6 +6,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	k8s.io/api v0.31.14
 	k8s.io/apimachinery v0.31.14
+	pgregory.net/rapid v1.3.0
 )
 
 require (
