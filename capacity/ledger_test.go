@@ -276,4 +276,4 @@ func TestLedgerNeverMutatesItsReceiver(t *testing.T) {
 }
 
 func second[A, B any](_ A, _ B, err error) error { return err }
-func errOf[A any](_ A, err error) error         { return err }
+func errOf[A any](_ A, err error) error          { return err }
