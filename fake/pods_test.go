@@ -19,16 +19,15 @@ import (
 )
 
 var (
-	start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ctx   = context.Background()
+	podsT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
-func pod(name, generateName string) corev1.Pod {
+func testPod(name, generateName string) corev1.Pod {
 	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, GenerateName: generateName,
 		Labels: map[string]string{"app": "x"}}}
 }
 
-func names(ps []corev1.Pod) []string {
+func podNames(ps []corev1.Pod) []string {
 	var out []string
 	for _, p := range ps {
 		n := p.Name
@@ -41,10 +40,11 @@ func names(ps []corev1.Pod) []string {
 }
 
 func TestPodStoreConforms(t *testing.T) {
+	ctx := context.Background()
 	seed := uint64(0)
 	vs := fake.CheckPodClient(ctx, func(context.Context) (fake.PodClient, string, error) {
 		seed++
-		return fake.NewPodStore(fake.NewWorld(seed, start), fake.PodStoreOptions{GraceMin: time.Second, GraceMax: time.Minute}), "ns", nil
+		return fake.NewPodStore(fake.NewWorld(seed, podsT0), fake.PodStoreOptions{GraceMin: time.Second, GraceMax: time.Minute}), "ns", nil
 	})
 	for _, v := range vs {
 		t.Error(v)
@@ -73,8 +73,9 @@ func (c sloppyClient) DeletePod(ctx context.Context, ns, name string, o fake.Del
 }
 
 func TestConformanceFindsViolations(t *testing.T) {
+	ctx := context.Background()
 	vs := fake.CheckPodClient(ctx, func(context.Context) (fake.PodClient, string, error) {
-		return sloppyClient{fake.NewPodStore(fake.NewWorld(1, start), fake.PodStoreOptions{})}, "ns", nil
+		return sloppyClient{fake.NewPodStore(fake.NewWorld(1, podsT0), fake.PodStoreOptions{})}, "ns", nil
 	})
 	var checks []string
 	for _, v := range vs {
@@ -98,11 +99,12 @@ func TestConformanceFindsViolations(t *testing.T) {
 }
 
 func TestGenerateNameIsDeterministicAndDistinct(t *testing.T) {
+	ctx := context.Background()
 	run := func(seed uint64) []string {
-		s := fake.NewPodStore(fake.NewWorld(seed, start), fake.PodStoreOptions{})
+		s := fake.NewPodStore(fake.NewWorld(seed, podsT0), fake.PodStoreOptions{})
 		var out []string
 		for range 50 {
-			p, err := s.CreatePod(ctx, pod("", "rc-worker-"))
+			p, err := s.CreatePod(ctx, testPod("", "rc-worker-"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,39 +127,40 @@ func TestGenerateNameIsDeterministicAndDistinct(t *testing.T) {
 		}
 		seen[n] = true
 	}
-	s := fake.NewPodStore(fake.NewWorld(3, start), fake.PodStoreOptions{})
-	long, err := s.CreatePod(ctx, pod("", strings.Repeat("x", 70)))
+	s := fake.NewPodStore(fake.NewWorld(3, podsT0), fake.PodStoreOptions{})
+	long, err := s.CreatePod(ctx, testPod("", strings.Repeat("x", 70)))
 	if err != nil || len(long.Name) != 63 {
 		t.Fatalf("long prefix: %q, %v", long.Name, err)
 	}
 }
 
 func TestPodStoreErrorsAndFaults(t *testing.T) {
-	w := fake.NewWorld(1, start)
+	ctx := context.Background()
+	w := fake.NewWorld(1, podsT0)
 	s := fake.NewPodStore(w, fake.PodStoreOptions{})
 	if _, err := s.CreatePod(ctx, corev1.Pod{}); !apierrors.IsBadRequest(err) {
 		t.Errorf("create without namespace: %v", err)
 	}
-	if _, err := s.CreatePod(ctx, pod("", "")); !apierrors.IsInvalid(err) {
+	if _, err := s.CreatePod(ctx, testPod("", "")); !apierrors.IsInvalid(err) {
 		t.Errorf("create without name: %v", err)
 	}
 	w.Faults.FailNext(fake.KindPodCreate, 1, errors.New("down"))
-	if _, err := s.CreatePod(ctx, pod("a", "")); err == nil || len(s.Pods("ns")) != 0 {
-		t.Fatalf("failed create: err %v, pods %v", err, names(s.Pods("ns")))
+	if _, err := s.CreatePod(ctx, testPod("a", "")); err == nil || len(s.Pods("ns")) != 0 {
+		t.Fatalf("failed create: err %v, pods %v", err, podNames(s.Pods("ns")))
 	}
 	w.Faults.LoseResponseNext(fake.KindPodCreate, 1, errors.New("timeout"))
-	got, err := s.CreatePod(ctx, pod("", "g-"))
+	got, err := s.CreatePod(ctx, testPod("", "g-"))
 	if err == nil || got.Name != "" || len(s.Pods("ns")) != 1 {
-		t.Fatalf("lost create: %q, %v, pods %v", got.Name, err, names(s.Pods("ns")))
+		t.Fatalf("lost create: %q, %v, pods %v", got.Name, err, podNames(s.Pods("ns")))
 	}
 	w.Faults.LoseResponseNext(fake.KindPodDelete, 1, errors.New("timeout"))
 	name := s.Pods("ns")[0].Name
 	if err := s.DeletePod(ctx, "ns", name, fake.DeleteOptions{}); err == nil || len(s.Pods("ns")) != 0 {
-		t.Fatalf("lost delete: %v, pods %v", err, names(s.Pods("ns")))
+		t.Fatalf("lost delete: %v, pods %v", err, podNames(s.Pods("ns")))
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.CreatePod(cancelled, pod("b", "")); !errors.Is(err, context.Canceled) {
+	if _, err := s.CreatePod(cancelled, testPod("b", "")); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled create: %v", err)
 	}
 	want := []string{
@@ -183,10 +186,11 @@ func TestPodStoreErrorsAndFaults(t *testing.T) {
 }
 
 func TestGraceFinalizersAndDeleteAllOf(t *testing.T) {
-	w := fake.NewWorld(1, start)
+	ctx := context.Background()
+	w := fake.NewWorld(1, podsT0)
 	s := fake.NewPodStore(w, fake.PodStoreOptions{GraceMin: 10 * time.Second, GraceMax: 10 * time.Second})
 	for _, n := range []string{"a", "b", "c"} {
-		if _, err := s.CreatePod(ctx, pod(n, "")); err != nil {
+		if _, err := s.CreatePod(ctx, testPod(n, "")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -196,7 +200,7 @@ func TestGraceFinalizersAndDeleteAllOf(t *testing.T) {
 	if err := s.DeletePod(ctx, "ns", "a", fake.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := names(s.Pods("ns")); !cmp.Equal(got, []string{"a~", "b", "c"}) {
+	if got := podNames(s.Pods("ns")); !cmp.Equal(got, []string{"a~", "b", "c"}) {
 		t.Fatalf("after delete: %v", got)
 	}
 	// Deleting a terminating pod again succeeds and changes nothing.
@@ -208,18 +212,18 @@ func TestGraceFinalizersAndDeleteAllOf(t *testing.T) {
 		t.Fatalf("DeleteAllOf = %d, %v; want 2 (a is already terminating)", n, err)
 	}
 	w.Clock.Advance(10 * time.Second)
-	if got := names(s.Pods("ns")); !cmp.Equal(got, []string{"b~"}) {
+	if got := podNames(s.Pods("ns")); !cmp.Equal(got, []string{"b~"}) {
 		t.Fatalf("after the grace period: %v (b has a finalizer)", got)
 	}
 	w.Clock.Advance(time.Hour)
-	if got := names(s.Pods("ns")); !cmp.Equal(got, []string{"b~"}) {
+	if got := podNames(s.Pods("ns")); !cmp.Equal(got, []string{"b~"}) {
 		t.Fatalf("an hour later: %v", got)
 	}
 	if err := s.RemoveFinalizers("ns", "b"); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Pods("ns"); len(got) != 0 {
-		t.Fatalf("after removing the finalizer: %v", names(got))
+		t.Fatalf("after removing the finalizer: %v", podNames(got))
 	}
 	if err := s.SetPhase("ns", "b", corev1.PodFailed); !apierrors.IsNotFound(err) {
 		t.Fatalf("SetPhase on a missing pod: %v", err)
@@ -227,26 +231,27 @@ func TestGraceFinalizersAndDeleteAllOf(t *testing.T) {
 }
 
 func TestInformerLagsAndDeliversInOrder(t *testing.T) {
-	w := fake.NewWorld(1, start)
+	ctx := context.Background()
+	w := fake.NewWorld(1, podsT0)
 	s := fake.NewPodStore(w, fake.PodStoreOptions{Lag: 10 * time.Second})
 	inf := s.Informer()
 	var events []string
 	inf.AddHandler(func(ev fake.PodEvent) { events = append(events, string(ev.Type)+" "+ev.Pod.Name) })
-	if _, err := s.CreatePod(ctx, pod("a", "")); err != nil {
+	if _, err := s.CreatePod(ctx, testPod("a", "")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreatePod(ctx, pod("b", "")); err != nil {
+	if _, err := s.CreatePod(ctx, testPod("b", "")); err != nil {
 		t.Fatal(err)
 	}
 	if inf.Pending() != 2 {
 		t.Fatalf("Pending = %d, want 2", inf.Pending())
 	}
 	next, ok := inf.NextDelivery()
-	if !ok || next.Before(start) || next.After(start.Add(10*time.Second)) {
+	if !ok || next.Before(podsT0) || next.After(podsT0.Add(10*time.Second)) {
 		t.Fatalf("NextDelivery = %v, %v", next, ok)
 	}
 	w.Clock.Advance(10 * time.Second)
-	if got := names(inf.List("ns", nil)); !cmp.Equal(got, []string{"a", "b"}) {
+	if got := podNames(inf.List("ns", nil)); !cmp.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("after the lag the informer shows %v", got)
 	}
 	if err := s.DeletePod(ctx, "ns", "a", fake.DeleteOptions{}); err != nil {
@@ -261,14 +266,14 @@ func TestInformerLagsAndDeliversInOrder(t *testing.T) {
 	if _, ok := inf.Get("ns", "a"); ok {
 		t.Fatal("a is still cached after Sync")
 	}
-	if diff := cmp.Diff([]string{"ADDED a", "ADDED b", "DELETED a"}, sortedFirstTwo(events)); diff != "" {
+	if diff := cmp.Diff([]string{"ADDED a", "ADDED b", "DELETED a"}, sortedFirstTwoEvents(events)); diff != "" {
 		t.Fatalf("events (-want +got):\n%s", diff)
 	}
 }
 
-// sortedFirstTwo sorts the two creates, whose relative delivery order depends
+// sortedFirstTwoEvents sorts the two creates, whose relative delivery order depends
 // on their seeded delays.
-func sortedFirstTwo(evs []string) []string {
+func sortedFirstTwoEvents(evs []string) []string {
 	if len(evs) >= 2 && evs[0] > evs[1] {
 		evs[0], evs[1] = evs[1], evs[0]
 	}
@@ -276,9 +281,10 @@ func sortedFirstTwo(evs []string) []string {
 }
 
 func TestDroppedEventsHideShortLivedPods(t *testing.T) {
-	w := fake.NewWorld(1, start)
+	ctx := context.Background()
+	w := fake.NewWorld(1, podsT0)
 	s := fake.NewPodStore(w, fake.PodStoreOptions{Lag: time.Minute, DropRate: 1})
-	p, err := s.CreatePod(ctx, pod("", "short-"))
+	p, err := s.CreatePod(ctx, testPod("", "short-"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +295,7 @@ func TestDroppedEventsHideShortLivedPods(t *testing.T) {
 	s.Informer().AddHandler(func(ev fake.PodEvent) { seen = append(seen, ev.Pod.Name) })
 	w.Clock.Advance(time.Hour)
 	if got := s.Informer().List("ns", nil); len(got) != 0 || len(seen) != 0 || s.Informer().Pending() != 0 {
-		t.Fatalf("informer showed %v, delivered %v", names(got), seen)
+		t.Fatalf("informer showed %v, delivered %v", podNames(got), seen)
 	}
 }
 
@@ -297,9 +303,10 @@ func TestDroppedEventsHideShortLivedPods(t *testing.T) {
 // the informer shows each pod as the store had it at some time in [t-Lag, t],
 // and never goes back to an older state.
 func TestInformerShowsRecentStates(t *testing.T) {
+	ctx := context.Background()
 	rapid.Check(t, func(rt *rapid.T) {
 		lag := time.Duration(rapid.IntRange(0, 20).Draw(rt, "lagSeconds")) * time.Second
-		w := fake.NewWorld(rapid.Uint64().Draw(rt, "seed"), start)
+		w := fake.NewWorld(rapid.Uint64().Draw(rt, "seed"), podsT0)
 		s := fake.NewPodStore(w, fake.PodStoreOptions{
 			Lag:      lag,
 			DropRate: rapid.Float64Range(0, 1).Draw(rt, "dropRate"),
@@ -348,7 +355,7 @@ func TestInformerShowsRecentStates(t *testing.T) {
 					}
 				}
 				if !ok && (len(h) > 0 || shown[n] != "") {
-					rt.Fatalf("at %v the informer shows %s at rv %q, not a state of the last %v at or after the one shown before: %+v", now.Sub(start), n, shown[n], lag, h)
+					rt.Fatalf("at %v the informer shows %s at rv %q, not a state of the last %v at or after the one shown before: %+v", now.Sub(podsT0), n, shown[n], lag, h)
 				}
 			}
 		}
@@ -357,7 +364,7 @@ func TestInformerShowsRecentStates(t *testing.T) {
 			n := rapid.SampledFrom([]string{"a", "b", "c"}).Draw(rt, "pod")
 			switch rapid.IntRange(0, 3).Draw(rt, "op") {
 			case 0:
-				_, _ = s.CreatePod(ctx, pod(n, ""))
+				_, _ = s.CreatePod(ctx, testPod(n, ""))
 			case 1:
 				_ = s.DeletePod(ctx, "ns", n, fake.DeleteOptions{})
 			case 2:
