@@ -40,15 +40,16 @@ func (r Reason) String() string {
 
 // Entry describes one item in a Result.
 type Entry struct {
-	Action Action
 	// Pod is the pod's name; for a create settled by its token it is the name
 	// the view showed.
 	Pod    string
 	Token  string
 	PodUID types.UID
 	// Deadline is when the item expires; zero if it never does.
-	Deadline   time.Time
-	Seen       bool
+	Deadline time.Time
+	Action   Action
+	Seen     bool
+	// Resolution says how far the item's API call got.
 	Resolution Resolution
 	// Reason says why a Pending item waits; zero in the other lists.
 	Reason Reason
