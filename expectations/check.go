@@ -33,7 +33,7 @@ func (s *State) check(now time.Time, owner Owner, groupName string, view *View, 
 		return Result{}, err
 	}
 	if commit {
-		s.supersede(owner, key)
+		s.supersede(owner, key, false)
 	}
 	r := Result{Owner: owner, Group: groupName, Satisfied: true}
 	rec, ok := s.owners[key]

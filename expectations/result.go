@@ -103,8 +103,8 @@ func (r Result) LingeringPods() []string {
 	return entryNames(r.Lingering)
 }
 
-// PendingPods returns the names (or, for unresolved creates, the tokens) of
-// the Pending items, in order.
+// PendingPods returns the names of the Pending items' pods in order, with a
+// create not yet named shown as its token in brackets.
 func (r Result) PendingPods() []string {
 	return entryNames(r.Pending)
 }
@@ -115,7 +115,9 @@ func entryNames(es []Entry) []string {
 	}
 	out := make([]string, len(es))
 	for i, e := range es {
-		out[i] = e.label()
+		if out[i] = e.Pod; e.Pod == "" {
+			out[i] = "[" + e.Token + "]"
+		}
 	}
 	return out
 }
