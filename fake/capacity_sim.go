@@ -504,6 +504,31 @@ func (s *CapacitySim) Quiesce(ctx context.Context) error {
 			return fmt.Errorf("exactness at quiescence: node %s effective %d (pending %d), node runs %d", s.ids[i], got, l.Pending, running)
 		}
 	}
+	// Liveness (P10) and exactness on the reserve path: with a fresh
+	// heartbeat and nothing pending, a node below M grants exactly one more
+	// slot than it runs, and a full node refuses.
+	for i := range s.gates {
+		s.view[i] = s.gates[i].Running()
+		probe := fmt.Sprintf("probe-%d", i)
+		before := len(s.flights)
+		if err := s.reserve(ctx, 0, i, probe); err != nil {
+			return err
+		}
+		granted := len(s.flights) > before
+		running := s.gates[i].Running()
+		switch {
+		case running < s.cfg.Max && !granted:
+			return fmt.Errorf("liveness: node %s runs %d < M = %d but refused a reservation\n%s", s.ids[i], running, s.cfg.Max, s.Trace[len(s.Trace)-1])
+		case running >= s.cfg.Max && granted:
+			return fmt.Errorf("safety: node %s runs %d >= M = %d but granted a reservation", s.ids[i], running, s.cfg.Max)
+		}
+		if granted {
+			s.flights = s.flights[:before]
+			if err := s.release(ctx, 0, i, probe); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
