@@ -80,8 +80,8 @@ type LockRace struct {
 
 // LockRaceReport counts what a run did.
 type LockRaceReport struct {
-	Grants, AlreadyHeld, Steals, Releases, Refusals int
-	Deaths, Respawns, Conflicts, LostResponses, Uses   int
+	Grants, AlreadyHeld, Steals, Releases, Refusals  int
+	Deaths, Respawns, Conflicts, LostResponses, Uses int
 }
 
 // ErrLockRaceViolation is wrapped by Run's error when an invariant broke.
@@ -218,9 +218,11 @@ func (r *raceRun) spawn(p *raceProc) {
 	p.req = lock.Requester{Namespace: "default", Name: fmt.Sprintf("p%d", p.id), UID: fmt.Sprintf("p%d-g%d", p.id, p.gen)}
 	p.beliefs = map[int]raceBelief{}
 	env := LockRaceEnv{
-		Store:  &raceStore{r: r, p: p},
-		Now:    func() time.Time { return r.now.Add(p.offset) },
-		Holder: func(ctx context.Context, key lock.Key, rec lock.Record) lock.Holder { return r.holder(ctx, p, key, rec) },
+		Store: &raceStore{r: r, p: p},
+		Now:   func() time.Time { return r.now.Add(p.offset) },
+		Holder: func(ctx context.Context, key lock.Key, rec lock.Record) lock.Holder {
+			return r.holder(ctx, p, key, rec)
+		},
 		Sleep: func(ctx context.Context, _ time.Duration, _ <-chan struct{}) error {
 			_, err := r.park(ctx, p, "sleep", lock.Key{})
 			return err
