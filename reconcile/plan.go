@@ -163,6 +163,9 @@ type CreateReplicaGroup struct {
 	Attempts int `json:",omitempty"`
 	// FirstFailure carries the record's first failure time on a retry.
 	FirstFailure time.Time `json:",omitzero"`
+	// Serial asks for KubeRay's creation: member by member, stopping at the
+	// first failure and recording no formation (Compat.DeleteIncompleteGroupsImmediately).
+	Serial bool `json:",omitempty"`
 }
 
 // DeletePod deletes one pod by name, with a UID precondition when known.
