@@ -61,12 +61,13 @@ type decider struct {
 	notInSpec    map[string]int
 	foreign      int
 
-	wtdNames map[string]int32 // union of workersToDelete names -> pod index or -1
-	pending  map[string]*PendingGroup
-	forming  map[string][]*FormingGroup
-	planned  map[int32]bool  // pods with a planned DeletePod
-	taken    map[string]bool // pod names, built lazily for derived names
-	replicas map[string]bool // replica names, built lazily
+	wtdNames  map[string]int32 // union of workersToDelete names -> pod index or -1
+	pending   map[string]*PendingGroup
+	forming   map[string][]*FormingGroup
+	planned   map[int32]bool  // pods with a planned DeletePod
+	blindSent map[string]bool // names of blind workersToDelete deletes
+	taken     map[string]bool // pod names, built lazily for derived names
+	replicas  map[string]bool // replica names, built lazily
 }
 
 func (d *decider) run() error {
@@ -742,8 +743,16 @@ func (d *decider) workersToDelete(gi int) map[string]bool {
 		idx := d.wtdNames[name]
 		if d.c.BlindWorkersToDelete {
 			// KubeRay sends a bare delete by name in the namespace, whatever
-			// the pod is (D3, #733, #3738).
+			// the pod is (D3, #733, #3738). A name listed by two groups is
+			// sent once per plan (KubeRay's second call would be a 404).
 			deleted[name] = true
+			if d.blindSent[name] {
+				continue
+			}
+			if d.blindSent == nil {
+				d.blindSent = map[string]bool{}
+			}
+			d.blindSent[name] = true
 			rr := r
 			rr.Pods = []string{name}
 			d.plan.Actions = append(d.plan.Actions, Action{
