@@ -13,12 +13,6 @@ import (
 	"github.com/plancore/plancore/reconcile"
 )
 
-// genCase is one generated input: a snapshot and options.
-type genCase struct {
-	snap reconcile.Snapshot
-	opts reconcile.Options
-}
-
 // genOptions draws default or AnchorV170 options with random switches.
 func genOptions(t *rapid.T, compatMode bool) reconcile.Options {
 	o := opts()
