@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/plancore/plancore/expectations"
 )
 
 // Executor performs plan actions against a pod API (Kubernetes, or package
@@ -32,13 +35,7 @@ type Executor interface {
 	PatchPodAnnotations(ctx context.Context, namespace, name string, uid types.UID, resourceVersion string, set map[string]string) error
 }
 
-// Owner identifies the cluster whose expectations are recorded.
-type Owner struct {
-	Namespace, Name string
-	UID             types.UID
-}
-
-// CallStatus is how one executor call ended.
+// CallStatus is how one action's executor call ended.
 type CallStatus string
 
 const (
@@ -56,31 +53,21 @@ const (
 	CallSkipped CallStatus = "skipped"
 )
 
-// CallResult is what the executor call of one expectation record returned.
-type CallResult struct {
-	Status CallStatus
-	// Pod and UID are the created pod's server-assigned name and UID, or the
-	// deleted pod's name.
-	Pod string
-	UID types.UID
-}
-
-// ExpectationsRecorder is the part of an expectations store Apply drives. Apply
-// calls Record just before each call whose action implies a record, and
-// Settle once with the call's result; the recorder decides what to keep
-// (plancore's expectations keep ambiguous outcomes pending and roll back
-// definite failures; a KubeRay-profile recorder may record only on success).
-type ExpectationsRecorder interface {
-	Record(owner Owner, e Expect) (token uint64)
-	Settle(token uint64, r CallResult)
-	// ForgetCluster drops every record of owner (the Recreate wipe).
-	ForgetCluster(owner Owner)
-}
-
 // ApplyOptions configure Apply.
 type ApplyOptions struct {
-	// Expectations, when set, receives the expectation records of the plan.
-	Expectations ExpectationsRecorder
+	// Expectations, when set, receives the expectation records the plan's
+	// actions imply: each is recorded around its call (Begin before, Finish
+	// after, per Recording), and the plan's ExpectationOps are applied first.
+	Expectations *expectations.Tracker
+	// Recording is when records are made; the default records before the
+	// call and rolls back definite failures (KubeRay records after success).
+	Recording expectations.Recording
+	// Clock, when set, times the records; by default the plan's Now is used.
+	Clock func() time.Time
+	// TokenPrefix starts the token of every GenerateName create, which Apply
+	// stamps on the pod (expectations.TokenAnnotation) so that an ambiguous
+	// create is recognised when it appears. Use a per-process random value.
+	TokenPrefix string
 	// KeepGoing continues after a failed action. By default Apply stops at
 	// the first failure like KubeRay (earlier actions stand).
 	KeepGoing bool
@@ -133,21 +120,23 @@ func IsFailure(err error, reason FailureReason) bool {
 	return errors.As(err, &f) && f.reason == reason
 }
 
-// classify maps an executor error to a call status.
-func classify(err error, notFoundOK, fixedName bool) CallStatus {
-	switch {
-	case err == nil:
+// classify maps an executor error to a call status with the expectations
+// package's rules (expectations.Classify), except that NotFound on a delete
+// that does not tolerate it is a failure (KubeRay's head and unhealthy-pod
+// deletes, Compat.StrictNotFound).
+func classify(act expectations.Action, err error, notFoundOK, fixedName bool) CallStatus {
+	switch expectations.Classify(act, err, fixedName) {
+	case expectations.CallSucceeded:
 		return CallDone
-	case apierrors.IsNotFound(err) && notFoundOK:
+	case expectations.CallAlreadyDone:
+		if act == expectations.Delete && !notFoundOK {
+			return CallFailed
+		}
 		return CallAlreadyDone
-	case apierrors.IsAlreadyExists(err) && fixedName:
-		return CallAlreadyDone
-	case apierrors.IsNotFound(err), apierrors.IsAlreadyExists(err), apierrors.IsInvalid(err), apierrors.IsForbidden(err),
-		apierrors.IsConflict(err), apierrors.IsBadRequest(err), apierrors.IsUnauthorized(err), apierrors.IsGone(err),
-		apierrors.IsMethodNotSupported(err), apierrors.IsRequestEntityTooLargeError(err):
-		return CallFailed
+	case expectations.CallAmbiguous:
+		return CallAmbiguous
 	}
-	return CallAmbiguous
+	return CallFailed
 }
 
 // Apply executes the plan in its order (annotation patches, DeleteAllOf,
@@ -161,10 +150,14 @@ func classify(err error, notFoundOK, fixedName bool) CallStatus {
 func Apply(ctx context.Context, p Plan, exec Executor, o ApplyOptions) Report {
 	rep := Report{Results: make([]ActionResult, 0, len(p.Actions))}
 	ns, name, _ := strings.Cut(p.Cluster, "/")
-	owner := Owner{Namespace: ns, Name: name, UID: p.ClusterUID}
-	rec := o.Expectations
-	if p.ExpectationOps.ClearCluster && rec != nil {
-		rec.ForgetCluster(owner)
+	ap := &applier{ctx: ctx, exec: exec, o: o, plan: &p, owner: expectations.Owner{Namespace: ns, Name: name, UID: p.ClusterUID}}
+	if tr := o.Expectations; tr != nil {
+		for _, ref := range p.ExpectationOps.Drop {
+			_, _ = tr.Rollback(ref)
+		}
+		if p.ExpectationOps.ClearCluster {
+			_, _ = tr.Forget(expectations.Owner{Namespace: ns, Name: name})
+		}
 	}
 	for i := range p.Actions {
 		a := &p.Actions[i]
@@ -184,7 +177,7 @@ func Apply(ctx context.Context, p Plan, exec Executor, o ApplyOptions) Report {
 			}
 			res.Target = a.Patch.Name
 			err = exec.PatchPodAnnotations(ctx, a.Patch.Namespace, a.Patch.Name, a.Patch.UID, a.Patch.ResourceVersion, a.Patch.Set)
-			res.Status = classify(err, false, false)
+			res.Status = classify(expectations.Create, err, false, false)
 		case KindDeleteAllOf:
 			if a.DeleteAll == nil {
 				err = fmt.Errorf("%w: action %d has no DeleteAll", ErrInvalidPlan, i)
@@ -192,7 +185,7 @@ func Apply(ctx context.Context, p Plan, exec Executor, o ApplyOptions) Report {
 			}
 			res.Target = a.DeleteAll.SelectorString()
 			err = exec.DeleteAllOf(ctx, a.DeleteAll.Namespace, a.DeleteAll.Selector)
-			res.Status = classify(err, false, false)
+			res.Status = classify(expectations.Create, err, false, false)
 		case KindDeletePod:
 			if a.Delete == nil {
 				err = fmt.Errorf("%w: action %d has no Delete", ErrInvalidPlan, i)
@@ -200,15 +193,15 @@ func Apply(ctx context.Context, p Plan, exec Executor, o ApplyOptions) Report {
 			}
 			d := a.Delete
 			res.Target = d.Name
-			tok, recorded := record(rec, owner, a.Expect, 0)
+			tk, recorded := ap.begin(a, 0, d.Name, d.UID, "")
 			err = exec.DeletePod(ctx, d.Namespace, d.Name, d.UID)
 			// A UID precondition that fails means the pod we meant is gone.
 			if err != nil && d.UID != "" && apierrors.IsConflict(err) {
 				err = apierrors.NewNotFound(corev1.Resource("pods"), d.Name)
 			}
-			res.Status = classify(err, d.NotFoundIsSuccess, false)
+			res.Status = classify(expectations.Delete, err, d.NotFoundIsSuccess, false)
 			if recorded {
-				rec.Settle(tok, CallResult{Status: res.Status, Pod: d.Name})
+				ap.finish(tk, expectations.Delete, err, false, d.Name, "")
 			}
 		case KindCreatePod:
 			if a.Create == nil || a.Create.Pod == nil {
@@ -217,7 +210,7 @@ func Apply(ctx context.Context, p Plan, exec Executor, o ApplyOptions) Report {
 			}
 			res.Target = podNameOrPrefix(a.Create.Pod)
 			var name string
-			res.Status, name, err = createOne(ctx, exec, rec, owner, a.Create.Pod, a.Expect, 0)
+			res.Status, name, err = ap.createOne(a, i, 0, a.Create.Pod)
 			if name != "" {
 				res.Created = append(res.Created, name)
 			}
@@ -227,7 +220,7 @@ func Apply(ctx context.Context, p Plan, exec Executor, o ApplyOptions) Report {
 				break
 			}
 			res.Target = a.CreateGroup.ReplicaName
-			res.Status, err = createGroup(ctx, exec, rec, owner, p, a, &res, &rep)
+			res.Status, err = ap.createGroup(a, i, &res, &rep)
 		default:
 			err = fmt.Errorf("%w: action %d has unknown kind %q", ErrInvalidPlan, i, a.Kind)
 		}
@@ -248,17 +241,59 @@ func Apply(ctx context.Context, p Plan, exec Executor, o ApplyOptions) Report {
 	return rep
 }
 
-func record(rec ExpectationsRecorder, owner Owner, exp []Expect, k int) (uint64, bool) {
-	if rec == nil || k >= len(exp) {
-		return 0, false
-	}
-	return rec.Record(owner, exp[k]), true
+// applier carries one Apply call's state.
+type applier struct {
+	ctx   context.Context
+	exec  Executor
+	o     ApplyOptions
+	plan  *Plan
+	owner expectations.Owner
 }
 
-func createOne(ctx context.Context, exec Executor, rec ExpectationsRecorder, owner Owner, pod *corev1.Pod, exp []Expect, k int) (CallStatus, string, error) {
-	tok, recorded := record(rec, owner, exp, k)
-	out, err := exec.CreatePod(ctx, pod.DeepCopy())
-	st := classify(err, false, pod.Name != "")
+func (ap *applier) now() time.Time {
+	if ap.o.Clock != nil {
+		return ap.o.Clock()
+	}
+	return ap.plan.Now
+}
+
+// begin records the k-th expectation of a before its call.
+func (ap *applier) begin(a *Action, k int, pod string, uid types.UID, token string) (expectations.Ticket, bool) {
+	tr := ap.o.Expectations
+	if tr == nil || k >= len(a.Expect) {
+		return expectations.Ticket{}, false
+	}
+	e := a.Expect[k]
+	r := expectations.Record{Owner: ap.owner, Group: e.Group, Pod: pod, Token: token, Seen: e.Seen}
+	if e.Kind == ExpectCreate {
+		r.Action = expectations.Create
+	} else {
+		r.Action, r.PodUID = expectations.Delete, uid
+	}
+	tk, err := tr.Begin(ap.now(), r, ap.o.Recording)
+	return tk, err == nil
+}
+
+func (ap *applier) finish(tk expectations.Ticket, act expectations.Action, err error, fixedName bool, name string, uid types.UID) {
+	_ = ap.o.Expectations.Finish(ap.now(), tk, expectations.Classify(act, err, fixedName), name, uid)
+}
+
+// createOne creates one pod (the k-th of action i), recording its expectation
+// around the call; a GenerateName pod is stamped with a token first.
+func (ap *applier) createOne(a *Action, i, k int, pod *corev1.Pod) (CallStatus, string, error) {
+	pod = pod.DeepCopy()
+	fixed := pod.Name != ""
+	token := ""
+	if !fixed && ap.o.Expectations != nil {
+		token = fmt.Sprintf("%s%x-%d-%d", ap.o.TokenPrefix, ap.plan.Now.UnixNano(), i, k)
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[expectations.TokenAnnotation] = token
+	}
+	tk, recorded := ap.begin(a, k, pod.Name, "", token)
+	out, err := ap.exec.CreatePod(ap.ctx, pod)
+	st := classify(expectations.Create, err, false, fixed)
 	var name string
 	var uid types.UID
 	switch {
@@ -268,7 +303,7 @@ func createOne(ctx context.Context, exec Executor, rec ExpectationsRecorder, own
 		name = pod.Name
 	}
 	if recorded {
-		rec.Settle(tok, CallResult{Status: st, Pod: name, UID: uid})
+		ap.finish(tk, expectations.Create, err, fixed, name, uid)
 	}
 	if st == CallAlreadyDone {
 		err = nil
@@ -280,7 +315,7 @@ func createOne(ctx context.Context, exec Executor, rec ExpectationsRecorder, own
 // is attempted and a partial result becomes a formation record; with the
 // anchor's serial creation (CreateReplicaGroup.Serial) it stops at the first
 // failure and records nothing.
-func createGroup(ctx context.Context, exec Executor, rec ExpectationsRecorder, owner Owner, p Plan, a *Action, res *ActionResult, rep *Report) (CallStatus, error) {
+func (ap *applier) createGroup(a *Action, i int, res *ActionResult, rep *Report) (CallStatus, error) {
 	cg := a.CreateGroup
 	var firstErr error
 	var missing []int
@@ -290,7 +325,7 @@ func createGroup(ctx context.Context, exec Executor, rec ExpectationsRecorder, o
 			missing = append(missing, cg.Hosts[k])
 			continue
 		}
-		st, name, err := createOne(ctx, exec, rec, owner, pod, a.Expect, k)
+		st, name, err := ap.createOne(a, i, k, pod)
 		if name != "" {
 			res.Created = append(res.Created, name)
 		}
@@ -308,8 +343,9 @@ func createGroup(ctx context.Context, exec Executor, rec ExpectationsRecorder, o
 	created := len(cg.Pods) - len(missing)
 	if !cg.Serial && (created > 0 || cg.Retry) {
 		// The group is partial: write or update its formation record (D9).
+		now := ap.now()
 		f := FormingGroup{Group: a.Group, ReplicaName: cg.ReplicaName, ReplicaIndex: cg.ReplicaIndex,
-			Missing: slices.Clone(missing), Attempts: cg.Attempts + 1, FirstFailure: p.Now, LastAttempt: p.Now, LastError: firstErr.Error()}
+			Missing: missing, Attempts: cg.Attempts + 1, FirstFailure: now, LastAttempt: now, LastError: firstErr.Error()}
 		if cg.Retry && !cg.FirstFailure.IsZero() {
 			f.FirstFailure = cg.FirstFailure
 		}

@@ -137,7 +137,7 @@ func genSnapshot(t *rapid.T, maxGroups int) reconcile.Snapshot {
 	s.Seed = rapid.Uint64().Draw(t, "seed")
 	for _, g := range append([]string{""}, groupNames(c)...) {
 		if rapid.IntRange(0, 6).Draw(t, "pending") == 0 {
-			s.Expectations.Pending = append(s.Expectations.Pending, reconcile.PendingGroup{Group: g, Pods: []string{"x"}})
+			pending(&s, g, "x")
 		}
 	}
 	if rapid.Bool().Draw(t, "tls") {
@@ -186,9 +186,8 @@ func cloneSnapshot(s reconcile.Snapshot) reconcile.Snapshot {
 			s.Pods[i].DeepCopyInto(&out.Pods[i])
 		}
 	}
-	out.Expectations.Pending = slices.Clone(s.Expectations.Pending)
-	for i := range out.Expectations.Pending {
-		out.Expectations.Pending[i].Pods = slices.Clone(s.Expectations.Pending[i].Pods)
+	if s.Expectations != nil {
+		out.Expectations = s.Expectations.Clone()
 	}
 	out.Forming = slices.Clone(s.Forming)
 	for i := range out.Forming {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"pgregory.net/rapid"
 
+	"github.com/plancore/plancore/expectations"
 	"github.com/plancore/plancore/reconcile"
 )
 
@@ -46,12 +47,11 @@ func clusterPods(s reconcile.Snapshot) map[string]*corev1.Pod {
 }
 
 func isPending(s reconcile.Snapshot, g string) bool {
-	for _, pg := range s.Expectations.Pending {
-		if pg.Group == g {
-			return true
-		}
+	if s.Expectations == nil {
+		return false
 	}
-	return false
+	res, err := s.Expectations.Check(s.Now, expectations.Owner{Namespace: "ns", Name: "rc", UID: "uid-rc"}, g, expectations.NewView(s.Pods))
+	return err == nil && !res.Satisfied
 }
 
 // Invariant 1: at most one head create, none while any head pod exists.
