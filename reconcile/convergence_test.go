@@ -156,7 +156,7 @@ func convergenceCase(t *rapid.T, compatMode bool) {
 	}
 
 	// Chaos: faults, spec changes, pods dying, autoscaler deletions.
-	chaos := rapid.IntRange(3, 12).Draw(t, "chaosRounds")
+	chaos := rapid.IntRange(2, 8).Draw(t, "chaosRounds")
 	for r := range chaos {
 		switch rapid.IntRange(0, 5).Draw(t, "actor") {
 		case 0:
@@ -190,7 +190,7 @@ func convergenceCase(t *rapid.T, compatMode bool) {
 	scaleDown := !autoscaler || o.RandomPodDelete
 	bound := prm.bound()
 	converged := -1
-	for r := 1; r <= bound+3; r++ {
+	for r := 1; r <= bound+3 && (converged < 0 || r <= converged+2); r++ {
 		plan := step(chaos + r)
 		pods := loop.Store.Pods("ns")
 		ok := true
