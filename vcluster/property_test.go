@@ -43,7 +43,7 @@ func killSome(t *rapid.T, s vcluster.State) vcluster.State {
 // the uncapped plan's k swaps take ⌈k/m⌉ rounds of at most m swaps.
 func TestPropertyReplenish(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s, _ := genState(t, 200, 25)
+		s, _ := genState(t, 150, 25)
 		s = killSome(t, s)
 		full := vcluster.ReplenishOptions{}
 		healed, p, err := checkOp(s, op{desc: "replenish", replenish: &full, plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanReplenish(s, full) }})
@@ -145,7 +145,7 @@ var equateEmpty = cmpopts.EquateEmpty()
 // same state, and writes nothing.
 func TestPropertyRecoverRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s, _ := genState(t, 200, 20)
+		s, _ := genState(t, 150, 20)
 		s = killSome(t, s)
 		p, err := vcluster.PlanReplenish(s, vcluster.ReplenishOptions{})
 		if err != nil {
