@@ -74,8 +74,9 @@ type Action struct {
 	Lock string
 	// Annotations is the merge patch for PatchPod.
 	Annotations map[string]string
-	// Wait is the longest a Wait may sleep; it ends early when any of WaitLocks
-	// changes on Node.
+	// Wait is the longest a Wait may sleep; it ends early when the contended
+	// lock changes on Node. WaitLocks are the locks being waited for; empty
+	// means poll (FixedInterval): sleep out the whole Wait.
 	Wait      time.Duration
 	WaitLocks []string
 	// EventType ("Normal" or "Warning"), EventReason and Message describe an Event.
@@ -245,7 +246,11 @@ func (s BindState) Next() Action {
 	case phRetryRelease:
 		a.Kind, a.Lock, a.Why = ActRelease, s.taken[len(s.taken)-1-s.idx].Name, "retry-rollback"
 	case phWait:
-		a.Kind, a.Wait, a.WaitLocks, a.Why = ActWait, s.waitFor, slices.Clone(s.locks), "backoff"
+		a.Kind, a.Wait, a.Why = ActWait, s.waitFor, "backoff"
+		if s.opts.FixedInterval == 0 {
+			// HAMi polls (G4 compat: FixedInterval); plancore wakes on release.
+			a.WaitLocks = slices.Clone(s.locks)
+		}
 	case phPatch:
 		a.Kind, a.Why = ActPatchPod, "mark-allocating"
 		a.Annotations = map[string]string{
@@ -332,6 +337,11 @@ func StepBind(s BindState, r Result) (BindState, error) {
 		}
 		s.attempt++
 		if !r.Contention {
+			// Any error but contention may come after the write took effect
+			// (a lost response), so the failure path releases this lock too,
+			// first; the release is owner-checked, so if the write never
+			// happened it is a no-op.
+			s.taken = append(s.taken, HeldLock{Name: name})
 			return s.fail(fmt.Errorf("lock %s on node %s: %w", name, s.in.Node, r.Err)), nil
 		}
 		if !s.retry {

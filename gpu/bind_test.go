@@ -194,20 +194,20 @@ func TestBindFlow(t *testing.T) {
 			errIs:   errAPI,
 		},
 		{
-			name:     "second lock fails: release the first",
+			name:     "second lock fails: release both, the failed one first",
 			pod:      nvidiaAndMLU,
 			results:  map[string][]gpu.Result{"Lock " + mutex + " acquire": {{Err: errAPI}}},
-			want:     []string{"GetPod (read)", "GetNode (read)", "Lock " + mlu + " (acquire)", "Lock " + mutex + " (acquire)", "PatchPod (mark-failed)", "Release " + mlu + " (failure-rollback)", "Event (report)", "ForgetAssumed (forget)"},
-			released: []string{mlu},
+			want:     []string{"GetPod (read)", "GetNode (read)", "Lock " + mlu + " (acquire)", "Lock " + mutex + " (acquire)", "PatchPod (mark-failed)", "Release " + mutex + " (failure-rollback)", "Release " + mlu + " (failure-rollback)", "Event (report)", "ForgetAssumed (forget)"},
+			released: []string{mutex, mlu},
 			errIs:    errAPI,
 		},
 		{
-			name:     "first lock fails: nothing to release",
+			name:     "first lock fails: release it in case the write took effect",
 			pod:      nvidiaAndMLU,
 			results:  map[string][]gpu.Result{"Lock " + mlu + " acquire": {{Err: errAPI}}},
-			want:     []string{"GetPod (read)", "GetNode (read)", "Lock " + mlu + " (acquire)", "PatchPod (mark-failed)", "Event (report)", "ForgetAssumed (forget)"},
+			want:     []string{"GetPod (read)", "GetNode (read)", "Lock " + mlu + " (acquire)", "PatchPod (mark-failed)", "Release " + mlu + " (failure-rollback)", "Event (report)", "ForgetAssumed (forget)"},
 			errIs:    errAPI,
-			released: nil,
+			released: []string{mlu},
 		},
 		{
 			name:     "patch fails: release both in reverse",
@@ -398,7 +398,8 @@ func checkBindContract(t fataler, steps []gpu.Step, out gpu.Outcome) {
 		switch a.Kind {
 		case gpu.ActGetPod, gpu.ActForgetAssumed:
 		case gpu.ActLock:
-			if s.Result.Err == nil {
+			// A Lock that failed other than by contention may have written.
+			if s.Result.Err == nil || !s.Result.Contention {
 				held = append(held, a.Lock)
 			}
 		case gpu.ActRelease:
