@@ -33,7 +33,7 @@ func (s *State) check(now time.Time, owner Owner, groupName string, view *View, 
 		return Result{}, err
 	}
 	if commit {
-		s.supersede(owner, key)
+		s.supersede(owner, key, false)
 	}
 	r := Result{Owner: owner, Group: groupName, Satisfied: true}
 	rec, ok := s.owners[key]
@@ -54,53 +54,69 @@ func (s *State) check(now time.Time, owner Owner, groupName string, view *View, 
 		}
 	}
 	ns := owner.Namespace
-	keep := order[:0]
-	removed := 0
+	live := len(g.byKey)
+	settled, seen := 0, 0
+	var d decision
 	for _, it := range order {
 		if it.dead {
 			continue
 		}
-		d := s.decide(now, ns, it, view)
+		seen++
+		s.decide(now, ns, it, view, &d)
 		if d.settle {
-			removed++
+			settled++
 			if commit {
-				delete(g.byKey, it.key())
 				it.dead = true
 			}
 		} else if commit {
 			d.apply(it)
-			keep = append(keep, it)
 		}
+		// Each list is sized on first use for every item still to come, so a
+		// check allocates once per list rather than growing it.
 		switch d.list {
 		case listPending:
-			r.Pending = append(r.Pending, d.entry)
+			r.Pending = appendSized(r.Pending, d.entry, live-seen+1)
 			if d.overdue {
-				r.Overdue = append(r.Overdue, d.entry)
+				r.Overdue = appendSized(r.Overdue, d.entry, live-seen+1)
 			}
 			if dl := d.entry.Deadline; !dl.IsZero() && dl.After(now) && (r.NextChange.IsZero() || dl.Before(r.NextChange)) {
 				r.NextChange = dl
 			}
 		case listObserved:
-			r.Observed = append(r.Observed, d.entry)
+			r.Observed = appendSized(r.Observed, d.entry, live-seen+1)
 		case listExpired:
-			r.Expired = append(r.Expired, d.entry)
+			r.Expired = appendSized(r.Expired, d.entry, live-seen+1)
 			if d.linger {
-				r.Lingering = append(r.Lingering, d.entry)
+				r.Lingering = appendSized(r.Lingering, d.entry, live-seen+1)
 			}
 		case listLingering:
-			r.Lingering = append(r.Lingering, d.entry)
+			r.Lingering = appendSized(r.Lingering, d.entry, live-seen+1)
 		}
 	}
 	r.Satisfied = len(r.Pending) == 0
 	if commit {
-		rec.len -= removed
-		s.len -= removed
-		if len(keep) == 0 {
+		rec.len -= settled
+		s.len -= settled
+		if settled == live {
+			// Everything settled: drop the group's map whole (Go maps never
+			// shrink, and deleting 10,000 keys one by one costs more).
 			delete(rec.groups, groupName)
 			if len(rec.groups) == 0 {
 				s.dropOwner(key)
 			}
-		} else {
+		} else if settled > 0 || g.dead > 0 {
+			keep := order[:0]
+			for _, it := range order {
+				if !it.dead {
+					keep = append(keep, it)
+					continue
+				}
+				// Items replaced earlier are dead but no longer own their
+				// key; only this check's settled items still do.
+				if k := it.key(); g.byKey[k] == it {
+					delete(g.byKey, k)
+				}
+			}
 			clear(order[len(keep):])
 			g.order = keep
 			g.dead = 0
@@ -121,6 +137,14 @@ func (s *State) sortGroup(g *group) []*item {
 	sortItems(live)
 	g.order, g.dead, g.dirty = live, 0, false
 	return live
+}
+
+// appendSized appends e to list, first giving list room for n entries.
+func appendSized(list []Entry, e Entry, n int) []Entry {
+	if list == nil {
+		list = make([]Entry, 0, n)
+	}
+	return append(list, e)
 }
 
 func sortItems(items []*item) {
@@ -160,7 +184,12 @@ func (d decision) apply(it *item) {
 }
 
 // decide applies §3.3 to one item.
-func (s *State) decide(now time.Time, ns string, it *item, view *View) decision {
+func (s *State) decide(now time.Time, ns string, it *item, view *View, out *decision) {
+	*out = s.decideValue(now, ns, it, view)
+}
+
+// decideValue is decide's body.
+func (s *State) decideValue(now time.Time, ns string, it *item, view *View) decision {
 	e := Entry{
 		Action:     it.action,
 		Pod:        it.pod,

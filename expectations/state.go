@@ -117,14 +117,20 @@ func (s *State) ownerKey(o Owner) (string, error) {
 }
 
 // supersede drops the items of an earlier owner with o's namespace and name but
-// another key (an owner deleted and recreated under a new UID).
-func (s *State) supersede(o Owner, key string) {
+// another key (an owner deleted and recreated under a new UID), and, if
+// register is set, remembers key as the owner of that name. Only owners that
+// hold items are registered, so checks of owners without items leave nothing
+// behind.
+func (s *State) supersede(o Owner, key string, register bool) {
 	if s.opts.OwnerIdentity != ByUID || o.Name == "" {
 		return
 	}
 	nk := podKey{o.Namespace, o.Name}
 	if old, ok := s.names[nk]; ok && old != key {
 		s.dropOwner(old)
+	}
+	if !register {
+		return
 	}
 	if s.names == nil {
 		s.names = map[podKey]string{}
@@ -160,7 +166,7 @@ func (s *State) Record(now time.Time, r Record) (Ref, error) {
 	if err := r.validate(); err != nil {
 		return Ref{}, err
 	}
-	s.supersede(r.Owner, key)
+	s.supersede(r.Owner, key, true)
 	g := s.groupFor(key, r.Owner, r.Group)
 	it := &item{
 		action:   r.Action,
@@ -203,6 +209,13 @@ func (s *State) groupFor(key string, o Owner, name string) *group {
 	if !ok {
 		rec = &ownerRec{owner: o, groups: map[string]*group{}}
 		s.owners[key] = rec
+	} else if o.Name != "" && (rec.owner.Namespace != o.Namespace || rec.owner.Name != o.Name) {
+		// The same UID under another name (a caller's mistake, or a rename):
+		// the latest name wins, and the old one no longer points here.
+		if nk := (podKey{rec.owner.Namespace, rec.owner.Name}); s.names[nk] == key {
+			delete(s.names, nk)
+		}
+		rec.owner = o
 	}
 	g, ok := rec.groups[name]
 	if !ok {
