@@ -56,18 +56,20 @@ func (k itemKey) compare(o itemKey) int {
 	return cmp.Compare(k.token, o.token)
 }
 
+// item is one expected create or delete. The fields a check reads for every
+// item come first, so they share a cache line.
 type item struct {
+	dead       bool
+	lingering  bool
+	seen       bool
+	overdue    bool
 	action     Action
+	resolution Resolution
 	pod        string
-	token      string
 	podUID     types.UID
 	recorded   time.Time
 	timeout    time.Duration
-	seen       bool
-	resolution Resolution
-	lingering  bool
-	overdue    bool
-	dead       bool
+	token      string
 }
 
 func (it *item) key() itemKey {
