@@ -100,7 +100,9 @@ func (p *planner) planDefault() error {
 			f.entry = *f.prev
 			f.hasEntry = true
 		}
-		anyStarted = anyStarted || f.job != nil && startedPhase(f.job.Phase)
+		// Started is sticky, so a job deleted for a retry never sends a
+		// Running workflow back to Pending.
+		anyStarted = anyStarted || f.started
 	}
 
 	// Outcomes observed now. Retryable failures are decided once failFast is known.
@@ -216,7 +218,7 @@ func (p *planner) planDefault() error {
 		st.State = State{Phase: PhaseSucceed}
 	case allFinal && opt.SuccessRule == SuccessSet:
 		st.State = State{Phase: PhaseFailed}
-	case anyStarted || anyFinal:
+	case anyStarted || anyFinal || phase == PhaseRunning:
 		st.State = State{Phase: PhaseRunning}
 	default:
 		st.State = State{Phase: PhasePending}
@@ -564,7 +566,7 @@ func (p *planner) createReady(fs []fstate, outcome string) {
 		}
 		if limit > 0 && slots <= 0 {
 			f.ready = false
-			f.reasons = append(f.reasons, Reason{Kind: ReasonParallelism, Active: active, Limit: limit})
+			f.reasons = append(f.reasons, Reason{Kind: ReasonParallelism, Active: limit - slots, Limit: limit})
 			continue
 		}
 		slots--

@@ -292,7 +292,9 @@ func (g *graph) ref(i int, name string, res result, sub string, k, pos int, stam
 		g.add(Issue{Kind: IssueFinallyOrdering, Flow: i, Field: fieldOf(), Target: pos, Value: name,
 			Message: fmt.Sprintf("%q is a finally flow; nothing may depend on it", name)})
 	}
-	if res == resFailed || res == resOmitted || res == resDone {
+	if (res == resFailed || res == resOmitted || res == resDone) && !g.finally(i) {
+		// Only main flows handle a failure: a finally flow reacting to it
+		// (Argo's onExit) does not make the workflow succeed.
 		g.handled[t] = true
 	}
 	if !g.dup[i] && stamp[t] != int32(i) {

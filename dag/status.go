@@ -13,13 +13,15 @@ import (
 // slice. With quirk (Volcano), a non-nil empty previous history stays empty
 // forever; otherwise nil and empty are alike (D8). limit k > 0 keeps the
 // first entry and the last k−1 (k = 1 behaves as 2, so the open entry is
-// never dropped), returning how many entries were dropped.
-func histories(prev *JobStatus, phase JobPhase, now metav1.Time, quirk bool, limit int) ([]RunningHistory, int) {
+// never dropped), returning how many entries were dropped. newAttempt marks
+// the first observation of a retried job under the same name: its interval
+// starts now even if the phase repeats the previous attempt's.
+func histories(prev *JobStatus, phase JobPhase, now metav1.Time, quirk, newAttempt bool, limit int) ([]RunningHistory, int) {
 	var h []RunningHistory
 	switch {
 	case prev != nil && len(prev.RunningHistories) > 0:
 		old := prev.RunningHistories
-		if old[len(old)-1].State == phase {
+		if old[len(old)-1].State == phase && !newAttempt {
 			h = old // unchanged: shared, read-only
 		} else {
 			h = make([]RunningHistory, len(old)+1)
@@ -62,7 +64,8 @@ func jobEntry(j *Job, prev *JobStatus, now metav1.Time, opt Options) JobStatus {
 		e.StartTimestamp = metav1.Time{}
 	}
 	var dropped int
-	e.RunningHistories, dropped = histories(prev, j.Phase, now, opt.HistoryQuirk, opt.HistoryLimit)
+	newAttempt := prev != nil && prev.RetiredUID != "" && j.UID != prev.RetiredUID
+	e.RunningHistories, dropped = histories(prev, j.Phase, now, opt.HistoryQuirk, newAttempt, opt.HistoryLimit)
 	if prev != nil {
 		e.DroppedHistories = prev.DroppedHistories
 	}
