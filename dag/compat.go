@@ -10,7 +10,8 @@ func (p *planner) planVolcano() error {
 	p.res.Issues = append(p.res.Issues, p.g.issues...)
 	invalid := p.g.invalid && !opt.SkipValidation
 	phase := wf.Status.State.Phase
-	order, own := p.flowJobNames()
+	order, ownNames := p.flowJobNames()
+	own := func(i int32) bool { return ownNames[p.s.Jobs[i].Name] }
 	switch phase {
 	case PhaseFailed, PhaseTerminating:
 		// Volcano's failedState and terminatingState do nothing.
@@ -121,7 +122,7 @@ func (p *planner) nameConflict(i int, flow string, j *Job) {
 }
 
 // volcanoStatus is the anchor's getAllJobStatus plus the phase table (§1.3–1.5).
-func (p *planner) volcanoStatus(order []string, own map[string]bool, invalid bool) {
+func (p *planner) volcanoStatus(order []string, own func(int32) bool, invalid bool) {
 	wf, opt := p.wf, p.opt
 	prev := &wf.Status
 	var labelled []int32

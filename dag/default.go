@@ -63,7 +63,9 @@ func (p *planner) planDefault() error {
 	}
 
 	fs := make([]fstate, n)
-	own := make(map[string]bool, n)
+	p.names = make([]string, n)
+	matched := make([]bool, len(p.s.Jobs)) // job i is some current flow's
+	own := func(i int32) bool { return matched[i] }
 	anyStarted := false
 	for i := range n {
 		if g.dup[i] {
@@ -71,14 +73,18 @@ func (p *planner) planDefault() error {
 		}
 		f := &fs[i]
 		name := p.jobName(g.names[i])
-		own[name] = true
+		p.names[i] = name
 		f.prev = p.prev(name)
 		f.attempt = 1
 		if f.prev != nil {
 			f.outcome, f.started = f.prev.Outcome, f.prev.Started
 			f.attempt = max(f.prev.Attempt, 1)
 		}
-		j := p.job(name)
+		var j *Job
+		if ji, ok := p.byName[name]; ok {
+			j = &p.s.Jobs[ji]
+			matched[ji] = true
+		}
 		switch {
 		case j == nil:
 		case !p.labelled(j):
@@ -225,11 +231,21 @@ func (p *planner) planDefault() error {
 	}
 
 	if st.State.Phase == PhaseSucceed && spec.JobRetainPolicy == RetainPolicyDelete {
-		order, ownSet := p.flowJobNames()
-		p.retentionDeletes(order, ownSet)
+		order, _ := p.flowJobNames()
+		p.retentionDeletes(order, own)
 	}
 	p.defaultStatus(&st, fs, own)
 	return nil
+}
+
+// ownName reports whether a job name is the job of a current flow.
+func (p *planner) ownName(name string) bool {
+	pre := p.wf.Name + "-"
+	if len(name) <= len(pre) || name[:len(pre)] != pre {
+		return false
+	}
+	i, ok := p.g.index[name[len(pre):]]
+	return ok && !p.g.dup[i]
 }
 
 func (p *planner) retryOf(i int) *Retry {
@@ -331,12 +347,15 @@ func (p *planner) decide(i int, fs []fstate, stop bool) {
 func (p *planner) eval(i int, fs []fstate) (tri, []Reason) {
 	c := p.g.conds[i]
 	var und []Reason
-	seen := map[atom]bool{}
+	var seen []atom
 	note := func(a atom) {
-		if !seen[a] {
-			seen[a] = true
-			und = append(und, p.depReason(a, fs))
+		for _, x := range seen {
+			if x == a {
+				return
+			}
 		}
+		seen = append(seen, a)
+		und = append(und, p.depReason(a, fs))
 	}
 	if c.expr != nil {
 		return p.evalNode(c.expr, fs, note), und
@@ -579,10 +598,10 @@ func (p *planner) createReady(fs []fstate, outcome string) {
 }
 
 // defaultStatus builds the Default status (§2.3).
-func (p *planner) defaultStatus(st *Status, fs []fstate, own map[string]bool) {
+func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
 	g, opt := p.g, p.opt
 	var l lists
-	st.Conditions = make(map[string]Condition)
+	st.Conditions = make(map[string]Condition, len(p.s.Jobs))
 	list := make([]JobStatus, 0, g.n)
 	for i := range g.n {
 		f := &fs[i]
@@ -592,7 +611,7 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own map[string]bool) {
 		if f.reasons != nil {
 			p.res.Blocked = append(p.res.Blocked, Blocked{Flow: g.names[i], Index: i, Reasons: f.reasons})
 		}
-		name := p.jobName(g.names[i])
+		name := p.names[i]
 		if j := f.job; j != nil {
 			if !l.add(name, j.Phase, opt.Buckets == BucketsVolcano) {
 				p.issue(Issue{Kind: IssueUnknownJobPhase, Flow: i, Field: "job " + name, Target: -1, Value: string(j.Phase),
@@ -618,7 +637,7 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own map[string]bool) {
 	}
 	if opt.KeepStaleEntries {
 		for i := range p.wf.Status.JobStatusList {
-			if e := &p.wf.Status.JobStatusList[i]; !own[e.Name] {
+			if e := &p.wf.Status.JobStatusList[i]; !p.ownName(e.Name) {
 				list = append(list, *e)
 			}
 		}

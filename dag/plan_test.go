@@ -376,7 +376,7 @@ func TestDefaultRules(t *testing.T) {
 			w := wf(fl("a"), fl("b"), fl("c"), fl("d"))
 			w.Spec.Parallelism = 3
 			return w
-		}(), []dag.Job{job("a", R)}, summary{Phase: "Running", Write: true, Create: []string{"jf-b", "jf-c"}, Blocked: []string{"d: Parallelism 1/3 active"}}},
+		}(), []dag.Job{job("a", R)}, summary{Phase: "Running", Write: true, Create: []string{"jf-b", "jf-c"}, Blocked: []string{"d: Parallelism 3/3 active"}}},
 		{"parallelism already exceeded: nothing is created", func() dag.Workflow {
 			w := wf(fl("a"), fl("b"), fl("c"))
 			w.Spec.Parallelism = 1

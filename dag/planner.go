@@ -61,6 +61,7 @@ type planner struct {
 	byName map[string]int32
 	prevAt map[string]int32
 	g      *graph
+	names  []string // job name per flow (Default)
 	res    Result
 }
 
@@ -123,13 +124,13 @@ func (p *planner) issue(is Issue) {
 	p.res.Issues = append(p.res.Issues, is)
 }
 
-// orphans returns the labelled jobs whose name is no current flow's job,
-// sorted by name.
-func (p *planner) orphans(own map[string]bool) []int32 {
+// orphans returns the labelled jobs that are no current flow's job (own
+// tells by job index), sorted by name.
+func (p *planner) orphans(own func(i int32) bool) []int32 {
 	var out []int32
 	for i := range p.s.Jobs {
 		j := &p.s.Jobs[i]
-		if p.labelled(j) && !own[j.Name] {
+		if p.labelled(j) && !own(int32(i)) {
 			out = append(out, int32(i))
 		}
 	}
@@ -147,7 +148,7 @@ func (p *planner) orphans(own map[string]bool) []int32 {
 
 // retentionDeletes plans the deletion of every labelled job, flows in spec
 // order, then the rest by name.
-func (p *planner) retentionDeletes(order []string, own map[string]bool) {
+func (p *planner) retentionDeletes(order []string, own func(i int32) bool) {
 	for _, name := range order {
 		if j := p.job(name); j != nil && p.labelled(j) {
 			p.res.Delete = append(p.res.Delete, DeleteJob{Flow: flowOf(p.wf.Name, name), Name: name, UID: j.UID, Reason: DeleteRetention})
