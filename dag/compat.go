@@ -1,6 +1,9 @@
 package dag
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // planVolcano is the anchor's state machine (§1): deploy one dependency wave,
 // then rebuild the status and apply the phase table.
@@ -75,16 +78,19 @@ func (p *planner) deployVolcano() {
 			}
 		}
 	}
-	seen := map[string]bool{}
+	// A duplicate flow is tried again, as in the anchor, unless an earlier
+	// occurrence created the job; each name is reported blocked once.
+	created, blocked, conflict := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	var waits []Blocked
 	for i := range p.wf.Spec.Flows {
 		f := &p.wf.Spec.Flows[i]
 		name := p.jobName(f.Name)
-		if seen[name] {
-			continue // a duplicate flow: the first occurrence decided
+		if created[name] {
+			continue
 		}
-		seen[name] = true
 		if j := p.job(name); j != nil {
-			if !p.opt.SkipNameConflictCheck && !p.labelled(j) {
+			if !p.opt.SkipNameConflictCheck && !p.labelled(j) && !conflict[name] {
+				conflict[name] = true
 				p.nameConflict(i, f.Name, j)
 			}
 			continue
@@ -103,15 +109,25 @@ func (p *planner) deployVolcano() {
 				reasons = append(reasons, Reason{Kind: ReasonDependency, Target: t, State: jobState(tj), Atom: t})
 			}
 		}
-		if onCycle[f.Name] {
+		if onCycle[f.Name] && len(reasons) > 0 {
 			reasons = append(reasons, Reason{Kind: ReasonCycle, Issue: "flow is on a dependency cycle"})
 		}
 		if len(reasons) > 0 {
-			p.res.Blocked = append(p.res.Blocked, Blocked{Flow: f.Name, Index: i, Reasons: reasons})
+			if !blocked[name] {
+				blocked[name] = true
+				waits = append(waits, Blocked{Flow: f.Name, Index: i, Reasons: reasons})
+			}
 			continue
 		}
+		created[name] = true
 		p.res.Create = append(p.res.Create, p.create(f, 1, false, ""))
 	}
+	for _, b := range waits {
+		if !created[p.jobName(b.Flow)] {
+			p.res.Blocked = append(p.res.Blocked, b)
+		}
+	}
+	slices.SortStableFunc(p.res.Blocked, func(a, b Blocked) int { return a.Index - b.Index })
 }
 
 func (p *planner) nameConflict(i int, flow string, j *Job) {
@@ -161,7 +177,9 @@ func (p *planner) volcanoStatus(order []string, own func(int32) bool, invalid bo
 		}
 	}
 	l.fill(&st)
-	st.JobStatusList = list
+	if len(list) > 0 {
+		st.JobStatusList = list
+	}
 
 	r, c, f, t := len(st.RunningJobs), len(st.CompletedJobs), len(st.FailedJobs), len(st.TerminatedJobs)
 	if opt.AbortedPolicy == AbortedFail {
