@@ -2,6 +2,7 @@ package dag
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +22,7 @@ type fstate struct {
 	job      *Job       // this flow's own observed job (labelled, not stale)
 	foreign  *Job       // a same-named job that is not ours
 	prev     *JobStatus // the previous entry of the flow's job name
-	entry    JobStatus
+	entry    *JobStatus // into the status list being built
 	hasEntry bool
 	outcome  Outcome
 	attempt  int
@@ -63,6 +64,11 @@ func (p *planner) planDefault() error {
 	}
 
 	fs := make([]fstate, n)
+	entries := make([]JobStatus, n) // the new status list, compacted at the end
+	for i := range fs {
+		fs[i].entry = &entries[i]
+	}
+	p.entries = entries
 	p.names = make([]string, n)
 	matched := make([]bool, len(p.s.Jobs)) // job i is some current flow's
 	own := func(i int32) bool { return matched[i] }
@@ -97,13 +103,13 @@ func (p *planner) planDefault() error {
 			f.job = j
 		}
 		if j := f.job; j != nil {
-			f.entry = jobEntry(j, f.prev, p.now, opt)
+			*f.entry = jobEntry(j, f.prev, p.now, opt)
 			f.hasEntry = true
 			if startedPhase(j.Phase) {
 				f.started = true
 			}
 		} else if f.prev != nil {
-			f.entry = *f.prev
+			*f.entry = *f.prev
 			f.hasEntry = true
 		}
 		// Started is sticky, so a job deleted for a retry never sends a
@@ -602,7 +608,10 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
 	g, opt := p.g, p.opt
 	var l lists
 	st.Conditions = make(map[string]Condition, len(p.s.Jobs))
-	list := make([]JobStatus, 0, g.n)
+	// The list is compacted in place over the entries built per flow: entry
+	// k is written at an index ≤ k, after entry k was read.
+	list := p.entries[:0]
+	condBytes, entryBytes := 0, 0
 	for i := range g.n {
 		f := &fs[i]
 		if g.dup[i] {
@@ -617,14 +626,16 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
 				p.issue(Issue{Kind: IssueUnknownJobPhase, Flow: i, Field: "job " + name, Target: -1, Value: string(j.Phase),
 					Message: "job phase is not a Volcano job phase; bucketed as unknown"})
 			}
-			st.Conditions[name] = condition(j)
+			c := condition(j)
+			condBytes += jsonStrLen(name) + 1 + conditionLen(&c)
+			st.Conditions[name] = c
 		}
 		if !f.hasEntry && f.outcome == OutcomeNone {
 			continue
 		}
 		e := f.entry
 		if !f.hasEntry {
-			e = JobStatus{Name: name}
+			*e = JobStatus{Name: name}
 		}
 		e.Flow = g.names[i]
 		e.Outcome = f.outcome
@@ -633,11 +644,13 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
 		if e.Outcome != OutcomeNone {
 			e.NextRetryAt, e.Retrying = nil, false
 		}
-		list = append(list, e)
+		entryBytes += entryLen(e)
+		list = append(list, *e)
 	}
 	if opt.KeepStaleEntries {
 		for i := range p.wf.Status.JobStatusList {
 			if e := &p.wf.Status.JobStatusList[i]; !p.ownName(e.Name) {
+				entryBytes += entryLen(e)
 				list = append(list, *e)
 			}
 		}
@@ -657,11 +670,12 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
 	}
 	l.fill(st)
 	if len(list) > 0 {
-		st.JobStatusList = list
+		st.JobStatusList = slices.Clip(list)
 	}
 	if len(st.Conditions) == 0 {
 		st.Conditions = nil
 	}
+	p.sized = &sizes{conditions: condBytes, entries: entryBytes}
 	p.res.Status = *st
 	p.res.WriteStatus = !statusEqual(&p.wf.Status, st)
 }

@@ -190,6 +190,14 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 		}
 	}
 
+	refs := 0
+	for i := range n {
+		if d := g.flow(i).DependsOn; d != nil {
+			refs += len(d.Targets) + len(d.TargetsWithStatus)
+		}
+	}
+	g.atoms = make([]atom, 0, refs)
+	g.edges = make([]int32, 0, refs)
 	stamp := make([]int32, n)  // stamp[t] == i: edge i→t already recorded
 	tstamp := make([]int32, n) // tstamp[t] == i: t already listed in i's targets
 	for i := range stamp {

@@ -62,7 +62,11 @@ type planner struct {
 	prevAt map[string]int32
 	g      *graph
 	names  []string // job name per flow (Default)
-	res    Result
+	// entries backs the Default status list; sized holds the JSON sizes
+	// accumulated while building it.
+	entries []JobStatus
+	sized   *sizes
+	res     Result
 }
 
 func (p *planner) jobName(flow string) string { return p.wf.Name + "-" + flow }
@@ -171,7 +175,7 @@ func flowOf(wf, job string) string {
 func (p *planner) finish() Result {
 	r := &p.res
 	st := &r.Status
-	r.StatusBytes = statusLen(st)
+	r.StatusBytes = statusLenSized(st, p.sized)
 	if r.StatusBytes > p.opt.sizeWarn() {
 		p.issue(Issue{Kind: IssueStatusTooLarge, Flow: -1, Field: "status", Target: -1, Value: strconv.Itoa(r.StatusBytes),
 			Message: fmt.Sprintf("status is %d bytes, over the %d-byte warning threshold; set HistoryLimit", r.StatusBytes, p.opt.sizeWarn())})

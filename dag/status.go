@@ -348,8 +348,16 @@ func conditionLen(c *Condition) int {
 	return z.done()
 }
 
+// sizes are the JSON lengths of the job status list's entries and of the
+// conditions' values (keys included), accumulated while building them.
+type sizes struct{ conditions, entries int }
+
 // statusLen returns len(json.Marshal(s)) without encoding it.
-func statusLen(s *Status) int {
+func statusLen(s *Status) int { return statusLenSized(s, nil) }
+
+// statusLenSized is statusLen with the list and condition sizes already
+// known (nil: compute them).
+func statusLenSized(s *Status, known *sizes) int {
 	var z sizer
 	{
 		var st sizer
@@ -369,15 +377,23 @@ func statusLen(s *Status) int {
 	z.strs("orphanJobs", s.OrphanJobs)
 	if len(s.JobStatusList) > 0 {
 		n := 2 + len(s.JobStatusList) - 1
-		for i := range s.JobStatusList {
-			n += entryLen(&s.JobStatusList[i])
+		if known != nil {
+			n += known.entries
+		} else {
+			for i := range s.JobStatusList {
+				n += entryLen(&s.JobStatusList[i])
+			}
 		}
 		z.obj("jobStatusList", n)
 	}
 	if len(s.Conditions) > 0 {
 		n := 2 + len(s.Conditions) - 1
-		for k, c := range s.Conditions {
-			n += jsonStrLen(k) + 1 + conditionLen(&c)
+		if known != nil {
+			n += known.conditions
+		} else {
+			for k, c := range s.Conditions {
+				n += jsonStrLen(k) + 1 + conditionLen(&c)
+			}
 		}
 		z.obj("conditions", n)
 	}
