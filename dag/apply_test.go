@@ -24,8 +24,12 @@ func (r *recorder) do(call string) error {
 	return r.fail[call]
 }
 
-func (r *recorder) CreateJob(_ context.Context, c dag.CreateJob) error { return r.do("create " + c.Name) }
-func (r *recorder) DeleteJob(_ context.Context, d dag.DeleteJob) error { return r.do("delete " + d.Name) }
+func (r *recorder) CreateJob(_ context.Context, c dag.CreateJob) error {
+	return r.do("create " + c.Name)
+}
+func (r *recorder) DeleteJob(_ context.Context, d dag.DeleteJob) error {
+	return r.do("delete " + d.Name)
+}
 func (r *recorder) UpdateStatus(_ context.Context, ns, name string, _ dag.Status) error {
 	return r.do("status " + ns + "/" + name)
 }
