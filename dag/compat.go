@@ -170,7 +170,7 @@ func (p *planner) volcanoStatus(order []string, own func(int32) bool, invalid bo
 		}
 		st.Conditions[j.Name] = condition(j)
 		e := jobEntry(j, p.prev(j.Name), p.now, opt)
-		if k, ok := p.prevAt[j.Name]; ok && opt.KeepStaleEntries {
+		if k, ok := p.prevIndex(j.Name); ok && opt.KeepStaleEntries {
 			list[k] = e
 		} else {
 			list = append(list, e)

@@ -87,13 +87,14 @@ func (p *planner) planDefault() error {
 			f.attempt = max(f.prev.Attempt, 1)
 		}
 		var j *Job
+		mine := false
 		if ji, ok := p.byName[name]; ok {
-			j = &p.s.Jobs[ji]
+			j, mine = &p.s.Jobs[ji], p.lab[ji]
 			matched[ji] = true
 		}
 		switch {
 		case j == nil:
-		case !p.labelled(j):
+		case !mine:
 			f.foreign = j
 		case f.prev != nil && !f.prev.Retrying && f.prev.RetiredUID != "" && j.UID == f.prev.RetiredUID:
 			// A stale view of the attempt we already deleted: wait for it

@@ -28,15 +28,13 @@ func Plan(s Snapshot, opt Options) (Result, error) {
 	p := &planner{s: &s, wf: wf, opt: opt, now: metav1.NewTime(s.Now),
 		label: wf.Namespace + "." + wf.Name}
 	p.byName = make(map[string]int32, len(s.Jobs))
+	p.lab = make([]bool, len(s.Jobs))
 	for i := range s.Jobs {
 		if _, dup := p.byName[s.Jobs[i].Name]; dup {
 			return Result{}, fmt.Errorf("%w: two observed jobs are named %q", ErrInvalidSnapshot, s.Jobs[i].Name)
 		}
 		p.byName[s.Jobs[i].Name] = int32(i)
-	}
-	p.prevAt = make(map[string]int32, len(wf.Status.JobStatusList))
-	for i := range wf.Status.JobStatusList {
-		p.prevAt[wf.Status.JobStatusList[i].Name] = int32(i)
+		p.lab[i] = p.labelled(&s.Jobs[i])
 	}
 	p.res = Result{Namespace: wf.Namespace, Name: wf.Name, UID: wf.UID}
 	var err error
@@ -59,7 +57,11 @@ type planner struct {
 	now    metav1.Time
 	label  string
 	byName map[string]int32
-	prevAt map[string]int32
+	prevAt map[string]int32 // nil until the cursor misses
+	// prevCursor is the next previous entry expected by prev.
+	prevCursor int
+	// lab caches labelled per job index: labels are read once.
+	lab []bool
 	g      *graph
 	names  []string // job name per flow (Default)
 	// entries backs the Default status list; sized holds the JSON sizes
@@ -78,11 +80,38 @@ func (p *planner) job(name string) *Job {
 	return nil
 }
 
+// prev returns the previous status entry of a job name. Lookups made in
+// the order the previous list was written (spec order, as Plan writes it)
+// are served by a cursor; the name→index map is built only on the first
+// miss.
 func (p *planner) prev(name string) *JobStatus {
+	list := p.wf.Status.JobStatusList
+	if p.prevAt == nil {
+		if c := p.prevCursor; c < len(list) && list[c].Name == name {
+			p.prevCursor++
+			return &list[c]
+		}
+		p.prevAt = make(map[string]int32, len(list))
+		for i := range list {
+			if _, dup := p.prevAt[list[i].Name]; !dup {
+				p.prevAt[list[i].Name] = int32(i)
+			}
+		}
+	}
 	if i, ok := p.prevAt[name]; ok {
-		return &p.wf.Status.JobStatusList[i]
+		return &list[i]
 	}
 	return nil
+}
+
+// prevIndex is prev's index form, for KeepStaleEntries.
+func (p *planner) prevIndex(name string) (int32, bool) {
+	if p.prevAt == nil {
+		p.prevCursor = len(p.wf.Status.JobStatusList) // force the map
+		p.prev("")
+	}
+	i, ok := p.prevAt[name]
+	return i, ok
 }
 
 func (p *planner) labelled(j *Job) bool { return j.Labels[LabelCreatedByJobFlow] == p.label }
@@ -133,8 +162,7 @@ func (p *planner) issue(is Issue) {
 func (p *planner) orphans(own func(i int32) bool) []int32 {
 	var out []int32
 	for i := range p.s.Jobs {
-		j := &p.s.Jobs[i]
-		if p.labelled(j) && !own(int32(i)) {
+		if p.lab[i] && !own(int32(i)) {
 			out = append(out, int32(i))
 		}
 	}

@@ -226,8 +226,9 @@ func timeLen(t metav1.Time) int {
 	if t.IsZero() {
 		return 4 // null
 	}
-	if y := t.UTC().Year(); y >= 0 && y <= 9999 {
-		return 22 // "2006-01-02T15:04:05Z"
+	// Years 0000 to 9999 print in 20 characters: "2006-01-02T15:04:05Z".
+	if u := t.Unix(); u >= -62167219200 && u <= 253402300799 {
+		return 22
 	}
 	return 2 + len(t.UTC().Format(time.RFC3339))
 }
