@@ -346,11 +346,10 @@ func (l NodeLedger) Heartbeat(now time.Time, h Heartbeat) (NodeLedger, Heartbeat
 	}
 	var st HeartbeatStatus
 	var err error
+	// Even a refused heartbeat purges lapsed leases, as the store does; the
+	// purge changes no answer at or after now.
 	next := l.with(func(s *nodeState) { st, err = s.heartbeat(now, "", h, l.options()) })
-	if err != nil {
-		return l, st, err
-	}
-	return next, st, nil
+	return next, st, err
 }
 
 // Effective returns the node's effective load at now (for SeedMax, with the

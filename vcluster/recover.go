@@ -73,7 +73,20 @@ func PlanRecover(table []Node, records []Record) (State, Plan) {
 	byID := map[string]Record{}
 	var deleted []string
 	deletedPublish := map[string]bool{}
-	for _, r := range records {
+	sorted := slices.Clone(records)
+	slices.SortStableFunc(sorted, func(a, b Record) int {
+		if c := cmp.Compare(a.ID, b.ID); c != 0 {
+			return c
+		}
+		if recordBefore(a, b) {
+			return -1
+		}
+		if recordBefore(b, a) {
+			return 1
+		}
+		return 0
+	})
+	for _, r := range sorted {
 		switch {
 		case r.ID == "" || r.ID == PrimaryID:
 			note("bad-record-id", r.ID, "", "record with id %q ignored: the primary has no record", r.ID)
@@ -83,11 +96,10 @@ func PlanRecover(table []Node, records []Record) (State, Plan) {
 			deleted = append(deleted, r.ID)
 			continue
 		}
-		if old, dup := byID[r.ID]; dup {
+		if _, dup := byID[r.ID]; dup {
+			// Sorted: the first record of an id is the winner.
 			note("duplicate-record", r.ID, "", "two records with one id; the higher revision wins")
-			if !recordBefore(r, old) {
-				continue
-			}
+			continue
 		}
 		byID[r.ID] = r
 	}

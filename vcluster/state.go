@@ -231,7 +231,7 @@ func (s State) Apply(p Plan) (State, error) {
 func rebuild(ids []string, removed map[string]bool, added []string) []string {
 	add := slices.Clone(added)
 	slices.Sort(add)
-	out := make([]string, 0, len(ids)+len(add)-len(removed))
+	out := make([]string, 0, max(0, len(ids)+len(add)-len(removed)))
 	i := 0
 	for _, id := range ids {
 		if removed[id] {
