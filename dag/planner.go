@@ -61,9 +61,9 @@ type planner struct {
 	// prevCursor is the next previous entry expected by prev.
 	prevCursor int
 	// lab caches labelled per job index: labels are read once.
-	lab []bool
-	g      *graph
-	names  []string // job name per flow (Default)
+	lab   []bool
+	g     *graph
+	names []string // job name per flow (Default)
 	// entries backs the Default status list; sized holds the JSON sizes
 	// accumulated while building it.
 	entries []JobStatus
