@@ -111,20 +111,22 @@ func (d *decider) run() error {
 
 // chain runs the anchor's decision chain (§2.11).
 func (d *decider) chain() error {
-	if d.suspend() {
-		return nil
+	notVisited := func(from int) {
+		for j := from; j < len(d.plan.Groups); j++ {
+			d.plan.Groups[j].NotVisited = true
+		}
 	}
-	if d.recreate() {
+	if d.suspend() || d.recreate() {
+		notVisited(0)
 		return nil
 	}
 	if err := d.head(); err != nil || d.stopped {
+		notVisited(0)
 		return err
 	}
 	for i := range d.s.Cluster.Spec.WorkerGroups {
 		if d.stopped {
-			for j := i; j < len(d.plan.Groups); j++ {
-				d.plan.Groups[j].NotVisited = true
-			}
+			notVisited(i)
 			break
 		}
 		if err := d.group(i); err != nil {
