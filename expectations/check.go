@@ -7,7 +7,8 @@ import (
 
 // Check decides, without changing s, whether owner's group is satisfied at now
 // given view: every item of the group is decided from the view (§3.3), with no
-// early exit. It is what a pure planner calls on the State held in its snapshot.
+// early exit. It is what a pure planner calls on the State held in its snapshot;
+// a nil State holds nothing, so every group is satisfied.
 // Satisfied returns the same Result and also applies it.
 func (s *State) Check(now time.Time, owner Owner, group string, view *View) (Result, error) {
 	return s.check(now, owner, group, view, false)
@@ -28,6 +29,13 @@ func (s *State) Satisfied(now time.Time, owner Owner, group string, view *View) 
 // group's order in place if records were added since the last check, updates
 // items as it goes and compacts the survivors; otherwise it only reads.
 func (s *State) check(now time.Time, owner Owner, groupName string, view *View, commit bool) (Result, error) {
+	if s == nil {
+		// A nil State holds nothing: every group is satisfied.
+		if _, err := (&State{}).ownerKey(owner); err != nil {
+			return Result{}, err
+		}
+		return Result{Owner: owner, Group: groupName, Satisfied: true}, nil
+	}
 	key, err := s.ownerKey(owner)
 	if err != nil {
 		return Result{}, err

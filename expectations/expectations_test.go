@@ -562,3 +562,14 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+func TestNilStateHoldsNothing(t *testing.T) {
+	var s *expectations.State
+	r, err := s.Check(t0, rc, "g", nil)
+	if err != nil || !r.Satisfied || s.Len() != 0 || s.Count(rc) != 0 || s.Groups(rc) != nil {
+		t.Fatalf("nil State: %v %v", r, err)
+	}
+	if _, err := s.Check(t0, expectations.Owner{Name: "x"}, "g", nil); !errors.Is(err, expectations.ErrInvalidOwner) {
+		t.Fatalf("nil State accepted an owner without UID: %v", err)
+	}
+}

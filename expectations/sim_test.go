@@ -145,6 +145,9 @@ type simResult struct {
 	Expired int
 	// Creates and Deletes count calls made.
 	Creates, Deletes int
+	// Liveness describes the first check that was still unsatisfied although
+	// every item should have settled (§4 property 5), empty if none.
+	Liveness string
 }
 
 var (
@@ -221,6 +224,8 @@ func simulateTraced(sc scenario, gated bool, trace func(format string, args ...a
 		}
 		return ps[i%len(ps)], true
 	}
+	// tLast is the last time the loop recorded or concluded an item.
+	var tLast time.Time
 	// named is WorkersToDelete: pods the autoscaler asked to remove.
 	var named []string
 	for _, step := range sc.Steps {
@@ -270,6 +275,16 @@ func simulateTraced(sc scenario, gated bool, trace func(format string, args ...a
 				return res, err
 			}
 			trace("%s", r)
+			// §4 property 5: every item settles by its timeout (Unblock), and
+			// in a healthy run once the informer and the grace period allow.
+			if !r.Satisfied && !tLast.IsZero() && res.Liveness == "" {
+				switch {
+				case !now.Before(tLast.Add(max(sc.Timeout, sc.Lag))):
+					res.Liveness = fmt.Sprintf("at %v, %v after the last record, still pending:\n%s", now.Sub(simStart), now.Sub(tLast), r)
+				case sc.healthy() && !now.Before(tLast.Add(sc.Lag+sc.GraceMax)):
+					res.Liveness = fmt.Sprintf("healthy run at %v, %v after the last record, still pending:\n%s", now.Sub(simStart), now.Sub(tLast), r)
+				}
+			}
 			res.Expired += len(r.Expired)
 			clear(lingering)
 			for _, e := range r.Lingering {
@@ -308,6 +323,7 @@ func simulateTraced(sc scenario, gated bool, trace func(format string, args ...a
 				if _, err := st.Conclude(w.Clock.Now(), rec.Ref(), expectations.Classify(expectations.Delete, err, false), "", ""); err != nil {
 					return res, err
 				}
+				tLast = w.Clock.Now()
 			}
 			if err != nil && !apierrors.IsNotFound(err) {
 				// As in KubeRay, a failed delete ends the pass; the name stays
@@ -346,6 +362,7 @@ func simulateTraced(sc scenario, gated bool, trace func(format string, args ...a
 				if _, err := st.Conclude(w.Clock.Now(), rec.Ref(), expectations.Classify(expectations.Delete, err, false), "", ""); err != nil {
 					return err
 				}
+				tLast = w.Clock.Now()
 			}
 			return nil
 		}
@@ -377,6 +394,7 @@ func simulateTraced(sc scenario, gated bool, trace func(format string, args ...a
 				if _, err := st.Conclude(w.Clock.Now(), rec.Ref(), expectations.Classify(expectations.Create, err, false), created.Name, created.UID); err != nil {
 					return res, err
 				}
+				tLast = w.Clock.Now()
 			}
 			// Property 1: no over-creation.
 			if n := apiCounted(); n > desired {
@@ -412,6 +430,9 @@ func TestGatedLoopNeverOvershoots(t *testing.T) {
 		}
 		if res.Violation != "" {
 			t.Fatalf("gated loop broke: %s", res.Violation)
+		}
+		if res.Liveness != "" {
+			t.Fatalf("liveness: %s", res.Liveness)
 		}
 		// §4 property 5's corollary: a healthy system never alerts.
 		if sc.healthy() && res.Expired > 0 {
@@ -456,6 +477,9 @@ func TestExpiryExplainsOvershoot(t *testing.T) {
 		}
 		if res.Violation != "" && !res.ExpiredBeforeViolation {
 			t.Fatalf("broke without an Expired report first: %s", res.Violation)
+		}
+		if res.Liveness != "" {
+			t.Fatalf("liveness: %s", res.Liveness)
 		}
 	})
 }

@@ -519,14 +519,21 @@ func (s *State) Prune(now time.Time, live []Owner) (int, error) {
 	return n, nil
 }
 
-// Len returns how many items the State holds, lingering ones included.
+// Len returns how many items the State holds, lingering ones included (0 for
+// a nil State).
 func (s *State) Len() int {
+	if s == nil {
+		return 0
+	}
 	return s.len
 }
 
 // Count returns how many items owner has, lingering ones included. An invalid
 // owner has none.
 func (s *State) Count(owner Owner) int {
+	if s == nil {
+		return 0
+	}
 	key, err := s.ownerKey(owner)
 	if err != nil {
 		return 0
@@ -540,6 +547,9 @@ func (s *State) Count(owner Owner) int {
 // Groups returns the names of owner's groups that hold items, sorted. Groups
 // not listed are satisfied with nothing pending.
 func (s *State) Groups(owner Owner) []string {
+	if s == nil {
+		return nil
+	}
 	key, err := s.ownerKey(owner)
 	if err != nil {
 		return nil
