@@ -104,7 +104,7 @@ func (p *planner) planDefault() error {
 			f.job = j
 		}
 		if j := f.job; j != nil {
-			*f.entry = jobEntry(j, f.prev, p.now, opt)
+			jobEntry(f.entry, j, f.prev, p.now, opt)
 			f.hasEntry = true
 			if startedPhase(j.Phase) {
 				f.started = true
@@ -459,16 +459,17 @@ func (p *planner) atomValue(a atom, fs []fstate) tri {
 }
 
 func (p *planner) depReason(a atom, fs []fstate) Reason {
-	atomText := a.name + "." + a.res.String()
+	name := p.g.atomName(a)
+	atomText := name + "." + a.res.String()
 	if a.flow < 0 {
-		return Reason{Kind: ReasonUnknown, Target: a.name, Atom: atomText, Issue: fmt.Sprintf("no flow named %q", a.name)}
+		return Reason{Kind: ReasonUnknown, Target: name, Atom: atomText, Issue: fmt.Sprintf("no flow named %q", name)}
 	}
 	t := &fs[a.flow]
 	state := jobState(t.job)
 	if t.outcome != OutcomeNone {
 		state = string(t.outcome)
 	}
-	return Reason{Kind: ReasonDependency, Target: a.name, State: state, Atom: atomText}
+	return Reason{Kind: ReasonDependency, Target: name, State: state, Atom: atomText}
 }
 
 // invalidReasons explains why a flow of an invalid spec waits.
