@@ -77,9 +77,9 @@ type graph struct {
 	atoms   []atom
 	edgeAt  []int32 // node i's distinct known references are edges[edgeAt[i]:edgeAt[i+1]]
 	edges   []int32
-	topo    []int32 // Kahn order; shorter than n when cyclic
-	left    []bool  // left over by Kahn: on or downstream of a cycle
-	handled []bool  // mentioned somewhere as x.Failed, x.Omitted or x.Done
+	topo    []int32  // Kahn order; shorter than n when cyclic
+	left    []bool   // left over by Kahn: on or downstream of a cycle
+	handled []bool   // mentioned somewhere as x.Failed, x.Omitted or x.Done
 	unknown []string // names of unknown referenced flows
 	issues  []Issue
 	invalid bool
