@@ -283,7 +283,7 @@ func (p *planner) planRetry(i int, f *fstate) {
 	if f.prev != nil && f.prev.Retrying {
 		// The delete was planned already; plan it again until the job goes.
 		f.entry.Retrying, f.entry.RetiredUID = true, j.UID
-		p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, UID: j.UID, Reason: DeleteRetry})
+		p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, Namespace: p.wf.Namespace, UID: j.UID, Reason: DeleteRetry})
 		f.reasons = append(f.reasons, Reason{Kind: ReasonRetrying, Job: j.Name})
 		return
 	}
@@ -306,7 +306,7 @@ func (p *planner) planRetry(i int, f *fstate) {
 	}
 	f.entry.NextRetryAt = nil
 	f.entry.Retrying, f.entry.RetiredUID = true, j.UID
-	p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, UID: j.UID, Reason: DeleteRetry})
+	p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, Namespace: p.wf.Namespace, UID: j.UID, Reason: DeleteRetry})
 	f.reasons = append(f.reasons, Reason{Kind: ReasonRetrying, Job: j.Name})
 }
 
