@@ -501,7 +501,7 @@ func (g *graph) cycles() {
 	for i := range idx {
 		idx[i], comp[i] = unvisited, unvisited
 	}
-	var stack []int32
+	var stack, members []int32
 	type frame struct{ v, e int32 }
 	var call []frame
 	counter, ncomp := int32(0), int32(0)
@@ -541,7 +541,10 @@ func (g *graph) cycles() {
 				}
 			}
 			if low[v] == idx[v] {
-				var members []int32
+				// Pop the component; members reuses one buffer, so the
+				// many trivial components downstream of a cycle cost no
+				// allocation.
+				members = members[:0]
 				for {
 					w := stack[len(stack)-1]
 					stack = stack[:len(stack)-1]
