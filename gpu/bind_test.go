@@ -514,3 +514,25 @@ func TestStartBindRejectsBadInput(t *testing.T) {
 		t.Fatalf("step after done: err = %v", err)
 	}
 }
+
+func FuzzParseLockEpochs(f *testing.F) {
+	for _, s := range []string{"", "hami.io/mutex.lock=7", "a=1;b=2", "=", "a=0", "a=18446744073709551615", ";;"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		held, err := gpu.ParseLockEpochs(s)
+		if err != nil {
+			if !errors.Is(err, gpu.ErrInvalidBind) {
+				t.Fatalf("error does not wrap ErrInvalidBind: %v", err)
+			}
+			return
+		}
+		again, err := gpu.ParseLockEpochs(gpu.FormatLockEpochs(held))
+		if err != nil {
+			t.Fatalf("%q parsed, but its rendering does not: %v", s, err)
+		}
+		if diff := cmp.Diff(held, again); diff != "" {
+			t.Fatalf("round trip of %q (-first +second):\n%s", s, diff)
+		}
+	})
+}
