@@ -309,7 +309,7 @@ func (l NodeLedger) with(f func(s *nodeState)) NodeLedger {
 // is an error naming the field; every other answer is a ReserveResult.
 func (l NodeLedger) Reserve(now time.Time, r Reservation) (NodeLedger, ReserveResult, error) {
 	o := l.options()
-	r, err := r.validateNoNode(o)
+	r, err := r.resolveNoNode(o)
 	if err != nil {
 		return l, ReserveResult{}, err
 	}
@@ -341,7 +341,7 @@ func (l NodeLedger) Release(now time.Time, rid string) (NodeLedger, bool, error)
 // HeartbeatStale; when its seq is below the stored one the error also wraps
 // ErrSeqBackwards.
 func (l NodeLedger) Heartbeat(now time.Time, h Heartbeat) (NodeLedger, HeartbeatStatus, error) {
-	if err := h.validate(""); err != nil {
+	if err := h.Validate(""); err != nil {
 		return l, 0, err
 	}
 	var st HeartbeatStatus

@@ -37,35 +37,32 @@ local function extend(key, ttl_ms)
   end
 end
 
--- node reads one node's state after purging lapsed leases at now.
+-- node reads one node's state after purging lapsed leases at now: the
+-- heartbeat, and the counts a decision needs, read once per node so that a
+-- batch pays for them once per node, not once per item.
 local function node(hb, pend, acked, now)
   redis.call('ZREMRANGEBYSCORE', pend, '-inf', ms(now))
   local h = redis.call('HMGET', hb, 'epoch', 'seq', 'running', 'recv')
+  local seq = h[2] or '0'
+  local first = redis.call('ZRANGE', pend, 0, 0, 'WITHSCORES')
   return {
     hb = hb, pend = pend, acked = acked,
     known = h[1] ~= false,
     epoch = tonumber(h[1]) or 0,
-    seq = h[2] or '0',
     running = tonumber(h[3]) or 0,
     recv = tonumber(h[4]) or 0,
+    pending = redis.call('ZCARD', pend),
+    uncounted = redis.call('ZCOUNT', acked, '(' .. seq, '+inf'),
+    earliest = tonumber(first[2]) or 0,
     maxexp = 0,
   }
 end
 
 local function load(n, acct, running)
-  local pending = redis.call('ZCARD', n.pend)
   if acct == 'max' then
-    return math.max(running, pending)
+    return math.max(running, n.pending)
   end
-  return n.running + pending + redis.call('ZCOUNT', n.acked, '(' .. n.seq, '+inf')
-end
-
-local function earliest(n)
-  local e = redis.call('ZRANGE', n.pend, 0, 0, 'WITHSCORES')
-  if #e == 0 then
-    return 0
-  end
-  return tonumber(e[2])
+  return n.running + n.pending + n.uncounted
 end
 
 -- decide applies one reservation to node n: the spec's reserve script, or
@@ -87,11 +84,20 @@ local function decide(n, now, rid, maxj, ttl, hbto, acct, running)
   else
     status, expiry = OK, now + ttl
     redis.call('ZADD', n.pend, ms(expiry), rid)
+    n.pending = n.pending + 1
+    if n.earliest == 0 or expiry < n.earliest then
+      n.earliest = expiry
+    end
     if expiry > n.maxexp then
       n.maxexp = expiry
     end
   end
-  return {status, n.epoch, expiry, load(n, acct, running), earliest(n)}
+  return {status, n.epoch, expiry, load(n, acct, running), n.earliest}
+end
+
+-- undo removes a lease decide granted (an all-or-nothing batch refused).
+local function undo(n, rid)
+  redis.call('ZREM', n.pend, rid)
 end
 
 -- settle extends pend's lifetime to its longest new lease plus 60 s.
