@@ -101,8 +101,8 @@ type ReserveResult struct {
 	// Load is the node's effective load after the call (for a refusal, the load
 	// that caused it).
 	Load int
-	// EarliestExpiry is the earliest expiry among the node's pending leases
-	// after the call, zero if none: for FULL, when a slot may free up.
+	// EarliestExpiry is set for ReserveFull: the earliest expiry among the
+	// node's pending leases, when a slot may free up (zero if none).
 	EarliestExpiry time.Time
 }
 
