@@ -65,8 +65,7 @@ func (s *nodeState) expireKeys(now time.Time) {
 // expire is expireKeys plus the purge of every pending lease whose expiry is
 // at or before now. The TTL boundary is exclusive: a lease counts at
 // expiry-1ns, not at expiry (the seed's ZREMRANGEBYSCORE 0 now is inclusive
-// the same way). Ack, release and heartbeat purge; reserve only skips lapsed
-// leases, which keeps the hot path (and a Redis batch) to fewer commands.
+// the same way). Every operation purges, reserve included (see reserve).
 func (s *nodeState) expire(now time.Time) {
 	s.expireKeys(now)
 	n := 0
@@ -132,10 +131,14 @@ func (s *nodeState) earliest(now time.Time) time.Time {
 
 // reserve applies the spec's reserve script to a validated, defaulted r.
 func (s *nodeState) reserve(now time.Time, r Reservation, o Options) ReserveResult {
-	s.expireKeys(now)
+	// Reserve purges lapsed leases too. With scheduler clocks (the seed's
+	// client-clock mode) that purge is what keeps the fence sound: a
+	// scheduler whose clock runs ahead hands out a lapsed lease's slot only
+	// after deleting the lease, so the late ACK of that lease answers Expired.
+	// rapid found the oversell when reserve merely skipped lapsed leases.
+	s.expire(now)
 	res := ReserveResult{Epoch: s.hb.epoch}
 	i, held := s.findPending(r.RID)
-	held = held && s.pending[i].expiry.After(now)
 	if held {
 		// The seed moves an existing lease forward when the node has room and
 		// refuses it on a full node although the job holds a slot (§1.4). A
@@ -153,21 +156,10 @@ func (s *nodeState) reserve(now time.Time, r Reservation, o Options) ReserveResu
 		res.EarliestExpiry = s.earliest(now)
 	} else {
 		res.Status, res.Expiry = ReserveOK, now.Add(r.TTL)
-		if i < len(s.pending) && s.pending[i].rid == r.RID {
-			s.pending[i].expiry = res.Expiry // a lapsed lease of the same rid
-		} else {
-			s.pending = slices.Insert(s.pending, i, lease{rid: r.RID, expiry: res.Expiry})
-		}
+		s.pending = slices.Insert(s.pending, i, lease{rid: r.RID, expiry: res.Expiry})
 	}
 	res.Load = s.effective(o.Accounting, r.Running, now)
 	return res
-}
-
-// unreserve undoes a ReserveOK of rid (AllOrNothing batches).
-func (s *nodeState) unreserve(rid string) {
-	if i, ok := s.findPending(rid); ok {
-		s.pending = slices.Delete(s.pending, i, i+1)
-	}
 }
 
 func (s *nodeState) addAcked(now time.Time, rid string, seq uint64, o Options) {

@@ -205,7 +205,7 @@ func reserveBatch(now time.Time, items []Reservation, mode BatchMode, o Options,
 	if refused && mode == AllOrNothing {
 		for i, it := range items {
 			if res.Items[i].Status == ReserveOK {
-				get(it.Node).unreserve(it.RID)
+				get(it.Node).release(now, it.RID) // already purged at now
 			}
 		}
 		res.Committed = false

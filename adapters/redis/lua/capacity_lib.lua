@@ -37,12 +37,14 @@ local function extend(key, ttl_ms)
   end
 end
 
--- node reads one node's state at now: the heartbeat, the live pending count
--- and the acked set (small: a heartbeat prunes it), read once per node so
--- that a batch pays for them once per node, not once per item. Lapsed leases
--- are skipped, not purged: ack, release and heartbeat purge them (capacity's
--- ledger does the same).
+-- node purges lapsed leases at now and reads one node's state: the
+-- heartbeat, the pending count and the acked set (small: a heartbeat prunes
+-- it), once per node so that a batch pays for them once per node, not once
+-- per item. The purge matters under client clocks: a scheduler whose clock
+-- runs ahead must delete a lapsed lease before handing its slot out, so that
+-- the lease's late ACK answers EXPIRED (the fence).
 local function node(hb, pend, acked, now)
+  redis.call('ZREMRANGEBYSCORE', pend, '-inf', ms(now))
   local h = redis.call('HMGET', hb, 'epoch', 'seq', 'running', 'recv', 'pendexp')
   local seq = tonumber(h[2]) or 0
   local a = redis.call('ZRANGE', acked, 0, -1, 'WITHSCORES')
@@ -53,7 +55,7 @@ local function node(hb, pend, acked, now)
       uncounted = uncounted + 1
     end
   end
-  local live = redis.call('ZCOUNT', pend, '(' .. ms(now), '+inf')
+  local live = redis.call('ZCARD', pend)
   return {
     hb = hb, pend = pend,
     known = h[1] ~= false,
@@ -86,7 +88,7 @@ local function decide(n, now, rid, maxj, ttl, hbto, acct, running)
     status = DUPLICATE
   elseif (acct ~= 'max' and (not n.known or now - n.recv > hbto)) or load(n, acct, running) >= maxj then
     local held = tonumber(redis.call('ZSCORE', n.pend, rid))
-    if held and held > now then
+    if held then
       status, expiry = DUPLICATE, held
     elseif acct ~= 'max' and not n.known then
       status = UNKNOWN_NODE
@@ -94,7 +96,7 @@ local function decide(n, now, rid, maxj, ttl, hbto, acct, running)
       status = STALE_HEARTBEAT
     else
       status = FULL
-      local first = redis.call('ZRANGEBYSCORE', n.pend, '(' .. ms(now), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      local first = redis.call('ZRANGE', n.pend, 0, 0, 'WITHSCORES')
       earliest = tonumber(first[2]) or 0
     end
   else
@@ -103,13 +105,7 @@ local function decide(n, now, rid, maxj, ttl, hbto, acct, running)
     if redis.call('ZADD', n.pend, 'NX', ms(expiry), rid) == 1 then
       status = OK
     else
-      local held = tonumber(redis.call('ZSCORE', n.pend, rid))
-      if held > now then
-        status, expiry = DUPLICATE, held
-      else
-        status = OK -- a lapsed lease of the same rid: replace it
-        redis.call('ZADD', n.pend, ms(expiry), rid)
-      end
+      status, expiry = DUPLICATE, tonumber(redis.call('ZSCORE', n.pend, rid))
     end
     if status == OK then
       n.pending = n.pending + 1
@@ -129,8 +125,8 @@ end
 -- settle keeps pend alive until its longest lease plus at least 60 s, and
 -- only ever extends it. To spare a command per call, it extends by 120 s and
 -- notes the new end in hb's pendexp, so later calls within a minute skip it.
--- A key with no live lease before this call may be new (no TTL yet): it gets a
--- plain PEXPIRE, which cannot cut short a lease, since none was live.
+-- A key with no lease before this call is new (no TTL yet): it gets a plain
+-- PEXPIRE.
 local function settle(n, now)
   if n.maxexp == 0 or (n.pending0 > 0 and n.pendexp >= n.maxexp + 60000) then
     return
