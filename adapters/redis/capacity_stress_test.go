@@ -30,7 +30,7 @@ func TestCapacityStressTwoSchedulersRedisRestart(t *testing.T) {
 		finishBehind = 8 // each worker keeps this many jobs running
 	)
 	srv := redistest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
 	opts := redis.CapacityStoreOptions{Options: capacity.Options{MaxBatch: batch}}
 	nodeStore := newStore(t, srv.Client(), opts)
