@@ -142,6 +142,7 @@ func TestCapacityStressTwoSchedulersRedisRestart(t *testing.T) {
 							running = send(running, res.Lease, store)
 						default:
 							refused.Add(1)
+							time.Sleep(time.Millisecond)
 						}
 					} else {
 						items := make([]capacity.Reservation, batch)
@@ -155,13 +156,20 @@ func TestCapacityStressTwoSchedulersRedisRestart(t *testing.T) {
 							time.Sleep(time.Millisecond)
 							continue
 						}
+						got := 0
 						for k, it := range res.Items {
 							if it.Status != capacity.ReserveOK {
 								refused.Add(1)
 								continue
 							}
+							got++
 							granted.Add(1)
 							running = send(running, capacity.Lease{Node: items[k].Node, RID: items[k].RID, Epoch: it.Epoch, Expiry: it.Expiry}, store)
+						}
+						if got == 0 {
+							// Every node asked was full: let heartbeats and
+							// finishing jobs free slots instead of spinning.
+							time.Sleep(time.Millisecond)
 						}
 					}
 					running = finish(running, finishBehind)
