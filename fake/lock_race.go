@@ -496,8 +496,10 @@ func (s *raceStore) Get(ctx context.Context, key lock.Key) (lock.Observation, er
 	return s.r.Store.Get(ctx, key)
 }
 
-func (s *raceStore) CompareAndSwap(ctx context.Context, key lock.Key, pre lock.Precondition, rec lock.Record) error {
-	msg, err := s.r.park(ctx, s.p, "cas", key)
+// write parks a write, then injects the chosen fault: a conflict before it
+// takes effect, or a lost response after it took effect (and after note).
+func (s *raceStore) write(ctx context.Context, op string, key lock.Key, do func() error, note func()) error {
+	msg, err := s.r.park(ctx, s.p, op, key)
 	if err != nil {
 		return err
 	}
@@ -505,15 +507,10 @@ func (s *raceStore) CompareAndSwap(ctx context.Context, key lock.Key, pre lock.P
 		s.r.rep.Conflicts++
 		return fmt.Errorf("%w: injected", lock.ErrConflict)
 	}
-	if err := s.r.Store.CompareAndSwap(ctx, key, pre, rec); err != nil {
+	if err := do(); err != nil {
 		return err
 	}
-	if high := s.r.epochs[key]; rec.Epoch <= high {
-		s.r.violate("a write to %s took effect with epoch %d, not above %d", key.Node, rec.Epoch, high)
-	}
-	s.r.epochs[key] = rec.Epoch
-	s.r.written[key] = rec
-	s.r.logf("p%d wrote %s epoch %d", s.p.id, key.Node, rec.Epoch)
+	note()
 	if msg.fault == 2 {
 		s.r.rep.LostResponses++
 		return errLost
@@ -521,22 +518,19 @@ func (s *raceStore) CompareAndSwap(ctx context.Context, key lock.Key, pre lock.P
 	return nil
 }
 
+func (s *raceStore) CompareAndSwap(ctx context.Context, key lock.Key, pre lock.Precondition, rec lock.Record) error {
+	return s.write(ctx, "cas", key, func() error { return s.r.Store.CompareAndSwap(ctx, key, pre, rec) }, func() {
+		if high := s.r.epochs[key]; rec.Epoch <= high {
+			s.r.violate("a write to %s took effect with epoch %d, not above %d", key.Node, rec.Epoch, high)
+		}
+		s.r.epochs[key] = rec.Epoch
+		s.r.written[key] = rec
+		s.r.logf("p%d wrote %s epoch %d", s.p.id, key.Node, rec.Epoch)
+	})
+}
+
 func (s *raceStore) CompareAndDelete(ctx context.Context, key lock.Key, pre lock.Precondition) error {
-	msg, err := s.r.park(ctx, s.p, "cad", key)
-	if err != nil {
-		return err
-	}
-	if msg.fault == 1 {
-		s.r.rep.Conflicts++
-		return fmt.Errorf("%w: injected", lock.ErrConflict)
-	}
-	if err := s.r.Store.CompareAndDelete(ctx, key, pre); err != nil {
-		return err
-	}
-	s.r.logf("p%d deleted %s (%q)", s.p.id, key.Node, pre.Raw)
-	if msg.fault == 2 {
-		s.r.rep.LostResponses++
-		return errLost
-	}
-	return nil
+	return s.write(ctx, "cad", key, func() error { return s.r.Store.CompareAndDelete(ctx, key, pre) }, func() {
+		s.r.logf("p%d deleted %s (%q)", s.p.id, key.Node, pre.Raw)
+	})
 }

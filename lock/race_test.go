@@ -129,7 +129,7 @@ func (c *hamiClient) set(ctx context.Context, key lock.Key, req lock.Requester) 
 }
 
 // raceSeeds is how many seeded runs the D1 demonstration makes per client.
-const raceSeeds = 400
+const raceSeeds = 600
 
 // TestHAMiLikeStealAllowsDoubleHolders is the demonstration: the same
 // seeded schedules that never break plancore's CAS steal find two holders of
