@@ -1,0 +1,201 @@
+package dag
+
+import "fmt"
+
+// planVolcano is the anchor's state machine (§1): deploy one dependency wave,
+// then rebuild the status and apply the phase table.
+func (p *planner) planVolcano() error {
+	wf, opt := p.wf, p.opt
+	p.g = buildGraph(wf, opt)
+	p.res.Issues = append(p.res.Issues, p.g.issues...)
+	invalid := p.g.invalid && !opt.SkipValidation
+	phase := wf.Status.State.Phase
+	order, own := p.flowJobNames()
+	switch phase {
+	case PhaseFailed, PhaseTerminating:
+		// Volcano's failedState and terminatingState do nothing.
+		p.res.Status = copyStatus(wf.Status)
+		return nil
+	case PhaseSucceed:
+		if wf.Spec.JobRetainPolicy == RetainPolicyDelete {
+			// Retention only, and no status write: the stale lists remain.
+			p.retentionDeletes(order, own)
+			p.res.StrictDelete = true
+			p.res.Status = copyStatus(wf.Status)
+			return nil
+		}
+	}
+	if !invalid && (phase != PhaseSucceed || opt.CreateInTerminal) {
+		p.deployVolcano()
+	}
+	p.volcanoStatus(order, own, invalid)
+	return nil
+}
+
+// flowJobNames returns the distinct job names of the spec's flows in spec
+// order (main, then finally), and their set.
+func (p *planner) flowJobNames() ([]string, map[string]bool) {
+	spec := &p.wf.Spec
+	order := make([]string, 0, len(spec.Flows)+len(spec.Finally))
+	own := make(map[string]bool, len(spec.Flows)+len(spec.Finally))
+	for _, fs := range [2][]Flow{spec.Flows, spec.Finally} {
+		for i := range fs {
+			n := p.jobName(fs[i].Name)
+			if !own[n] {
+				own[n] = true
+				order = append(order, n)
+			}
+		}
+	}
+	return order, own
+}
+
+func jobState(j *Job) string {
+	switch {
+	case j == nil:
+		return "NotCreated"
+	case j.Phase == JobPhaseNone:
+		return "Created"
+	}
+	return string(j.Phase)
+}
+
+// deployVolcano is the anchor's deployJob (§1.2): for each flow in spec
+// order whose job name is not observed, create it if it has no targets or
+// every target's job is observed exactly Completed. Existence and targets
+// are checked by name only, as the anchor does.
+func (p *planner) deployVolcano() {
+	g := p.g
+	onCycle := map[string]bool{}
+	for _, is := range g.issues {
+		if is.Kind == IssueCycle {
+			for _, m := range is.Members {
+				onCycle[m] = true
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for i := range p.wf.Spec.Flows {
+		f := &p.wf.Spec.Flows[i]
+		name := p.jobName(f.Name)
+		if seen[name] {
+			continue // a duplicate flow: the first occurrence decided
+		}
+		seen[name] = true
+		if j := p.job(name); j != nil {
+			if !p.opt.SkipNameConflictCheck && !p.labelled(j) {
+				p.nameConflict(i, f.Name, j)
+			}
+			continue
+		}
+		var reasons []Reason
+		if f.DependsOn != nil {
+			for _, t := range f.DependsOn.Targets {
+				tj := p.job(p.jobName(t))
+				if tj != nil && tj.Phase == JobPhaseCompleted && (p.opt.SkipNameConflictCheck || p.labelled(tj)) {
+					continue
+				}
+				if _, known := g.index[t]; !known {
+					reasons = append(reasons, Reason{Kind: ReasonUnknown, Target: t, Issue: fmt.Sprintf("no flow named %q", t)})
+					continue
+				}
+				reasons = append(reasons, Reason{Kind: ReasonDependency, Target: t, State: jobState(tj), Atom: t})
+			}
+		}
+		if onCycle[f.Name] {
+			reasons = append(reasons, Reason{Kind: ReasonCycle, Issue: "flow is on a dependency cycle"})
+		}
+		if len(reasons) > 0 {
+			p.res.Blocked = append(p.res.Blocked, Blocked{Flow: f.Name, Index: i, Reasons: reasons})
+			continue
+		}
+		p.res.Create = append(p.res.Create, p.create(f, 1, false, ""))
+	}
+}
+
+func (p *planner) nameConflict(i int, flow string, j *Job) {
+	lbl := j.Labels[LabelCreatedByJobFlow]
+	p.issue(Issue{Kind: IssueNameConflict, Severity: SeverityError, Flow: i, Field: "job " + j.Name, Target: -1, Value: lbl,
+		Message: fmt.Sprintf("job %s exists but belongs to %q, not %q", j.Name, lbl, p.label)})
+	p.res.Blocked = append(p.res.Blocked, Blocked{Flow: flow, Index: i, Reasons: []Reason{{Kind: ReasonNameConflict, Job: j.Name, Label: lbl}}})
+}
+
+// volcanoStatus is the anchor's getAllJobStatus plus the phase table (§1.3–1.5).
+func (p *planner) volcanoStatus(order []string, own map[string]bool, invalid bool) {
+	wf, opt := p.wf, p.opt
+	prev := &wf.Status
+	var labelled []int32
+	for _, name := range order {
+		if i, ok := p.byName[name]; ok && p.labelled(&p.s.Jobs[i]) {
+			labelled = append(labelled, i)
+		}
+	}
+	labelled = append(labelled, p.orphans(own)...)
+
+	st := Status{Conditions: make(map[string]Condition, len(labelled))}
+	var l lists
+	var list []JobStatus
+	if opt.KeepStaleEntries {
+		list = make([]JobStatus, len(prev.JobStatusList), len(prev.JobStatusList)+len(labelled))
+		copy(list, prev.JobStatusList)
+	} else {
+		list = make([]JobStatus, 0, len(labelled))
+	}
+	aborted := 0
+	for _, ji := range labelled {
+		j := &p.s.Jobs[ji]
+		if !l.add(j.Name, j.Phase, opt.Buckets == BucketsVolcano) || !knownPhase(j.Phase) {
+			p.issue(Issue{Kind: IssueUnknownJobPhase, Flow: len(wf.Spec.Flows) + len(wf.Spec.Finally), Field: "job " + j.Name, Target: -1, Value: string(j.Phase),
+				Message: "job phase is not a Volcano job phase; bucketed as unknown"})
+		}
+		if j.Phase == JobPhaseAborted {
+			aborted++
+		}
+		st.Conditions[j.Name] = condition(j)
+		e := jobEntry(j, p.prev(j.Name), p.now, opt)
+		if k, ok := p.prevAt[j.Name]; ok && opt.KeepStaleEntries {
+			list[k] = e
+		} else {
+			list = append(list, e)
+		}
+	}
+	l.fill(&st)
+	st.JobStatusList = list
+
+	r, c, f, t := len(st.RunningJobs), len(st.CompletedJobs), len(st.FailedJobs), len(st.TerminatedJobs)
+	if opt.AbortedPolicy == AbortedFail {
+		f += aborted
+	}
+	succeeded := c == len(wf.Spec.Flows)
+	if opt.SuccessRule == SuccessSet {
+		succeeded = true
+		for _, name := range order[:min(len(order), len(wf.Spec.Flows))] {
+			j := p.job(name)
+			succeeded = succeeded && j != nil && p.labelled(j) && j.Phase == JobPhaseCompleted
+		}
+	}
+	phase := wf.Status.State.Phase
+	switch {
+	case invalid:
+		phase, st.State.Reason = PhaseFailed, string(ReasonInvalidSpec)
+	case phase == "" || phase == PhasePending:
+		switch {
+		case (r > 0 || c > 0) && f == 0:
+			phase = PhaseRunning
+		case f > 0 || t > 0:
+			phase = PhaseFailed
+		default:
+			phase = PhasePending
+		}
+	case phase == PhaseRunning:
+		switch {
+		case succeeded:
+			phase = PhaseSucceed
+		case f > 0 || t > 0:
+			phase = PhaseFailed
+		}
+	}
+	st.State.Phase = phase
+	p.res.Status = st
+	p.res.WriteStatus = !statusEqual(prev, &st)
+}

@@ -1,0 +1,646 @@
+package dag
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// tri is a Kleene truth value.
+type tri uint8
+
+const (
+	triU tri = iota
+	triT
+	triF
+)
+
+// fstate is one flow's state within a Default plan.
+type fstate struct {
+	job      *Job       // this flow's own observed job (labelled, not stale)
+	foreign  *Job       // a same-named job that is not ours
+	prev     *JobStatus // the previous entry of the flow's job name
+	entry    JobStatus
+	hasEntry bool
+	outcome  Outcome
+	attempt  int
+	started  bool
+	ready    bool // to be created (subject to parallelism)
+	retry    bool // ready to be re-created as the next attempt
+	reasons  []Reason
+}
+
+// planDefault is the plancore state machine (§2.2, §3).
+func (p *planner) planDefault() error {
+	wf, opt := p.wf, p.opt
+	spec := &wf.Spec
+	prev := &wf.Status
+	g := buildGraph(wf, opt)
+	p.g = g
+	p.res.Issues = append(p.res.Issues, g.issues...)
+	phase := prev.State.Phase
+	if phase == PhaseTerminating {
+		p.res.Status = copyStatus(*prev)
+		return nil
+	}
+	invalid := g.invalid && !opt.SkipValidation
+	terminal := phase == PhaseSucceed || phase == PhaseFailed
+	n := g.n
+
+	st := Status{State: State{Phase: phase, Reason: prev.State.Reason}}
+	if opt.SpecChange == SpecChangeReport {
+		st.SpecHash = SpecHash(*spec)
+		if prev.SpecChange != nil {
+			c := *prev.SpecChange
+			st.SpecChange = &c
+		}
+		if prev.SpecHash != "" && prev.SpecHash != st.SpecHash {
+			st.SpecChange = &SpecChange{Old: prev.SpecHash, New: st.SpecHash}
+			p.issue(Issue{Kind: IssueSpecChanged, Flow: -1, Field: "spec", Target: -1, Value: st.SpecHash,
+				Message: fmt.Sprintf("spec changed mid-run (hash %s -> %s); planning against the new spec", prev.SpecHash, st.SpecHash)})
+		}
+	}
+
+	fs := make([]fstate, n)
+	own := make(map[string]bool, n)
+	anyStarted := false
+	for i := range n {
+		if g.dup[i] {
+			continue
+		}
+		f := &fs[i]
+		name := p.jobName(g.names[i])
+		own[name] = true
+		f.prev = p.prev(name)
+		f.attempt = 1
+		if f.prev != nil {
+			f.outcome, f.started = f.prev.Outcome, f.prev.Started
+			f.attempt = max(f.prev.Attempt, 1)
+		}
+		j := p.job(name)
+		switch {
+		case j == nil:
+		case !p.labelled(j):
+			f.foreign = j
+		case f.prev != nil && !f.prev.Retrying && f.prev.RetiredUID != "" && j.UID == f.prev.RetiredUID:
+			// A stale view of the attempt we already deleted: wait for it
+			// to go rather than count it.
+			f.reasons = append(f.reasons, Reason{Kind: ReasonRetrying, Job: name})
+		default:
+			f.job = j
+		}
+		if j := f.job; j != nil {
+			f.entry = jobEntry(j, f.prev, p.now, opt)
+			f.hasEntry = true
+			if startedPhase(j.Phase) {
+				f.started = true
+			}
+		} else if f.prev != nil {
+			f.entry = *f.prev
+			f.hasEntry = true
+		}
+		anyStarted = anyStarted || f.job != nil && startedPhase(f.job.Phase)
+	}
+
+	// Outcomes observed now. Retryable failures are decided once failFast is known.
+	var retryable []int
+	for i := range n {
+		f := &fs[i]
+		if g.dup[i] || f.job == nil || f.outcome != OutcomeNone || terminal {
+			continue
+		}
+		switch ph := f.job.Phase; {
+		case ph == JobPhaseCompleted:
+			f.outcome = OutcomeSucceeded
+		case opt.failurePhase(ph):
+			if r := p.retryOf(i); r != nil && f.attempt <= r.Limit && retryOn(r, ph) && !invalid {
+				retryable = append(retryable, i)
+			} else {
+				f.outcome = OutcomeFailed
+			}
+		}
+	}
+	failFast := spec.FailFast == nil || *spec.FailFast
+	triggered := func() bool {
+		if !failFast {
+			return false
+		}
+		for i := 0; i < g.nMain; i++ {
+			if fs[i].outcome == OutcomeFailed && !g.handled[i] {
+				return true
+			}
+		}
+		return false
+	}
+	stop := triggered()
+	for _, i := range retryable {
+		f := &fs[i]
+		if stop {
+			f.outcome = OutcomeFailed // no retries start once failFast triggered
+			continue
+		}
+		p.planRetry(i, f)
+	}
+	stop = stop || triggered()
+
+	// Conditions, in topological order so Omitted propagates in one call.
+	if !terminal && !invalid {
+		for _, v := range g.topo {
+			if int(v) < g.nMain {
+				p.decide(int(v), fs, stop)
+			}
+		}
+		nonFinal := 0
+		for i := 0; i < g.nMain; i++ {
+			if !g.dup[i] && fs[i].outcome == OutcomeNone {
+				nonFinal++
+			}
+		}
+		outcome := "Succeeded"
+		if !p.mainSucceeded(fs) {
+			outcome = "Failed"
+		}
+		for i := g.nMain; i < n; i++ {
+			if g.dup[i] {
+				continue
+			}
+			if nonFinal > 0 {
+				f := &fs[i]
+				if f.outcome == OutcomeNone && f.job == nil && f.foreign == nil && len(f.reasons) == 0 {
+					f.reasons = append(f.reasons, Reason{Kind: ReasonMainNotFinal, Count: nonFinal})
+				}
+				continue
+			}
+			p.decide(i, fs, false)
+		}
+		p.createReady(fs, outcome)
+	} else if terminal && phase == PhaseSucceed && opt.CreateInTerminal && spec.JobRetainPolicy != RetainPolicyDelete {
+		// Volcano re-creates jobs removed after success under retain (D12).
+		for i := range n {
+			f := &fs[i]
+			if !g.dup[i] && f.job == nil && f.foreign == nil {
+				p.res.Create = append(p.res.Create, p.create(g.flow(i), f.attempt, g.finally(i), "Succeeded"))
+			}
+		}
+	} else if invalid {
+		for i := range n {
+			f := &fs[i]
+			if g.dup[i] || f.outcome != OutcomeNone || f.job != nil {
+				continue
+			}
+			f.reasons = append(f.reasons, p.invalidReasons(i)...)
+		}
+	}
+
+	// Phase (§2.2).
+	allFinal := true
+	for i := range n {
+		allFinal = allFinal && (g.dup[i] || fs[i].outcome != OutcomeNone)
+	}
+	anyFinal := false
+	for i := range n {
+		anyFinal = anyFinal || !g.dup[i] && fs[i].outcome != OutcomeNone
+	}
+	success := p.mainSucceeded(fs) && !p.finallyFailed(fs)
+	if opt.SuccessRule == SuccessCount {
+		// Volcano's count rule (D3): duplicates and extra labelled jobs
+		// make it unreachable, and the workflow stays Running.
+		success = p.completedCount() == len(spec.Flows)
+	}
+	switch {
+	case terminal:
+	case invalid:
+		st.State = State{Phase: PhaseFailed, Reason: string(ReasonInvalidSpec)}
+	case success && (allFinal || opt.SuccessRule == SuccessCount):
+		st.State = State{Phase: PhaseSucceed}
+	case allFinal && opt.SuccessRule == SuccessSet:
+		st.State = State{Phase: PhaseFailed}
+	case anyStarted || anyFinal:
+		st.State = State{Phase: PhaseRunning}
+	default:
+		st.State = State{Phase: PhasePending}
+	}
+
+	if st.State.Phase == PhaseSucceed && spec.JobRetainPolicy == RetainPolicyDelete {
+		order, ownSet := p.flowJobNames()
+		p.retentionDeletes(order, ownSet)
+	}
+	p.defaultStatus(&st, fs, own)
+	return nil
+}
+
+func (p *planner) retryOf(i int) *Retry {
+	if r := p.g.flow(i).Retry; r != nil {
+		return r
+	}
+	return p.wf.Spec.Retry
+}
+
+func retryOn(r *Retry, ph JobPhase) bool {
+	if len(r.On) == 0 {
+		return ph == JobPhaseFailed
+	}
+	for _, o := range r.On {
+		if o == ph {
+			return true
+		}
+	}
+	return false
+}
+
+// planRetry handles a failed job with a retry left (§3.2): wait out the
+// backoff, then delete the job; its disappearance lets decide re-create it.
+func (p *planner) planRetry(i int, f *fstate) {
+	r := p.retryOf(i)
+	j := f.job
+	f.entry.Flow = p.g.names[i]
+	if f.prev != nil && f.prev.Retrying {
+		// The delete was planned already; plan it again until the job goes.
+		f.entry.Retrying, f.entry.RetiredUID = true, j.UID
+		p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, UID: j.UID, Reason: DeleteRetry})
+		f.reasons = append(f.reasons, Reason{Kind: ReasonRetrying, Job: j.Name})
+		return
+	}
+	var instant time.Time
+	switch {
+	case j.RunningDuration != nil && !j.CreationTime.IsZero():
+		instant = j.CreationTime.Add(*j.RunningDuration)
+	case len(f.entry.RunningHistories) > 0 && f.entry.RunningHistories[len(f.entry.RunningHistories)-1].State == j.Phase:
+		instant = f.entry.RunningHistories[len(f.entry.RunningHistories)-1].StartTimestamp.Time
+	default:
+		instant = p.s.Now
+	}
+	due := instant.Add(r.Backoff.wait(f.attempt))
+	if p.s.Now.Before(due) {
+		t := metav1.NewTime(due)
+		f.entry.NextRetryAt = &t
+		f.reasons = append(f.reasons, Reason{Kind: ReasonBackoff, Until: due})
+		p.res.RequeueAfter = minDur(p.res.RequeueAfter, due.Sub(p.s.Now))
+		return
+	}
+	f.entry.NextRetryAt = nil
+	f.entry.Retrying, f.entry.RetiredUID = true, j.UID
+	p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, UID: j.UID, Reason: DeleteRetry})
+	f.reasons = append(f.reasons, Reason{Kind: ReasonRetrying, Job: j.Name})
+}
+
+// decide settles a flow without an outcome or a job: create it, omit it or
+// let it wait.
+func (p *planner) decide(i int, fs []fstate, stop bool) {
+	g := p.g
+	f := &fs[i]
+	if g.dup[i] || f.outcome != OutcomeNone || f.job != nil || len(f.reasons) > 0 {
+		return
+	}
+	if f.foreign != nil {
+		if !p.opt.SkipNameConflictCheck {
+			lbl := f.foreign.Labels[LabelCreatedByJobFlow]
+			p.issue(Issue{Kind: IssueNameConflict, Severity: SeverityError, Flow: i, Field: "job " + f.foreign.Name, Target: -1, Value: lbl,
+				Message: fmt.Sprintf("job %s exists but belongs to %q, not %q", f.foreign.Name, lbl, p.label)})
+			f.reasons = append(f.reasons, Reason{Kind: ReasonNameConflict, Job: f.foreign.Name, Label: lbl})
+		}
+		return // with the check off, the foreign job counts as existing (Volcano)
+	}
+	if f.prev != nil && f.prev.Retrying {
+		if stop {
+			f.outcome = OutcomeFailed
+			return
+		}
+		f.ready, f.retry = true, true
+		return
+	}
+	if stop && !g.finally(i) {
+		f.outcome = OutcomeOmitted
+		return
+	}
+	switch v, undecided := p.eval(i, fs); v {
+	case triT:
+		f.ready = true
+	case triF:
+		f.outcome = OutcomeOmitted
+	default:
+		f.reasons = append(f.reasons, undecided...)
+	}
+}
+
+// eval evaluates flow i's condition in Kleene logic and lists the undecided
+// atoms, deduplicated, in declaration order.
+func (p *planner) eval(i int, fs []fstate) (tri, []Reason) {
+	c := p.g.conds[i]
+	var und []Reason
+	seen := map[atom]bool{}
+	note := func(a atom) {
+		if !seen[a] {
+			seen[a] = true
+			und = append(und, p.depReason(a, fs))
+		}
+	}
+	if c.expr != nil {
+		return p.evalNode(c.expr, fs, note), und
+	}
+	v := triT
+	for _, a := range p.g.atoms[c.lo:c.hi] {
+		switch x := p.atomValue(a, fs); x {
+		case triF:
+			v = triF
+		case triU:
+			if v == triT {
+				v = triU
+			}
+			note(a)
+		}
+	}
+	if v == triF {
+		und = nil
+	}
+	return v, und
+}
+
+func (p *planner) evalNode(n *cnode, fs []fstate, note func(atom)) tri {
+	switch n.op {
+	case OpRef:
+		v := p.atomValue(n.atom, fs)
+		if v == triU {
+			note(n.atom)
+		}
+		return v
+	case OpNot:
+		switch p.evalNode(&n.args[0], fs, note) {
+		case triT:
+			return triF
+		case triF:
+			return triT
+		}
+		return triU
+	case OpAnd:
+		v := triT
+		for k := range n.args {
+			switch p.evalNode(&n.args[k], fs, note) {
+			case triF:
+				return triF
+			case triU:
+				v = triU
+			}
+		}
+		return v
+	default:
+		v := triF
+		for k := range n.args {
+			switch p.evalNode(&n.args[k], fs, note) {
+			case triT:
+				return triT
+			case triU:
+				v = triU
+			}
+		}
+		return v
+	}
+}
+
+// atomValue is §3.1's atom table.
+func (p *planner) atomValue(a atom, fs []fstate) tri {
+	if a.flow < 0 {
+		return triU // an unknown flow never decides (only reachable without validation)
+	}
+	t := &fs[a.flow]
+	final := t.outcome != OutcomeNone
+	switch a.res {
+	case resDone:
+		if final {
+			return triT
+		}
+		return triU
+	case resStarted:
+		switch {
+		case t.started:
+			return triT
+		case final:
+			return triF
+		}
+		return triU
+	}
+	if !final {
+		return triU
+	}
+	want := [...]Outcome{resSucceeded: OutcomeSucceeded, resFailed: OutcomeFailed, resOmitted: OutcomeOmitted}[a.res]
+	if t.outcome == want {
+		return triT
+	}
+	return triF
+}
+
+func (p *planner) depReason(a atom, fs []fstate) Reason {
+	atomText := a.name + "." + a.res.String()
+	if a.flow < 0 {
+		return Reason{Kind: ReasonUnknown, Target: a.name, Atom: atomText, Issue: fmt.Sprintf("no flow named %q", a.name)}
+	}
+	t := &fs[a.flow]
+	state := jobState(t.job)
+	if t.outcome != OutcomeNone {
+		state = string(t.outcome)
+	}
+	return Reason{Kind: ReasonDependency, Target: a.name, State: state, Atom: atomText}
+}
+
+// invalidReasons explains why a flow of an invalid spec waits.
+func (p *planner) invalidReasons(i int) []Reason {
+	var rs []Reason
+	for _, is := range p.g.issues {
+		if is.Severity != SeverityError {
+			continue
+		}
+		switch {
+		case is.Kind == IssueCycle && contains(is.Members, p.g.names[i]):
+			rs = append(rs, Reason{Kind: ReasonCycle, Issue: is.Message})
+		case is.Flow == i && is.Kind == IssueUnknownTarget:
+			rs = append(rs, Reason{Kind: ReasonUnknown, Target: is.Value, Issue: is.Message})
+		}
+	}
+	if len(rs) == 0 {
+		rs = append(rs, Reason{Kind: ReasonInvalidSpec, Issue: "the workflow spec is invalid"})
+	}
+	return rs
+}
+
+func contains(s []string, x string) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// mainSucceeded is §3.1's main-part outcome: no failure-tainted main flow is
+// unhandled.
+func (p *planner) mainSucceeded(fs []fstate) bool {
+	g := p.g
+	tainted := make([]bool, g.n)
+	ok := true
+	for _, v := range g.topo {
+		i := int(v)
+		if i >= g.nMain || g.dup[i] {
+			continue
+		}
+		switch fs[i].outcome {
+		case OutcomeFailed:
+			tainted[i] = true
+		case OutcomeOmitted:
+			tainted[i] = p.refersTainted(i, tainted)
+		}
+		if tainted[i] && !g.handled[i] {
+			ok = false
+		}
+	}
+	return ok
+}
+
+func (p *planner) refersTainted(i int, tainted []bool) bool {
+	c := p.g.conds[i]
+	bad := func(a atom) bool {
+		return a.flow >= 0 && tainted[a.flow] && (a.res == resSucceeded || a.res == resStarted)
+	}
+	if c.expr != nil {
+		var walk func(n *cnode) bool
+		walk = func(n *cnode) bool {
+			if n.op == OpRef {
+				return bad(n.atom)
+			}
+			for k := range n.args {
+				if walk(&n.args[k]) {
+					return true
+				}
+			}
+			return false
+		}
+		return walk(c.expr)
+	}
+	for _, a := range p.g.atoms[c.lo:c.hi] {
+		if bad(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *planner) finallyFailed(fs []fstate) bool {
+	for i := p.g.nMain; i < p.g.n; i++ {
+		if !p.g.dup[i] && fs[i].outcome == OutcomeFailed {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *planner) completedCount() int {
+	c := 0
+	for i := range p.s.Jobs {
+		if j := &p.s.Jobs[i]; p.labelled(j) && j.Phase == JobPhaseCompleted {
+			c++
+		}
+	}
+	return c
+}
+
+// createReady creates ready flows in spec order (main, then finally) up to
+// the parallelism cap (§3.3); the rest wait with Parallelism.
+func (p *planner) createReady(fs []fstate, outcome string) {
+	g := p.g
+	limit := p.wf.Spec.Parallelism
+	active := 0
+	if limit > 0 {
+		for i := range g.n {
+			if j := fs[i].job; j != nil && p.opt.active(j.Phase) {
+				active++
+			}
+		}
+	}
+	slots := limit - active
+	for i := range g.n {
+		f := &fs[i]
+		if !f.ready {
+			continue
+		}
+		if limit > 0 && slots <= 0 {
+			f.ready = false
+			f.reasons = append(f.reasons, Reason{Kind: ReasonParallelism, Active: active, Limit: limit})
+			continue
+		}
+		slots--
+		if f.retry {
+			f.attempt++
+			f.entry.Retrying = false
+		}
+		p.res.Create = append(p.res.Create, p.create(g.flow(i), f.attempt, g.finally(i), outcome))
+	}
+}
+
+// defaultStatus builds the Default status (§2.3).
+func (p *planner) defaultStatus(st *Status, fs []fstate, own map[string]bool) {
+	g, opt := p.g, p.opt
+	var l lists
+	st.Conditions = make(map[string]Condition)
+	list := make([]JobStatus, 0, g.n)
+	for i := range g.n {
+		f := &fs[i]
+		if g.dup[i] {
+			continue
+		}
+		if f.reasons != nil {
+			p.res.Blocked = append(p.res.Blocked, Blocked{Flow: g.names[i], Index: i, Reasons: f.reasons})
+		}
+		name := p.jobName(g.names[i])
+		if j := f.job; j != nil {
+			if !l.add(name, j.Phase, opt.Buckets == BucketsVolcano) {
+				p.issue(Issue{Kind: IssueUnknownJobPhase, Flow: i, Field: "job " + name, Target: -1, Value: string(j.Phase),
+					Message: "job phase is not a Volcano job phase; bucketed as unknown"})
+			}
+			st.Conditions[name] = condition(j)
+		}
+		if !f.hasEntry && f.outcome == OutcomeNone {
+			continue
+		}
+		e := f.entry
+		if !f.hasEntry {
+			e = JobStatus{Name: name}
+		}
+		e.Flow = g.names[i]
+		e.Outcome = f.outcome
+		e.Started = f.started
+		e.Attempt = f.attempt
+		if e.Outcome != OutcomeNone {
+			e.NextRetryAt, e.Retrying = nil, false
+		}
+		list = append(list, e)
+	}
+	if opt.KeepStaleEntries {
+		for i := range p.wf.Status.JobStatusList {
+			if e := &p.wf.Status.JobStatusList[i]; !own[e.Name] {
+				list = append(list, *e)
+			}
+		}
+	}
+	for _, ji := range p.orphans(own) {
+		j := &p.s.Jobs[ji]
+		st.OrphanJobs = append(st.OrphanJobs, j.Name)
+		p.issue(Issue{Kind: IssueOrphanJob, Flow: g.n, Field: "job " + j.Name, Target: -1, Value: j.Name,
+			Message: "labelled job belongs to no flow of the spec; it is never counted"})
+	}
+	for _, b := range p.res.Blocked {
+		w := WaitingFlow{Flow: b.Flow, Reasons: make([]string, len(b.Reasons))}
+		for i, x := range b.Reasons {
+			w.Reasons[i] = x.String()
+		}
+		st.WaitingFlows = append(st.WaitingFlows, w)
+	}
+	l.fill(st)
+	if len(list) > 0 {
+		st.JobStatusList = list
+	}
+	if len(st.Conditions) == 0 {
+		st.Conditions = nil
+	}
+	p.res.Status = *st
+	p.res.WriteStatus = !statusEqual(&p.wf.Status, st)
+}

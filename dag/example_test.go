@@ -1,0 +1,67 @@
+package dag_test
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/plancore/plancore/dag"
+)
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func labelled(jf, flow string, phase dag.JobPhase) dag.Job {
+	return dag.Job{Name: jf + "-" + flow, UID: types.UID("uid-" + flow), Phase: phase, CreationTime: t0,
+		Labels: map[string]string{dag.LabelCreatedByJobFlow: "ns." + jf, dag.LabelCreatedByJobTemplate: "ns." + flow}}
+}
+
+// Example_chain plans a three-flow chain in one step: the first job has
+// completed, so the second is created and the third waits.
+func Example_chain() {
+	w := dag.Workflow{Name: "jf", Namespace: "ns", UID: "u1", Spec: dag.Spec{Flows: []dag.Flow{
+		{Name: "a"},
+		{Name: "b", DependsOn: &dag.DependsOn{Targets: []string{"a"}}},
+		{Name: "c", DependsOn: &dag.DependsOn{Targets: []string{"b"}}},
+	}}}
+	res, err := dag.Plan(dag.Snapshot{Flow: w, Jobs: []dag.Job{labelled("jf", "a", dag.JobPhaseCompleted)}, Now: t0}, dag.Default())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print(res)
+	// Output:
+	// phase "" -> Running, write status, 520 status bytes
+	// create jf-b flow=b template=ns/b attempt=1
+	// blocked c: Dependency b.Succeeded: NotCreated
+}
+
+// Example_dependsOnFailure is the spec's Example 4: notify runs because
+// train failed, publish is omitted, and the workflow fails because nothing
+// handles publish's omission.
+func Example_dependsOnFailure() {
+	w := dag.Workflow{Name: "jf", Namespace: "ns", UID: "u1", Spec: dag.Spec{Flows: []dag.Flow{
+		{Name: "train"},
+		{Name: "notify", DependsOn: &dag.DependsOn{Depends: "train.Failed"}},
+		{Name: "publish", DependsOn: &dag.DependsOn{Targets: []string{"train"}}},
+	}}}
+	res, _ := dag.Plan(dag.Snapshot{Flow: w, Jobs: []dag.Job{labelled("jf", "train", dag.JobPhaseFailed)}, Now: t0}, dag.Default())
+	fmt.Print(res)
+	w.Status = res.Status
+	res, _ = dag.Plan(dag.Snapshot{Flow: w, Now: t0.Add(time.Minute), Jobs: []dag.Job{
+		labelled("jf", "train", dag.JobPhaseFailed), labelled("jf", "notify", dag.JobPhaseRunning)}}, dag.Default())
+	w.Status = res.Status
+	fmt.Print(dag.RenderMermaid(w))
+	// Output:
+	// phase "" -> Running, write status, 555 status bytes
+	// create jf-notify flow=notify template=ns/notify attempt=1
+	// flowchart TD
+	//   f0["train<br/>Failed"]:::failed -->|Failed| f1["notify<br/>Running"]:::running
+	//   f0 --> f2["publish<br/>Omitted"]:::omitted
+	//   classDef succeeded fill:#c8e6c9,stroke:#2e7d32
+	//   classDef failed fill:#ffcdd2,stroke:#c62828
+	//   classDef running fill:#bbdefb,stroke:#1565c0
+	//   classDef pending fill:#fff9c4,stroke:#f9a825
+	//   classDef waiting fill:#eeeeee,stroke:#757575
+	//   classDef omitted fill:#f5f5f5,stroke:#bdbdbd,stroke-dasharray:3
+	//   classDef unknown fill:#ffffff,stroke:#9e9e9e
+}

@@ -1,0 +1,611 @@
+package dag
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// result is the result word of an atom.
+type result uint8
+
+const (
+	resSucceeded result = iota
+	resFailed
+	resOmitted
+	resDone
+	resStarted
+)
+
+var resultNames = [...]string{"Succeeded", "Failed", "Omitted", "Done", "Started"}
+
+func (r result) String() string { return resultNames[r] }
+
+// resultWord resolves a RESULT word of a depends expression.
+func resultWord(s string) (result, bool) {
+	for i, n := range resultNames {
+		if n == s {
+			return result(i), true
+		}
+	}
+	return 0, false
+}
+
+// structuredWord resolves the phase of a TargetStatus, aliases included.
+func structuredWord(s string) (result, bool) {
+	switch s {
+	case "Completed":
+		return resSucceeded, true
+	case "Running":
+		return resStarted, true
+	}
+	return resultWord(s)
+}
+
+// atom is one `flow.result` term; flow is -1 for an unknown flow, whose name
+// is kept for reasons.
+type atom struct {
+	flow int32
+	res  result
+	name string
+}
+
+// cnode is a compiled depends expression.
+type cnode struct {
+	op   Op
+	args []cnode
+	atom atom
+}
+
+// cond is a flow's compiled condition: an AND of atoms[lo:hi], or expr.
+type cond struct {
+	lo, hi int32
+	expr   *cnode
+}
+
+// graph is the validated shape of a spec, built once per call in O(V+E):
+// nodes are main flows then finally flows.
+type graph struct {
+	wf      *Workflow
+	nMain   int
+	n       int
+	names   []string
+	index   map[string]int32
+	dup     []bool
+	conds   []cond
+	atoms   []atom
+	edgeAt  []int32 // node i's distinct known references are edges[edgeAt[i]:edgeAt[i+1]]
+	edges   []int32
+	topo    []int32 // Kahn order; shorter than n when cyclic
+	left    []bool  // left over by Kahn: on or downstream of a cycle
+	handled []bool  // mentioned somewhere as x.Failed, x.Omitted or x.Done
+	issues  []Issue
+	invalid bool
+}
+
+func (g *graph) flow(i int) *Flow {
+	if i < g.nMain {
+		return &g.wf.Spec.Flows[i]
+	}
+	return &g.wf.Spec.Finally[i-g.nMain]
+}
+
+func (g *graph) finally(i int) bool { return i >= g.nMain }
+
+func (g *graph) field(i int) string {
+	if i < g.nMain {
+		return "flows[" + strconv.Itoa(i) + "]"
+	}
+	return "finally[" + strconv.Itoa(i-g.nMain) + "]"
+}
+
+func (g *graph) add(is Issue) {
+	if is.Severity == "" {
+		is.Severity = SeverityError
+	}
+	if is.Severity == SeverityError {
+		g.invalid = true
+	}
+	g.issues = append(g.issues, is)
+}
+
+// qualified reports whether a+sep+b is a Kubernetes qualified name part:
+// at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends.
+func qualified(a, sep, b string) bool {
+	n := len(a) + len(sep) + len(b)
+	if n == 0 || n > 63 {
+		return false
+	}
+	for _, s := range [3]string{a, sep, b} {
+		for i := 0; i < len(s); i++ {
+			if !identByte(s[i]) {
+				return false
+			}
+		}
+	}
+	first, last := firstByte(a, sep, b), lastByte(a, sep, b)
+	return alnum(first) && alnum(last)
+}
+
+func firstByte(parts ...string) byte {
+	for _, p := range parts {
+		if p != "" {
+			return p[0]
+		}
+	}
+	return 0
+}
+
+func lastByte(parts ...string) byte {
+	for i := len(parts) - 1; i >= 0; i-- {
+		if p := parts[i]; p != "" {
+			return p[len(p)-1]
+		}
+	}
+	return 0
+}
+
+func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+
+// buildGraph indexes and checks the spec. It never fails: everything wrong
+// is an issue. Every check runs; none stops the others.
+func buildGraph(wf *Workflow, opt Options) *graph {
+	spec := &wf.Spec
+	g := &graph{wf: wf, nMain: len(spec.Flows), n: len(spec.Flows) + len(spec.Finally)}
+	n := g.n
+	g.names = make([]string, n)
+	g.index = make(map[string]int32, n)
+	g.dup = make([]bool, n)
+	g.conds = make([]cond, n)
+	g.handled = make([]bool, n)
+	g.edgeAt = make([]int32, n+1)
+
+	if !qualified(wf.Namespace, ".", wf.Name) {
+		g.add(Issue{Kind: IssueLabelValueInvalid, Flow: -1, Field: "metadata.name", Target: -1, Value: wf.Namespace + "." + wf.Name,
+			Message: "label value <namespace>.<workflow> must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"})
+	}
+	for i := range n {
+		f := g.flow(i)
+		g.names[i] = f.Name
+		if f.Name == "" {
+			g.add(Issue{Kind: IssueEmptyName, Flow: i, Field: g.field(i) + ".name", Target: -1, Message: "flow name is empty"})
+			g.dup[i] = true // an empty name is no node anyone can refer to
+			continue
+		}
+		if first, ok := g.index[f.Name]; ok {
+			g.dup[i] = true
+			g.add(Issue{Kind: IssueDuplicateFlow, Flow: i, Field: g.field(i) + ".name", Target: int(first), Value: f.Name,
+				Message: fmt.Sprintf("flow name already used by %s", g.field(int(first)))})
+			continue
+		}
+		g.index[f.Name] = int32(i)
+		if !qualified(wf.Name, "-", f.Name) {
+			g.add(Issue{Kind: IssueNameInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: wf.Name + "-" + f.Name,
+				Message: "job name <workflow>-<flow> must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"})
+		}
+		if !qualified(wf.Namespace, ".", f.Name) {
+			g.add(Issue{Kind: IssueLabelValueInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: wf.Namespace + "." + f.Name,
+				Message: "label value <namespace>.<flow> must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"})
+		}
+	}
+
+	stamp := make([]int32, n)  // stamp[t] == i: edge i→t already recorded
+	tstamp := make([]int32, n) // tstamp[t] == i: t already listed in i's targets
+	for i := range stamp {
+		stamp[i], tstamp[i] = -1, -1
+	}
+	for i := range n {
+		g.edgeAt[i] = int32(len(g.edges))
+		f := g.flow(i)
+		g.checkFlowExtras(i, f, opt)
+		if f.DependsOn == nil {
+			continue
+		}
+		d := f.DependsOn
+		if d.Depends != "" && (len(d.Targets) > 0 || len(d.TargetsWithStatus) > 0) {
+			g.add(Issue{Kind: IssueMixedDependencyForms, Flow: i, Field: g.field(i) + ".dependsOn", Target: -1,
+				Message: "depends cannot be combined with targets or targetsWithStatus"})
+		}
+		if opt.volcano() && (d.Depends != "" || len(d.TargetsWithStatus) > 0) {
+			g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: g.field(i) + ".dependsOn", Target: -1,
+				Message: "depends and targetsWithStatus need the plancore state machine"})
+		}
+		if g.finally(i) && len(d.Targets) > 0 {
+			g.add(Issue{Kind: IssueFinallyOrdering, Flow: i, Field: g.field(i) + ".dependsOn.targets", Target: -1,
+				Message: "finally flows cannot have targets; use depends or targetsWithStatus as a condition"})
+		}
+		c := cond{lo: int32(len(g.atoms))}
+		if d.Depends != "" {
+			e, err := ParseDepends(d.Depends)
+			if err != nil {
+				se := err.(*SyntaxError)
+				g.add(Issue{Kind: IssueExpressionSyntax, Flow: i, Field: g.field(i) + ".dependsOn.depends", Target: se.Offset, Value: d.Depends,
+					Message: fmt.Sprintf("flow %q: %s at byte %d", f.Name, se.Msg, se.Offset)})
+			} else {
+				cn := g.compile(i, e, stamp)
+				c.expr = &cn
+			}
+		} else {
+			var unknown []string
+			for k, t := range d.Targets {
+				dupT := false
+				if ti, ok := g.index[t]; ok {
+					dupT = tstamp[ti] == int32(i)
+					tstamp[ti] = int32(i)
+				} else {
+					for _, u := range unknown {
+						dupT = dupT || u == t
+					}
+					unknown = append(unknown, t)
+				}
+				if dupT {
+					g.add(Issue{Kind: IssueDuplicateTarget, Severity: SeverityWarning, Flow: i, Field: fmt.Sprintf("%s.dependsOn.targets[%d]", g.field(i), k), Target: k, Value: t,
+						Message: "duplicate target dropped"})
+					continue
+				}
+				g.atoms = append(g.atoms, g.ref(i, t, resSucceeded, "targets", k, k, stamp))
+			}
+			for k, ts := range d.TargetsWithStatus {
+				r, ok := structuredWord(ts.Phase)
+				if !ok {
+					g.add(Issue{Kind: IssueUnknownResult, Flow: i, Field: fmt.Sprintf("%s.dependsOn.targetsWithStatus[%d].phase", g.field(i), k), Target: len(d.Targets) + k, Value: ts.Phase,
+						Message: "phase must be Succeeded, Failed, Omitted, Done or Started (aliases Completed, Running)"})
+					continue
+				}
+				g.atoms = append(g.atoms, g.ref(i, ts.Name, r, "targetsWithStatus", k, len(d.Targets)+k, stamp))
+			}
+		}
+		c.hi = int32(len(g.atoms))
+		if !g.dup[i] {
+			g.conds[i] = c
+		}
+	}
+	g.edgeAt[n] = int32(len(g.edges))
+	g.checkSpecExtras(opt)
+	g.kahn()
+	if len(g.topo) < n {
+		g.cycles()
+	}
+	return g
+}
+
+// ref records one reference from node i to name (field sub[k], or the
+// depends expression at byte pos when sub is "depends") and returns its atom.
+func (g *graph) ref(i int, name string, res result, sub string, k, pos int, stamp []int32) atom {
+	fieldOf := func() string {
+		if sub == "depends" {
+			return g.field(i) + ".dependsOn.depends"
+		}
+		return fmt.Sprintf("%s.dependsOn.%s[%d]", g.field(i), sub, k)
+	}
+	t, ok := g.index[name]
+	if !ok {
+		msg := fmt.Sprintf("flow %q: no flow named %q", g.names[i], name)
+		if sub == "depends" {
+			msg += fmt.Sprintf(" at byte %d", pos)
+		}
+		g.add(Issue{Kind: IssueUnknownTarget, Flow: i, Field: fieldOf(), Target: pos, Value: name, Message: msg})
+		return atom{flow: -1, res: res, name: name}
+	}
+	if g.finally(int(t)) {
+		g.add(Issue{Kind: IssueFinallyOrdering, Flow: i, Field: fieldOf(), Target: pos, Value: name,
+			Message: fmt.Sprintf("%q is a finally flow; nothing may depend on it", name)})
+	}
+	if res == resFailed || res == resOmitted || res == resDone {
+		g.handled[t] = true
+	}
+	if !g.dup[i] && stamp[t] != int32(i) {
+		stamp[t] = int32(i)
+		g.edges = append(g.edges, t)
+	}
+	return atom{flow: t, res: res, name: name}
+}
+
+// compile resolves the tokens of a parsed expression.
+func (g *graph) compile(i int, e *Expr, stamp []int32) cnode {
+	switch e.Op {
+	case OpRef:
+		tok := e.Token
+		if _, ok := g.index[tok]; ok {
+			return cnode{op: OpRef, atom: g.ref(i, tok, resSucceeded, "depends", 0, e.Offset, stamp)}
+		}
+		if dot := strings.LastIndexByte(tok, '.'); dot >= 0 {
+			name, word := tok[:dot], tok[dot+1:]
+			if r, ok := resultWord(word); ok {
+				return cnode{op: OpRef, atom: g.ref(i, name, r, "depends", 0, e.Offset, stamp)}
+			}
+			if _, ok := g.index[name]; ok {
+				g.add(Issue{Kind: IssueUnknownResult, Flow: i, Field: g.field(i) + ".dependsOn.depends", Target: e.Offset, Value: tok,
+					Message: fmt.Sprintf("flow %q: unknown result %q at byte %d (want Succeeded, Failed, Omitted, Done or Started)", g.names[i], word, e.Offset)})
+				return cnode{op: OpRef, atom: atom{flow: -1, name: tok}}
+			}
+		}
+		return cnode{op: OpRef, atom: g.ref(i, tok, resSucceeded, "depends", 0, e.Offset, stamp)}
+	default:
+		out := cnode{op: e.Op, args: make([]cnode, len(e.Args))}
+		for k, a := range e.Args {
+			out.args[k] = g.compile(i, a, stamp)
+		}
+		return out
+	}
+}
+
+func (g *graph) checkFlowExtras(i int, f *Flow, opt Options) {
+	if len(f.Patch) > 0 {
+		if !json.Valid(f.Patch) || firstNonSpace(f.Patch) != '{' {
+			g.add(Issue{Kind: IssuePatchInvalid, Flow: i, Field: g.field(i) + ".patch", Target: -1,
+				Message: "patch must be a JSON object"})
+		}
+	}
+	if f.Retry != nil {
+		g.checkRetry(i, g.field(i)+".retry", f.Retry)
+		if opt.volcano() {
+			g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: g.field(i) + ".retry", Target: -1, Message: "retry needs the plancore state machine"})
+		}
+	}
+	if opt.volcano() && g.finally(i) && i == g.nMain {
+		g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: "finally", Target: -1, Message: "finally flows need the plancore state machine"})
+	}
+}
+
+func firstNonSpace(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+func (g *graph) checkRetry(i int, field string, r *Retry) {
+	bad := func(sub, msg string) {
+		g.add(Issue{Kind: IssueRetryRange, Flow: i, Field: field + sub, Target: -1, Message: msg})
+	}
+	if r.Limit < 0 {
+		bad(".limit", fmt.Sprintf("limit %d is negative", r.Limit))
+	}
+	for k, p := range r.On {
+		switch p {
+		case JobPhaseFailed, JobPhaseTerminated, JobPhaseAborted:
+		default:
+			bad(fmt.Sprintf(".on[%d]", k), fmt.Sprintf("phase %q cannot trigger a retry (want Failed, Terminated or Aborted)", p))
+		}
+	}
+	b := r.Backoff
+	if b.Duration < 0 {
+		bad(".backoff.duration", fmt.Sprintf("duration %v is negative", b.Duration))
+	}
+	if b.Factor != 0 && !(b.Factor >= 1) {
+		bad(".backoff.factor", fmt.Sprintf("factor %v is below 1", b.Factor))
+	}
+	if b.Cap < 0 || (b.Cap > 0 && b.Cap < b.Duration) {
+		bad(".backoff.cap", fmt.Sprintf("cap %v is below the duration %v", b.Cap, b.Duration))
+	}
+}
+
+func (g *graph) checkSpecExtras(opt Options) {
+	s := &g.wf.Spec
+	if s.Parallelism < 0 {
+		g.add(Issue{Kind: IssueNegativeParallelism, Flow: -1, Field: "parallelism", Target: -1, Value: strconv.Itoa(s.Parallelism),
+			Message: "parallelism must be 0 (unlimited) or positive"})
+	}
+	switch s.JobRetainPolicy {
+	case "", RetainPolicyRetain, RetainPolicyDelete:
+	default:
+		g.add(Issue{Kind: IssueRetainPolicyInvalid, Flow: -1, Field: "jobRetainPolicy", Target: -1, Value: string(s.JobRetainPolicy),
+			Message: "jobRetainPolicy must be retain or delete"})
+	}
+	if s.Retry != nil {
+		g.checkRetry(-1, "retry", s.Retry)
+	}
+	if opt.volcano() {
+		var used []string
+		if s.Retry != nil {
+			used = append(used, "retry")
+		}
+		if s.Parallelism != 0 {
+			used = append(used, "parallelism")
+		}
+		if s.FailFast != nil {
+			used = append(used, "failFast")
+		}
+		for _, u := range used {
+			g.add(Issue{Kind: IssueNeedsPlancore, Flow: -1, Field: u, Target: -1, Message: u + " needs the plancore state machine"})
+		}
+	}
+}
+
+// kahn computes a topological order with the queue seeded in spec order.
+func (g *graph) kahn() {
+	n := g.n
+	indeg := make([]int32, n)
+	revAt := make([]int32, n+1)
+	for i := range n {
+		indeg[i] = g.edgeAt[i+1] - g.edgeAt[i]
+	}
+	for _, t := range g.edges {
+		revAt[t+1]++
+	}
+	for i := range n {
+		revAt[i+1] += revAt[i]
+	}
+	rev := make([]int32, len(g.edges))
+	fill := make([]int32, n)
+	copy(fill, revAt[:n])
+	for i := range n {
+		for _, t := range g.edges[g.edgeAt[i]:g.edgeAt[i+1]] {
+			rev[fill[t]] = int32(i)
+			fill[t]++
+		}
+	}
+	topo := make([]int32, 0, n)
+	for i := range n {
+		if indeg[i] == 0 {
+			topo = append(topo, int32(i))
+		}
+	}
+	for h := 0; h < len(topo); h++ {
+		v := topo[h]
+		for _, w := range rev[revAt[v]:revAt[v+1]] {
+			indeg[w]--
+			if indeg[w] == 0 {
+				topo = append(topo, w)
+			}
+		}
+	}
+	g.topo = topo
+	if len(topo) < n {
+		g.left = make([]bool, n)
+		for i := range n {
+			g.left[i] = indeg[i] > 0
+		}
+	}
+}
+
+// cycles runs an iterative Tarjan SCC over the flows Kahn left over and
+// reports each cyclic component once, on its member with the smallest index.
+func (g *graph) cycles() {
+	n := g.n
+	const unvisited = -1
+	idx := make([]int32, n)
+	low := make([]int32, n)
+	comp := make([]int32, n)
+	onStack := make([]bool, n)
+	for i := range idx {
+		idx[i], comp[i] = unvisited, unvisited
+	}
+	var stack []int32
+	type frame struct{ v, e int32 }
+	var call []frame
+	counter, ncomp := int32(0), int32(0)
+	for s := range n {
+		if !g.left[s] || idx[s] != unvisited {
+			continue
+		}
+		call = append(call, frame{int32(s), g.edgeAt[s]})
+		idx[s], low[s] = counter, counter
+		counter++
+		stack = append(stack, int32(s))
+		onStack[s] = true
+		for len(call) > 0 {
+			top := &call[len(call)-1]
+			v := top.v
+			if top.e < g.edgeAt[v+1] {
+				w := g.edges[top.e]
+				top.e++
+				if !g.left[w] {
+					continue
+				}
+				if idx[w] == unvisited {
+					idx[w], low[w] = counter, counter
+					counter++
+					stack = append(stack, w)
+					onStack[w] = true
+					call = append(call, frame{w, g.edgeAt[w]})
+				} else if onStack[w] && idx[w] < low[v] {
+					low[v] = idx[w]
+				}
+				continue
+			}
+			call = call[:len(call)-1]
+			if len(call) > 0 {
+				if p := call[len(call)-1].v; low[v] < low[p] {
+					low[p] = low[v]
+				}
+			}
+			if low[v] == idx[v] {
+				var members []int32
+				for {
+					w := stack[len(stack)-1]
+					stack = stack[:len(stack)-1]
+					onStack[w] = false
+					comp[w] = ncomp
+					members = append(members, w)
+					if w == v {
+						break
+					}
+				}
+				g.reportCycle(members, comp, ncomp)
+				ncomp++
+			}
+		}
+	}
+}
+
+func (g *graph) selfLoop(v int32) bool {
+	for _, t := range g.edges[g.edgeAt[v]:g.edgeAt[v+1]] {
+		if t == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *graph) reportCycle(members []int32, comp []int32, c int32) {
+	if len(members) == 1 && !g.selfLoop(members[0]) {
+		return
+	}
+	min := members[0]
+	for _, m := range members {
+		min = minI32(min, m)
+	}
+	// Witness: DFS from min along targets in declaration order, inside the
+	// component, back to min.
+	path := g.witness(min, comp, c)
+	names := make([]string, len(path))
+	for k, p := range path {
+		names[k] = g.names[p]
+	}
+	ordered := make([]bool, g.n)
+	for _, m := range members {
+		ordered[m] = true
+	}
+	var mem []string
+	for i := range g.n {
+		if ordered[i] && comp[i] == c {
+			mem = append(mem, g.names[i])
+		}
+	}
+	g.add(Issue{Kind: IssueCycle, Flow: int(min), Field: g.field(int(min)) + ".dependsOn", Target: -1, Value: g.names[min], Members: mem,
+		Message: "cycle: " + strings.Join(names, " -> ")})
+}
+
+func minI32(a, b int32) int32 {
+	if a < b {
+		return a
+	}
+	return b
+}
+
+func (g *graph) witness(s int32, comp []int32, c int32) []int32 {
+	type frame struct{ v, e int32 }
+	seen := map[int32]bool{s: true}
+	call := []frame{{s, g.edgeAt[s]}}
+	for len(call) > 0 {
+		top := &call[len(call)-1]
+		if top.e >= g.edgeAt[top.v+1] {
+			call = call[:len(call)-1]
+			continue
+		}
+		w := g.edges[top.e]
+		top.e++
+		if comp[w] != c {
+			continue
+		}
+		if w == s {
+			path := make([]int32, 0, len(call)+1)
+			for _, f := range call {
+				path = append(path, f.v)
+			}
+			return append(path, s)
+		}
+		if !seen[w] {
+			seen[w] = true
+			call = append(call, frame{w, g.edgeAt[w]})
+		}
+	}
+	return []int32{s, s} // unreachable for a cyclic component
+}

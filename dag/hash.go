@@ -1,0 +1,99 @@
+package dag
+
+import (
+	"math"
+	"strconv"
+)
+
+// specHasher hashes the canonical spec: flows, dependencies, patches,
+// finally, retry, parallelism and failFast, each length-prefixed so that no
+// two different specs share an encoding.
+// It is FNV-1a (64 bit), inlined so hashing allocates nothing.
+type specHasher struct{ s uint64 }
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func (h *specHasher) reset() { h.s = fnvOffset }
+
+func (h *specHasher) byte(c byte) { h.s = (h.s ^ uint64(c)) * fnvPrime }
+
+func (h *specHasher) int(v int64) {
+	for i := 0; i < 8; i++ {
+		h.byte(byte(uint64(v) >> (8 * i)))
+	}
+}
+
+func (h *specHasher) str(s string) {
+	h.int(int64(len(s)))
+	for i := 0; i < len(s); i++ {
+		h.byte(s[i])
+	}
+}
+
+func (h *specHasher) retry(r *Retry) {
+	if r == nil {
+		h.int(-1)
+		return
+	}
+	h.int(int64(r.Limit))
+	h.int(int64(len(r.On)))
+	for _, p := range r.On {
+		h.str(string(p))
+	}
+	h.int(int64(r.Backoff.Duration))
+	h.int(int64(math.Float64bits(r.Backoff.Factor)))
+	h.int(int64(r.Backoff.Cap))
+}
+
+func (h *specHasher) flow(f *Flow) {
+	h.str(f.Name)
+	if d := f.DependsOn; d == nil {
+		h.int(-1)
+	} else {
+		h.int(int64(len(d.Targets)))
+		for _, t := range d.Targets {
+			h.str(t)
+		}
+		h.int(int64(len(d.TargetsWithStatus)))
+		for _, t := range d.TargetsWithStatus {
+			h.str(t.Name)
+			h.str(t.Phase)
+		}
+		h.str(d.Depends)
+	}
+	h.int(int64(len(f.Patch)))
+	for _, c := range f.Patch {
+		h.byte(c)
+	}
+	h.retry(f.Retry)
+}
+
+func (h *specHasher) sum() uint64 { return h.s }
+
+// SpecHash returns the hash Plan stores in Status.SpecHash.
+func SpecHash(spec Spec) string {
+	var h specHasher
+	h.reset()
+	h.int(int64(len(spec.Flows)))
+	for i := range spec.Flows {
+		h.flow(&spec.Flows[i])
+	}
+	h.int(int64(len(spec.Finally)))
+	for i := range spec.Finally {
+		h.flow(&spec.Finally[i])
+	}
+	h.retry(spec.Retry)
+	h.int(int64(spec.Parallelism))
+	switch {
+	case spec.FailFast == nil:
+		h.int(-1)
+	case *spec.FailFast:
+		h.int(1)
+	default:
+		h.int(0)
+	}
+	return strconv.FormatUint(h.sum(), 16)
+}

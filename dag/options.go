@@ -1,0 +1,219 @@
+package dag
+
+import (
+	"fmt"
+	"time"
+)
+
+// SuccessRule decides when the workflow has succeeded.
+type SuccessRule string
+
+// Success rules.
+const (
+	// SuccessSet (the default) succeeds once every flow is final and the
+	// main part succeeded (§3.1), with no finally flow Failed.
+	SuccessSet SuccessRule = ""
+	// SuccessCount is Volcano's len(completedJobs) == len(flows).
+	SuccessCount SuccessRule = "Count"
+)
+
+// StateMachine selects the phase logic.
+type StateMachine string
+
+// State machines.
+const (
+	// StatePlancore (the default) decides the phase in one step from the
+	// observations and flow outcomes, with retries, failFast and finally.
+	StatePlancore StateMachine = ""
+	// StateVolcano reproduces Volcano's Pending/Running/Succeed/Failed table.
+	StateVolcano StateMachine = "Volcano"
+)
+
+// BucketMode selects how job phases map to status lists.
+type BucketMode string
+
+// Bucket modes.
+const (
+	// BucketsExtended (the default) puts each job in exactly one list.
+	BucketsExtended BucketMode = ""
+	// BucketsVolcano reproduces Volcano's six lists: Completing and
+	// Terminating in none, Aborting, Aborted, Restarting and "" unknown.
+	BucketsVolcano BucketMode = "Volcano"
+)
+
+// AbortedPolicy says what an Aborted job means.
+type AbortedPolicy string
+
+// Aborted policies.
+const (
+	// AbortedFail (the default) treats Aborted as a failure phase.
+	AbortedFail AbortedPolicy = ""
+	// AbortedWait is Volcano's: Aborted never ends the flow.
+	AbortedWait AbortedPolicy = "Wait"
+)
+
+// SpecChangeMode says how a mid-run spec edit is handled.
+type SpecChangeMode string
+
+// Spec change modes.
+const (
+	// SpecChangeReport (the default) reports SpecChanged and plans against
+	// the new spec.
+	SpecChangeReport SpecChangeMode = ""
+	// SpecChangeLazy is Volcano's: the new spec is used silently.
+	SpecChangeLazy SpecChangeMode = "Lazy"
+)
+
+// DefaultStatusSizeWarn is 80 % of etcd's ~1.5 MiB object limit.
+const DefaultStatusSizeWarn = 1258291
+
+// DefaultAnnotationPrefix prefixes plancore's job annotations.
+const DefaultAnnotationPrefix = "plancore.io/"
+
+// Options tune Plan. The zero value is the Default preset; VolcanoCompat
+// returns the knobs that reproduce the anchor. Every knob can be set alone.
+type Options struct {
+	// SkipValidation turns spec validation off (Volcano never validates,
+	// D1); this is the spec's ValidateSpec knob, inverted so the zero value
+	// is the Default preset.
+	SkipValidation bool
+	SuccessRule    SuccessRule
+	StateMachine   StateMachine
+	Buckets        BucketMode
+	AbortedPolicy  AbortedPolicy
+	// KeepStaleEntries keeps job status entries of jobs no longer observed
+	// (Volcano, D8).
+	KeepStaleEntries bool
+	// HistoryQuirk reproduces Volcano's quirk: a non-nil empty history is
+	// never seeded (D8).
+	HistoryQuirk bool
+	// HistoryLimit k > 0 keeps the first history entry and the last k−1.
+	HistoryLimit int
+	SpecChange   SpecChangeMode
+	// AlwaysWrite writes the status on every sync, changed or not (D12).
+	AlwaysWrite bool
+	// CreateInTerminal lets a Succeed+retain workflow re-create removed
+	// jobs (Volcano, D12).
+	CreateInTerminal bool
+	// SkipNameConflictCheck counts a same-named job of someone else as
+	// this flow's job, as Volcano does (D13); the spec's NameConflictCheck
+	// knob, inverted.
+	SkipNameConflictCheck bool
+	// StatusSizeWarn is the StatusBytes above which StatusTooLarge is
+	// reported; 0 means DefaultStatusSizeWarn.
+	StatusSizeWarn int
+	// AnnotationPrefix prefixes plancore's annotations; empty means
+	// DefaultAnnotationPrefix.
+	AnnotationPrefix string
+	// AllowAppend lets ValidateUpdate accept flows appended to a running
+	// workflow.
+	AllowAppend bool
+}
+
+// Default returns the Default preset (the zero Options).
+func Default() Options { return Options{} }
+
+// VolcanoCompat returns the preset that reproduces Volcano's JobFlow
+// controller at ed72c7c.
+func VolcanoCompat() Options {
+	return Options{
+		SkipValidation:        true,
+		SuccessRule:           SuccessCount,
+		StateMachine:          StateVolcano,
+		Buckets:               BucketsVolcano,
+		AbortedPolicy:         AbortedWait,
+		KeepStaleEntries:      true,
+		HistoryQuirk:          true,
+		SpecChange:            SpecChangeLazy,
+		AlwaysWrite:           true,
+		CreateInTerminal:      true,
+		SkipNameConflictCheck: true,
+	}
+}
+
+// Validate reports the first unusable knob, naming it.
+func (o Options) Validate() error {
+	switch o.SuccessRule {
+	case SuccessSet, SuccessCount:
+	default:
+		return fmt.Errorf("%w: SuccessRule %q (want \"\" or %q)", ErrInvalidOptions, o.SuccessRule, SuccessCount)
+	}
+	switch o.StateMachine {
+	case StatePlancore, StateVolcano:
+	default:
+		return fmt.Errorf("%w: StateMachine %q (want \"\" or %q)", ErrInvalidOptions, o.StateMachine, StateVolcano)
+	}
+	switch o.Buckets {
+	case BucketsExtended, BucketsVolcano:
+	default:
+		return fmt.Errorf("%w: Buckets %q (want \"\" or %q)", ErrInvalidOptions, o.Buckets, BucketsVolcano)
+	}
+	switch o.AbortedPolicy {
+	case AbortedFail, AbortedWait:
+	default:
+		return fmt.Errorf("%w: AbortedPolicy %q (want \"\" or %q)", ErrInvalidOptions, o.AbortedPolicy, AbortedWait)
+	}
+	switch o.SpecChange {
+	case SpecChangeReport, SpecChangeLazy:
+	default:
+		return fmt.Errorf("%w: SpecChange %q (want \"\" or %q)", ErrInvalidOptions, o.SpecChange, SpecChangeLazy)
+	}
+	if o.HistoryLimit < 0 {
+		return fmt.Errorf("%w: HistoryLimit %d is negative", ErrInvalidOptions, o.HistoryLimit)
+	}
+	if o.StatusSizeWarn < 0 {
+		return fmt.Errorf("%w: StatusSizeWarn %d is negative", ErrInvalidOptions, o.StatusSizeWarn)
+	}
+	return nil
+}
+
+func (o Options) volcano() bool { return o.StateMachine == StateVolcano }
+
+func (o Options) sizeWarn() int {
+	if o.StatusSizeWarn == 0 {
+		return DefaultStatusSizeWarn
+	}
+	return o.StatusSizeWarn
+}
+
+func (o Options) prefix() string {
+	if o.AnnotationPrefix == "" {
+		return DefaultAnnotationPrefix
+	}
+	return o.AnnotationPrefix
+}
+
+// failurePhase reports whether a job phase is a failure under these options.
+func (o Options) failurePhase(p JobPhase) bool {
+	switch p {
+	case JobPhaseFailed, JobPhaseTerminated:
+		return true
+	case JobPhaseAborted:
+		return o.AbortedPolicy == AbortedFail
+	}
+	return false
+}
+
+// wait returns the backoff before retry n (1-based).
+func (b Backoff) wait(n int) time.Duration {
+	f := b.Factor
+	if f == 0 {
+		f = 2
+	}
+	d := float64(b.Duration)
+	for i := 1; i < n; i++ {
+		d *= f
+		if b.Cap > 0 && d >= float64(b.Cap) {
+			return b.Cap
+		}
+		if d > float64(1<<62) {
+			d = float64(1 << 62)
+			break
+		}
+	}
+	w := time.Duration(d)
+	if b.Cap > 0 && w > b.Cap {
+		return b.Cap
+	}
+	return w
+}

@@ -1,0 +1,228 @@
+package dag
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Plan decides what to do for one workflow: the jobs to create and delete,
+// the complete new status, why each waiting flow waits and when to plan
+// again. It returns an error only for unusable input: invalid options, a
+// previous phase that is no workflow phase, or two observed jobs with one
+// name. An invalid spec is not an error: Default fails the workflow with
+// reason InvalidSpec, VolcanoCompat waits forever, as the anchor does.
+func Plan(s Snapshot, opt Options) (Result, error) {
+	if err := opt.Validate(); err != nil {
+		return Result{}, err
+	}
+	wf := &s.Flow
+	switch wf.Status.State.Phase {
+	case "", PhasePending, PhaseRunning, PhaseSucceed, PhaseFailed, PhaseTerminating:
+	default:
+		return Result{}, fmt.Errorf("%w: jobflow %s state %s is invalid", ErrInvalidPhase, wf.Name, wf.Status.State.Phase)
+	}
+	p := &planner{s: &s, wf: wf, opt: opt, now: metav1.NewTime(s.Now),
+		label: wf.Namespace + "." + wf.Name}
+	p.byName = make(map[string]int32, len(s.Jobs))
+	for i := range s.Jobs {
+		if _, dup := p.byName[s.Jobs[i].Name]; dup {
+			return Result{}, fmt.Errorf("%w: two observed jobs are named %q", ErrInvalidSnapshot, s.Jobs[i].Name)
+		}
+		p.byName[s.Jobs[i].Name] = int32(i)
+	}
+	p.prevAt = make(map[string]int32, len(wf.Status.JobStatusList))
+	for i := range wf.Status.JobStatusList {
+		p.prevAt[wf.Status.JobStatusList[i].Name] = int32(i)
+	}
+	p.res = Result{Namespace: wf.Namespace, Name: wf.Name, UID: wf.UID}
+	var err error
+	if opt.volcano() {
+		err = p.planVolcano()
+	} else {
+		err = p.planDefault()
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return p.finish(), nil
+}
+
+// planner holds one call's working state.
+type planner struct {
+	s      *Snapshot
+	wf     *Workflow
+	opt    Options
+	now    metav1.Time
+	label  string
+	byName map[string]int32
+	prevAt map[string]int32
+	g      *graph
+	res    Result
+}
+
+func (p *planner) jobName(flow string) string { return p.wf.Name + "-" + flow }
+
+func (p *planner) job(name string) *Job {
+	if i, ok := p.byName[name]; ok {
+		return &p.s.Jobs[i]
+	}
+	return nil
+}
+
+func (p *planner) prev(name string) *JobStatus {
+	if i, ok := p.prevAt[name]; ok {
+		return &p.wf.Status.JobStatusList[i]
+	}
+	return nil
+}
+
+func (p *planner) labelled(j *Job) bool { return j.Labels[LabelCreatedByJobFlow] == p.label }
+
+// create builds one CreateJob (§1.1): the labels and annotations are two
+// separate maps so an executor may change one.
+func (p *planner) create(f *Flow, attempt int, finally bool, outcome string) CreateJob {
+	ns := p.wf.Namespace
+	meta := func() map[string]string {
+		return map[string]string{
+			LabelCreatedByJobTemplate: ns + "." + f.Name,
+			LabelCreatedByJobFlow:     p.label,
+		}
+	}
+	yes := true
+	c := CreateJob{
+		Flow: f.Name, Name: p.jobName(f.Name), Namespace: ns,
+		Template: TemplateRef{Namespace: ns, Name: f.Name},
+		Labels:   meta(), Annotations: meta(),
+		Owner: metav1.OwnerReference{APIVersion: "flow.volcano.sh/v1alpha1", Kind: "JobFlow", Name: p.wf.Name, UID: p.wf.UID,
+			Controller: &yes, BlockOwnerDeletion: &yes},
+		Attempt: attempt, Finally: finally,
+	}
+	if !p.opt.volcano() {
+		if len(f.Patch) > 0 {
+			c.Patch = slices.Clone(f.Patch)
+		}
+		if attempt > 1 {
+			c.Annotations[p.opt.prefix()+"attempt"] = strconv.Itoa(attempt)
+		}
+		if finally {
+			c.Annotations[p.opt.prefix()+"workflow-outcome"] = outcome
+		}
+	}
+	return c
+}
+
+// issue records a planning issue.
+func (p *planner) issue(is Issue) {
+	if is.Severity == "" {
+		is.Severity = SeverityWarning
+	}
+	p.res.Issues = append(p.res.Issues, is)
+}
+
+// orphans returns the labelled jobs whose name is no current flow's job,
+// sorted by name.
+func (p *planner) orphans(own map[string]bool) []int32 {
+	var out []int32
+	for i := range p.s.Jobs {
+		j := &p.s.Jobs[i]
+		if p.labelled(j) && !own[j.Name] {
+			out = append(out, int32(i))
+		}
+	}
+	slices.SortFunc(out, func(a, b int32) int {
+		switch x, y := p.s.Jobs[a].Name, p.s.Jobs[b].Name; {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// retentionDeletes plans the deletion of every labelled job, flows in spec
+// order, then the rest by name.
+func (p *planner) retentionDeletes(order []string, own map[string]bool) {
+	for _, name := range order {
+		if j := p.job(name); j != nil && p.labelled(j) {
+			p.res.Delete = append(p.res.Delete, DeleteJob{Flow: flowOf(p.wf.Name, name), Name: name, UID: j.UID, Reason: DeleteRetention})
+		}
+	}
+	for _, i := range p.orphans(own) {
+		j := &p.s.Jobs[i]
+		p.res.Delete = append(p.res.Delete, DeleteJob{Name: j.Name, UID: j.UID, Reason: DeleteRetention})
+	}
+}
+
+func flowOf(wf, job string) string {
+	if len(job) > len(wf)+1 {
+		return job[len(wf)+1:]
+	}
+	return ""
+}
+
+// finish fills the computed fields shared by both state machines.
+func (p *planner) finish() Result {
+	r := &p.res
+	st := &r.Status
+	r.StatusBytes = statusLen(st)
+	if r.StatusBytes > p.opt.sizeWarn() {
+		p.issue(Issue{Kind: IssueStatusTooLarge, Flow: -1, Field: "status", Target: -1, Value: strconv.Itoa(r.StatusBytes),
+			Message: fmt.Sprintf("status is %d bytes, over the %d-byte warning threshold; set HistoryLimit", r.StatusBytes, p.opt.sizeWarn())})
+	}
+	if prev := p.wf.Status.State.Phase; prev != st.State.Phase {
+		r.Transitions = []Transition{{From: prev, To: st.State.Phase}}
+	}
+	if !r.WriteStatus {
+		r.WriteStatus = p.opt.AlwaysWrite && p.wroteAllowed()
+	}
+	sortIssues(r.Issues)
+	return *r
+}
+
+// wroteAllowed reports whether AlwaysWrite may force a write: never in the
+// phases where the anchor writes nothing.
+func (p *planner) wroteAllowed() bool {
+	switch p.wf.Status.State.Phase {
+	case PhaseFailed, PhaseTerminating:
+		return false
+	case PhaseSucceed:
+		return p.wf.Spec.JobRetainPolicy != RetainPolicyDelete
+	}
+	return true
+}
+
+// copyStatus returns a copy of the previous status whose slices and maps
+// are fresh, for plans that keep the status unchanged.
+func copyStatus(s Status) Status {
+	out := s
+	out.PendingJobs, out.RunningJobs, out.FailedJobs = slices.Clone(s.PendingJobs), slices.Clone(s.RunningJobs), slices.Clone(s.FailedJobs)
+	out.CompletedJobs, out.TerminatedJobs, out.UnknownJobs = slices.Clone(s.CompletedJobs), slices.Clone(s.TerminatedJobs), slices.Clone(s.UnknownJobs)
+	out.CompletingJobs, out.TerminatingJobs, out.AbortedJobs = slices.Clone(s.CompletingJobs), slices.Clone(s.TerminatingJobs), slices.Clone(s.AbortedJobs)
+	out.OrphanJobs = slices.Clone(s.OrphanJobs)
+	out.JobStatusList = slices.Clone(s.JobStatusList)
+	if s.Conditions != nil {
+		out.Conditions = make(map[string]Condition, len(s.Conditions))
+		for k, v := range s.Conditions {
+			out.Conditions[k] = v
+		}
+	}
+	out.WaitingFlows = slices.Clone(s.WaitingFlows)
+	if s.SpecChange != nil {
+		c := *s.SpecChange
+		out.SpecChange = &c
+	}
+	return out
+}
+
+func minDur(a, b time.Duration) time.Duration {
+	if a == 0 || b < a {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,269 @@
+package dag
+
+import (
+	"encoding/json"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Phase is a workflow's phase. The values are Volcano's, including the
+// spelling "Succeed".
+type Phase string
+
+// Workflow phases.
+const (
+	PhasePending     Phase = "Pending"
+	PhaseRunning     Phase = "Running"
+	PhaseSucceed     Phase = "Succeed"
+	PhaseFailed      Phase = "Failed"
+	PhaseTerminating Phase = "Terminating"
+)
+
+// JobPhase is an observed job's phase, in Volcano's vocabulary. Adapters map
+// other job kinds into it (batch/v1: Complete → Completed, Failed → Failed,
+// active > 0 → Running, else Pending).
+type JobPhase string
+
+// Job phases. JobPhaseNone is a job whose controller has not set a phase yet.
+const (
+	JobPhaseNone        JobPhase = ""
+	JobPhasePending     JobPhase = "Pending"
+	JobPhaseAborting    JobPhase = "Aborting"
+	JobPhaseAborted     JobPhase = "Aborted"
+	JobPhaseRunning     JobPhase = "Running"
+	JobPhaseRestarting  JobPhase = "Restarting"
+	JobPhaseCompleting  JobPhase = "Completing"
+	JobPhaseCompleted   JobPhase = "Completed"
+	JobPhaseTerminating JobPhase = "Terminating"
+	JobPhaseTerminated  JobPhase = "Terminated"
+	JobPhaseFailed      JobPhase = "Failed"
+)
+
+// Outcome is a flow's final result (Default preset). Once set it never
+// changes.
+type Outcome string
+
+// Flow outcomes. OutcomeNone means the flow is not final yet.
+const (
+	OutcomeNone      Outcome = ""
+	OutcomeSucceeded Outcome = "Succeeded"
+	OutcomeFailed    Outcome = "Failed"
+	OutcomeOmitted   Outcome = "Omitted"
+)
+
+// RetainPolicy says what happens to a workflow's jobs once it succeeds.
+type RetainPolicy string
+
+// Retain policies. An empty policy behaves as RetainPolicyRetain.
+const (
+	RetainPolicyRetain RetainPolicy = "retain"
+	RetainPolicyDelete RetainPolicy = "delete"
+)
+
+// Label (and annotation) keys written on every created job, as Volcano does.
+const (
+	LabelCreatedByJobTemplate = "volcano.sh/createdByJobTemplate"
+	LabelCreatedByJobFlow     = "volcano.sh/createdByJobFlow"
+)
+
+// Workflow is one JobFlow: its identity, its spec and its previous status.
+type Workflow struct {
+	Name      string
+	Namespace string
+	UID       types.UID
+	Spec      Spec
+	// Status is the status the previous plan returned (as stored); the zero
+	// value for a new workflow.
+	Status Status
+}
+
+// Spec is the desired workflow.
+type Spec struct {
+	// Flows are the main flows, in declaration order.
+	Flows []Flow
+	// Finally flows run once every main flow is final (Tekton finally, Argo
+	// onExit). They may carry a condition over main flows, never an ordering.
+	Finally []Flow
+	// JobRetainPolicy says whether jobs are deleted once the workflow
+	// succeeds; empty means retain.
+	JobRetainPolicy RetainPolicy
+	// Parallelism bounds the number of active jobs; 0 means unlimited.
+	Parallelism int
+	// FailFast stops creating main flows after the first unhandled failure;
+	// nil means true (Argo's default).
+	FailFast *bool
+	// Retry is the default retry strategy of flows that carry none.
+	Retry *Retry
+}
+
+// Flow is one node of the workflow; its job is created from the template of
+// the same name.
+type Flow struct {
+	Name      string
+	DependsOn *DependsOn
+	// Patch is an opaque JSON object of per-flow overrides, carried to
+	// CreateJob.Patch; the executor merges it into a copy of the template.
+	Patch json.RawMessage
+	// Retry overrides Spec.Retry for this flow.
+	Retry *Retry
+}
+
+// DependsOn declares a flow's condition. Targets and TargetsWithStatus
+// combine with AND; Depends is exclusive with both.
+type DependsOn struct {
+	// Targets are flows that must succeed: [a, b] means "a && b".
+	Targets []string
+	// TargetsWithStatus are flows that must reach a given result.
+	TargetsWithStatus []TargetStatus
+	// Depends is an Argo-like expression such as "a && (b.Failed || !c)".
+	Depends string
+}
+
+// TargetStatus is one `name.result` atom of the structured dependency form.
+// Phase is Succeeded, Failed, Omitted, Done or Started; Completed is an
+// alias of Succeeded and Running of Started.
+type TargetStatus struct {
+	Name  string
+	Phase string
+}
+
+// Retry is a flow's retry strategy.
+type Retry struct {
+	// Limit is the number of retries: at most Limit+1 attempts in total.
+	Limit int
+	// On lists the job phases that trigger a retry, a subset of Failed,
+	// Terminated and Aborted; empty means [Failed].
+	On []JobPhase
+	// Backoff is the wait before each retry.
+	Backoff Backoff
+}
+
+// Backoff is a capped exponential wait: retry n waits
+// min(Duration × Factor^(n−1), Cap).
+type Backoff struct {
+	Duration time.Duration
+	// Factor multiplies the wait at each retry; 0 means 2.
+	Factor float64
+	// Cap bounds the wait; 0 means no cap.
+	Cap time.Duration
+}
+
+// Job is one observed job, as the executor read it from the cluster.
+type Job struct {
+	Name   string
+	UID    types.UID
+	Labels map[string]string
+	Phase  JobPhase
+	// CreationTime is the job's creation timestamp.
+	CreationTime time.Time
+	// RunningDuration is how long the job ran, when the job controller
+	// reports it.
+	RunningDuration *time.Duration
+	// RetryCount is the job's internal restart count (not a flow attempt).
+	RetryCount int32
+	// TaskStatusCount counts the job's pods per task and pod phase.
+	TaskStatusCount map[string]TaskState
+}
+
+// TaskState counts one task's pods by pod phase, as Volcano reports it.
+type TaskState struct {
+	Phase map[string]int32 `json:"phase,omitempty"`
+}
+
+// Snapshot is everything Plan reads: the workflow, the jobs observed for it
+// and the current time.
+type Snapshot struct {
+	Flow Workflow
+	// Jobs are the observed jobs that carry this workflow's label or one of
+	// its job names, in any order.
+	Jobs []Job
+	// Now is the only clock the package ever reads.
+	Now time.Time
+}
+
+// Status is a workflow's complete status. The first fields are Volcano's
+// (JSON names included); the rest are plancore's and are filled only by the
+// Default state machine.
+type Status struct {
+	State          State    `json:"state"`
+	PendingJobs    []string `json:"pendingJobs,omitempty"`
+	RunningJobs    []string `json:"runningJobs,omitempty"`
+	FailedJobs     []string `json:"failedJobs,omitempty"`
+	CompletedJobs  []string `json:"completedJobs,omitempty"`
+	TerminatedJobs []string `json:"terminatedJobs,omitempty"`
+	UnknownJobs    []string `json:"unKnowJobs,omitempty"`
+	// CompletingJobs, TerminatingJobs and AbortedJobs are the extended
+	// buckets of the Default preset (Volcano puts Completing and Terminating
+	// in no list and Aborted in unKnowJobs).
+	CompletingJobs  []string `json:"completingJobs,omitempty"`
+	TerminatingJobs []string `json:"terminatingJobs,omitempty"`
+	AbortedJobs     []string `json:"abortedJobs,omitempty"`
+	// OrphanJobs are labelled jobs whose flow is not in the spec (Default);
+	// they never count towards the phase.
+	OrphanJobs    []string             `json:"orphanJobs,omitempty"`
+	JobStatusList []JobStatus          `json:"jobStatusList,omitempty"`
+	Conditions    map[string]Condition `json:"conditions,omitempty"`
+	// WaitingFlows lists every waiting flow and why (Default).
+	WaitingFlows []WaitingFlow `json:"waitingFlows,omitempty"`
+	// SpecHash hashes the canonical spec the status was computed for.
+	SpecHash string `json:"specHash,omitempty"`
+	// SpecChange records the last spec change seen mid-run.
+	SpecChange *SpecChange `json:"specChange,omitempty"`
+}
+
+// State holds the workflow phase, with the reason for a Failed phase that no
+// job explains (InvalidSpec).
+type State struct {
+	Phase  Phase  `json:"phase,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// JobStatus is one entry of the job status list.
+type JobStatus struct {
+	Name             string           `json:"name,omitempty"`
+	State            JobPhase         `json:"state,omitempty"`
+	StartTimestamp   metav1.Time      `json:"startTimestamp"`
+	EndTimestamp     metav1.Time      `json:"endTimestamp"`
+	RestartCount     int32            `json:"restartCount,omitempty"`
+	RunningHistories []RunningHistory `json:"runningHistories,omitempty"`
+	// Flow, Outcome, Attempt, NextRetryAt, Retrying, Started, RetiredUID and
+	// DroppedHistories are plancore's bookkeeping (Default only).
+	Flow             string       `json:"flow,omitempty"`
+	Outcome          Outcome      `json:"outcome,omitempty"`
+	Attempt          int          `json:"attempt,omitempty"`
+	NextRetryAt      *metav1.Time `json:"nextRetryAt,omitempty"`
+	Retrying         bool         `json:"retrying,omitempty"`
+	Started          bool         `json:"started,omitempty"`
+	RetiredUID       types.UID    `json:"retiredUID,omitempty"`
+	DroppedHistories int          `json:"droppedHistories,omitempty"`
+}
+
+// RunningHistory is one interval a job spent in one phase; an open interval
+// has a zero EndTimestamp.
+type RunningHistory struct {
+	StartTimestamp metav1.Time `json:"startTimestamp"`
+	EndTimestamp   metav1.Time `json:"endTimestamp"`
+	State          JobPhase    `json:"state,omitempty"`
+}
+
+// Condition is a job's condition entry, keyed by job name.
+type Condition struct {
+	Phase           JobPhase             `json:"phase,omitempty"`
+	CreateTimestamp metav1.Time          `json:"createTime"`
+	RunningDuration *metav1.Duration     `json:"runningDuration,omitempty"`
+	TaskStatusCount map[string]TaskState `json:"taskStatusCount,omitempty"`
+}
+
+// WaitingFlow is one waiting flow with its rendered reasons.
+type WaitingFlow struct {
+	Flow    string   `json:"flow"`
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// SpecChange records a spec edit seen while the workflow ran.
+type SpecChange struct {
+	Old string `json:"old"`
+	New string `json:"new"`
+}

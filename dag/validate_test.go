@@ -1,0 +1,243 @@
+package dag_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plancore/plancore/dag"
+)
+
+// fl builds a flow with plain targets.
+func fl(name string, targets ...string) dag.Flow {
+	f := dag.Flow{Name: name}
+	if targets != nil {
+		f.DependsOn = &dag.DependsOn{Targets: targets}
+	}
+	return f
+}
+
+// dep builds a flow with a depends expression.
+func dep(name, expr string) dag.Flow {
+	return dag.Flow{Name: name, DependsOn: &dag.DependsOn{Depends: expr}}
+}
+
+func wf(flows ...dag.Flow) dag.Workflow {
+	return dag.Workflow{Name: "jf", Namespace: "ns", UID: "uid-jf", Spec: dag.Spec{Flows: flows}}
+}
+
+func summarize(is []dag.Issue) []string {
+	var out []string
+	for _, i := range is {
+		s := fmt.Sprintf("%s %s@%d %s", i.Severity, i.Kind, i.Flow, i.Field)
+		if i.Value != "" {
+			s += "=" + i.Value
+		}
+		if i.Kind == dag.IssueCycle {
+			s += " [" + i.Message + "] members=" + strings.Join(i.Members, ",")
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestValidate(t *testing.T) {
+	long := strings.Repeat("x", 61) // jf-<61 x> is 64 characters
+	retry := func(r dag.Retry) dag.Flow { return dag.Flow{Name: "r", Retry: &r} }
+	cases := []struct {
+		name string
+		wf   dag.Workflow
+		opt  dag.Options
+		want []string
+	}{
+		{name: "valid chain", wf: wf(fl("a"), fl("b", "a"), fl("c", "b"))},
+		{name: "empty flow list is valid", wf: wf()},
+		{name: "empty name", wf: wf(fl(""), fl("b")), want: []string{"Error EmptyName@0 flows[0].name"}},
+		{name: "unknown target, every occurrence", wf: wf(fl("a", "x"), fl("b", "a", "x", "y")), want: []string{
+			"Error UnknownTarget@0 flows[0].dependsOn.targets[0]=x",
+			"Error UnknownTarget@1 flows[1].dependsOn.targets[1]=x",
+			"Error UnknownTarget@1 flows[1].dependsOn.targets[2]=y",
+		}},
+		{name: "duplicate flow on second and later occurrences", wf: wf(fl("a"), fl("b"), fl("a"), fl("a")), want: []string{
+			"Error DuplicateFlow@2 flows[2].name=a",
+			"Error DuplicateFlow@3 flows[3].name=a",
+		}},
+		{name: "duplicate whose first definition closes a cycle", wf: wf(fl("a", "b"), fl("b", "a"), fl("b")), want: []string{
+			"Error Cycle@0 flows[0].dependsOn=a [cycle: a -> b -> a] members=a,b",
+			"Error DuplicateFlow@2 flows[2].name=b",
+		}},
+		{name: "self loop", wf: wf(fl("a", "a")), want: []string{"Error Cycle@0 flows[0].dependsOn=a [cycle: a -> a] members=a"}},
+		{name: "three cycle with a downstream flow", wf: wf(fl("d", "c"), fl("a", "b"), fl("b", "c"), fl("c", "a")), want: []string{
+			"Error Cycle@1 flows[1].dependsOn=a [cycle: a -> b -> c -> a] members=a,b,c",
+		}},
+		{name: "two cycles, each once", wf: wf(fl("p", "q"), fl("q", "p"), fl("r", "s"), fl("s", "r", "p"), fl("ok")), want: []string{
+			"Error Cycle@0 flows[0].dependsOn=p [cycle: p -> q -> p] members=p,q",
+			"Error Cycle@2 flows[2].dependsOn=r [cycle: r -> s -> r] members=r,s",
+		}},
+		{name: "job name over 63", wf: wf(fl(long)), want: []string{
+			"Error NameInvalid@0 flows[0].name=jf-" + long,
+			"Error LabelValueInvalid@0 flows[0].name=ns." + long,
+		}},
+		{name: "job name at 63 is fine", wf: wf(fl(long[:60]))},
+		{name: "label value over 63", wf: dag.Workflow{Name: "j", Namespace: strings.Repeat("n", 60), Spec: dag.Spec{Flows: []dag.Flow{fl("abc")}}}, want: []string{
+			"Error LabelValueInvalid@0 flows[0].name=" + strings.Repeat("n", 60) + ".abc",
+		}},
+		{name: "bad characters and edges", wf: wf(fl("a_b-"), fl("c/d")), want: []string{
+			"Error NameInvalid@0 flows[0].name=jf-a_b-",
+			"Error LabelValueInvalid@0 flows[0].name=ns.a_b-",
+			"Error NameInvalid@1 flows[1].name=jf-c/d",
+			"Error LabelValueInvalid@1 flows[1].name=ns.c/d",
+		}},
+		{name: "workflow label value", wf: dag.Workflow{Name: "jf_", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{fl("a")}}}, want: []string{
+			"Error LabelValueInvalid@-1 metadata.name=ns.jf_",
+		}},
+		{name: "duplicate target is a warning", wf: wf(fl("a"), fl("b", "a", "a")), want: []string{"Warning DuplicateTarget@1 flows[1].dependsOn.targets[1]=a"}},
+		{name: "depends syntax error names the offset", wf: wf(fl("a"), dep("b", "a &&")), want: []string{"Error ExpressionSyntax@1 flows[1].dependsOn.depends=a &&"}},
+		{name: "depends unknown result", wf: wf(fl("a"), dep("b", "a.Finished || a")), want: []string{"Error UnknownResult@1 flows[1].dependsOn.depends=a.Finished"}},
+		{name: "depends unknown target", wf: wf(fl("a"), dep("b", "a && zz.Failed")), want: []string{"Error UnknownTarget@1 flows[1].dependsOn.depends=zz"}},
+		{name: "depends on dotted flow names", wf: wf(fl("v1.2"), dep("b", "v1.2.Failed || v1.2"))},
+		{name: "depends cycle", wf: wf(dep("a", "!b.Failed"), dep("b", "a.Done")), want: []string{"Error Cycle@0 flows[0].dependsOn=a [cycle: a -> b -> a] members=a,b"}},
+		{name: "mixed forms", wf: wf(fl("a"), dag.Flow{Name: "b", DependsOn: &dag.DependsOn{Targets: []string{"a"}, Depends: "a"}}), want: []string{"Error MixedDependencyForms@1 flows[1].dependsOn"}},
+		{name: "structured form", wf: wf(fl("a"), dag.Flow{Name: "b", DependsOn: &dag.DependsOn{TargetsWithStatus: []dag.TargetStatus{{Name: "a", Phase: "Completed"}, {Name: "a", Phase: "Running"}, {Name: "a", Phase: "Bogus"}}}}), want: []string{
+			"Error UnknownResult@1 flows[1].dependsOn.targetsWithStatus[2].phase=Bogus",
+		}},
+		{name: "finally ordering", wf: dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{
+			Flows:   []dag.Flow{fl("a"), dep("b", "z")},
+			Finally: []dag.Flow{fl("z", "a"), dep("y", "a.Failed && z")},
+		}}, want: []string{
+			"Error FinallyOrdering@1 flows[1].dependsOn.depends=z",
+			"Error FinallyOrdering@2 finally[0].dependsOn.targets",
+			"Error FinallyOrdering@3 finally[1].dependsOn.depends=z",
+		}},
+		{name: "retry ranges", wf: dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{
+			Flows: []dag.Flow{retry(dag.Retry{Limit: -1, On: []dag.JobPhase{"Running"}, Backoff: dag.Backoff{Duration: -1, Factor: 0.5, Cap: -2}})},
+			Retry: &dag.Retry{Backoff: dag.Backoff{Duration: 10, Cap: 5}},
+		}}, want: []string{
+			"Error RetryRange@-1 retry.backoff.cap",
+			"Error RetryRange@0 flows[0].retry.backoff.cap",
+			"Error RetryRange@0 flows[0].retry.backoff.duration",
+			"Error RetryRange@0 flows[0].retry.backoff.factor",
+			"Error RetryRange@0 flows[0].retry.limit",
+			"Error RetryRange@0 flows[0].retry.on[0]",
+		}},
+		{name: "negative parallelism and bad retain policy", wf: dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Parallelism: -1, JobRetainPolicy: "keep"}}, want: []string{
+			"Error NegativeParallelism@-1 parallelism=-1",
+			"Error RetainPolicyInvalid@-1 jobRetainPolicy=keep",
+		}},
+		{name: "patch must be an object", wf: wf(dag.Flow{Name: "a", Patch: []byte(`[1]`)}, dag.Flow{Name: "b", Patch: []byte(` {"x":1}`)}), want: []string{"Error PatchInvalid@0 flows[0].patch"}},
+		{name: "extensions need the plancore state machine", opt: dag.VolcanoCompat(), wf: dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{
+			Flows: []dag.Flow{fl("a"), dep("b", "a")}, Finally: []dag.Flow{fl("c")}, Parallelism: 2,
+		}}, want: []string{
+			"Error NeedsPlancoreStateMachine@-1 parallelism",
+			"Error NeedsPlancoreStateMachine@1 flows[1].dependsOn",
+			"Error NeedsPlancoreStateMachine@2 finally",
+		}},
+		{name: "every check runs", wf: wf(fl(""), fl("a", "a", "q"), fl("a")), want: []string{
+			"Error EmptyName@0 flows[0].name",
+			"Error UnknownTarget@1 flows[1].dependsOn.targets[1]=q",
+			"Error Cycle@1 flows[1].dependsOn=a [cycle: a -> a] members=a",
+			"Error DuplicateFlow@2 flows[2].name=a",
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := summarize(dag.Validate(tc.wf, tc.opt))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Fatalf("issues (-want +got):\n%s", diff)
+			}
+			err := dag.Check(tc.wf, tc.opt)
+			hasErr := false
+			for _, w := range tc.want {
+				hasErr = hasErr || strings.HasPrefix(w, "Error")
+			}
+			if hasErr != (err != nil) {
+				t.Fatalf("Check = %v, want error %v", err, hasErr)
+			}
+			if err != nil && !errors.Is(err, dag.ErrInvalidSpec) {
+				t.Fatalf("Check error %v does not wrap ErrInvalidSpec", err)
+			}
+		})
+	}
+}
+
+func TestCheckListsEveryOffenderInOneError(t *testing.T) {
+	err := dag.Check(wf(fl("a", "x"), fl("b", "y"), fl("a")), dag.Options{})
+	var ve *dag.ValidationError
+	if !errors.As(err, &ve) || len(ve.Issues) != 3 {
+		t.Fatalf("err = %v, want a ValidationError with 3 issues", err)
+	}
+	for _, s := range []string{`"x"`, `"y"`, "DuplicateFlow", "ns/jf"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not mention %s", err, s)
+		}
+	}
+}
+
+func TestExpressionIssueNamesFlowAndPosition(t *testing.T) {
+	is := dag.Validate(wf(fl("a"), dep("train", "a && (a || )")), dag.Options{})
+	if len(is) != 1 || is[0].Target != 11 || !strings.Contains(is[0].Message, `flow "train"`) || !strings.Contains(is[0].Message, "byte 11") {
+		t.Fatalf("issues = %v", is)
+	}
+}
+
+func TestValidateVolcano(t *testing.T) {
+	cases := []struct {
+		name string
+		spec dag.Spec
+		want string
+	}{
+		{"chain", dag.Spec{Flows: []dag.Flow{fl("a"), fl("b", "a")}}, ""},
+		{"unknown vertex", dag.Spec{Flows: []dag.Flow{fl("a", "q")}}, "jobflow Flow is not DAG: vertex is not defined: q"},
+		{"cycle", dag.Spec{Flows: []dag.Flow{fl("a", "b"), fl("b", "a")}}, "jobflow Flow is not DAG"},
+		{"self loop", dag.Spec{Flows: []dag.Flow{fl("a", "a")}}, "jobflow Flow is not DAG"},
+		// The webhook keeps the last definition of a duplicate, so a cycle
+		// closed by the first definition gets through (§2.1).
+		{"duplicate hides a cycle", dag.Spec{Flows: []dag.Flow{fl("a", "b"), fl("b", "a"), fl("b")}}, ""},
+		{"duplicate targets are harmless", dag.Spec{Flows: []dag.Flow{fl("a"), fl("b", "a", "a")}}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := dag.ValidateVolcano(tc.spec)
+			got := ""
+			if err != nil {
+				got = err.Error()
+				if !errors.Is(err, dag.ErrInvalidSpec) {
+					t.Errorf("%v does not wrap ErrInvalidSpec", err)
+				}
+			}
+			if got != tc.want {
+				t.Fatalf("ValidateVolcano = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidateUpdate(t *testing.T) {
+	old := wf(fl("a"), fl("b", "a"))
+	running := old
+	running.Status = dag.Status{State: dag.State{Phase: dag.PhaseRunning}, RunningJobs: []string{"jf-a"}}
+	appended := wf(fl("a"), fl("b", "a"), fl("c", "b"))
+	edited := wf(fl("a"), fl("b"))
+	cases := []struct {
+		name     string
+		old, new dag.Workflow
+		opt      dag.Options
+		want     []string
+	}{
+		{"no job yet: any edit", old, edited, dag.Options{}, nil},
+		{"running: edit rejected", running, edited, dag.Options{}, []string{"Error SpecImmutable@-1 flows"}},
+		{"running: append rejected by default", running, appended, dag.Options{}, []string{"Error SpecImmutable@-1 flows"}},
+		{"running: append allowed", running, appended, dag.Options{AllowAppend: true}, nil},
+		{"running: same spec", running, old, dag.Options{}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, summarize(dag.ValidateUpdate(tc.old, tc.new, tc.opt))); diff != "" {
+				t.Fatalf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

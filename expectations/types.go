@@ -1,0 +1,141 @@
+package expectations
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Action is what an item expects to happen to its pod.
+type Action uint8
+
+const (
+	// Create expects a pod to appear.
+	Create Action = iota + 1
+	// Delete expects a pod to go away.
+	Delete
+)
+
+// String names the action.
+func (a Action) String() string {
+	switch a {
+	case Create:
+		return "create"
+	case Delete:
+		return "delete"
+	}
+	return fmt.Sprintf("Action(%d)", uint8(a))
+}
+
+// Owner identifies the managed object whose pods are tracked (a RayCluster, a
+// ReplicaSet). Which fields are required depends on Options.OwnerIdentity: the
+// UID under ByUID, the name under ByName. Namespace and name are also what a
+// Forget with an empty UID matches, and the namespace is where the owner's pods
+// are looked up in a View.
+type Owner struct {
+	Namespace string
+	Name      string
+	UID       types.UID
+}
+
+// String renders the owner as namespace/name(uid).
+func (o Owner) String() string {
+	return fmt.Sprintf("%s/%s(%s)", o.Namespace, o.Name, o.UID)
+}
+
+// Resolution says how far the API call behind an item got.
+type Resolution uint8
+
+const (
+	// InFlight means the item was recorded before its call and the call has not
+	// reported back yet.
+	InFlight Resolution = iota
+	// Resolved means the call succeeded, or found its work already done.
+	Resolved
+	// Ambiguous means the call failed in a way that does not say whether it took
+	// effect (a timeout, a 5xx, a lost connection).
+	Ambiguous
+)
+
+// String names the resolution.
+func (r Resolution) String() string {
+	switch r {
+	case InFlight:
+		return "in-flight"
+	case Resolved:
+		return "resolved"
+	case Ambiguous:
+		return "ambiguous"
+	}
+	return fmt.Sprintf("Resolution(%d)", uint8(r))
+}
+
+// Record describes one create or delete to expect.
+type Record struct {
+	// Owner is the owner of the pod.
+	Owner Owner
+	// Group is the set of pods gated together; "" is a valid group (KubeRay's
+	// head group).
+	Group string
+	// Action is Create or Delete.
+	Action Action
+	// Pod is the pod's name. A delete needs it; a create with a generated name
+	// leaves it empty and carries a Token until the server names the pod.
+	Pod string
+	// Token stands for a create whose name the server has not assigned yet. The
+	// executor allocates it, unique among the owner's live items; stamped on the
+	// pod in the TokenAnnotation, it lets a View identify an ambiguous create.
+	Token string
+	// PodUID, when known, restricts the item to that pod: a pod of the same name
+	// with another UID is a different pod.
+	PodUID types.UID
+	// Seen says the snapshot that planned a delete showed the pod, so its
+	// absence proves the delete happened.
+	Seen bool
+	// Timeout overrides the option's timeout for this item (for example a
+	// delete's grace period plus a margin); zero keeps the option, Never disables
+	// it.
+	Timeout time.Duration
+}
+
+// Ref names one recorded item: by pod name once it is known, else by token.
+type Ref struct {
+	Owner Owner
+	Group string
+	Pod   string
+	Token string
+}
+
+// Ref returns the reference to the item r records.
+func (r Record) Ref() Ref {
+	return Ref{Owner: r.Owner, Group: r.Group, Pod: r.Pod, Token: r.Token}
+}
+
+// validate checks the record's own fields; the owner is checked by the State,
+// which knows the identity in use.
+func (r Record) validate() error {
+	switch r.Action {
+	case Create:
+		if r.Pod == "" && r.Token == "" {
+			return fmt.Errorf("%w: record.Pod and record.Token are both empty for a create of group %q", ErrInvalidRecord, r.Group)
+		}
+	case Delete:
+		if r.Pod == "" {
+			return fmt.Errorf("%w: record.Pod is empty for a delete of group %q", ErrInvalidRecord, r.Group)
+		}
+	default:
+		return fmt.Errorf("%w: record.Action %v is unknown", ErrInvalidRecord, r.Action)
+	}
+	if r.Timeout < 0 && r.Timeout != Never {
+		return fmt.Errorf("%w: record.Timeout %v is negative (use Never to disable it)", ErrInvalidRecord, r.Timeout)
+	}
+	return nil
+}
+
+func (r Ref) validate() error {
+	if r.Pod == "" && r.Token == "" {
+		return fmt.Errorf("%w: ref.Pod and ref.Token are both empty", ErrInvalidRecord)
+	}
+	return nil
+}

@@ -1,0 +1,376 @@
+package gpu_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/plancore/plancore/gpu"
+)
+
+// rl builds a resource list from name/value pairs.
+func rl(kv ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
+}
+
+func ctr(name string, limits corev1.ResourceList) corev1.Container {
+	return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Limits: limits}}
+}
+
+func podWith(init, app []corev1.Container) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", UID: "uid-p"},
+		Spec:       corev1.PodSpec{InitContainers: init, Containers: app},
+	}
+}
+
+func TestDefaultRegistry(t *testing.T) {
+	reg := gpu.DefaultRegistry()
+	var names []string
+	for _, typ := range reg.Types() {
+		names = append(names, typ.Type)
+	}
+	want := []string{"AMD", "AWSNeuron", "Ascend310P", "Ascend910A", "Ascend910B2", "Ascend910B3", "Ascend910B4", "Ascend910B4-1",
+		"Biren", "DCU", "Enflame", "GCU", "Iluvatar-BI-V100", "Iluvatar-BI-V150", "Iluvatar-MR-V100", "Iluvatar-MR-V50",
+		"MLU", "Metax-GPU", "Metax-SGPU", "Mthreads", "NVIDIA", "Vastai", "XPU", "kunlun"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Fatalf("types (-want +got):\n%s", diff)
+	}
+	locks := map[string]string{}
+	for _, typ := range reg.Types() {
+		locks[typ.Type] = typ.LockName
+	}
+	for typ, lock := range map[string]string{
+		"NVIDIA": gpu.LockNvidia, "MLU": gpu.LockCambricon, "DCU": gpu.LockNvidia, "Ascend910B3": gpu.LockNvidia,
+		"Iluvatar-BI-V150": gpu.LockNvidia, "Metax-SGPU": gpu.LockNvidia, "Metax-GPU": "", "XPU": gpu.LockNvidia,
+		"kunlun": "", "Mthreads": "", "Enflame": "", "GCU": "", "AWSNeuron": "", "AMD": gpu.LockNvidia,
+		"Vastai": gpu.LockNvidia, "Biren": gpu.LockNvidia,
+	} {
+		if locks[typ] != lock {
+			t.Errorf("%s lock = %q, want %q", typ, locks[typ], lock)
+		}
+	}
+	nv, ok := reg.Lookup("NVIDIA")
+	if !ok {
+		t.Fatal("NVIDIA missing")
+	}
+	if diff := cmp.Diff([]corev1.ResourceName{"nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores", "nvidia.com/priority"}, nv.Resources()); diff != "" {
+		t.Errorf("NVIDIA resources (-want +got):\n%s", diff)
+	}
+	if _, ok := reg.Lookup("Nope"); ok {
+		t.Error("Lookup found an unknown type")
+	}
+}
+
+func TestRegistryValidation(t *testing.T) {
+	nv := gpu.DeviceType{Type: "X", Count: "x.io/gpu"}
+	cases := []struct {
+		name  string
+		types []gpu.DeviceType
+		want  string
+	}{
+		{"empty type", []gpu.DeviceType{{Count: "x.io/gpu"}}, `device type name ""`},
+		{"comma in type", []gpu.DeviceType{{Type: "a,b", Count: "x.io/gpu"}}, `device type name "a,b"`},
+		{"no count", []gpu.DeviceType{{Type: "X"}}, "Count resource is required"},
+		{"bad resource", []gpu.DeviceType{{Type: "X", Count: "x.io/gpu", Memory: "bad name!"}}, `resource "bad name!"`},
+		{"bad lock", []gpu.DeviceType{{Type: "X", Count: "x.io/gpu", LockName: "a/b/c"}}, `LockName "a/b/c"`},
+		{"duplicate type", []gpu.DeviceType{nv, {Type: "X", Count: "y.io/gpu"}}, "registered twice"},
+		{"shared resource", []gpu.DeviceType{nv, {Type: "Y", Count: "x.io/gpu"}}, `claimed by both X and Y`},
+		{"negative unit", []gpu.DeviceType{{Type: "X", Count: "x.io/gpu", MemoryUnitMiB: -1}}, "MemoryUnitMiB -1"},
+		{"negative default mem", []gpu.DeviceType{{Type: "X", Count: "x.io/gpu", DefaultMemoryMiB: -1}}, "DefaultMemoryMiB -1"},
+		{"cores above 100", []gpu.DeviceType{{Type: "X", Count: "x.io/gpu", DefaultCores: 101}}, "DefaultCores 101"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := gpu.NewRegistry(tc.types...)
+			if !errors.Is(err, gpu.ErrInvalidRegistry) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrInvalidRegistry mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRegistryWithRenamesAndExtends(t *testing.T) {
+	reg := gpu.DefaultRegistry()
+	renamed, err := reg.With(
+		gpu.DeviceType{Type: "NVIDIA", Count: "example.com/vgpu", Memory: "example.com/vgpu-mem", LockName: gpu.LockNvidia},
+		gpu.DeviceType{Type: "Acme", Count: "acme.io/npu", LockName: "acme.io/npu.lock"},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(renamed.Types()) != len(reg.Types())+1 {
+		t.Fatalf("got %d types, want %d", len(renamed.Types()), len(reg.Types())+1)
+	}
+	pod := podWith(nil, []corev1.Container{ctr("a", rl("example.com/vgpu", "1", "acme.io/npu", "2", "nvidia.com/gpu", "1"))})
+	got, err := gpu.DetectRequests(pod, renamed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []gpu.Request{
+		{Container: "a", Type: "Acme", Nums: 2, MemoryPercent: 100},
+		{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 100},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("requests (-want +got):\n%s", diff)
+	}
+	locks, err := gpu.RequiredLocks(pod, renamed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"acme.io/npu.lock", gpu.LockNvidia}, locks); diff != "" {
+		t.Fatalf("locks (-want +got):\n%s", diff)
+	}
+	if _, err := reg.With(gpu.DeviceType{Type: "Dup", Count: "nvidia.com/gpu"}); !errors.Is(err, gpu.ErrInvalidRegistry) {
+		t.Fatalf("a second owner of nvidia.com/gpu was accepted: %v", err)
+	}
+}
+
+// TestDetectEveryDefaultType asks each default type for 2 devices with every
+// resource it has and checks the derived request and the lock it needs.
+func TestDetectEveryDefaultType(t *testing.T) {
+	reg := gpu.DefaultRegistry()
+	for _, typ := range reg.Types() {
+		t.Run(typ.Type, func(t *testing.T) {
+			kv := []string{string(typ.Count), "2"}
+			want := gpu.Request{Container: "main", Type: typ.Type, Nums: 2, Cores: typ.DefaultCores, MemoryPercent: 100}
+			if typ.Memory != "" {
+				kv = append(kv, string(typ.Memory), "4")
+				unit := int32(1)
+				if typ.MemoryUnitMiB > 0 {
+					unit = typ.MemoryUnitMiB
+				}
+				want.MemoryMiB, want.MemoryPercent = 4*unit, 0
+			}
+			if typ.Cores != "" {
+				kv = append(kv, string(typ.Cores), "30")
+				want.Cores = 30
+			}
+			if typ.Priority != "" {
+				kv = append(kv, string(typ.Priority), "1")
+				want.Priority = 1
+			}
+			pod := podWith(nil, []corev1.Container{ctr("main", rl(kv...))})
+			got, err := gpu.DetectRequests(pod, reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]gpu.Request{want}, got); diff != "" {
+				t.Fatalf("requests (-want +got):\n%s", diff)
+			}
+			locks, err := gpu.RequiredLocks(pod, reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wantLocks []string
+			if typ.LockName != "" {
+				wantLocks = []string{typ.LockName}
+			}
+			if diff := cmp.Diff(wantLocks, locks); diff != "" {
+				t.Fatalf("locks (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDetectRequests(t *testing.T) {
+	reg := gpu.DefaultRegistry()
+	withDefaults, err := reg.With(gpu.DeviceType{Type: "NVIDIA", Count: "nvidia.com/gpu", Memory: "nvidia.com/gpumem",
+		MemoryPercentage: "nvidia.com/gpumem-percentage", Cores: "nvidia.com/gpucores", DefaultMemoryMiB: 2048, DefaultCores: 10, LockName: gpu.LockNvidia})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		reg   gpu.Registry
+		pod   *corev1.Pod
+		want  []gpu.Request
+		locks []string
+	}{
+		{
+			name: "no device request",
+			pod:  podWith(nil, []corev1.Container{ctr("a", rl("cpu", "1"))}),
+		},
+		{
+			name: "zero count is no request",
+			pod:  podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "0", "nvidia.com/gpumem", "100"))}),
+		},
+		{
+			name:  "init-only request is detected (HAMi #2640 skips it)",
+			pod:   podWith([]corev1.Container{ctr("warm", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"))}, []corev1.Container{ctr("a", rl("cpu", "1"))}),
+			want:  []gpu.Request{{Container: "warm", Init: true, Type: "NVIDIA", Nums: 1, MemoryMiB: 1000}},
+			locks: []string{gpu.LockNvidia},
+		},
+		{
+			name: "init containers first, then app, pod order",
+			pod: podWith(
+				[]corev1.Container{ctr("i1", rl("cambricon.com/vmlu", "1")), ctr("i2", rl("nvidia.com/gpu", "1"))},
+				[]corev1.Container{ctr("b", rl("nvidia.com/gpu", "2", "nvidia.com/gpucores", "50")), ctr("a", rl("amd.com/gpu", "1", "nvidia.com/gpu", "1"))}),
+			want: []gpu.Request{
+				{Container: "i1", Init: true, Type: "MLU", Nums: 1, MemoryPercent: 100},
+				{Container: "i2", Init: true, Type: "NVIDIA", Nums: 1, MemoryPercent: 100},
+				{Container: "b", Type: "NVIDIA", Nums: 2, MemoryPercent: 100, Cores: 50},
+				{Container: "a", Type: "AMD", Nums: 1, MemoryPercent: 100},
+				{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 100},
+			},
+			locks: []string{gpu.LockCambricon, gpu.LockNvidia},
+		},
+		{
+			name: "limits win over requests",
+			pod: podWith(nil, []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{
+				Limits:   rl("nvidia.com/gpu", "2"),
+				Requests: rl("nvidia.com/gpu", "1", "nvidia.com/gpumem", "300"),
+			}}}),
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 2, MemoryMiB: 300}},
+			locks: []string{gpu.LockNvidia},
+		},
+		{
+			name:  "percentage above 100 is clamped",
+			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "150"))}),
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 100}},
+			locks: []string{gpu.LockNvidia},
+		},
+		{
+			name:  "percentage 40",
+			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "40"))}),
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 40}},
+			locks: []string{gpu.LockNvidia},
+		},
+		{
+			name:  "MiB wins over a percentage",
+			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem", "512", "nvidia.com/gpumem-percentage", "40"))}),
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryMiB: 512}},
+			locks: []string{gpu.LockNvidia},
+		},
+		{
+			name:  "zero percentage counts as unset",
+			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "0"))}),
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 100}},
+			locks: []string{gpu.LockNvidia},
+		},
+		{
+			name:  "type defaults apply when unset",
+			reg:   withDefaults,
+			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1"))}),
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryMiB: 2048, Cores: 10}},
+			locks: []string{gpu.LockNvidia},
+		},
+		{
+			name:  "explicit zero cores beats the default",
+			reg:   withDefaults,
+			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1", "nvidia.com/gpucores", "0", "nvidia.com/gpumem-percentage", "10"))}),
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 10}},
+			locks: []string{gpu.LockNvidia},
+		},
+		{
+			name:  "MLU memory in 256 MiB units",
+			pod:   podWith(nil, []corev1.Container{ctr("a", rl("cambricon.com/vmlu", "1", "cambricon.com/mlu.smlu.vmemory", "3"))}),
+			want:  []gpu.Request{{Container: "a", Type: "MLU", Nums: 1, MemoryMiB: 768}},
+			locks: []string{gpu.LockCambricon},
+		},
+		{
+			name:  "milli-quantity that is a whole number",
+			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "2000m"))}),
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 2, MemoryPercent: 100}},
+			locks: []string{gpu.LockNvidia},
+		},
+		{
+			name: "non-locking vendor needs no lock",
+			pod:  podWith(nil, []corev1.Container{ctr("a", rl("mthreads.com/vgpu", "1"))}),
+			want: []gpu.Request{{Container: "a", Type: "Mthreads", Nums: 1, MemoryPercent: 100}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.reg
+			if len(r.Types()) == 0 {
+				r = reg
+			}
+			before := tc.pod.DeepCopy()
+			got, err := gpu.DetectRequests(tc.pod, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+			locks, err := gpu.RequiredLocks(tc.pod, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.locks, locks); diff != "" {
+				t.Errorf("locks (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tc.pod); diff != "" {
+				t.Errorf("pod was modified:\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDetectRejectsBadQuantities(t *testing.T) {
+	reg := gpu.DefaultRegistry()
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want []string
+	}{
+		{"non-integer count", podWith(nil, []corev1.Container{ctr("main", rl("nvidia.com/gpu", "1.5"))}),
+			[]string{`container "main"`, "nvidia.com/gpu", `"1500m"`, "not an integer"}},
+		{"negative count", podWith(nil, []corev1.Container{ctr("main", rl("nvidia.com/gpu", "-1"))}),
+			[]string{`container "main"`, "nvidia.com/gpu", "negative"}},
+		{"negative fraction", podWith(nil, []corev1.Container{ctr("main", rl("nvidia.com/gpumem", "-0.5"))}),
+			[]string{"nvidia.com/gpumem", "negative"}},
+		{"overflowing memory", podWith(nil, []corev1.Container{ctr("main", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000000000"))}),
+			[]string{"nvidia.com/gpumem", "overflows int32"}},
+		{"huge count", podWith(nil, []corev1.Container{ctr("main", rl("nvidia.com/gpu", "1e30"))}),
+			[]string{"nvidia.com/gpu", "not an integer"}},
+		{"negative cores in an init container", podWith([]corev1.Container{ctr("setup", rl("nvidia.com/gpu", "1", "nvidia.com/gpucores", "-5"))}, nil),
+			[]string{`init container "setup"`, "nvidia.com/gpucores", "negative"}},
+		{"MLU units overflow int32 MiB", podWith(nil, []corev1.Container{ctr("main", rl("cambricon.com/vmlu", "1", "cambricon.com/mlu.smlu.vmemory", "10000000"))}),
+			[]string{"cambricon.com/mlu.smlu.vmemory", "overflows int32 MiB"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := gpu.DetectRequests(tc.pod, reg)
+			if !errors.Is(err, gpu.ErrInvalidRequest) {
+				t.Fatalf("err = %v, want ErrInvalidRequest", err)
+			}
+			for _, w := range append(tc.want, "default/p") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if _, err := gpu.RequiredLocks(tc.pod, reg); !errors.Is(err, gpu.ErrInvalidRequest) {
+				t.Errorf("RequiredLocks err = %v, want ErrInvalidRequest", err)
+			}
+		})
+	}
+	if _, err := gpu.DetectRequests(nil, reg); !errors.Is(err, gpu.ErrInvalidRequest) {
+		t.Errorf("nil pod: err = %v", err)
+	}
+}
+
+func TestRegistryRequestsOfOneContainer(t *testing.T) {
+	got, err := gpu.DefaultRegistry().Requests(ctr("c", rl("hygon.com/dcunum", "1", "hygon.com/dcumem", "100", "hygon.com/dcucores", "20")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []gpu.Request{{Container: "c", Type: "DCU", Nums: 1, MemoryMiB: 100, Cores: 20}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	if !slices.IsSortedFunc(gpu.DefaultRegistry().Types(), func(a, b gpu.DeviceType) int { return strings.Compare(a.Type, b.Type) }) {
+		t.Fatal("Types is not sorted")
+	}
+}

@@ -1,0 +1,638 @@
+package gpu
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Device is one device registered on a node together with the usage already
+// recorded against it (assigned pods, see AddUsage).
+type Device struct {
+	// ID is the device UUID.
+	ID string
+	// Index is the device's registration index; it breaks the final tie when
+	// devices are ordered.
+	Index int
+	// Vendor is the registry type the device belongs to ("NVIDIA", "MLU", ...).
+	Vendor string
+	// Model is the device model HAMi calls the device type, e.g.
+	// "NVIDIA-Tesla V100"; use-gputype/nouse-gputype match substrings of it.
+	Model string
+	// Count is the number of slots (time-slicing shares) the device offers.
+	Count int32
+	// MemoryMiB is the device's total memory.
+	MemoryMiB int32
+	// Cores is the device's total compute; 100 for a percentage-scheduled card.
+	Cores int32
+	// NUMA is the NUMA node the device sits on.
+	NUMA int
+	// Healthy is false for a device its plugin reports unhealthy.
+	Healthy bool
+	// Cordoned is true for a device listed in the node's hami.io/device-cordon.
+	Cordoned bool
+	// Mode is the sharing mode ("hami-core", "mps", ...), matched against the
+	// pod's vgpu-mode annotation when that is set.
+	Mode string
+
+	// Used is the number of container slices already on the device.
+	Used int32
+	// UsedMemoryMiB is the memory already assigned.
+	UsedMemoryMiB int32
+	// UsedCores is the compute already assigned.
+	UsedCores int32
+}
+
+// Node is one candidate node of a fit.
+type Node struct {
+	// Name is the node name.
+	Name string
+	// Devices are the node's registered devices with their usage.
+	Devices []Device
+	// BackendScore is added to the node score (HAMi's per-vendor ScoreNode; 0
+	// for NVIDIA).
+	BackendScore float64
+}
+
+// Policy is a node or device ordering policy.
+type Policy string
+
+const (
+	// Binpack prefers the fullest node or device.
+	Binpack Policy = "binpack"
+	// Spread prefers the emptiest node or device.
+	Spread Policy = "spread"
+	// NUMAOrder orders devices by NUMA node; it is valid only in a GPU policy chain.
+	NUMAOrder Policy = "numa"
+)
+
+// Weights weigh the three terms of the device score. The zero value means
+// 1/1/1, HAMi's default.
+type Weights struct {
+	Slot, Core, Memory float64
+}
+
+func (w Weights) orDefault() Weights {
+	if w == (Weights{}) {
+		return Weights{Slot: 1, Core: 1, Memory: 1}
+	}
+	return w
+}
+
+// Selector narrows the devices of one vendor a pod accepts (HAMi's
+// nvidia.com/use-gputype, nouse-gputype, use-gpuuuid and nouse-gpuuuid).
+type Selector struct {
+	// Type is the registry type the selector applies to.
+	Type string
+	// UseModels, when non-empty, accepts only devices whose Model contains one of
+	// them (case-insensitive).
+	UseModels []string
+	// NoUseModels rejects devices whose Model contains one of them (case-insensitive).
+	NoUseModels []string
+	// UseUUIDs, when non-empty, accepts only these device IDs.
+	UseUUIDs []string
+	// NoUseUUIDs rejects these device IDs.
+	NoUseUUIDs []string
+}
+
+// Quota is what remains of the pod namespace's device quota (HAMi's
+// ResourceQuota check). A resource with its Limit flag unset is unlimited.
+type Quota struct {
+	LimitMemory bool
+	MemoryMiB   int64
+	LimitCores  bool
+	Cores       int64
+}
+
+// FitRequest is everything Fit needs to know about the pod.
+type FitRequest struct {
+	// Requests are the pod's device requests (DetectRequests).
+	Requests []Request
+	// NodePolicy orders nodes; "" means Binpack, HAMi's default.
+	NodePolicy Policy
+	// GPUPolicy is the device ordering chain, applied key by key; empty means
+	// [Spread], HAMi's default. NUMA breaks ties unless the chain names it.
+	GPUPolicy []Policy
+	// Weights weigh the device score.
+	Weights Weights
+	// Selectors narrow devices per vendor.
+	Selectors []Selector
+	// NUMABind keeps all devices of one request on one NUMA node and makes NUMA
+	// the primary ordering key (nvidia.com/numa-bind).
+	NUMABind bool
+	// Mode, when set, accepts only devices of that sharing mode (nvidia.com/vgpu-mode).
+	Mode string
+	// Exclusive is the "mutex" device policy: only devices nobody uses are taken.
+	Exclusive bool
+	// Quota is the namespace's remaining device quota.
+	Quota Quota
+}
+
+// Reason codes of a device rejected by Fit; the names are HAMi's.
+const (
+	CardNotHealth                     = "CardNotHealth"
+	CardCordoned                      = "CardCordoned"
+	CardTypeMismatch                  = "CardTypeMismatch"
+	NumaNotFit                        = "NumaNotFit"
+	CardUUIDMismatch                  = "CardUuidMismatch"
+	CardTimeSlicingExhausted          = "CardTimeSlicingExhausted"
+	ExclusiveDeviceAllocateConflict   = "ExclusiveDeviceAllocateConflict"
+	ResourceQuotaNotFit               = "ResourceQuotaNotFit"
+	CardInsufficientMemory            = "CardInsufficientMemory"
+	CardInsufficientCore              = "CardInsufficientCore"
+	CardComputeUnitsExhausted         = "CardComputeUnitsExhausted"
+	AllocatedCardsInsufficientRequest = "AllocatedCardsInsufficientRequest"
+	// NodeHasNoDevices is plancore's reason for a node without any registered
+	// device: a fit on it is a refusal with a reason, never a panic.
+	NodeHasNoDevices = "NodeHasNoDevices"
+)
+
+// Reason counts the devices of a node rejected for one cause.
+type Reason struct {
+	Code  string
+	Count int
+	Total int
+}
+
+// String renders the reason as HAMi does: "<count>/<total> <Code>".
+func (r Reason) String() string {
+	return fmt.Sprintf("%d/%d %s", r.Count, r.Total, r.Code)
+}
+
+// Allocation is one device slice given to one container: one item of HAMi's
+// hami.io/<x>-devices-to-allocate encoding.
+type Allocation struct {
+	// UUID is the device ID.
+	UUID string
+	// Type is the device's vendor (registry type).
+	Type string
+	// MemoryMiB is the memory assigned on the device.
+	MemoryMiB int32
+	// Cores is the compute assigned on the device.
+	Cores int32
+}
+
+// ContainerAllocation is what one container was given.
+type ContainerAllocation struct {
+	Container string
+	Init      bool
+	Devices   []Allocation
+}
+
+// NodeFit is the outcome of fitting a pod on one node.
+type NodeFit struct {
+	// Node is the node name.
+	Node string
+	// Fits reports whether every request found devices.
+	Fits bool
+	// Score is the node score taken before the pod is added (plus BackendScore).
+	Score float64
+	// Containers is the assignment, one entry per container with a request,
+	// init containers first; set only when Fits.
+	Containers []ContainerAllocation
+	// FailedContainer and FailedType name the first request that did not fit.
+	FailedContainer string
+	FailedType      string
+	// Reasons says why, sorted by their rendering; set only when !Fits.
+	Reasons []Reason
+}
+
+// Message renders the reasons as HAMi does, e.g.
+// "1/2 CardInsufficientMemory, 1/2 CardTypeMismatch".
+func (f NodeFit) Message() string {
+	parts := make([]string, len(f.Reasons))
+	for i, r := range f.Reasons {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// FitResult is the outcome of Fit over a set of nodes.
+type FitResult struct {
+	// Node is the chosen node, "" when none fits.
+	Node string
+	// Containers is the chosen node's assignment.
+	Containers []ContainerAllocation
+	// Nodes holds every node's outcome, sorted by node name.
+	Nodes []NodeFit
+}
+
+// Validate checks the request's policies and quantities.
+func (r FitRequest) Validate() error {
+	switch r.NodePolicy {
+	case "", Binpack, Spread:
+	default:
+		return fmt.Errorf("%w: node policy %q: want binpack or spread", ErrInvalidRequest, r.NodePolicy)
+	}
+	for _, p := range r.GPUPolicy {
+		switch p {
+		case Binpack, Spread, NUMAOrder:
+		default:
+			return fmt.Errorf("%w: GPU policy key %q: want binpack, spread or numa", ErrInvalidRequest, p)
+		}
+	}
+	if r.Weights.Slot < 0 || r.Weights.Core < 0 || r.Weights.Memory < 0 {
+		return fmt.Errorf("%w: scoring weights %+v: negative weight", ErrInvalidRequest, r.Weights)
+	}
+	for _, q := range r.Requests {
+		switch {
+		case q.Nums <= 0:
+			return fmt.Errorf("%w: container %q type %s: Nums %d must be positive", ErrInvalidRequest, q.Container, q.Type, q.Nums)
+		case q.MemoryMiB < 0, q.MemoryPercent < 0, q.MemoryPercent > 100, q.Cores < 0:
+			return fmt.Errorf("%w: container %q type %s: negative or out-of-range memory/cores in %+v", ErrInvalidRequest, q.Container, q.Type, q)
+		}
+	}
+	return nil
+}
+
+// validateNode checks a node's devices.
+func validateNode(n Node) error {
+	seen := map[string]bool{}
+	for _, d := range n.Devices {
+		switch {
+		case d.ID == "" || strings.ContainsAny(d.ID, ",:;"):
+			return fmt.Errorf("%w: node %s: device ID %q must be non-empty and free of ',', ':' and ';'", ErrInvalidDevice, n.Name, d.ID)
+		case seen[d.ID]:
+			return fmt.Errorf("%w: node %s: device %s is registered twice", ErrInvalidDevice, n.Name, d.ID)
+		case d.Count < 0 || d.MemoryMiB < 0 || d.Cores < 0 || d.Used < 0 || d.UsedMemoryMiB < 0 || d.UsedCores < 0:
+			return fmt.Errorf("%w: node %s: device %s has a negative capacity or usage: %+v", ErrInvalidDevice, n.Name, d.ID, d)
+		}
+		seen[d.ID] = true
+	}
+	return nil
+}
+
+// Fit fits the pod's requests onto each node, scores the nodes that fit and
+// chooses one by req.NodePolicy (spec gpu.md §3.2). It is pure: nodes and req
+// are not modified, and equal inputs give equal results. An error means invalid
+// input; a pod that fits nowhere is a result with an empty Node and per-node
+// reasons.
+func Fit(nodes []Node, req FitRequest) (FitResult, error) {
+	if err := req.Validate(); err != nil {
+		return FitResult{}, err
+	}
+	res := FitResult{Nodes: make([]NodeFit, 0, len(nodes))}
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		if seen[n.Name] {
+			return FitResult{}, fmt.Errorf("%w: node %s is listed twice", ErrInvalidDevice, n.Name)
+		}
+		seen[n.Name] = true
+		if err := validateNode(n); err != nil {
+			return FitResult{}, err
+		}
+		res.Nodes = append(res.Nodes, fitNode(n, req))
+	}
+	slices.SortFunc(res.Nodes, func(a, b NodeFit) int { return cmp.Compare(a.Node, b.Node) })
+	if best, ok := ChooseNode(res.Nodes, req.NodePolicy); ok {
+		res.Node = best.Node
+		res.Containers = best.Containers
+	}
+	return res, nil
+}
+
+// FitNode fits the pod's requests onto one node.
+func FitNode(n Node, req FitRequest) (NodeFit, error) {
+	if err := req.Validate(); err != nil {
+		return NodeFit{}, err
+	}
+	if err := validateNode(n); err != nil {
+		return NodeFit{}, err
+	}
+	return fitNode(n, req), nil
+}
+
+// ChooseNode picks among the fitting nodes: HAMi sorts ascending by score for
+// binpack and descending for spread and takes the last, so binpack picks the
+// fullest node and spread the emptiest. Equal scores go to the smallest name.
+func ChooseNode(fits []NodeFit, policy Policy) (NodeFit, bool) {
+	var best NodeFit
+	found := false
+	for _, f := range fits {
+		if !f.Fits {
+			continue
+		}
+		if !found {
+			best, found = f, true
+			continue
+		}
+		better := f.Score > best.Score
+		if policy == Spread {
+			better = f.Score < best.Score
+		}
+		if better || (f.Score == best.Score && f.Node < best.Node) {
+			best = f
+		}
+	}
+	return best, found
+}
+
+// nodeScore is HAMi's default node score, summed over the vendors the pod
+// requests: 10 × (used/count + usedCores/cores + usedMem/mem) over that vendor's
+// devices, taken before the pod is added.
+func nodeScore(n Node, reqs []Request) float64 {
+	var vendors []string
+	for _, r := range reqs {
+		vendors = append(vendors, r.Type)
+	}
+	slices.Sort(vendors)
+	vendors = slices.Compact(vendors)
+	score := n.BackendScore
+	for _, v := range vendors {
+		var used, count, usedCores, cores, usedMem, mem float64
+		for _, d := range n.Devices {
+			if d.Vendor != v {
+				continue
+			}
+			used += float64(d.Used)
+			count += float64(d.Count)
+			usedCores += float64(d.UsedCores)
+			cores += float64(d.Cores)
+			usedMem += float64(d.UsedMemoryMiB)
+			mem += float64(d.MemoryMiB)
+		}
+		score += 10 * (ratio(used, count) + ratio(usedCores, cores) + ratio(usedMem, mem))
+	}
+	return score
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// fitState is the mutable working copy of one node during a fit.
+type fitState struct {
+	devs       []Device
+	quotaMem   int64
+	quotaCores int64
+}
+
+func (s fitState) clone() fitState {
+	s.devs = slices.Clone(s.devs)
+	return s
+}
+
+// fitNode fits every request: each init container against the node's usage
+// without the other init containers (they run one after another), app
+// containers accumulating on their own copy, so the pod's footprint is its peak.
+func fitNode(n Node, req FitRequest) NodeFit {
+	out := NodeFit{Node: n.Name, Score: nodeScore(n, req.Requests)}
+	if len(req.Requests) == 0 {
+		out.Fits = true
+		return out
+	}
+	base := fitState{devs: n.Devices}
+	app := base.clone()
+	var containers []ContainerAllocation
+	for start := 0; start < len(req.Requests); {
+		end := start + 1
+		for end < len(req.Requests) && req.Requests[end].Container == req.Requests[start].Container &&
+			req.Requests[end].Init == req.Requests[start].Init {
+			end++
+		}
+		group := req.Requests[start:end]
+		st := &app
+		if group[0].Init {
+			initState := base.clone()
+			st = &initState
+		}
+		ca := ContainerAllocation{Container: group[0].Container, Init: group[0].Init}
+		for _, r := range group {
+			allocs, reasons := fitRequest(st, r, req)
+			if allocs == nil {
+				out.FailedContainer, out.FailedType, out.Reasons = r.Container, r.Type, reasons
+				return out
+			}
+			ca.Devices = append(ca.Devices, allocs...)
+		}
+		containers = append(containers, ca)
+		start = end
+	}
+	out.Fits, out.Containers = true, containers
+	return out
+}
+
+// fitRequest takes r.Nums devices for one request from st, or returns nil and
+// the reasons. On success st records the new usage.
+func fitRequest(st *fitState, r Request, req FitRequest) ([]Allocation, []Reason) {
+	total := len(st.devs)
+	if total == 0 {
+		return nil, []Reason{{Code: NodeHasNoDevices}}
+	}
+	order := deviceOrder(st.devs, r, req)
+	sel := selectorFor(req.Selectors, r.Type)
+	cores := min(r.Cores, 100)
+	var counts reasonCounts
+	var picked []int
+	var pickedMem []int32
+	need := r.Nums
+	prevNUMA, havePrev := 0, false
+	quotaMem, quotaCores := st.quotaMem, st.quotaCores
+	for i := len(order) - 1; i >= 0 && need > 0; i-- {
+		d := &st.devs[order[i]]
+		if d.Vendor != r.Type {
+			counts[rCardTypeMismatch]++
+			continue
+		}
+		if !d.Healthy {
+			counts[rCardNotHealth]++
+			continue
+		}
+		if d.Cordoned {
+			counts[rCardCordoned]++
+			continue
+		}
+		if !sel.modelOK(d.Model) || (req.Mode != "" && d.Mode != req.Mode) {
+			counts[rCardTypeMismatch]++
+			continue
+		}
+		if req.NUMABind && havePrev && d.NUMA != prevNUMA && len(picked) > 0 {
+			// The partial pick on the previous NUMA node is dropped: a
+			// numa-bind request must sit on one NUMA node.
+			counts[rNumaNotFit] += len(picked)
+			picked, pickedMem, need = picked[:0], pickedMem[:0], r.Nums
+			quotaMem, quotaCores = st.quotaMem, st.quotaCores
+		}
+		prevNUMA, havePrev = d.NUMA, true
+		if !sel.uuidOK(d.ID) {
+			counts[rCardUUIDMismatch]++
+			continue
+		}
+		if d.Used >= d.Count {
+			counts[rCardTimeSlicingExhausted]++
+			continue
+		}
+		if req.Exclusive && d.Used > 0 {
+			counts[rExclusiveDeviceAllocateConflict]++
+			continue
+		}
+		mem := r.MemoryMiB
+		if mem == 0 {
+			mem = int32(int64(d.MemoryMiB) * int64(r.MemoryPercent) / 100)
+		}
+		if (req.Quota.LimitMemory && quotaMem+int64(mem) > req.Quota.MemoryMiB) ||
+			(req.Quota.LimitCores && quotaCores+int64(cores) > req.Quota.Cores) {
+			counts[rResourceQuotaNotFit]++
+			continue
+		}
+		if int64(d.MemoryMiB)-int64(d.UsedMemoryMiB) < int64(mem) {
+			counts[rCardInsufficientMemory]++
+			continue
+		}
+		if int64(d.Cores)-int64(d.UsedCores) < int64(cores) {
+			counts[rCardInsufficientCore]++
+			continue
+		}
+		if cores == 100 && d.Used > 0 {
+			counts[rExclusiveDeviceAllocateConflict]++
+			continue
+		}
+		if cores == 0 && d.UsedCores >= d.Cores {
+			counts[rCardComputeUnitsExhausted]++
+			continue
+		}
+		picked = append(picked, order[i])
+		pickedMem = append(pickedMem, mem)
+		quotaMem += int64(mem)
+		quotaCores += int64(cores)
+		need--
+	}
+	if need > 0 {
+		counts[rAllocatedCardsInsufficientRequest] += len(picked)
+		return nil, renderReasons(counts, total)
+	}
+	allocs := make([]Allocation, len(picked))
+	for k, idx := range picked {
+		d := &st.devs[idx]
+		d.Used++
+		d.UsedMemoryMiB += pickedMem[k]
+		d.UsedCores += cores
+		allocs[k] = Allocation{UUID: d.ID, Type: d.Vendor, MemoryMiB: pickedMem[k], Cores: cores}
+	}
+	st.quotaMem, st.quotaCores = quotaMem, quotaCores
+	return allocs, nil
+}
+
+// reasonCounts counts rejected devices per reason, indexed by the r* constants;
+// an array keeps the per-device loop free of map allocations.
+type reasonCounts [len(reasonCodes)]int
+
+const (
+	rCardTypeMismatch = iota
+	rCardNotHealth
+	rCardCordoned
+	rNumaNotFit
+	rCardUUIDMismatch
+	rCardTimeSlicingExhausted
+	rExclusiveDeviceAllocateConflict
+	rResourceQuotaNotFit
+	rCardInsufficientMemory
+	rCardInsufficientCore
+	rCardComputeUnitsExhausted
+	rAllocatedCardsInsufficientRequest
+)
+
+var reasonCodes = [...]string{
+	rCardTypeMismatch:                  CardTypeMismatch,
+	rCardNotHealth:                     CardNotHealth,
+	rCardCordoned:                      CardCordoned,
+	rNumaNotFit:                        NumaNotFit,
+	rCardUUIDMismatch:                  CardUUIDMismatch,
+	rCardTimeSlicingExhausted:          CardTimeSlicingExhausted,
+	rExclusiveDeviceAllocateConflict:   ExclusiveDeviceAllocateConflict,
+	rResourceQuotaNotFit:               ResourceQuotaNotFit,
+	rCardInsufficientMemory:            CardInsufficientMemory,
+	rCardInsufficientCore:              CardInsufficientCore,
+	rCardComputeUnitsExhausted:         CardComputeUnitsExhausted,
+	rAllocatedCardsInsufficientRequest: AllocatedCardsInsufficientRequest,
+}
+
+func renderReasons(counts reasonCounts, total int) []Reason {
+	var out []Reason
+	for code, n := range counts {
+		if n > 0 {
+			out = append(out, Reason{Code: reasonCodes[code], Count: n, Total: total})
+		}
+	}
+	slices.SortFunc(out, func(a, b Reason) int { return cmp.Compare(a.String(), b.String()) })
+	return out
+}
+
+// deviceOrder returns device indices sorted by the policy chain; Fit walks the
+// result from the end, so the best candidate is tried first.
+func deviceOrder(devs []Device, r Request, req FitRequest) []int {
+	w := req.Weights.orDefault()
+	scores := make([]float64, len(devs))
+	for i, d := range devs {
+		mem := float64(r.MemoryMiB)
+		if r.MemoryMiB == 0 {
+			mem = float64(int64(d.MemoryMiB) * int64(r.MemoryPercent) / 100)
+		}
+		scores[i] = 10 * (w.Slot*ratio(float64(r.Nums)+float64(d.Used), float64(d.Count)) +
+			w.Core*ratio(float64(min(r.Cores, 100))+float64(d.UsedCores), float64(d.Cores)) +
+			w.Memory*ratio(mem+float64(d.UsedMemoryMiB), float64(d.MemoryMiB)))
+	}
+	chain := req.GPUPolicy
+	if len(chain) == 0 {
+		chain = []Policy{Spread}
+	}
+	if req.NUMABind {
+		chain = append([]Policy{NUMAOrder}, chain...)
+	} else if !slices.Contains(chain, NUMAOrder) {
+		chain = append(slices.Clone(chain), NUMAOrder)
+	}
+	order := make([]int, len(devs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		for _, key := range chain {
+			var c int
+			switch key {
+			case Binpack:
+				c = cmp.Compare(scores[a], scores[b])
+			case Spread:
+				c = cmp.Compare(scores[b], scores[a])
+			case NUMAOrder:
+				c = cmp.Compare(devs[a].NUMA, devs[b].NUMA)
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		// The lowest index sorts last, so it is tried first on a full tie.
+		if c := cmp.Compare(devs[b].Index, devs[a].Index); c != 0 {
+			return c
+		}
+		return cmp.Compare(devs[b].ID, devs[a].ID)
+	})
+	return order
+}
+
+func selectorFor(sels []Selector, typ string) Selector {
+	for _, s := range sels {
+		if s.Type == typ {
+			return s
+		}
+	}
+	return Selector{}
+}
+
+func (s Selector) modelOK(model string) bool {
+	m := strings.ToUpper(model)
+	if len(s.UseModels) > 0 && !slices.ContainsFunc(s.UseModels, func(u string) bool { return strings.Contains(m, strings.ToUpper(u)) }) {
+		return false
+	}
+	return !slices.ContainsFunc(s.NoUseModels, func(u string) bool { return strings.Contains(m, strings.ToUpper(u)) })
+}
+
+func (s Selector) uuidOK(id string) bool {
+	if len(s.UseUUIDs) > 0 && !slices.Contains(s.UseUUIDs, id) {
+		return false
+	}
+	return !slices.Contains(s.NoUseUUIDs, id)
+}

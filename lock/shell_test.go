@@ -1,0 +1,205 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/plancore/plancore/fake"
+	"github.com/plancore/plancore/lock"
+)
+
+var (
+	t0    = time.Date(2026, 6, 14, 10, 0, 0, 0, time.UTC)
+	node1 = lock.NodeKey("n1")
+	podA  = lock.Requester{Namespace: "default", Name: "a", UID: "ua"}
+	podB  = lock.Requester{Namespace: "default", Name: "b", UID: "ub"}
+)
+
+// alive is a holder oracle under which every holder exists.
+func alive(context.Context, lock.Key, lock.Record) lock.Holder {
+	return lock.Holder{State: lock.HolderExists}
+}
+
+func TestLockerAcquireRelease(t *testing.T) {
+	ctx := context.Background()
+	w := fake.NewWorld(1, t0)
+	store := fake.NewLockStore(w)
+	l := &lock.Locker{Store: store, Now: w.Clock.Now, Holder: alive}
+
+	g, err := l.Acquire(ctx, node1, podA)
+	if err != nil || g.Decision.Kind != lock.Acquire || g.Record().Epoch != 1 {
+		t.Fatalf("first acquire = %v, %v", g.Decision, err)
+	}
+	g2, err := l.Acquire(ctx, node1, podA)
+	if err != nil || g2.Decision.Kind != lock.AlreadyHeld || g2.Record() != g.Record() {
+		t.Fatalf("re-entry = %v, %v: want AlreadyHeld with the same record", g2.Decision, err)
+	}
+	_, err = l.Acquire(ctx, node1, podB)
+	if !errors.Is(err, lock.ErrContention) || err.Error() != "node n1 has been locked within 5m0s: node lock contention" {
+		t.Fatalf("other pod: %v, want contention at once (Wait is zero)", err)
+	}
+	if d, err := l.Release(ctx, node1, podB); err != nil || d.Kind != lock.NoOp || d.Reason != lock.ReasonNotOwner {
+		t.Fatalf("release by a non-owner = %v, %v", d, err)
+	}
+	if d, err := l.Release(ctx, node1, podA); err != nil || d.Kind != lock.Release {
+		t.Fatalf("release = %v, %v", d, err)
+	}
+	if d, err := l.Release(ctx, node1, podA); err != nil || d.Reason != lock.ReasonNotLocked {
+		t.Fatalf("second release = %v, %v", d, err)
+	}
+	g3, err := l.Acquire(ctx, node1, podB)
+	if err != nil || g3.Record().Epoch != 2 {
+		t.Fatalf("acquire after release = %v, %v: the epoch must keep rising", g3.Decision, err)
+	}
+	// The expired lock of B is stolen by A in one CAS, with a new epoch.
+	w.Clock.Advance(lock.DefaultTTL + time.Second)
+	g4, err := l.Acquire(ctx, node1, podA)
+	if err != nil || g4.Decision.Kind != lock.StealExpired || g4.Record().Epoch != 3 {
+		t.Fatalf("steal = %v, %v", g4.Decision, err)
+	}
+	if n := w.Calls.Count(fake.LockCAD); n != 1 {
+		t.Errorf("%d compare-and-deletes: a steal must never delete", n-1)
+	}
+}
+
+func TestLockerLostResponse(t *testing.T) {
+	ctx := context.Background()
+	w := fake.NewWorld(1, t0)
+	store := fake.NewLockStore(w)
+	l := &lock.Locker{Store: store, Now: w.Clock.Now, Sleep: func(context.Context, time.Duration, <-chan struct{}) error { return nil }}
+	w.Faults.LoseResponseNext(fake.LockCAS, 1, errors.New("timeout"))
+	g, err := l.Acquire(ctx, node1, podA)
+	if err != nil || g.Decision.Kind != lock.Acquire || g.Record().Epoch != 1 {
+		t.Fatalf("acquire after a lost response = %v, %v: the re-read shows our record", g.Decision, err)
+	}
+	if n := w.Calls.Count(fake.LockCAS); n != 1 {
+		t.Errorf("%d CAS calls, want exactly 1: the write took effect", n)
+	}
+	// A lost release response: the re-read finds the key absent.
+	w.Faults.LoseResponseNext(fake.LockCAD, 1, errors.New("timeout"))
+	d, err := l.Release(ctx, node1, podA)
+	if err != nil || d.Reason != lock.ReasonNotLocked {
+		t.Fatalf("release after a lost response = %v, %v", d, err)
+	}
+}
+
+func TestLockerSpuriousConflictIsNotContention(t *testing.T) {
+	ctx := context.Background()
+	w := fake.NewWorld(1, t0)
+	store := fake.NewLockStore(w)
+	slept := 0
+	l := &lock.Locker{Store: store, Now: w.Clock.Now, Sleep: func(context.Context, time.Duration, <-chan struct{}) error { slept++; return nil }}
+	// HAMi turns 409s from unrelated Node writes into failed attempts and,
+	// after five, into an error (D11); plancore re-reads at once.
+	w.Faults.FailNext(fake.LockCAS, 9, lock.ErrConflict)
+	g, err := l.Acquire(ctx, node1, podA)
+	if err != nil || g.Record().Epoch != 1 || g.Attempts != 10 || slept != 0 {
+		t.Fatalf("acquire through 9 conflicts = %v, attempts %d, slept %d, %v", g.Decision, g.Attempts, slept, err)
+	}
+	w.Faults.FailNext(fake.LockCAD, 11, lock.ErrConflict)
+	if _, err := l.Release(ctx, node1, podA); !errors.Is(err, lock.ErrConflict) {
+		t.Fatalf("release through 11 conflicts: %v, want ErrConflict after 10 retries", err)
+	}
+}
+
+func TestLockerWaitsWithJitteredBackoff(t *testing.T) {
+	run := func(seed uint64) []time.Duration {
+		ctx := context.Background()
+		w := fake.NewWorld(1, t0)
+		store := fake.NewLockStore(w)
+		var sleeps []time.Duration
+		l := &lock.Locker{
+			Store: store, Now: w.Clock.Now, Holder: alive,
+			Backoff: lock.Backoff{Wait: 3 * time.Second},
+			Rand:    rand.New(rand.NewPCG(seed, 0)),
+			Sleep: func(_ context.Context, d time.Duration, _ <-chan struct{}) error {
+				sleeps = append(sleeps, d)
+				w.Clock.Advance(d)
+				return nil
+			},
+		}
+		if _, err := l.Acquire(ctx, node1, podA); err != nil {
+			t.Fatal(err)
+		}
+		_, err := l.Acquire(ctx, node1, podB)
+		if !errors.Is(err, lock.ErrContention) {
+			t.Fatalf("err = %v, want contention after the wait", err)
+		}
+		return sleeps
+	}
+	a := run(7)
+	if diff := cmp.Diff(a, run(7)); diff != "" {
+		t.Errorf("same seed, different sleeps:\n%s", diff)
+	}
+	if cmp.Equal(a, run(8)) {
+		t.Error("different seeds gave the same jitter")
+	}
+	var total time.Duration
+	bases := []time.Duration{100, 200, 400, 800, 1000, 1000, 1000}
+	for i, d := range a {
+		total += d
+		if i < len(a)-1 {
+			base := bases[i] * time.Millisecond
+			if d < base || d >= base*3/2 {
+				t.Errorf("sleep %d = %v, want in [%v, %v)", i, d, base, base*3/2)
+			}
+		}
+	}
+	if total != 3*time.Second {
+		t.Errorf("slept %v in total (%v), want exactly the 3s wait: the last sleep is cut at the deadline", total, a)
+	}
+}
+
+func TestLockerWakesOnRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := lock.NewMemoryStore()
+		holder := &lock.Locker{Store: store, Holder: alive}
+		waiter := &lock.Locker{Store: store, Holder: alive, Backoff: lock.Backoff{Wait: 10 * time.Second, Initial: time.Second, Jitter: -1}, Rand: rand.New(rand.NewPCG(1, 1))}
+		if _, err := holder.Acquire(ctx, node1, podA); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(22 * time.Millisecond) // HAMi's measured hold time
+			if _, err := holder.Release(ctx, node1, podA); err != nil {
+				t.Error(err)
+			}
+		}()
+		start := time.Now()
+		g, err := waiter.Acquire(ctx, node1, podB)
+		if err != nil || g.Record().Epoch != 2 {
+			t.Fatalf("waiter = %v, %v", g.Decision, err)
+		}
+		if waited := time.Since(start); waited != 22*time.Millisecond {
+			t.Errorf("waited %v, want 22ms: a release must wake the waiter, not its 1s backoff", waited)
+		}
+	})
+}
+
+func TestLockerSleepsUntilExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := lock.NewMemoryStore()
+		opts := lock.Options{TTL: 3 * time.Second}
+		holder := &lock.Locker{Store: store, Options: opts}
+		if _, err := holder.Acquire(ctx, node1, podA); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		waiter := &lock.Locker{Store: store, Options: opts, Holder: alive, Backoff: lock.Backoff{Wait: time.Minute, Initial: time.Hour, Max: time.Hour}}
+		g, err := waiter.Acquire(ctx, node1, podB)
+		if err != nil || g.Decision.Kind != lock.StealExpired {
+			t.Fatalf("waiter = %v, %v", g.Decision, err)
+		}
+		// The lock was written at whole second start (synctest starts at
+		// midnight) and is expired strictly after start+3s.
+		if waited := time.Since(start); waited != 3*time.Second+1 {
+			t.Errorf("waited %v, want 3s+1ns: the sleep is cut at RetryAt", waited)
+		}
+	})
+}

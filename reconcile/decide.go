@@ -1,0 +1,823 @@
+package reconcile
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// requeueAfterError is the anchor's outer-loop delay after a requeue error.
+const requeueAfterError = 2 * time.Second
+
+// Formation retry backoff: 2s·2^attempts, capped (D9).
+const (
+	formationBackoffBase = 2 * time.Second
+	formationBackoffCap  = 5 * time.Minute
+)
+
+// Decide turns one snapshot into one plan (package doc). It never mutates s and
+// returns an error only for malformed input, wrapping ErrInvalidCluster,
+// ErrInvalidOptions, ErrHash or ErrPodBuilder; every cluster situation,
+// including KubeRay's requeue errors, is expressed in the plan.
+func Decide(s Snapshot, o Options) (Plan, error) {
+	if err := o.Validate(); err != nil {
+		return Plan{}, err
+	}
+	if err := checkStructure(&s.Cluster); err != nil {
+		return Plan{}, err
+	}
+	d := &decider{s: &s, o: o, c: o.Compat}
+	if err := d.run(); err != nil {
+		return Plan{}, err
+	}
+	return d.plan, nil
+}
+
+type decider struct {
+	s    *Snapshot
+	o    Options
+	c    Compat
+	hash string
+	plan Plan
+
+	stopped   bool // the chain stopped (anchor's early return)
+	firstStop *Reason
+	hint      time.Duration
+
+	groupIdx map[string]int
+	// order holds pod indices bucketed by group (counting sort); start[g] ..
+	// start[g+1] is group g's slice. tmp is scratch of the same length.
+	order, start []int32
+	heads        []int32
+	activeAll    int   // non-terminating pods matching ray.io/cluster (DeleteAllOf)
+	activeGroup  []int // the same per group
+	notInSpec    map[string]int
+	foreign      int
+
+	wtdNames map[string]int32 // union of workersToDelete names -> pod index or -1
+	pending  map[string]*PendingGroup
+	forming  map[string][]*FormingGroup
+	planned  map[int32]bool  // pods with a planned DeletePod
+	taken    map[string]bool // pod names, built lazily for derived names
+	replicas map[string]bool // replica names, built lazily
+}
+
+func (d *decider) run() error {
+	s, c := d.s, &d.s.Cluster
+	d.plan.Cluster = c.Namespace + "/" + c.Name
+	d.plan.ClusterUID = c.UID
+	d.plan.Now = s.Now
+	d.plan.Outcome.Reason = Reason{Code: ReasonOK}
+	if s.ClusterHash != "" {
+		d.hash = s.ClusterHash
+	} else {
+		h, err := SpecHash(c.Spec)
+		if err != nil {
+			return err
+		}
+		d.hash = h
+	}
+	d.plan.ClusterHash = d.hash
+	if len(s.Expectations.Pending) > 0 {
+		d.pending = make(map[string]*PendingGroup, len(s.Expectations.Pending))
+		for i := range s.Expectations.Pending {
+			pg := &s.Expectations.Pending[i]
+			d.pending[pg.Group] = pg
+			if !pg.NextChange.IsZero() && pg.NextChange.After(s.Now) {
+				d.addHint(pg.NextChange.Sub(s.Now))
+			}
+		}
+	}
+	d.bucket()
+	d.plan.Groups = make([]GroupReport, len(c.Spec.WorkerGroups))
+	for i := range c.Spec.WorkerGroups {
+		g := &c.Spec.WorkerGroups[i]
+		gr := &d.plan.Groups[i]
+		gr.Group, gr.Replicas, gr.Hosts = g.GroupName, g.Replicas, g.NumOfHosts
+		gr.Min, gr.Max = minMax(g)
+		gr.Desired = d.desiredPods(g)
+		gr.DesiredReplicas = d.desiredReplicas(g)
+	}
+	if err := d.chain(); err != nil {
+		return err
+	}
+	d.finish()
+	return nil
+}
+
+// chain runs the anchor's decision chain (§2.11).
+func (d *decider) chain() error {
+	if d.suspend() {
+		return nil
+	}
+	if d.recreate() {
+		return nil
+	}
+	if err := d.head(); err != nil || d.stopped {
+		return err
+	}
+	for i := range d.s.Cluster.Spec.WorkerGroups {
+		if d.stopped {
+			for j := i; j < len(d.plan.Groups); j++ {
+				d.plan.Groups[j].NotVisited = true
+			}
+			break
+		}
+		if err := d.group(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *decider) finish() {
+	p := &d.plan
+	for i := range p.Groups {
+		p.Totals.add(&p.Groups[i].Counters)
+	}
+	p.Totals.add(&p.Head)
+	if d.firstStop != nil {
+		p.Outcome.Requeue = true
+		p.Outcome.Reason = *d.firstStop
+		d.addHint(requeueAfterError)
+	}
+	p.Outcome.RequeueAfter = d.hint
+	if d.foreign > 0 {
+		p.Notices = append(p.Notices, Reason{Code: ReasonForeignOwner,
+			Message: fmt.Sprintf("%d pods labelled for this cluster are controlled by another RayCluster UID and are ignored", d.foreign)})
+	}
+	for _, g := range sortedKeys(d.notInSpec) {
+		p.Notices = append(p.Notices, Reason{Code: ReasonGroupNotInSpec,
+			Message: fmt.Sprintf("%d pods carry ray.io/group=%s, which is not in the spec; they are never deleted (#1739)", d.notInSpec[g], g)})
+	}
+	slices.SortFunc(p.ExpectationOps.DropForming, func(a, b FormingKey) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.ReplicaName, b.ReplicaName))
+	})
+}
+
+func (d *decider) addHint(h time.Duration) {
+	if h > 0 && (d.hint == 0 || h < d.hint) {
+		d.hint = h
+	}
+}
+
+// stopChain ends the whole plan (head-stage stops, and group stops in
+// Compat.StopAtFirstGroupRequeue mode).
+func (d *decider) stopChain(at string, r Reason, requeue bool) {
+	d.stopped = true
+	d.plan.Outcome.StoppedAt = at
+	if requeue {
+		if d.firstStop == nil {
+			d.firstStop = &r
+		}
+	} else if d.firstStop == nil {
+		d.plan.Outcome.Reason = r
+	}
+}
+
+// stopGroup is a requeue inside group gi. Plancore stops only that group (D11);
+// KubeRay stops the chain.
+func (d *decider) stopGroup(gi int, r Reason) {
+	gr := &d.plan.Groups[gi]
+	gr.Stopped = &r
+	if d.firstStop == nil {
+		d.firstStop = &r
+	}
+	if d.c.StopAtFirstGroupRequeue {
+		d.stopped = true
+		d.plan.Outcome.StoppedAt = "group " + gr.Group
+	}
+}
+
+// bucket makes the single pass over the pods: it keeps this cluster's pods,
+// finds the heads, and counting-sorts worker pods by group into d.order.
+func (d *decider) bucket() {
+	s, c := d.s, &d.s.Cluster
+	groups := c.Spec.WorkerGroups
+	d.groupIdx = make(map[string]int, len(groups))
+	for i := range groups {
+		d.groupIdx[groups[i].GroupName] = i
+	}
+	for i := range groups {
+		for _, n := range groups[i].ScaleStrategy.WorkersToDelete {
+			if d.wtdNames == nil {
+				d.wtdNames = map[string]int32{}
+			}
+			d.wtdNames[n] = -1
+		}
+	}
+	n := len(s.Pods)
+	buf := make([]int32, 2*n+len(groups)+1)
+	gid, order, start := buf[:n], buf[n:2*n], buf[2*n:]
+	d.activeGroup = make([]int, len(groups))
+	for i := range s.Pods {
+		p := &s.Pods[i]
+		gid[i] = -1
+		if d.wtdNames != nil && p.Namespace == c.Namespace {
+			if _, ok := d.wtdNames[p.Name]; ok {
+				d.wtdNames[p.Name] = int32(i)
+			}
+		}
+		if p.Namespace != c.Namespace || p.Labels[LabelCluster] != c.Name {
+			continue
+		}
+		term := terminating(p)
+		if !term {
+			d.activeAll++
+		}
+		g, hasGroup := p.Labels[LabelGroup]
+		gi, inSpec := d.groupIdx[g]
+		if inSpec && !term {
+			d.activeGroup[gi]++
+		}
+		if !d.c.MatchByLabelsOnly && d.foreignOwner(p) {
+			d.foreign++
+			continue
+		}
+		if p.Labels[LabelNodeType] == NodeTypeHead {
+			d.heads = append(d.heads, int32(i))
+		}
+		if inSpec {
+			gid[i] = int32(gi)
+			start[gi+1]++
+		} else if hasGroup && g != HeadGroupLabel {
+			if d.notInSpec == nil {
+				d.notInSpec = map[string]int{}
+			}
+			d.notInSpec[g]++
+		}
+	}
+	for g := 1; g < len(start); g++ {
+		start[g] += start[g-1]
+	}
+	fill := slices.Clone(start[:len(groups)])
+	for i := range n {
+		if g := gid[i]; g >= 0 {
+			order[fill[g]] = int32(i)
+			fill[g]++
+		}
+	}
+	d.order, d.start = order, start
+	slices.SortFunc(d.heads, func(a, b int32) int { return cmp.Compare(s.Pods[a].Name, s.Pods[b].Name) })
+	if len(s.Forming) > 0 {
+		d.forming = map[string][]*FormingGroup{}
+		for i := range s.Forming {
+			f := &s.Forming[i]
+			d.forming[f.Group] = append(d.forming[f.Group], f)
+		}
+	}
+}
+
+// foreignOwner reports a pod whose controller is a RayCluster with another UID
+// (an earlier incarnation of this cluster's name).
+func (d *decider) foreignOwner(p *corev1.Pod) bool {
+	if d.s.Cluster.UID == "" {
+		return false
+	}
+	for i := range p.OwnerReferences {
+		r := &p.OwnerReferences[i]
+		if r.Controller != nil && *r.Controller && r.Kind == "RayCluster" {
+			return r.UID != d.s.Cluster.UID
+		}
+	}
+	return false
+}
+
+func (d *decider) groupPods(gi int) []int32 { return d.order[d.start[gi]:d.start[gi+1]] }
+
+func (d *decider) pod(i int32) *corev1.Pod { return &d.s.Pods[i] }
+
+// counted reports whether a pod takes part in counts, health checks and victim
+// choice: terminating pods do not (D4) unless Compat.CountTerminatingPods.
+func (d *decider) counted(p *corev1.Pod) bool {
+	return d.c.CountTerminatingPods || !terminating(p)
+}
+
+// ---- §2.2 suspend ----
+
+func (d *decider) suspend() bool {
+	c := &d.s.Cluster
+	status := ""
+	for _, cond := range c.Conditions {
+		if (cond.Type == ConditionSuspending || cond.Type == ConditionSuspended) && cond.Status == metav1.ConditionTrue {
+			status = cond.Type
+			break
+		}
+	}
+	specSuspend := c.Spec.Suspend != nil && *c.Spec.Suspend
+	gate := d.o.statusConditions()
+	if status == ConditionSuspending || (!gate && specSuspend) {
+		d.deleteAll("", Reason{Code: ReasonSuspendDeleteAll, Message: "suspending: deleting every pod of the cluster"},
+			map[string]string{LabelCluster: c.Name}, d.activeAll, FailedDeleteAllPods, nil)
+		d.stopChain("suspend", Reason{Code: ReasonSuspendDeleteAll, Message: "cluster is suspending"}, false)
+		return true
+	}
+	if gate {
+		if status == ConditionSuspended {
+			d.stopChain("suspend", Reason{Code: ReasonSuspended, Message: "cluster is suspended"}, false)
+			return true
+		}
+		if specSuspend {
+			d.stopChain("suspend", Reason{Code: ReasonSuspendRequested, Message: "spec.suspend is true; waiting for the RayClusterSuspending condition"}, false)
+			return true
+		}
+	}
+	return false
+}
+
+// deleteAll plans a DeleteAllOf when at least one matching pod is active.
+func (d *decider) deleteAll(group string, r Reason, sel map[string]string, active int, fr FailureReason, ctr *Counters) {
+	if active == 0 {
+		return
+	}
+	d.plan.Actions = append(d.plan.Actions, Action{
+		Kind: KindDeleteAllOf, Group: group, Reason: r, FailureReason: fr,
+		DeleteAll: &DeleteAllOf{Namespace: d.s.Cluster.Namespace, Selector: sel, Active: active},
+	})
+	if ctr != nil {
+		ctr.DeleteAll += active
+	} else {
+		d.plan.Totals.DeleteAll += active
+	}
+}
+
+// ---- §2.3 Recreate ----
+
+func (d *decider) recreate() bool {
+	c := &d.s.Cluster
+	us := c.Spec.UpgradeStrategy
+	if us == nil || us.Type == nil || *us.Type != UpgradeRecreate || len(d.heads) == 0 {
+		return false
+	}
+	// KubeRay takes the first head listed (an arbitrary order); plancore the
+	// first by name. Terminating heads are included, as in KubeRay.
+	h := d.pod(d.heads[0])
+	if v := h.Annotations[AnnotationKubeRayVersion]; v != "" && v != d.o.OperatorVersion {
+		// KubeRay hides this as an Update inside a predicate (D10).
+		d.plan.Actions = append(d.plan.Actions, Action{
+			Kind: KindPatchPodAnnotations, Group: "",
+			Reason: Reason{Code: ReasonRecreateVersionSkip, Pods: []string{h.Name},
+				Message: fmt.Sprintf("head %s was created by KubeRay %s, not %s: adopting the current spec hash instead of recreating", h.Name, v, d.o.OperatorVersion)},
+			Patch: &PatchPodAnnotations{Namespace: h.Namespace, Name: h.Name, UID: h.UID, ResourceVersion: h.ResourceVersion,
+				Set: map[string]string{AnnotationRecreateHash: d.hash, AnnotationKubeRayVersion: d.o.OperatorVersion}},
+		})
+		return false
+	}
+	if v := h.Annotations[AnnotationRecreateHash]; v != "" && v != d.hash {
+		d.deleteAll("", Reason{Code: ReasonRecreateSpecChanged,
+			Message: fmt.Sprintf("spec hash changed from %s to %s: recreating every pod", v, d.hash)},
+			map[string]string{LabelCluster: c.Name}, d.activeAll, FailedDeleteAllPods, nil)
+		d.plan.ExpectationOps.ClearCluster = true
+		d.stopChain("recreate", Reason{Code: ReasonRecreateSpecChanged, Message: "recreating pods for the new spec"}, false)
+		return true
+	}
+	return false
+}
+
+// ---- §2.4 head ----
+
+func (d *decider) head() error {
+	c := &d.s.Cluster
+	hc := &d.plan.Head
+	var active []int32
+	for _, i := range d.heads {
+		p := d.pod(i)
+		hc.Observed++
+		if terminating(p) {
+			hc.Terminating++
+		}
+		if d.counted(p) {
+			active = append(active, i)
+		}
+	}
+	if pg, ok := d.pending[HeadGroupKey]; ok {
+		hc.Blocked += max(1, len(pg.Pods))
+		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonExpectationsPending, Pods: slices.Clone(pg.Pods),
+			Message: "head expectations are not satisfied; the head is reconciled later, workers now"})
+		return nil
+	}
+	switch {
+	case len(active) == 1:
+		p := d.pod(active[0])
+		v := shouldDeletePod(p, NodeTypeHead)
+		if !v.del {
+			return nil
+		}
+		hc.Unhealthy++
+		d.deletePod(HeadGroupLabel, HeadGroupKey, p, Reason{Code: v.code, Message: v.message, Pods: []string{p.Name}},
+			FailedDeleteHeadPod, !d.c.StrictNotFound, hc)
+		d.stopChain("head", Reason{Code: v.code, Message: v.message}, true)
+	case len(active) == 0:
+		if hc.Terminating > 0 {
+			// KubeRay counts a terminating head as the head (D4); plancore does
+			// not count it, but never creates a second head beside it.
+			d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonHeadPredecessorTerminating,
+				Message: "the previous head pod is still terminating; the new head is created once it is gone"})
+			return nil
+		}
+		if meta.IsStatusConditionTrue(c.Conditions, ConditionProvisioned) && c.Annotations[AnnotationDisableProvisionedHeadRestart] == "true" {
+			d.stopChain("head", Reason{Code: ReasonHeadRestartDisabled,
+				Message: "the head pod is gone and " + AnnotationDisableProvisionedHeadRestart + " is true on a provisioned cluster: not restarting it (workers are skipped too)"}, false)
+			return nil
+		}
+		if d.s.TLS.Enabled && !d.s.TLS.SecretsReady {
+			d.stopChain("head", d.mtlsReason(), true)
+			return nil
+		}
+		pod, err := d.buildPod(podSpec{head: true, replicaIndex: -1, hostIndex: -1})
+		if err != nil {
+			return err
+		}
+		if d.o.DeterministicHeadName {
+			pod.Name = podNamePrefix(c.Name, NodeTypeHead, false)
+		} else {
+			d.name(pod, podNamePrefix(c.Name, NodeTypeHead, true), HeadGroupKey, 0, 0)
+		}
+		hc.Place++
+		d.plan.Actions = append(d.plan.Actions, Action{
+			Kind: KindCreatePod, Group: HeadGroupLabel, FailureReason: FailedCreateHeadPod,
+			Reason: Reason{Code: ReasonHeadCreate, Message: "no head pod: creating one"},
+			Expect: []Expect{{Group: HeadGroupKey, Kind: ExpectCreate, Pod: pod.Name}},
+			Create: &CreatePod{Pod: pod, ReplicaIndex: -1, HostIndex: -1},
+		})
+	default:
+		names := make([]string, len(active))
+		for k, i := range active {
+			names[k] = d.pod(i).Name
+		}
+		d.stopChain("head", Reason{Code: ReasonMultipleHeads, Pods: names,
+			Message: fmt.Sprintf("%d head pods found %v. Please delete extra head pods", len(names), names)}, true)
+	}
+	return nil
+}
+
+func (d *decider) mtlsReason() Reason {
+	return Reason{Code: ReasonMTLSNotReady, Message: "mTLS secrets not ready: " + d.s.TLS.NotReadyError}
+}
+
+// deletePod appends a DeletePod with a UID precondition for a pod of the snapshot.
+func (d *decider) deletePod(actionGroup, expGroup string, p *corev1.Pod, r Reason, fr FailureReason, notFoundOK bool, ctr *Counters) {
+	d.plan.Actions = append(d.plan.Actions, Action{
+		Kind: KindDeletePod, Group: actionGroup, Reason: r, FailureReason: fr,
+		Expect: []Expect{{Group: expGroup, Kind: ExpectDelete, Pod: p.Name, Seen: true}},
+		Delete: &DeletePod{Namespace: p.Namespace, Name: p.Name, UID: p.UID, NotFoundIsSuccess: notFoundOK},
+	})
+	if ctr.Stop == nil {
+		ctr.Stop = map[ReasonCode]int{}
+	}
+	ctr.Stop[r.Code]++
+}
+
+// deletePodAt is deletePod for the snapshot's pod i, remembering it so that no
+// pod is deleted twice in one plan.
+func (d *decider) deletePodAt(i int32, actionGroup, expGroup string, r Reason, fr FailureReason, notFoundOK bool, ctr *Counters) {
+	if d.planned == nil {
+		d.planned = map[int32]bool{}
+	}
+	d.planned[i] = true
+	d.deletePod(actionGroup, expGroup, d.pod(i), r, fr, notFoundOK, ctr)
+}
+
+// name sets the pod's GenerateName, or a derived Name in NameModeDerived: the
+// prefix plus five characters from (Seed, cluster UID, group, replica, host,
+// attempt), the attempt growing until the name collides with no pod.
+func (d *decider) name(pod *corev1.Pod, prefix, group string, replica, host int) {
+	if !d.o.derivedNames() {
+		pod.GenerateName = prefix
+		return
+	}
+	if d.taken == nil {
+		d.taken = make(map[string]bool)
+		for i := range d.s.Pods {
+			if d.s.Pods[i].Namespace == d.s.Cluster.Namespace {
+				d.taken[d.s.Pods[i].Name] = true
+			}
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		n := prefix + suffix5(d.s.Seed, string(d.s.Cluster.UID), group, strconv.Itoa(replica), strconv.Itoa(host), strconv.Itoa(attempt))
+		if !d.taken[n] {
+			d.taken[n] = true
+			pod.Name = n
+			return
+		}
+	}
+}
+
+// replicaName derives <group>-<5 chars> for a new replica group, unique among
+// the replica names of the group's pods (terminating ones included).
+func (d *decider) replicaName(gi int, index int) string {
+	g := d.s.Cluster.Spec.WorkerGroups[gi].GroupName
+	if d.replicas == nil {
+		d.replicas = map[string]bool{}
+	}
+	for _, i := range d.groupPods(gi) {
+		if r := d.pod(i).Labels[LabelReplicaName]; r != "" {
+			d.replicas[r] = true
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		n := g + "-" + suffix5(d.s.Seed, string(d.s.Cluster.UID), g, "replica", strconv.Itoa(index), strconv.Itoa(attempt))
+		if !d.replicas[n] {
+			d.replicas[n] = true
+			return n
+		}
+	}
+}
+
+// ---- §2.6 worker groups ----
+
+func minMax(g *WorkerGroup) (int32, int32) {
+	lo, hi := int32(0), int32(math.MaxInt32)
+	if g.MinReplicas != nil {
+		lo = *g.MinReplicas
+	}
+	if g.MaxReplicas != nil {
+		hi = *g.MaxReplicas
+	}
+	return lo, hi
+}
+
+// clampReplicas is GetWorkerGroupDesiredReplicas before the multiplication:
+// nil or below min gives min, above max gives max; min wins when min > max.
+func clampReplicas(g *WorkerGroup) int32 {
+	if g.Suspend != nil && *g.Suspend {
+		return 0
+	}
+	lo, hi := minMax(g)
+	switch {
+	case g.Replicas == nil || *g.Replicas < lo:
+		return lo
+	case *g.Replicas > hi:
+		return hi
+	}
+	return *g.Replicas
+}
+
+// hosts is the effective numOfHosts: KubeRay's guard "≤ 0 becomes 1" is dead
+// code since #3353 (D2), so 0 means 0 pods there; plancore treats ≤ 0 as 1.
+func (d *decider) hosts(g *WorkerGroup) int32 {
+	if g.NumOfHosts <= 0 && !d.c.ZeroHostsMeansZeroPods {
+		return 1
+	}
+	return g.NumOfHosts
+}
+
+// desiredPods is replicas × hosts, computed in int64 and saturated at
+// MaxInt32 (KubeRay multiplies in int32 and can overflow, D12).
+func (d *decider) desiredPods(g *WorkerGroup) int32 {
+	r, h := int64(clampReplicas(g)), int64(d.hosts(g))
+	if r < 0 || h < 0 {
+		return 0
+	}
+	return int32(min(r*h, math.MaxInt32))
+}
+
+func (d *decider) desiredReplicas(g *WorkerGroup) int32 {
+	h := d.hosts(g)
+	if h <= 0 {
+		return 0
+	}
+	if h > 1 && d.o.multiHostIndexing() {
+		return d.desiredPods(g) / h
+	}
+	return d.desiredPods(g)
+}
+
+func satAdd(a, b int32) int32 { return int32(min(int64(a)+int64(b), math.MaxInt32)) }
+
+func (d *decider) group(gi int) error {
+	c := &d.s.Cluster
+	g := &c.Spec.WorkerGroups[gi]
+	gr := &d.plan.Groups[gi]
+	pods := d.groupPods(gi)
+	for _, i := range pods {
+		gr.Observed++
+		if terminating(d.pod(i)) {
+			gr.Terminating++
+		}
+	}
+	if g.NumOfHosts <= 0 && !d.c.ZeroHostsMeansZeroPods {
+		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonInvalidNumOfHosts,
+			Message: fmt.Sprintf("group %s: numOfHosts %d is treated as 1 (KubeRay would delete every worker, #2084)", g.GroupName, g.NumOfHosts)})
+	}
+	if pg, ok := d.pending[g.GroupName]; ok {
+		gr.Blocked += max(1, len(pg.Pods))
+		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonExpectationsPending, Pods: slices.Clone(pg.Pods),
+			Message: fmt.Sprintf("group %s: expectations are not satisfied; the group is skipped this pass", g.GroupName)})
+		return nil
+	}
+	if g.Suspend != nil && *g.Suspend {
+		d.deleteAll(g.GroupName, Reason{Code: ReasonGroupSuspended, Message: fmt.Sprintf("group %s is suspended: deleting its pods", g.GroupName)},
+			map[string]string{LabelCluster: c.Name, LabelGroup: g.GroupName}, d.activeGroup[gi], FailedDeleteWorkerPod, &gr.Counters)
+		return nil
+	}
+	if g.NumOfHosts > 1 && d.o.multiHostIndexing() {
+		return d.multiHost(gi)
+	}
+	return d.singleHost(gi)
+}
+
+func (d *decider) singleHost(gi int) error {
+	c := &d.s.Cluster
+	g := &c.Spec.WorkerGroups[gi]
+	gr := &d.plan.Groups[gi]
+	pods := d.groupPods(gi)
+
+	// Step 6: unhealthy pods. Any deletion stops the group (the chain in KubeRay).
+	nUnhealthy := 0
+	for _, i := range pods {
+		p := d.pod(i)
+		if !d.counted(p) {
+			continue
+		}
+		if v := shouldDeletePod(p, NodeTypeWorker); v.del {
+			nUnhealthy++
+			d.deletePod(g.GroupName, g.GroupName, p, Reason{Code: v.code, Message: v.message, Pods: []string{p.Name}},
+				FailedDeleteWorkerPod, !d.c.StrictNotFound, &gr.Counters)
+		}
+	}
+	gr.Unhealthy = nUnhealthy
+	if nUnhealthy > 0 {
+		sortDeletes(d.plan.Actions[len(d.plan.Actions)-nUnhealthy:])
+		d.stopGroup(gi, Reason{Code: ReasonUnhealthyWorkers, Message: fmt.Sprintf("delete %d unhealthy worker Pods", nUnhealthy)})
+		return nil
+	}
+
+	// Step 7: workersToDelete.
+	deleted := d.workersToDelete(gi)
+
+	// Step 8-10.
+	running := make([]int32, 0, len(pods))
+	for _, i := range pods {
+		p := d.pod(i)
+		if d.counted(p) && !deleted[p.Name] {
+			running = append(running, i)
+		}
+	}
+	desired := int(gr.Desired)
+	diff := desired - len(running)
+	switch {
+	case diff > 0:
+		if d.s.TLS.Enabled && !d.s.TLS.SecretsReady {
+			d.stopGroup(gi, d.mtlsReason())
+			return nil
+		}
+		var next func() int
+		if d.o.multiHostIndexing() {
+			next = freeIndices(d, running)
+		}
+		for k := range diff {
+			idx := -1
+			if next != nil {
+				idx = next()
+				gr.FreeIndices = append(gr.FreeIndices, idx)
+			}
+			pod, err := d.buildPod(podSpec{group: g, replicaIndex: idx, hostIndex: -1})
+			if err != nil {
+				return err
+			}
+			slot := idx
+			if slot < 0 {
+				slot = k
+			}
+			d.name(pod, podNamePrefix(c.Name+"-"+g.GroupName, NodeTypeWorker, true), g.GroupName, slot, 0)
+			gr.Place++
+			d.plan.Actions = append(d.plan.Actions, Action{
+				Kind: KindCreatePod, Group: g.GroupName, FailureReason: FailedCreateWorkerPod,
+				Reason: Reason{Code: ReasonScaleUp, Message: fmt.Sprintf("scaling up: %d of %d worker pods running", len(running), desired)},
+				Expect: []Expect{{Group: g.GroupName, Kind: ExpectCreate, Pod: pod.Name}},
+				Create: &CreatePod{Pod: pod, ReplicaIndex: idx, HostIndex: -1},
+			})
+		}
+	case diff < 0:
+		if !d.scaleDownAllowed() {
+			gr.Ignore += -diff
+			d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonScaleDownLeftToAutoscaler,
+				Message: fmt.Sprintf("group %s: %d surplus pods are left to the autoscaler (#1253)", g.GroupName, -diff)})
+			return nil
+		}
+		victims := d.victims(running, -diff)
+		n0 := len(d.plan.Actions)
+		for _, i := range victims {
+			p := d.pod(i)
+			d.deletePod(g.GroupName, g.GroupName, p, Reason{Code: ReasonScaleDown,
+				Message: fmt.Sprintf("scaling down: %d worker pods running, %d desired", len(running), desired), Pods: []string{p.Name}},
+				FailedDeleteWorkerPod, true, &gr.Counters)
+		}
+		sortDeletes(d.plan.Actions[n0:])
+	}
+	return nil
+}
+
+func (d *decider) scaleDownAllowed() bool {
+	as := d.s.Cluster.Spec.EnableInTreeAutoscaling
+	return as == nil || !*as || d.o.RandomPodDelete
+}
+
+// workersToDelete plans the deletes of the group's listed workers (§2.6 step
+// 7) and returns the names deleted.
+func (d *decider) workersToDelete(gi int) map[string]bool {
+	c := &d.s.Cluster
+	g := &c.Spec.WorkerGroups[gi]
+	gr := &d.plan.Groups[gi]
+	list := g.ScaleStrategy.WorkersToDelete
+	if len(list) == 0 {
+		return nil
+	}
+	deleted := make(map[string]bool, len(list))
+	n0 := len(d.plan.Actions)
+	r := Reason{Code: ReasonWorkersToDelete, Message: "autoscaler scale-down request"}
+	for _, name := range list {
+		if deleted[name] {
+			continue
+		}
+		idx := d.wtdNames[name]
+		if d.c.BlindWorkersToDelete {
+			// KubeRay sends a bare delete by name in the namespace, whatever
+			// the pod is (D3, #733, #3738).
+			deleted[name] = true
+			rr := r
+			rr.Pods = []string{name}
+			d.plan.Actions = append(d.plan.Actions, Action{
+				Kind: KindDeletePod, Group: g.GroupName, Reason: rr, FailureReason: FailedDeleteWorkerPod,
+				Expect: []Expect{{Group: g.GroupName, Kind: ExpectDelete, Pod: name, Seen: idx >= 0}},
+				Delete: &DeletePod{Namespace: c.Namespace, Name: name, NotFoundIsSuccess: true},
+			})
+			if gr.Stop == nil {
+				gr.Stop = map[ReasonCode]int{}
+			}
+			gr.Stop[ReasonWorkersToDelete]++
+			continue
+		}
+		if idx < 0 {
+			gr.AbsentWorkersToDelete++
+			continue
+		}
+		p := d.pod(idx)
+		if p.Labels[LabelCluster] != c.Name || p.Labels[LabelGroup] != g.GroupName || (!d.c.MatchByLabelsOnly && d.foreignOwner(p)) {
+			d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonWorkersToDeleteNotMember, Pods: []string{name},
+				Message: fmt.Sprintf("group %s: workersToDelete names %s, which is not a pod of this group; not deleting it", g.GroupName, name)})
+			continue
+		}
+		if !d.counted(p) {
+			gr.Ignore++
+			deleted[name] = true
+			continue
+		}
+		deleted[name] = true
+		rr := r
+		rr.Pods = []string{name}
+		d.deletePod(g.GroupName, g.GroupName, p, rr, FailedDeleteWorkerPod, true, &gr.Counters)
+	}
+	sortDeletes(d.plan.Actions[n0:])
+	return deleted
+}
+
+// freeIndices returns a generator of the lowest non-negative replica indices
+// not used by the given pods' integer index labels.
+func freeIndices(d *decider, pods []int32) func() int {
+	used := make([]bool, len(pods)+1)
+	var extra map[int]bool
+	for _, i := range pods {
+		if n, ok := replicaIndexOf(d.pod(i)); ok {
+			if n < len(used) {
+				used[n] = true
+			} else {
+				if extra == nil {
+					extra = map[int]bool{}
+				}
+				extra[n] = true
+			}
+		}
+	}
+	next := 0
+	return func() int {
+		for next < len(used) && used[next] || extra[next] {
+			next++
+		}
+		n := next
+		next++
+		return n
+	}
+}
+
+func sortDeletes(a []Action) {
+	slices.SortStableFunc(a, func(x, y Action) int { return cmp.Compare(x.Delete.Name, y.Delete.Name) })
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,191 @@
+package reconcile
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Gate is a feature switch whose zero value means the feature's default.
+type Gate int8
+
+const (
+	// GateDefault leaves the feature at its default (on for both gates).
+	GateDefault Gate = iota
+	// GateOn enables the feature.
+	GateOn
+	// GateOff disables the feature.
+	GateOff
+)
+
+// Enabled reports whether the gate is on; def is the feature's default.
+func (g Gate) Enabled(def bool) bool {
+	switch g {
+	case GateOn:
+		return true
+	case GateOff:
+		return false
+	}
+	return def
+}
+
+// Gates are KubeRay's feature gates that change pod reconciliation. Unlike
+// KubeRay (D13), they come in through Options, never from a process registry.
+type Gates struct {
+	// StatusConditions is RayClusterStatusConditions (Beta, default on).
+	StatusConditions Gate
+	// MultiHostIndexing is RayMultiHostIndexing (Beta, default on, #4572).
+	MultiHostIndexing Gate
+}
+
+// NameMode selects how created pods are named.
+type NameMode string
+
+const (
+	// NameModeGenerateName leaves the suffix to the API server (KubeRay).
+	NameModeGenerateName NameMode = "GenerateName"
+	// NameModeDerived derives the suffix from Snapshot.Seed, so the plan knows
+	// every name, carries exact Create expectations and retries idempotently.
+	NameModeDerived NameMode = "Derived"
+)
+
+// PodDefaults are the operator-wide additions to every pod (KubeRay's
+// DefaultPodLabels, DefaultPodAnnotations, sidecars and default envs).
+type PodDefaults struct {
+	// Labels and Annotations are added only where the key is absent.
+	Labels      map[string]string
+	Annotations map[string]string
+	// Sidecars are appended to the pod's containers.
+	Sidecars []corev1.Container
+	// Env is appended to the Ray container's env where the name is absent.
+	Env []corev1.EnvVar
+}
+
+// PodBuilder transforms a pod body built from a template before identity is
+// applied (for example to add KubeRay's `ray start` command, env and probes).
+// It receives a pod it owns and must be pure: same input, same output.
+type PodBuilder func(pod *corev1.Pod, b BuildInfo) error
+
+// BuildInfo tells a PodBuilder which pod it is building.
+type BuildInfo struct {
+	Cluster      *Cluster
+	Head         bool
+	Group        string
+	ReplicaIndex int
+	HostIndex    int
+}
+
+// Compat holds the restore switches of the spec's §3: each one brings back one
+// KubeRay v1.7.0 behaviour that plancore fixes by default.
+type Compat struct {
+	// ZeroHostsMeansZeroPods restores D2: numOfHosts ≤ 0 gives 0 desired pods.
+	ZeroHostsMeansZeroPods bool
+	// BlindWorkersToDelete restores D3: a bare delete by name for every listed
+	// name, without checking that the pod belongs to the group.
+	BlindWorkersToDelete bool
+	// CountTerminatingPods restores D4: terminating pods are counted, checked,
+	// deleted again and picked as victims.
+	CountTerminatingPods bool
+	// NameOrderVictims restores D6 (first N pods by name) and replaces the D7
+	// ranking of replica groups by name order.
+	NameOrderVictims bool
+	// IgnoreUnlabelledMultiHostPods restores D8: pods of a multi-host group
+	// without a replica name are invisible.
+	IgnoreUnlabelledMultiHostPods bool
+	// DeleteIncompleteGroupsImmediately restores D9: a partial replica group is
+	// deleted on the next pass even if its creation is still being retried.
+	DeleteIncompleteGroupsImmediately bool
+	// StopAtFirstGroupRequeue restores D11: a requeue in one group aborts every
+	// later group for this pass.
+	StopAtFirstGroupRequeue bool
+	// StrictNotFound restores KubeRay's treatment of NotFound on unhealthy and
+	// head deletes as a failure.
+	StrictNotFound bool
+	// MatchByLabelsOnly restores the anchor's label-only pod selection; by
+	// default a pod whose controller is another RayCluster incarnation (a
+	// different UID) is ignored.
+	MatchByLabelsOnly bool
+}
+
+// AnchorV170 returns the switches that reproduce KubeRay v1.7.0 exactly.
+func AnchorV170() Compat {
+	return Compat{
+		ZeroHostsMeansZeroPods:            true,
+		BlindWorkersToDelete:              true,
+		CountTerminatingPods:              true,
+		NameOrderVictims:                  true,
+		IgnoreUnlabelledMultiHostPods:     true,
+		DeleteIncompleteGroupsImmediately: true,
+		StopAtFirstGroupRequeue:           true,
+		StrictNotFound:                    true,
+		MatchByLabelsOnly:                 true,
+	}
+}
+
+// Options configure Decide. The zero value means the documented defaults,
+// except OperatorVersion, which is required.
+type Options struct {
+	Gates Gates
+	// OperatorVersion is KUBERAY_VERSION: it is written to the head's
+	// ray.io/kuberay-version annotation and compared by the Recreate check.
+	OperatorVersion string
+	// RandomPodDelete is ENABLE_RANDOM_POD_DELETE, parsed by the caller: with
+	// autoscaling on, the reconciler may still delete surplus pods.
+	RandomPodDelete bool
+	// DeterministicHeadName is ENABLE_DETERMINISTIC_HEAD_POD_NAME.
+	DeterministicHeadName bool
+	// NameMode defaults to NameModeGenerateName.
+	NameMode NameMode
+	// PodDefaults are added to every pod.
+	PodDefaults PodDefaults
+	// PodBuilder, when set, transforms each pod body before identity is applied.
+	PodBuilder PodBuilder `json:"-"`
+	// GroupFormationTimeout bounds how long a partial multi-host replica group
+	// is retried before it is deleted (D9). Zero means 10 minutes.
+	GroupFormationTimeout time.Duration
+	// Compat restores KubeRay behaviours; see AnchorV170.
+	Compat Compat
+}
+
+// DefaultGroupFormationTimeout is GroupFormationTimeout's default.
+const DefaultGroupFormationTimeout = 10 * time.Minute
+
+// Validate reports the first invalid option, wrapping ErrInvalidOptions.
+func (o Options) Validate() error {
+	if o.OperatorVersion == "" {
+		return fmt.Errorf("%w: OperatorVersion is required (KUBERAY_VERSION, e.g. %q)", ErrInvalidOptions, "v1.7.0")
+	}
+	switch o.NameMode {
+	case "", NameModeGenerateName, NameModeDerived:
+	default:
+		return fmt.Errorf("%w: NameMode %q is not %q or %q", ErrInvalidOptions, o.NameMode, NameModeGenerateName, NameModeDerived)
+	}
+	for _, g := range []struct {
+		name string
+		g    Gate
+	}{{"Gates.StatusConditions", o.Gates.StatusConditions}, {"Gates.MultiHostIndexing", o.Gates.MultiHostIndexing}} {
+		if g.g < GateDefault || g.g > GateOff {
+			return fmt.Errorf("%w: %s = %d is not a Gate", ErrInvalidOptions, g.name, g.g)
+		}
+	}
+	if o.GroupFormationTimeout < 0 {
+		return fmt.Errorf("%w: GroupFormationTimeout %v is negative", ErrInvalidOptions, o.GroupFormationTimeout)
+	}
+	for k, v := range o.PodDefaults.Labels {
+		if err := checkLabel("PodDefaults.Labels", k, v); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+		}
+	}
+	return nil
+}
+
+func (o Options) statusConditions() bool  { return o.Gates.StatusConditions.Enabled(true) }
+func (o Options) multiHostIndexing() bool { return o.Gates.MultiHostIndexing.Enabled(true) }
+func (o Options) derivedNames() bool      { return o.NameMode == NameModeDerived }
+func (o Options) formationTimeout() time.Duration {
+	if o.GroupFormationTimeout == 0 {
+		return DefaultGroupFormationTimeout
+	}
+	return o.GroupFormationTimeout
+}

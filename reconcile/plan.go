@@ -1,0 +1,449 @@
+package reconcile
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ReasonCode is a stable machine-readable reason.
+type ReasonCode string
+
+// Reason codes of actions, notices and outcomes.
+const (
+	ReasonOK                           ReasonCode = "OK"
+	ReasonSuspendDeleteAll             ReasonCode = "SuspendDeleteAll"
+	ReasonSuspended                    ReasonCode = "Suspended"
+	ReasonSuspendRequested             ReasonCode = "SuspendRequested"
+	ReasonRecreateSpecChanged          ReasonCode = "RecreateSpecChanged"
+	ReasonRecreateVersionSkip          ReasonCode = "RecreateVersionSkip"
+	ReasonExpectationsPending          ReasonCode = "ExpectationsPending"
+	ReasonHeadTerminalPhase            ReasonCode = "HeadTerminalPhase"
+	ReasonHeadContainerExited          ReasonCode = "HeadContainerExited"
+	ReasonHeadCreate                   ReasonCode = "HeadCreate"
+	ReasonHeadRestartDisabled          ReasonCode = "HeadRestartDisabled"
+	ReasonHeadPredecessorTerminating   ReasonCode = "HeadPredecessorTerminating"
+	ReasonMultipleHeads                ReasonCode = "MultipleHeads"
+	ReasonMTLSNotReady                 ReasonCode = "MTLSNotReady"
+	ReasonWorkerTerminalPhase          ReasonCode = "WorkerTerminalPhase"
+	ReasonWorkerContainerExited        ReasonCode = "WorkerContainerExited"
+	ReasonUnhealthyWorkers             ReasonCode = "UnhealthyWorkers"
+	ReasonWorkersToDelete              ReasonCode = "WorkersToDelete"
+	ReasonWorkersToDeleteNotMember     ReasonCode = "WorkersToDeleteNotMember"
+	ReasonWorkersToDeleteAbsent        ReasonCode = "WorkersToDeleteAbsent"
+	ReasonScaleUp                      ReasonCode = "ScaleUp"
+	ReasonScaleDown                    ReasonCode = "ScaleDown"
+	ReasonScaleDownLeftToAutoscaler    ReasonCode = "ScaleDownLeftToAutoscaler"
+	ReasonGroupSuspended               ReasonCode = "GroupSuspended"
+	ReasonUnhealthyReplicaGroup        ReasonCode = "UnhealthyReplicaGroup"
+	ReasonIncompleteReplicaGroup       ReasonCode = "IncompleteReplicaGroup"
+	ReasonReplicaGroupCreate           ReasonCode = "ReplicaGroupCreate"
+	ReasonReplicaGroupFormationRetry   ReasonCode = "ReplicaGroupFormationRetry"
+	ReasonReplicaGroupFormationBackoff ReasonCode = "ReplicaGroupFormationBackoff"
+	ReasonReplicaGroupFormationTimeout ReasonCode = "ReplicaGroupFormationTimeout"
+	ReasonReplicaGroupForming          ReasonCode = "ReplicaGroupForming"
+	ReasonLegacyMultiHostPods          ReasonCode = "LegacyMultiHostPods"
+	ReasonNotMultipleOfHosts           ReasonCode = "NotMultipleOfHosts"
+	ReasonInvalidNumOfHosts            ReasonCode = "InvalidNumOfHosts"
+	ReasonGroupNotInSpec               ReasonCode = "GroupNotInSpec"
+	ReasonForeignOwner                 ReasonCode = "ForeignOwner"
+	ReasonNotVisited                   ReasonCode = "NotVisited"
+)
+
+// Reason explains an action, notice or outcome.
+type Reason struct {
+	Code ReasonCode
+	// Message reuses KubeRay's text where one exists.
+	Message string
+	// Pods names the pods concerned, sorted, when relevant.
+	Pods []string `json:",omitempty"`
+}
+
+func (r Reason) String() string {
+	if r.Message == "" {
+		return string(r.Code)
+	}
+	return string(r.Code) + ": " + r.Message
+}
+
+// FailureReason is what an executor reports when an action fails; it feeds
+// the RayClusterReplicaFailure condition (§2.10).
+type FailureReason string
+
+// Failure reasons, as KubeRay's utils.ErrFailed*.
+const (
+	FailedDeleteAllPods   FailureReason = "FailedDeleteAllPods"
+	FailedDeleteHeadPod   FailureReason = "FailedDeleteHeadPod"
+	FailedCreateHeadPod   FailureReason = "FailedCreateHeadPod"
+	FailedDeleteWorkerPod FailureReason = "FailedDeleteWorkerPod"
+	FailedCreateWorkerPod FailureReason = "FailedCreateWorkerPod"
+)
+
+// ActionKind names the kind of an Action.
+type ActionKind string
+
+// Action kinds, one per executor method.
+const (
+	KindCreatePod           ActionKind = "CreatePod"
+	KindCreateReplicaGroup  ActionKind = "CreateReplicaGroup"
+	KindDeletePod           ActionKind = "DeletePod"
+	KindDeleteAllOf         ActionKind = "DeleteAllOf"
+	KindPatchPodAnnotations ActionKind = "PatchPodAnnotations"
+)
+
+// ExpectKind is the kind of an expectation record.
+type ExpectKind string
+
+// Expectation kinds.
+const (
+	ExpectCreate ExpectKind = "Create"
+	ExpectDelete ExpectKind = "Delete"
+)
+
+// Expect is the expectation record an action implies. The executor commits it
+// when the call succeeds (a delete also on NotFound).
+type Expect struct {
+	// Group is the expectations group: "" for the head, else the worker group.
+	Group string
+	Kind  ExpectKind
+	// Pod is the pod name; empty for a GenerateName create, whose name the
+	// server assigns (the executor fills it in).
+	Pod string
+	// Seen reports, for a delete, that the snapshot showed the pod.
+	Seen bool `json:",omitempty"`
+}
+
+// Action is one step of a plan. Exactly one of the payload fields is set,
+// matching Kind.
+type Action struct {
+	Kind ActionKind
+	// Group is the worker group, HeadGroupLabel for the head, or "" for
+	// cluster-wide actions.
+	Group  string
+	Reason Reason
+	// FailureReason is what the executor reports if this action fails.
+	FailureReason FailureReason `json:",omitempty"`
+	// Expect lists the expectation records the action implies, in pod order.
+	Expect []Expect `json:",omitempty"`
+
+	Create      *CreatePod           `json:",omitempty"`
+	CreateGroup *CreateReplicaGroup  `json:",omitempty"`
+	Delete      *DeletePod           `json:",omitempty"`
+	DeleteAll   *DeleteAllOf         `json:",omitempty"`
+	Patch       *PatchPodAnnotations `json:",omitempty"`
+}
+
+// CreatePod creates one pod. The pod is owned by the plan.
+type CreatePod struct {
+	Pod *corev1.Pod
+	// ReplicaIndex and HostIndex are -1 when the pod carries no such label.
+	ReplicaIndex int
+	HostIndex    int
+}
+
+// CreateReplicaGroup creates the pods of one multi-host replica group: all H
+// hosts of a new group, or the missing hosts of a group still forming. The
+// executor attempts every pod even if one fails (D9).
+type CreateReplicaGroup struct {
+	ReplicaName  string
+	ReplicaIndex int
+	// Hosts are the host indices created, parallel to Pods.
+	Hosts []int
+	Pods  []*corev1.Pod
+	// NumOfHosts is the group's H, so the executor can record what is missing.
+	NumOfHosts int
+	// Retry is set when completing a group recorded in Snapshot.Forming.
+	Retry bool `json:",omitempty"`
+	// Attempts is the formation attempts already made (0 for a new group).
+	Attempts int `json:",omitempty"`
+	// FirstFailure carries the record's first failure time on a retry.
+	FirstFailure time.Time `json:",omitzero"`
+}
+
+// DeletePod deletes one pod by name, with a UID precondition when known.
+type DeletePod struct {
+	Namespace string
+	Name      string
+	// UID, when set, must match (so a recreated pod with the same name is never
+	// deleted by mistake). Blind workersToDelete deletes carry none.
+	UID types.UID `json:",omitempty"`
+	// NotFoundIsSuccess says the executor treats NotFound as done.
+	NotFoundIsSuccess bool
+}
+
+// DeleteAllOf deletes every pod in Namespace matching Selector.
+type DeleteAllOf struct {
+	Namespace string
+	Selector  map[string]string
+	// Active is the count of matching non-terminating pods in the snapshot.
+	Active int
+}
+
+// SelectorString renders the selector as k=v pairs, sorted.
+func (d *DeleteAllOf) SelectorString() string {
+	var b strings.Builder
+	for i, k := range slices.Sorted(maps.Keys(d.Selector)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k + "=" + d.Selector[k])
+	}
+	return b.String()
+}
+
+// PatchPodAnnotations sets annotations on one pod, with UID and
+// resourceVersion preconditions. A failure is only logged and re-planned.
+type PatchPodAnnotations struct {
+	Namespace       string
+	Name            string
+	UID             types.UID
+	ResourceVersion string
+	Set             map[string]string
+}
+
+// ExpectationOps are expectation-store operations that belong to no action.
+type ExpectationOps struct {
+	// ClearCluster forgets every record of the cluster (Recreate).
+	ClearCluster bool `json:",omitempty"`
+	// DropForming lists formation records (Snapshot.Forming) that are settled:
+	// complete, timed out, deleted or vanished.
+	DropForming []FormingKey `json:",omitempty"`
+}
+
+// FormingKey identifies a formation record.
+type FormingKey struct {
+	Group       string
+	ReplicaName string
+}
+
+// Outcome is the plan's verdict for the caller's loop.
+type Outcome struct {
+	// Requeue is set for KubeRay's requeue errors (§2.10).
+	Requeue bool
+	// RequeueAfter is the wake-up hint: 2s for requeues, or the earliest
+	// expectations deadline or formation backoff; 0 means none.
+	RequeueAfter time.Duration
+	// Reason is the first stop's reason with KubeRay's exact message, or OK.
+	Reason Reason
+	// StoppedAt names the stage where the chain stopped ("suspend",
+	// "recreate", "head", "group <name>"), or "".
+	StoppedAt string `json:",omitempty"`
+}
+
+// Counters count what was decided for a group or the whole cluster. They add
+// up to the plan's actions: Place is the pods created, Stop the pods deleted
+// by DeletePod (by reason), DeleteAll the active pods DeleteAllOf targets.
+type Counters struct {
+	Desired         int32
+	DesiredReplicas int32
+	Observed        int
+	Terminating     int
+	Unhealthy       int
+	Place           int
+	Stop            map[ReasonCode]int `json:",omitempty"`
+	DeleteAll       int
+	// Ignore counts surplus left alone (autoscaler) and listed workers already
+	// terminating.
+	Ignore int
+	// Blocked counts pending expectations that blocked the group.
+	Blocked               int
+	Legacy                int
+	AbsentWorkersToDelete int
+	// FreeIndices are the replica indices given to new pods or groups.
+	FreeIndices []int `json:",omitempty"`
+}
+
+// Stops returns the total of Stop.
+func (c *Counters) Stops() int {
+	n := 0
+	for _, v := range c.Stop {
+		n += v
+	}
+	return n
+}
+
+func (c *Counters) add(o *Counters) {
+	c.Desired = satAdd(c.Desired, o.Desired)
+	c.DesiredReplicas = satAdd(c.DesiredReplicas, o.DesiredReplicas)
+	c.Observed += o.Observed
+	c.Terminating += o.Terminating
+	c.Unhealthy += o.Unhealthy
+	c.Place += o.Place
+	for k, v := range o.Stop {
+		if c.Stop == nil {
+			c.Stop = map[ReasonCode]int{}
+		}
+		c.Stop[k] += v
+	}
+	c.DeleteAll += o.DeleteAll
+	c.Ignore += o.Ignore
+	c.Blocked += o.Blocked
+	c.Legacy += o.Legacy
+	c.AbsentWorkersToDelete += o.AbsentWorkersToDelete
+}
+
+// GroupReport is one worker group's counters and its inputs.
+type GroupReport struct {
+	Group    string
+	Replicas *int32 `json:",omitempty"`
+	Min      int32
+	Max      int32
+	Hosts    int32
+	Counters
+	// Stopped is the group's own stop (requeue), if any.
+	Stopped *Reason `json:",omitempty"`
+	// NotVisited is set when an earlier stop ended the chain first.
+	NotVisited bool `json:",omitempty"`
+}
+
+// Plan is Decide's result.
+type Plan struct {
+	Cluster     string // namespace/name
+	ClusterUID  types.UID
+	Now         time.Time
+	ClusterHash string
+	// Actions are ordered: annotation patches, DeleteAllOf, head, then groups
+	// in spec order with deletes before creates.
+	Actions        []Action
+	ExpectationOps ExpectationOps
+	Outcome        Outcome
+	// Head counts the head stage (Group HeadGroupLabel).
+	Head   Counters
+	Groups []GroupReport
+	Totals Counters
+	// Notices are warnings that cause no action.
+	Notices []Reason `json:",omitempty"`
+}
+
+// String renders the plan; it is Explain.
+func (p Plan) String() string { return p.Explain() }
+
+// Explain renders a stable, human-readable text form of the plan.
+func (p Plan) Explain() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "plan %s  hash %s\n", p.Cluster, p.ClusterHash)
+	for _, n := range p.Notices {
+		fmt.Fprintf(&b, "notice %s\n", n)
+	}
+	byGroup := map[string][]int{}
+	for i := range p.Actions {
+		byGroup[p.Actions[i].Group] = append(byGroup[p.Actions[i].Group], i)
+	}
+	for _, i := range byGroup[""] {
+		fmt.Fprintf(&b, "%s\n", p.Actions[i].line())
+	}
+	hc := p.Head
+	fmt.Fprintf(&b, "head  observed %d  terminating %d  unhealthy %d\n", hc.Observed, hc.Terminating, hc.Unhealthy)
+	for _, i := range byGroup[HeadGroupLabel] {
+		fmt.Fprintf(&b, "  %s\n", p.Actions[i].line())
+	}
+	for _, g := range p.Groups {
+		repl := "nil"
+		if g.Replicas != nil {
+			repl = fmt.Sprint(*g.Replicas)
+		}
+		fmt.Fprintf(&b, "group %s  desired %d (replicas %s, min %d, max %d, hosts %d)  observed %d  terminating %d  unhealthy %d",
+			g.Group, g.Desired, repl, g.Min, g.Max, g.Hosts, g.Observed, g.Terminating, g.Unhealthy)
+		if g.Blocked > 0 {
+			fmt.Fprintf(&b, "  blocked %d", g.Blocked)
+		}
+		if g.Ignore > 0 {
+			fmt.Fprintf(&b, "  ignore %d", g.Ignore)
+		}
+		if g.Legacy > 0 {
+			fmt.Fprintf(&b, "  legacy %d", g.Legacy)
+		}
+		if g.AbsentWorkersToDelete > 0 {
+			fmt.Fprintf(&b, "  absent-workers-to-delete %d", g.AbsentWorkersToDelete)
+		}
+		if g.NotVisited {
+			b.WriteString("  not visited")
+		}
+		b.WriteByte('\n')
+		for _, i := range byGroup[g.Group] {
+			fmt.Fprintf(&b, "  %s\n", p.Actions[i].line())
+		}
+		if g.Stopped != nil {
+			fmt.Fprintf(&b, "  stop %s\n", *g.Stopped)
+		}
+	}
+	if p.ExpectationOps.ClearCluster {
+		b.WriteString("expectations clear cluster\n")
+	}
+	for _, k := range p.ExpectationOps.DropForming {
+		fmt.Fprintf(&b, "expectations drop forming %s/%s\n", k.Group, k.ReplicaName)
+	}
+	b.WriteString("outcome  ")
+	if p.Outcome.Requeue {
+		b.WriteString("requeue")
+	} else {
+		b.WriteString("ok")
+	}
+	if p.Outcome.RequeueAfter > 0 {
+		fmt.Fprintf(&b, " after %s", p.Outcome.RequeueAfter)
+	} else {
+		b.WriteString(" (no requeue)")
+	}
+	if p.Outcome.StoppedAt != "" {
+		fmt.Fprintf(&b, "  stopped at %s", p.Outcome.StoppedAt)
+	}
+	if p.Outcome.Reason.Code != ReasonOK {
+		fmt.Fprintf(&b, "  %s", p.Outcome.Reason)
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// line renders one action on one line.
+func (a *Action) line() string {
+	var s string
+	switch a.Kind {
+	case KindCreatePod:
+		c := a.Create
+		s = "create " + podNameOrPrefix(c.Pod)
+		if c.ReplicaIndex >= 0 {
+			s += fmt.Sprintf(" index %d", c.ReplicaIndex)
+		}
+	case KindCreateReplicaGroup:
+		c := a.CreateGroup
+		s = fmt.Sprintf("create-group %s index %d hosts %v", c.ReplicaName, c.ReplicaIndex, c.Hosts)
+		if c.Retry {
+			s += fmt.Sprintf(" retry (attempts %d)", c.Attempts)
+		}
+		if len(c.Pods) > 0 {
+			s += " pods " + podNameOrPrefix(c.Pods[0])
+			if len(c.Pods) > 1 {
+				s += fmt.Sprintf(" (+%d)", len(c.Pods)-1)
+			}
+		}
+	case KindDeletePod:
+		s = "delete " + a.Delete.Name
+		if a.Delete.UID == "" {
+			s += " (by name)"
+		}
+	case KindDeleteAllOf:
+		s = fmt.Sprintf("delete-all %s (%d active)", a.DeleteAll.SelectorString(), a.DeleteAll.Active)
+	case KindPatchPodAnnotations:
+		p := a.Patch
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(p.Set)) {
+			kv = append(kv, k+"="+p.Set[k])
+		}
+		s = fmt.Sprintf("patch %s annotations %s", p.Name, strings.Join(kv, ","))
+	default:
+		s = string(a.Kind)
+	}
+	return s + "  " + a.Reason.String()
+}
+
+func podNameOrPrefix(p *corev1.Pod) string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return p.GenerateName + "*"
+}

@@ -1,0 +1,151 @@
+package reconcile
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Snapshot is everything one Decide call looks at. It is a plain value: the
+// caller lists pods from its informer cache, copies the cluster object and the
+// expectations state into it, and reads the clock once.
+type Snapshot struct {
+	// Cluster is the RayCluster-shaped object being reconciled.
+	Cluster Cluster
+	// Pods are the observed pods in any order. They may include terminating pods
+	// and pods of other clusters or namespaces, which Decide ignores.
+	Pods []corev1.Pod
+	// Expectations is the gate the caller's expectations store computed for this
+	// snapshot; see ExpectationsView.
+	Expectations ExpectationsView
+	// Forming lists the multi-host replica groups whose creation failed part way
+	// (KubeRay #4540). Apply reports them; the caller keeps them between passes
+	// (FormationLedger does it) and hands them back here.
+	Forming []FormingGroup
+	// TLS is the caller's view of the mTLS secrets.
+	TLS TLS
+	// Now is the caller's clock reading for this pass.
+	Now time.Time
+	// Seed is an opaque value from which every generated name is derived.
+	Seed uint64
+	// ClusterHash, when set, is used instead of the hash Decide computes (§2.1):
+	// a caller that holds the real RayCluster passes KubeRay's own hash so that
+	// the annotations on pods KubeRay created stay valid.
+	ClusterHash string
+}
+
+// Cluster is the part of a RayCluster that pod reconciliation reads.
+type Cluster struct {
+	Name        string
+	Namespace   string
+	UID         types.UID
+	Labels      map[string]string
+	Annotations map[string]string
+	Spec        ClusterSpec
+	// Conditions are the status conditions (RayClusterSuspending,
+	// RayClusterSuspended, RayClusterProvisioned, ...).
+	Conditions []metav1.Condition
+}
+
+// ClusterSpec mirrors the fields of KubeRay's RayClusterSpec that shape pods.
+// The JSON tags fix the hash input (§2.1).
+type ClusterSpec struct {
+	RayVersion string `json:"rayVersion,omitempty"`
+	// EnableInTreeAutoscaling turns the Ray autoscaler on; with it on, only the
+	// autoscaler picks scale-down victims unless Options.RandomPodDelete is set.
+	EnableInTreeAutoscaling  *bool                     `json:"enableInTreeAutoscaling,omitempty"`
+	GcsFaultToleranceOptions *GcsFaultToleranceOptions `json:"gcsFaultToleranceOptions,omitempty"`
+	HeadGroup                HeadGroup                 `json:"headGroupSpec"`
+	WorkerGroups             []WorkerGroup             `json:"workerGroupSpecs,omitempty"`
+	Suspend                  *bool                     `json:"suspend,omitempty"`
+	UpgradeStrategy          *UpgradeStrategy          `json:"upgradeStrategy,omitempty"`
+}
+
+// GcsFaultToleranceOptions enables GCS fault tolerance when present.
+type GcsFaultToleranceOptions struct {
+	RedisAddress             string `json:"redisAddress,omitempty"`
+	ExternalStorageNamespace string `json:"externalStorageNamespace,omitempty"`
+}
+
+// UpgradeStrategy selects what happens to pods when the spec changes.
+type UpgradeStrategy struct {
+	// Type is "Recreate" or "None".
+	Type *string `json:"type,omitempty"`
+}
+
+// HeadGroup is the head group spec.
+type HeadGroup struct {
+	// RayStartParams is hashed; a nil map hashes as {} (the outer loop's
+	// defaulting), as in KubeRay.
+	RayStartParams map[string]string      `json:"rayStartParams"`
+	Template       corev1.PodTemplateSpec `json:"template"`
+}
+
+// WorkerGroup is one worker group spec.
+type WorkerGroup struct {
+	GroupName   string `json:"groupName"`
+	Replicas    *int32 `json:"replicas,omitempty"`
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+	// NumOfHosts is the number of pods per replica. KubeRay defaults it to 1;
+	// plancore treats a value ≤ 0 as 1 (D2) unless Compat.ZeroHostsMeansZeroPods.
+	NumOfHosts     int32                  `json:"numOfHosts,omitempty"`
+	Suspend        *bool                  `json:"suspend,omitempty"`
+	ScaleStrategy  ScaleStrategy          `json:"scaleStrategy,omitempty"`
+	RayStartParams map[string]string      `json:"rayStartParams"`
+	Template       corev1.PodTemplateSpec `json:"template"`
+	// Labels are merged over the template's labels (the group's win).
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// ScaleStrategy holds the autoscaler's explicit deletions.
+type ScaleStrategy struct {
+	WorkersToDelete []string `json:"workersToDelete,omitempty"`
+}
+
+// TLS is the caller's check of the cluster's mTLS secrets.
+type TLS struct {
+	Enabled      bool
+	SecretsReady bool
+	// NotReadyError is the caller's explanation, used in the requeue message.
+	NotReadyError string
+}
+
+// ExpectationsView is the per-group verdict of the caller's expectations store
+// for this snapshot. Groups are keyed like KubeRay's: the head group is "",
+// worker groups by name. A group that is not listed is satisfied.
+type ExpectationsView struct {
+	Pending []PendingGroup
+}
+
+// PendingGroup is one group whose expectations are not yet satisfied.
+type PendingGroup struct {
+	Group string
+	// Pods names the pods still awaited, for the plan's reason.
+	Pods []string
+	// NextChange is when the verdict may change without a new observation (a
+	// deadline), or zero.
+	NextChange time.Time
+}
+
+// FormingGroup is a multi-host replica group whose creation failed part way:
+// the executor created some members and not others. While the record is live,
+// Decide plans only the missing hosts under the same name and index (D9,
+// KubeRay #4540).
+type FormingGroup struct {
+	Group        string
+	ReplicaName  string
+	ReplicaIndex int
+	// Missing are the host indices that were not created.
+	Missing []int
+	// Attempts counts the failed formation attempts so far (≥ 1).
+	Attempts int
+	// FirstFailure is when the first attempt failed; GroupFormationTimeout runs
+	// from it.
+	FirstFailure time.Time
+	// LastAttempt is when the last attempt ran; the retry backoff runs from it.
+	LastAttempt time.Time
+	LastError   string
+}

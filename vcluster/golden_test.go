@@ -1,0 +1,321 @@
+package vcluster_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plancore/plancore/vcluster"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata")
+
+// transcript records a scenario: each step's plan (or error) and the state
+// it leads to.
+type transcript struct {
+	t *testing.T
+	b strings.Builder
+	s vcluster.State
+}
+
+func newTranscript(t *testing.T, s vcluster.State) *transcript {
+	tr := &transcript{t: t, s: s}
+	fmt.Fprintf(&tr.b, "== initial state\n%s", s)
+	return tr
+}
+
+func (tr *transcript) plan(desc string, p vcluster.Plan, err error) {
+	tr.t.Helper()
+	fmt.Fprintf(&tr.b, "\n> %s\n", desc)
+	if err != nil {
+		fmt.Fprintf(&tr.b, "error: %v\n", err)
+		if !p.Empty() {
+			tr.t.Fatalf("%s: refused with a plan", desc)
+		}
+		return
+	}
+	fmt.Fprint(&tr.b, p)
+	tr.s = step(tr.t, tr.s, p, nil)
+	fmt.Fprintf(&tr.b, "-- state\n%s", tr.s)
+}
+
+func (tr *transcript) event(desc string, f func(vcluster.State) (vcluster.State, error)) {
+	tr.t.Helper()
+	next, err := f(tr.s)
+	if err != nil {
+		tr.t.Fatalf("%s: %v", desc, err)
+	}
+	tr.s = next
+	fmt.Fprintf(&tr.b, "\n> %s\n", desc)
+}
+
+func (tr *transcript) recover(desc string, table []vcluster.Node, records []vcluster.Record) {
+	tr.t.Helper()
+	s, p := vcluster.PlanRecover(table, records)
+	if err := checkInvariants(s); err != nil {
+		tr.t.Fatalf("%s: %v", desc, err)
+	}
+	tr.s = s
+	fmt.Fprintf(&tr.b, "\n> %s\n%s-- state\n%s", desc, p, s)
+}
+
+func (tr *transcript) replenish(opts vcluster.ReplenishOptions) {
+	tr.t.Helper()
+	p, err := vcluster.PlanReplenish(tr.s, opts)
+	tr.plan("replenish "+opts.String(), p, err)
+}
+
+func (tr *transcript) check(name string) {
+	tr.t.Helper()
+	path := filepath.Join("testdata", name+".txt")
+	got := tr.b.String()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			tr.t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		tr.t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		tr.t.Errorf("transcript %s differs (-want +got):\n%s", path, diff)
+	}
+}
+
+func req(id string, div bool, rev uint64, rs vcluster.ReplicaSet) vcluster.Request {
+	return vcluster.Request{ID: id, Divisible: div, Revision: rev, ReplicaSets: rs}
+}
+
+func setNode(id string, alive, busy bool) func(vcluster.State) (vcluster.State, error) {
+	return func(s vcluster.State) (vcluster.State, error) { return s.SetNode(id, alive, busy) }
+}
+
+func record(id string, div bool, rev uint64, tpl string, ids ...string) vcluster.Record {
+	r := vcluster.Record{ID: id, Divisible: div, Revision: rev, Nodes: map[string]vcluster.RecordNode{}}
+	for _, n := range ids {
+		r.Nodes[n] = vcluster.RecordNode{Template: tpl, Hostname: "h-" + n}
+	}
+	return r
+}
+
+func aliveTable(tpl string, ids ...string) []vcluster.Node {
+	var out []vcluster.Node
+	for _, id := range ids {
+		out = append(out, vcluster.Node{ID: id, Hostname: "h-" + id, Template: tpl, Alive: true})
+	}
+	return out
+}
+
+func TestGolden(t *testing.T) {
+	scenarios := map[string]func(t *testing.T) *transcript{
+		"01-create-and-divide": func(t *testing.T) *transcript {
+			tr := newTranscript(t, mustState(t, nodesOf("a", "t0", 6), nodesOf("b", "t1", 4)))
+			p, err := vcluster.PlanCreateOrUpdate(tr.s, req("vc0", false, 0, vcluster.ReplicaSet{"t0": 2, "t1": 2}), 1)
+			tr.plan("create vc0 indivisible {t0: 2, t1: 2}", p, err)
+			p, err = vcluster.PlanCreateJobCluster(tr.s, vcluster.JobRequest{Parent: vcluster.PrimaryID, Job: "job_0", ReplicaSets: vcluster.ReplicaSet{"t0": 2, "t1": 2}}, 2)
+			tr.plan("create job kPrimaryClusterID##job_0 {t0: 2, t1: 2}", p, err)
+			p, err = vcluster.PlanCreateOrUpdate(tr.s, req("vc1", false, 0, vcluster.ReplicaSet{"t1": 1}), 3)
+			tr.plan("create vc1 {t1: 1}: t1 is all divided", p, err)
+			return tr
+		},
+		"02-recommendations-and-revisions": func(t *testing.T) *transcript {
+			tr := newTranscript(t, mustState(t, nodesOf("s", "4c8g", 1), nodesOf("l", "8c16g", 1)))
+			p, err := vcluster.PlanCreateOrUpdate(tr.s, req("vc1", false, 0, vcluster.ReplicaSet{"4c8g": 2, "8c16g": 1}), 10)
+			tr.plan("create vc1 {4c8g: 2, 8c16g: 1}", p, err)
+			p, err = vcluster.PlanCreateOrUpdate(tr.s, req("vc1", false, 0, vcluster.ReplicaSet{"4c8g": 1}), 10)
+			tr.plan("create vc1 {4c8g: 1}", p, err)
+			p, err = vcluster.PlanCreateOrUpdate(tr.s, req("vc1", false, 0, vcluster.ReplicaSet{"4c8g": 1}), 11)
+			tr.plan("update vc1 with revision 0", p, err)
+			p, err = vcluster.PlanCreateOrUpdate(tr.s, req("vc1", true, 10, vcluster.ReplicaSet{"4c8g": 1}), 11)
+			tr.plan("update vc1 to divisible", p, err)
+			p, err = vcluster.PlanCreateOrUpdate(tr.s, req("vc1", false, 10, vcluster.ReplicaSet{"4c8g": 2, "8c16g": 2}), 12)
+			tr.plan("update vc1 to {4c8g: 2, 8c16g: 2}", p, err)
+			p, err = vcluster.PlanCreateOrUpdate(tr.s, req("vc1", false, 10, vcluster.ReplicaSet{"8c16g": 1}), 5)
+			tr.plan("update vc1 to {8c16g: 1} with a clock behind (rev 5)", p, err)
+			return tr
+		},
+		"03-heal-in-one-round": func(t *testing.T) *transcript {
+			tr := newTranscript(t, mustState(t, nodesOf("n", "8c16g", 13)))
+			p, err := vcluster.PlanCreateOrUpdate(tr.s, req("serve", false, 0, vcluster.ReplicaSet{"8c16g": 8}), 1)
+			tr.plan("create serve {8c16g: 8}", p, err)
+			for _, id := range []string{"n01", "n03", "n05"} {
+				tr.event("node "+id+" dies", setNode(id, false, false))
+			}
+			tr.replenish(vcluster.ReplenishOptions{})
+			return tr
+		},
+		"04-heal-with-a-budget": func(t *testing.T) *transcript {
+			tr := newTranscript(t, mustState(t, nodesOf("n", "8c16g", 13)))
+			p, err := vcluster.PlanCreateOrUpdate(tr.s, req("serve", false, 0, vcluster.ReplicaSet{"8c16g": 8}), 1)
+			tr.plan("create serve {8c16g: 8}", p, err)
+			for _, id := range []string{"n01", "n03", "n05"} {
+				tr.event("node "+id+" dies", setNode(id, false, false))
+			}
+			tr.replenish(vcluster.ReplenishOptions{MaxSwaps: 2})
+			tr.replenish(vcluster.ReplenishOptions{MaxSwaps: 2})
+			return tr
+		},
+		"05-anchor-pacing": func(t *testing.T) *transcript {
+			tr := newTranscript(t, mustState(t, nodesOf("n", "t0", 8), nodesOf("m", "t1", 4)))
+			p, err := vcluster.PlanCreateOrUpdate(tr.s, req("serve", false, 0, vcluster.ReplicaSet{"t0": 4, "t1": 2}), 1)
+			tr.plan("create serve {t0: 4, t1: 2}", p, err)
+			for _, id := range []string{"n00", "n01", "m00", "m01"} {
+				tr.event("node "+id+" dies", setNode(id, false, false))
+			}
+			tr.replenish(vcluster.ReplenishOptions{OnePerTemplatePerCluster: true})
+			tr.replenish(vcluster.ReplenishOptions{OnePerTemplatePerCluster: true})
+			return tr
+		},
+		"06-job-fallback-swap": func(t *testing.T) *transcript {
+			tr := newTranscript(t, mustState(t, nodesOf("n", "t0", 6)))
+			p, err := vcluster.PlanCreateOrUpdate(tr.s, req("P", true, 0, vcluster.ReplicaSet{"t0": 6}), 1)
+			tr.plan("create P divisible {t0: 6}", p, err)
+			p, err = vcluster.PlanCreateJobCluster(tr.s, vcluster.JobRequest{Parent: "P", Job: "J", ReplicaSets: vcluster.ReplicaSet{"t0": 4}, Prefer: []string{"n02", "n03", "n04", "n05"}}, 2)
+			tr.plan("create job P##J {t0: 4} preferring n02..n05", p, err)
+			tr.event("node n03 dies", setNode("n03", false, false))
+			tr.replenish(vcluster.ReplenishOptions{})
+			p, err = vcluster.PlanRemove(tr.s, "P##J")
+			tr.plan("remove P##J", p, err)
+			return tr
+		},
+		"07-four-scenarios": func(t *testing.T) *transcript {
+			tr := newTranscript(t, mustState(t, nodesOf("n", "t0", 16)))
+			p, err := vcluster.PlanCreateOrUpdate(tr.s, req("div", true, 0, vcluster.ReplicaSet{"t0": 4}), 1)
+			tr.plan("create div divisible {t0: 4}", p, err)
+			p, err = vcluster.PlanCreateOrUpdate(tr.s, req("ind", false, 0, vcluster.ReplicaSet{"t0": 3}), 2)
+			tr.plan("create ind {t0: 3}", p, err)
+			p, err = vcluster.PlanCreateJobCluster(tr.s, vcluster.JobRequest{Parent: "div", Job: "j", ReplicaSets: vcluster.ReplicaSet{"t0": 2}}, 3)
+			tr.plan("create job div##j {t0: 2}", p, err)
+			p, err = vcluster.PlanCreateJobCluster(tr.s, vcluster.JobRequest{Parent: vcluster.PrimaryID, Job: "pj", ReplicaSets: vcluster.ReplicaSet{"t0": 2}}, 4)
+			tr.plan("create job kPrimaryClusterID##pj {t0: 2}", p, err)
+			// One dead node in each place: primary NIL, div NIL, ind, div##j, primary##pj.
+			for _, id := range []string{"n15", "n02", "n04", "n00", "n07"} {
+				tr.event("node "+id+" dies", setNode(id, false, false))
+			}
+			tr.replenish(vcluster.ReplenishOptions{})
+			return tr
+		},
+		"08-unreplaced-and-busy-providers": func(t *testing.T) *transcript {
+			tr := newTranscript(t, mustState(t, nodesOf("n", "t0", 5), nodesOf("g", "gpu", 2)))
+			p, err := vcluster.PlanCreateOrUpdate(tr.s, req("ind", false, 0, vcluster.ReplicaSet{"t0": 3, "gpu": 2}), 1)
+			tr.plan("create ind {t0: 3, gpu: 2}", p, err)
+			tr.event("node n03 busy", setNode("n03", true, true))
+			for _, id := range []string{"n00", "n01", "n02", "g00"} {
+				tr.event("node "+id+" dies", setNode(id, false, false))
+			}
+			tr.replenish(vcluster.ReplenishOptions{})
+			tr.event("a gpu node joins", func(s vcluster.State) (vcluster.State, error) {
+				return s.Join(vcluster.Node{ID: "g99", Hostname: "h-g99", Template: "gpu", Alive: true})
+			})
+			tr.replenish(vcluster.ReplenishOptions{})
+			return tr
+		},
+		"09-scale-down-and-remove-nodes": func(t *testing.T) *transcript {
+			tr := newTranscript(t, mustState(t, nodesOf("n", "t0", 8)))
+			p, err := vcluster.PlanCreateOrUpdate(tr.s, req("ind", false, 0, vcluster.ReplicaSet{"t0": 6}), 1)
+			tr.plan("create ind {t0: 6}", p, err)
+			tr.event("node n01 dies", setNode("n01", false, false))
+			tr.event("nodes n00, n02, n03 busy", func(s vcluster.State) (vcluster.State, error) {
+				for _, id := range []string{"n00", "n02", "n03"} {
+					var err error
+					if s, err = s.SetNode(id, true, true); err != nil {
+						return s, err
+					}
+				}
+				return s, nil
+			})
+			p, err = vcluster.PlanCreateOrUpdate(tr.s, req("ind", false, 1, vcluster.ReplicaSet{"t0": 2}), 2)
+			tr.plan("scale ind to {t0: 2}: only 3 idle", p, err)
+			p, err = vcluster.PlanCreateOrUpdate(tr.s, req("ind", false, 1, vcluster.ReplicaSet{"t0": 3}), 2)
+			tr.plan("scale ind to {t0: 3}: dead first", p, err)
+			p, err = vcluster.PlanRemoveNodes(tr.s, "ind", []string{"n02", "n00", "n99"}, 3)
+			tr.plan("remove nodes n02, n00, n99 from ind", p, err)
+			tr.event("node n02 idle", setNode("n02", true, false))
+			p, err = vcluster.PlanRemoveNodes(tr.s, "ind", []string{"n02"}, 3)
+			tr.plan("remove node n02 from ind", p, err)
+			return tr
+		},
+		"10-job-lifecycle-and-gc": func(t *testing.T) *transcript {
+			tr := newTranscript(t, mustState(t, nodesOf("n", "t0", 6)))
+			p, err := vcluster.PlanCreateOrUpdate(tr.s, req("div", true, 0, vcluster.ReplicaSet{"t0": 4}), 1)
+			tr.plan("create div divisible {t0: 4}", p, err)
+			for i, job := range []string{"a", "b"} {
+				p, err = vcluster.PlanCreateJobCluster(tr.s, vcluster.JobRequest{Parent: "div", Job: job, ReplicaSets: vcluster.ReplicaSet{"t0": 2}}, uint64(2+i))
+				tr.plan("create job div##"+job+" {t0: 2}", p, err)
+			}
+			p, err = vcluster.PlanCreateJobCluster(tr.s, vcluster.JobRequest{Parent: "div", Job: "c", ReplicaSets: vcluster.ReplicaSet{"t0": 1}}, 4)
+			tr.plan("create job div##c {t0: 1}: div is fully divided", p, err)
+			p, err = vcluster.PlanRemove(tr.s, "div")
+			tr.plan("remove div while it has jobs", p, err)
+			tr.event("job a finishes with a detached actor; job b finishes", func(s vcluster.State) (vcluster.State, error) {
+				s, _ = s.SetJobDead("div##a", true)
+				s, _ = s.SetDetached("div##a", 1)
+				return s.SetJobDead("div##b", true)
+			})
+			p, err = vcluster.PlanGC(tr.s)
+			tr.plan("gc", p, err)
+			tr.event("the detached actor exits", func(s vcluster.State) (vcluster.State, error) { return s.SetDetached("div##a", 0) })
+			p, err = vcluster.PlanGC(tr.s)
+			tr.plan("gc", p, err)
+			p, err = vcluster.PlanRemove(tr.s, "div")
+			tr.plan("remove div", p, err)
+			return tr
+		},
+		"11-recover-repair": func(t *testing.T) *transcript {
+			tr := newTranscript(t, mustState(t))
+			table := aliveTable("t0", "n1", "n2", "n3", "n5", "n6", "X", "Y")
+			tr.recover("recover: job record ahead of its parent's (P lists dead n4, J lists its replacement X)", table, []vcluster.Record{
+				record("P", true, 3, "t0", "n1", "n2", "n3", "n4", "n5", "n6"),
+				record("P##J", false, 7, "t0", "n3", "X", "n5", "n6"),
+			})
+			tr.recover("recover: parent record ahead of the job's (P lists X, J still lists dead n4)", table, []vcluster.Record{
+				record("P", true, 3, "t0", "n1", "n2", "n3", "X", "n5", "n6"),
+				record("P##J", false, 7, "t0", "n3", "n4", "n5", "n6"),
+			})
+			return tr
+		},
+		"12-recover-anomalies": func(t *testing.T) *transcript {
+			tr := newTranscript(t, mustState(t))
+			table := append(aliveTable("t0", "a1", "a2", "b1", "c1", "c2", "free"), vcluster.Node{ID: "m1", Hostname: "h-m1", Template: "t1", Alive: true},
+				vcluster.Node{ID: "d1", Hostname: "h-d1", Template: "t0"})
+			tr.recover("recover a store with conflicts", table, []vcluster.Record{
+				record("a", false, 4, "t0", "a1", "a2", "shared", "ghost"),
+				record("b", false, 5, "t0", "b1", "shared", "a1"),
+				record("b", false, 2, "t0", "b1"),
+				record("c##j", false, 6, "t0", "c1"),
+				record("ind##j", false, 6, "t0", "c2"),
+				record("a##x", false, 6, "t0", "a2"),
+				record("m", true, 1, "t0", "m1", "d1"),
+				{ID: "gone", Removed: true},
+				record(vcluster.PrimaryID, true, 1, "t0", "free"),
+			})
+			return tr
+		},
+		"13-ids-and-zero-templates": func(t *testing.T) *transcript {
+			tr := newTranscript(t, mustState(t, nodesOf("n", "t0", 3)))
+			p, err := vcluster.PlanCreateOrUpdate(tr.s, req("a##b", false, 0, vcluster.ReplicaSet{"t0": 1}), 1)
+			tr.plan("create a##b", p, err)
+			p, err = vcluster.PlanCreateOrUpdate(tr.s, req("", false, 0, nil), 1)
+			tr.plan("create with an empty id", p, err)
+			p, err = vcluster.PlanCreateOrUpdate(tr.s, req("x", false, 0, vcluster.ReplicaSet{"t0": -1}), 1)
+			tr.plan("create x {t0: -1}", p, err)
+			p, err = vcluster.PlanCreateOrUpdate(tr.s, req("x", true, 0, vcluster.ReplicaSet{"t0": 1, "gpu": 0}), 1)
+			tr.plan("create x divisible {t0: 1, gpu: 0}", p, err)
+			p, err = vcluster.PlanRemoveNodes(tr.s, "x##j", []string{"n00"}, 2)
+			tr.plan("remove nodes from a job id", p, err)
+			p, err = vcluster.PlanCreateOrUpdate(tr.s, req("x", true, 1, vcluster.ReplicaSet{}), 3)
+			tr.plan("update x to {}", p, err)
+			return tr
+		},
+	}
+	for name, run := range scenarios {
+		t.Run(name, func(t *testing.T) { run(t).check(name) })
+	}
+}

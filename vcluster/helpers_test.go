@@ -1,0 +1,201 @@
+package vcluster_test
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/plancore/plancore/vcluster"
+)
+
+// nodesOf returns count alive idle nodes of template, with ids prefix00,
+// prefix01, ... and hostnames h-<id>.
+func nodesOf(prefix, template string, count int) []vcluster.Node {
+	out := make([]vcluster.Node, count)
+	for i := range out {
+		id := fmt.Sprintf("%s%02d", prefix, i)
+		out[i] = vcluster.Node{ID: id, Hostname: "h-" + id, Template: template, Alive: true}
+	}
+	return out
+}
+
+func mustState(t testing.TB, groups ...[]vcluster.Node) vcluster.State {
+	t.Helper()
+	s, err := vcluster.NewState(slices.Concat(groups...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// step applies a plan that must have succeeded.
+func step(t testing.TB, s vcluster.State, p vcluster.Plan, err error) vcluster.State {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("plan failed: %v", err)
+	}
+	next, err := s.Apply(p)
+	if err != nil {
+		t.Fatalf("apply: %v\nplan:\n%s", err, p)
+	}
+	if err := checkInvariants(next); err != nil {
+		t.Fatalf("invariants after plan:\n%s\n%v", p, err)
+	}
+	return next
+}
+
+func create(t testing.TB, s vcluster.State, id string, divisible bool, rs vcluster.ReplicaSet, rev uint64) vcluster.State {
+	t.Helper()
+	req := vcluster.Request{ID: id, Divisible: divisible, ReplicaSets: rs}
+	if c, ok := s.Logical[id]; ok {
+		req.Revision = c.Revision
+	}
+	p, err := vcluster.PlanCreateOrUpdate(s, req, rev)
+	return step(t, s, p, err)
+}
+
+func createJob(t testing.TB, s vcluster.State, parent, job string, rs vcluster.ReplicaSet, rev uint64) vcluster.State {
+	t.Helper()
+	p, err := vcluster.PlanCreateJobCluster(s, vcluster.JobRequest{Parent: parent, Job: job, ReplicaSets: rs}, rev)
+	return step(t, s, p, err)
+}
+
+func kill(t testing.TB, s vcluster.State, ids ...string) vcluster.State {
+	t.Helper()
+	for _, id := range ids {
+		var err error
+		if s, err = s.SetNode(id, false, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// members returns the members of cluster id by template, for compact
+// assertions: {"t0": ["n1", "n2"]}.
+func members(s vcluster.State, id string) map[string][]string {
+	out := map[string][]string{}
+	for _, n := range s.Members(id) {
+		t := s.Nodes[n].Template
+		out[t] = append(out[t], n)
+	}
+	return out
+}
+
+func bucketOf(s vcluster.State, holder, template, b string) []string {
+	c, _ := s.Cluster(holder)
+	return c.Buckets[template][b]
+}
+
+// checkInvariants is a reference check of I1 and I2 written independently of
+// State.Validate: every node of the table in exactly one leaf, every member
+// known with its bucket's template, job buckets one to one with job
+// clusters, no empty bucket or template, buckets sorted.
+func checkInvariants(s vcluster.State) error {
+	count := map[string]int{}
+	holders := map[string]vcluster.Cluster{vcluster.PrimaryID: s.Primary}
+	maps.Copy(holders, s.Logical)
+	jobBuckets := map[string]bool{}
+	for hid, c := range holders {
+		if c.Kind == vcluster.Indivisible || c.Kind == vcluster.Job {
+			for _, byBucket := range c.Buckets {
+				for b := range byBucket {
+					if b != vcluster.Undivided {
+						return fmt.Errorf("indivisible %s has bucket %s", hid, b)
+					}
+				}
+			}
+		}
+		for t, byBucket := range c.Buckets {
+			if len(byBucket) == 0 {
+				return fmt.Errorf("%s: empty template entry %s", hid, t)
+			}
+			for b, ids := range byBucket {
+				if len(ids) == 0 {
+					return fmt.Errorf("%s: empty bucket %s/%s", hid, t, b)
+				}
+				if !slices.IsSorted(ids) {
+					return fmt.Errorf("%s: bucket %s/%s unsorted", hid, t, b)
+				}
+				if b != vcluster.Undivided {
+					parent, _, _ := vcluster.SplitJobID(b)
+					if _, ok := s.Jobs[b]; !ok || parent != hid {
+						return fmt.Errorf("%s: bucket %s has no job cluster", hid, b)
+					}
+					jobBuckets[b] = true
+				}
+				for _, id := range ids {
+					n, ok := s.Nodes[id]
+					if !ok {
+						return fmt.Errorf("%s: member %s not in the node table", hid, id)
+					}
+					if n.Template != t {
+						return fmt.Errorf("%s: member %s of template %s under %s", hid, id, n.Template, t)
+					}
+					count[id]++
+				}
+			}
+		}
+	}
+	for id := range s.Nodes {
+		if count[id] != 1 {
+			return fmt.Errorf("node %s is in %d leaf buckets", id, count[id])
+		}
+	}
+	for id := range count {
+		if _, ok := s.Nodes[id]; !ok {
+			return fmt.Errorf("member %s unknown", id)
+		}
+	}
+	for jid, j := range s.Jobs {
+		parent, _, _ := vcluster.SplitJobID(jid)
+		p, ok := holders[parent]
+		if !ok || (p.Kind != vcluster.Primary && p.Kind != vcluster.Divisible) {
+			return fmt.Errorf("job %s has no divisible parent", jid)
+		}
+		if j.Kind != vcluster.Job || len(j.Buckets) != 0 {
+			return fmt.Errorf("job %s: kind %s, own buckets %v", jid, j.Kind, j.Buckets)
+		}
+		// An empty job cluster has no bucket; a non-empty one must.
+		if len(s.Members(jid)) > 0 != jobBuckets[jid] {
+			return fmt.Errorf("job %s: members and bucket disagree", jid)
+		}
+	}
+	// V_divisible = V_undivided + Σ V_job, disjoint: the record of each
+	// divisible cluster is the union of its buckets.
+	for hid, c := range holders {
+		if c.Kind != vcluster.Divisible && c.Kind != vcluster.Primary {
+			continue
+		}
+		total := 0
+		for _, byBucket := range c.Buckets {
+			for _, ids := range byBucket {
+				total += len(ids)
+			}
+		}
+		sum := 0
+		for _, byBucket := range c.Buckets {
+			sum += len(byBucket[vcluster.Undivided])
+		}
+		for jid := range s.Jobs {
+			if p, _, _ := vcluster.SplitJobID(jid); p == hid {
+				sum += len(s.Members(jid))
+			}
+		}
+		if sum != total || len(s.Members(hid)) != total {
+			return fmt.Errorf("%s: V_divisible %d != V_undivided + ΣV_job %d", hid, total, sum)
+		}
+	}
+	return nil
+}
+
+func asError(t testing.TB, err error) *vcluster.Error {
+	t.Helper()
+	var e *vcluster.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v is not a *vcluster.Error", err)
+	}
+	return e
+}

@@ -1,0 +1,459 @@
+package vcluster_test
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+
+	"pgregory.net/rapid"
+
+	"github.com/plancore/plancore/vcluster"
+)
+
+// chooser draws the choices of a random operation: from rapid in
+// properties, from a seeded generator in the long run.
+type chooser interface {
+	intn(n int, label string) int
+}
+
+type rapidChooser struct{ t *rapid.T }
+
+func (c rapidChooser) intn(n int, label string) int { return rapid.IntRange(0, n-1).Draw(c.t, label) }
+
+type seededChooser struct{ r *rand.Rand }
+
+func (c seededChooser) intn(n int, _ string) int { return c.r.IntN(n) }
+
+// op is one random operation: a plan, or a node or cluster event.
+type op struct {
+	desc string
+	// plan is set for planning operations.
+	plan func(s vcluster.State) (vcluster.Plan, error)
+	// event is set for events, which write nothing.
+	event func(s vcluster.State) (vcluster.State, error)
+	// target is the logical cluster whose revision a successful plan may
+	// change (create/update and remove-nodes only).
+	target string
+	// replenish holds the options of a replenish operation.
+	replenish *vcluster.ReplenishOptions
+	// req is set for create/update operations.
+	req *vcluster.Request
+}
+
+var logicalIDs = []string{"a", "b", "c", "d"}
+var jobNames = []string{"j1", "j2", "j3"}
+
+// world tracks what the generator needs between operations.
+type world struct {
+	templates []string
+	rev       uint64
+	joined    int
+}
+
+func (w *world) nextRev(c chooser) uint64 {
+	// Revisions from the caller: usually increasing, sometimes behind.
+	if c.intn(8, "rev-behind") == 0 {
+		return uint64(c.intn(3, "old-rev"))
+	}
+	w.rev += uint64(1 + c.intn(3, "rev-step"))
+	return w.rev
+}
+
+func sortedNodes(s vcluster.State) []string { return slices.Sorted(maps.Keys(s.Nodes)) }
+
+func pickFrom[T any](c chooser, xs []T, label string) (T, bool) {
+	var zero T
+	if len(xs) == 0 {
+		return zero, false
+	}
+	return xs[c.intn(len(xs), label)], true
+}
+
+func (w *world) genOp(c chooser, s vcluster.State) op {
+	nodes := sortedNodes(s)
+	per := len(nodes)/max(1, len(w.templates)) + 2
+	replicas := func(maxCount int) vcluster.ReplicaSet {
+		rs := vcluster.ReplicaSet{}
+		for _, t := range w.templates {
+			switch c.intn(4, "template-use") {
+			case 0:
+			case 1:
+				rs[t] = 0
+			default:
+				rs[t] = c.intn(maxCount+1, "count")
+			}
+		}
+		return rs
+	}
+	switch k := c.intn(20, "op"); {
+	case k < 5:
+		id := logicalIDs[c.intn(len(logicalIDs), "id")]
+		req := vcluster.Request{ID: id, Divisible: c.intn(2, "divisible") == 0, ReplicaSets: replicas(per)}
+		if cur, ok := s.Logical[id]; ok {
+			req.Revision = cur.Revision
+			req.Divisible = cur.Kind == vcluster.Divisible
+			if c.intn(10, "stale") == 0 {
+				req.Revision++
+			}
+			if c.intn(10, "flip") == 0 {
+				req.Divisible = !req.Divisible
+			}
+		}
+		if c.intn(5, "prefer") == 0 && len(nodes) > 0 {
+			for range 3 {
+				req.Prefer = append(req.Prefer, nodes[c.intn(len(nodes), "prefer-node")])
+			}
+		}
+		rev := w.nextRev(c)
+		return op{desc: fmt.Sprintf("create/update %s divisible=%v %v rev %d→%d prefer %v", id, req.Divisible, req.ReplicaSets, req.Revision, rev, req.Prefer),
+			plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanCreateOrUpdate(s, req, rev) }, target: id, req: &req}
+	case k < 8:
+		parents := append([]string{vcluster.PrimaryID}, slices.Sorted(maps.Keys(s.Logical))...)
+		parent, _ := pickFrom(c, parents, "parent")
+		req := vcluster.JobRequest{Parent: parent, Job: jobNames[c.intn(len(jobNames), "job")], ReplicaSets: replicas(3)}
+		rev := w.nextRev(c)
+		return op{desc: fmt.Sprintf("create job %s %v", vcluster.JobID(req.Parent, req.Job), req.ReplicaSets),
+			plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanCreateJobCluster(s, req, rev) }}
+	case k < 10:
+		ids := append(slices.Sorted(maps.Keys(s.Logical)), slices.Sorted(maps.Keys(s.Jobs))...)
+		ids = append(ids, "zz", "zz##j")
+		id, _ := pickFrom(c, ids, "remove-id")
+		return op{desc: "remove " + id, plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanRemove(s, id) }}
+	case k < 11:
+		id := logicalIDs[c.intn(len(logicalIDs), "id")]
+		var ids []string
+		members := s.Members(id)
+		for range 1 + c.intn(3, "how-many") {
+			if len(members) > 0 && c.intn(4, "foreign") != 0 {
+				ids = append(ids, members[c.intn(len(members), "member")])
+			} else if len(nodes) > 0 {
+				ids = append(ids, nodes[c.intn(len(nodes), "node")])
+			}
+		}
+		rev := w.nextRev(c)
+		return op{desc: fmt.Sprintf("remove nodes %s %v", id, ids), target: id,
+			plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanRemoveNodes(s, id, ids, rev) }}
+	case k < 13:
+		opts := vcluster.ReplenishOptions{}
+		switch c.intn(4, "cap") {
+		case 0:
+			opts.MaxSwaps = 1 + c.intn(4, "max-swaps")
+		case 1:
+			opts.MaxSwapsPercent = 1 + c.intn(100, "pct")
+		}
+		return op{desc: "replenish " + opts.String(), replenish: &opts,
+			plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanReplenish(s, opts) }}
+	case k < 14:
+		return op{desc: "gc", plan: vcluster.PlanGC}
+	case k < 15:
+		var aliveIDs []string
+		for _, id := range nodes {
+			if s.Nodes[id].Alive {
+				aliveIDs = append(aliveIDs, id)
+			}
+		}
+		id, ok := pickFrom(c, aliveIDs, "victim")
+		if !ok {
+			return op{desc: "noop", event: func(s vcluster.State) (vcluster.State, error) { return s, nil }}
+		}
+		return op{desc: "kill " + id, event: func(s vcluster.State) (vcluster.State, error) { return s.SetNode(id, false, false) }}
+	case k < 17:
+		w.joined++
+		n := vcluster.Node{ID: fmt.Sprintf("new%04d", w.joined), Hostname: "joined", Template: w.templates[c.intn(len(w.templates), "tpl")], Alive: true}
+		return op{desc: "join " + n.ID, event: func(s vcluster.State) (vcluster.State, error) { return s.Join(n) }}
+	case k < 18:
+		var aliveIDs []string
+		for _, id := range nodes {
+			if s.Nodes[id].Alive {
+				aliveIDs = append(aliveIDs, id)
+			}
+		}
+		id, ok := pickFrom(c, aliveIDs, "busy-node")
+		busy := c.intn(2, "busy") == 0
+		if !ok {
+			return op{desc: "noop", event: func(s vcluster.State) (vcluster.State, error) { return s, nil }}
+		}
+		return op{desc: fmt.Sprintf("busy %s=%v", id, busy), event: func(s vcluster.State) (vcluster.State, error) { return s.SetNode(id, true, busy) }}
+	case k < 19:
+		var ids []string
+		for _, id := range slices.Sorted(maps.Keys(s.Logical)) {
+			if s.Logical[id].Kind == vcluster.Indivisible {
+				ids = append(ids, id)
+			}
+		}
+		ids = append(ids, slices.Sorted(maps.Keys(s.Jobs))...)
+		id, ok := pickFrom(c, ids, "detached-id")
+		n := c.intn(3, "detached") / 2
+		if !ok {
+			return op{desc: "noop", event: func(s vcluster.State) (vcluster.State, error) { return s, nil }}
+		}
+		return op{desc: fmt.Sprintf("detached %s=%d", id, n), event: func(s vcluster.State) (vcluster.State, error) { return s.SetDetached(id, n) }}
+	default:
+		id, ok := pickFrom(c, slices.Sorted(maps.Keys(s.Jobs)), "dead-job")
+		if !ok {
+			return op{desc: "noop", event: func(s vcluster.State) (vcluster.State, error) { return s, nil }}
+		}
+		return op{desc: "job dead " + id, event: func(s vcluster.State) (vcluster.State, error) { return s.SetJobDead(id, true) }}
+	}
+}
+
+// checkOp runs one operation on s with every per-step invariant check and
+// returns the next state.
+func checkOp(s vcluster.State, o op) (vcluster.State, vcluster.Plan, error) {
+	before := s.Clone()
+	if o.event != nil {
+		next, err := o.event(s)
+		if err != nil {
+			return vcluster.State{}, vcluster.Plan{}, fmt.Errorf("%s: event failed: %w", o.desc, err)
+		}
+		if !reflect.DeepEqual(before, s) {
+			return vcluster.State{}, vcluster.Plan{}, fmt.Errorf("%s: event modified its input", o.desc)
+		}
+		if err := checkInvariants(next); err != nil {
+			return vcluster.State{}, vcluster.Plan{}, fmt.Errorf("%s: %w", o.desc, err)
+		}
+		return next, vcluster.Plan{}, nil
+	}
+	p, err := o.plan(s)
+	// I10: the input is unchanged.
+	if !reflect.DeepEqual(before, s) {
+		return vcluster.State{}, p, fmt.Errorf("%s: planning modified its input", o.desc)
+	}
+	// I9: the same input (rebuilt maps, so another iteration order) gives the
+	// same plan and the same error.
+	p2, err2 := o.plan(s.Clone())
+	if !reflect.DeepEqual(p, p2) || p.String() != p2.String() || fmt.Sprint(err) != fmt.Sprint(err2) {
+		return vcluster.State{}, p, fmt.Errorf("%s: nondeterministic:\n%s\n%v\nvs\n%s\n%v", o.desc, p, err, p2, err2)
+	}
+	if err != nil {
+		// I4: refusals are coded and empty.
+		e, ok := err.(*vcluster.Error)
+		if !ok {
+			return vcluster.State{}, p, fmt.Errorf("%s: error %v is not an *Error", o.desc, err)
+		}
+		switch e.Code {
+		case vcluster.InvalidArgument, vcluster.OutOfResource, vcluster.UnsafeToRemove, vcluster.NotFound:
+		default:
+			return vcluster.State{}, p, fmt.Errorf("%s: code %q", o.desc, e.Code)
+		}
+		if !p.Empty() {
+			return vcluster.State{}, p, fmt.Errorf("%s: refused with a non-empty plan", o.desc)
+		}
+		if err := checkRecommend(s, o, e); err != nil {
+			return vcluster.State{}, p, err
+		}
+		return s, p, nil
+	}
+	next, err := s.Apply(p)
+	if err != nil {
+		return vcluster.State{}, p, fmt.Errorf("%s: apply: %w\n%s", o.desc, err, p)
+	}
+	if !reflect.DeepEqual(before, s) {
+		return vcluster.State{}, p, fmt.Errorf("%s: Apply modified its input", o.desc)
+	}
+	if err := checkInvariants(next); err != nil {
+		return vcluster.State{}, p, fmt.Errorf("%s: I1/I2: %w\n%s", o.desc, err, p)
+	}
+	if err := checkPlanRules(s, next, p, o); err != nil {
+		return vcluster.State{}, p, fmt.Errorf("%s: %w\n%s", o.desc, err, p)
+	}
+	if o.replenish != nil {
+		if err := checkReplenished(s, next, *o.replenish == (vcluster.ReplenishOptions{})); err != nil {
+			return vcluster.State{}, p, fmt.Errorf("%s: I5: %w\n%s", o.desc, err, p)
+		}
+	}
+	return next, p, nil
+}
+
+// checkPlanRules checks I3 (busy safety), I7 (flush/publish) and I8
+// (revisions) for a successful plan.
+func checkPlanRules(s, next vcluster.State, p vcluster.Plan, o op) error {
+	for _, m := range p.Moves {
+		n := s.Nodes[m.Node]
+		from, _ := s.Cluster(m.From.Cluster)
+		if m.From.Bucket != vcluster.Undivided {
+			if n.Alive && !slices.Contains(p.Removes, m.From.Bucket) {
+				return fmt.Errorf("I3: alive node %s moved out of job bucket %s", m.Node, m.From)
+			}
+			if n.Alive && n.Busy {
+				return fmt.Errorf("I3: busy node %s left job cluster %s", m.Node, m.From.Bucket)
+			}
+		}
+		if from.Kind == vcluster.Indivisible && n.Alive && n.Busy && m.To.Cluster != m.From.Cluster {
+			return fmt.Errorf("I3: busy node %s left indivisible %s", m.Node, m.From.Cluster)
+		}
+	}
+	if slices.Contains(p.Flush, vcluster.PrimaryID) {
+		return fmt.Errorf("I7: the primary is flushed")
+	}
+	for _, id := range p.Publish {
+		if !slices.Contains(p.Flush, id) {
+			return fmt.Errorf("I7: %s published without a flush", id)
+		}
+		if c, ok := s.Cluster(id); ok && c.Kind == vcluster.Divisible {
+			return fmt.Errorf("I7: divisible %s published", id)
+		}
+		if c, ok := next.Cluster(id); ok && c.Kind == vcluster.Divisible {
+			return fmt.Errorf("I7: divisible %s published", id)
+		}
+	}
+	ids := map[string]bool{}
+	for id := range s.Logical {
+		ids[id] = true
+	}
+	for id := range s.Jobs {
+		ids[id] = true
+	}
+	for id := range next.Logical {
+		ids[id] = true
+	}
+	for id := range next.Jobs {
+		ids[id] = true
+	}
+	for id := range ids {
+		a, okA := vcluster.RecordOf(s, id)
+		b, okB := vcluster.RecordOf(next, id)
+		if (okA != okB || !reflect.DeepEqual(a, b)) && !slices.Contains(p.Flush, id) {
+			return fmt.Errorf("I7: record of %s changed but it is not flushed", id)
+		}
+		if okA && okB && !vcluster.IsJobID(id) && a.Revision != b.Revision {
+			if o.target != id || b.Revision <= a.Revision {
+				return fmt.Errorf("I8: revision of %s changed %d → %d", id, a.Revision, b.Revision)
+			}
+		}
+		if okA && okB && vcluster.IsJobID(id) && a.Revision != b.Revision {
+			return fmt.Errorf("I8: job revision of %s changed", id)
+		}
+		if o.req != nil && o.req.ID == id && okB && okA && b.Revision <= a.Revision {
+			return fmt.Errorf("I8: update of %s did not increase the revision", id)
+		}
+	}
+	return nil
+}
+
+// checkReplenished checks I5 after Apply(s, PlanReplenish(s)).
+func checkReplenished(s, next vcluster.State, uncapped bool) error {
+	for id := range s.Logical {
+		if !reflect.DeepEqual(s.ReplicaSet(id), next.ReplicaSet(id)) {
+			return fmt.Errorf("replica set of %s changed: %v → %v", id, s.ReplicaSet(id), next.ReplicaSet(id))
+		}
+	}
+	for id := range s.Jobs {
+		if !reflect.DeepEqual(s.ReplicaSet(id), next.ReplicaSet(id)) {
+			return fmt.Errorf("replica set of %s changed", id)
+		}
+	}
+	for t, byBucket := range next.Primary.Buckets {
+		for _, id := range byBucket[vcluster.Undivided] {
+			if !next.Nodes[id].Alive {
+				return fmt.Errorf("dead %s (%s) left in the primary's undivided bucket", id, t)
+			}
+		}
+	}
+	if !uncapped {
+		return nil
+	}
+	return replaceableDead(next)
+}
+
+// replaceableDead reports a dead node whose provider still has an alive
+// node of its template undivided.
+func replaceableDead(s vcluster.State) error {
+	hasAlive := func(holder, t string) bool {
+		c, _ := s.Cluster(holder)
+		for _, id := range c.Buckets[t][vcluster.Undivided] {
+			if s.Nodes[id].Alive {
+				return true
+			}
+		}
+		return false
+	}
+	for id, c := range s.Logical {
+		for t, byBucket := range c.Buckets {
+			for b, ids := range byBucket {
+				for _, n := range ids {
+					if s.Nodes[n].Alive {
+						continue
+					}
+					if hasAlive(vcluster.PrimaryID, t) {
+						return fmt.Errorf("dead %s in %s/%s while the primary has an alive %s", n, id, b, t)
+					}
+					if b != vcluster.Undivided && hasAlive(id, t) {
+						return fmt.Errorf("dead %s in job %s while its parent has an alive undivided %s", n, b, t)
+					}
+				}
+			}
+		}
+	}
+	for t, byBucket := range s.Primary.Buckets {
+		for b, ids := range byBucket {
+			for _, n := range ids {
+				if b != vcluster.Undivided && !s.Nodes[n].Alive && hasAlive(vcluster.PrimaryID, t) {
+					return fmt.Errorf("dead %s in job %s while the primary has an alive %s", n, b, t)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkRecommend checks the second half of I4: for an add-only or
+// remove-only request, the request rebuilt from Recommend succeeds.
+func checkRecommend(s vcluster.State, o op, e *vcluster.Error) error {
+	if o.req == nil || (e.Code != vcluster.OutOfResource && e.Code != vcluster.UnsafeToRemove) {
+		return nil
+	}
+	cur := s.ReplicaSet(o.req.ID)
+	adds, removes := false, false
+	for t, n := range o.req.ReplicaSets {
+		adds = adds || n > cur[t]
+	}
+	for t, n := range cur {
+		removes = removes || n > o.req.ReplicaSets[t]
+	}
+	if adds && removes {
+		return nil
+	}
+	rebuilt := *o.req
+	rebuilt.ReplicaSets = vcluster.ReplicaSet{}
+	maps.Copy(rebuilt.ReplicaSets, o.req.ReplicaSets)
+	for t, n := range e.Recommend {
+		if e.Code == vcluster.OutOfResource {
+			rebuilt.ReplicaSets[t] = cur[t] + n
+		} else {
+			rebuilt.ReplicaSets[t] = cur[t] - n
+		}
+	}
+	if _, err := vcluster.PlanCreateOrUpdate(s, rebuilt, 1<<40); err != nil {
+		return fmt.Errorf("%s: I4: the request rebuilt from Recommend %v fails: %v", o.desc, e.Recommend, err)
+	}
+	return nil
+}
+
+// genState builds a state by a random operation sequence from a primary of
+// 0..maxNodes nodes over 1..6 templates, checking every step.
+func genState(t *rapid.T, maxNodes, maxOps int) (vcluster.State, *world) {
+	w := &world{}
+	for i := range rapid.IntRange(1, 6).Draw(t, "templates") {
+		w.templates = append(w.templates, fmt.Sprintf("t%d", i))
+	}
+	var nodes []vcluster.Node
+	for i := range rapid.IntRange(0, maxNodes).Draw(t, "nodes") {
+		nodes = append(nodes, vcluster.Node{ID: fmt.Sprintf("n%03d", i), Hostname: fmt.Sprintf("h%d", i), Template: w.templates[i%len(w.templates)], Alive: true})
+	}
+	s, err := vcluster.NewState(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rapidChooser{t}
+	for range rapid.IntRange(0, maxOps).Draw(t, "ops") {
+		o := w.genOp(c, s)
+		s, _, err = checkOp(s, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, w
+}

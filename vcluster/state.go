@@ -1,0 +1,278 @@
+package vcluster
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Apply returns the state p leads to from s. It copies only the clusters p
+// touches (and the node table only when p purges nodes); everything else is
+// shared with s, which is never modified.
+//
+// A plan made from s always applies. A plan that does not fit s (a node not
+// where a move says it is, a cluster created twice, a removed cluster still
+// holding nodes) returns an error wrapping ErrPlanMismatch and the zero State.
+func (s State) Apply(p Plan) (State, error) {
+	out := State{
+		Nodes:   s.Nodes,
+		Primary: s.Primary,
+		Logical: maps.Clone(s.Logical),
+		Jobs:    maps.Clone(s.Jobs),
+	}
+	if out.Logical == nil {
+		out.Logical = map[string]Cluster{}
+	}
+	if out.Jobs == nil {
+		out.Jobs = map[string]Cluster{}
+	}
+	mismatch := func(format string, args ...any) (State, error) {
+		return State{}, fmt.Errorf("%w: %s", ErrPlanMismatch, fmt.Sprintf(format, args...))
+	}
+	for _, c := range p.Creates {
+		if _, exists := out.Cluster(c.ID); exists {
+			return mismatch("create %s: cluster exists", c.ID)
+		}
+		c.Buckets = nil
+		c.ZeroTemplates = slices.Clone(c.ZeroTemplates)
+		switch {
+		case c.Kind == Job && IsJobID(c.ID):
+			out.Jobs[c.ID] = c
+		case (c.Kind == Divisible || c.Kind == Indivisible) && c.ID != "" && c.ID != PrimaryID && !IsJobID(c.ID):
+			c.Buckets = map[string]map[string][]string{}
+			out.Logical[c.ID] = c
+		default:
+			return mismatch("create %s: kind %q does not fit the id", c.ID, c.Kind)
+		}
+	}
+
+	// Follow every moved node to its final place, checking each step.
+	type key struct{ cluster, template, bucket string }
+	start := map[string]Place{}
+	at := map[string]Place{}
+	var order []string
+	for _, m := range p.Moves {
+		n, ok := s.Nodes[m.Node]
+		if !ok || n.Template != m.Template {
+			return mismatch("move %s: no node of template %s", m.Node, m.Template)
+		}
+		if cur, seen := at[m.Node]; seen {
+			if cur != m.From {
+				return mismatch("move %s: it is in %s, not %s", m.Node, cur, m.From)
+			}
+		} else {
+			c, ok := out.Cluster(m.From.Cluster)
+			if !ok || c.Kind == Job {
+				return mismatch("move %s: no cluster %s", m.Node, m.From.Cluster)
+			}
+			if _, found := slices.BinarySearch(bucket(c, m.Template, m.From.Bucket), m.Node); !found {
+				return mismatch("move %s: not in %s", m.Node, m.From)
+			}
+			start[m.Node] = m.From
+			order = append(order, m.Node)
+		}
+		to, ok := out.Cluster(m.To.Cluster)
+		if !ok || to.Kind == Job {
+			return mismatch("move %s: no cluster %s", m.Node, m.To.Cluster)
+		}
+		if m.To.Bucket != Undivided {
+			parent, _, isJob := SplitJobID(m.To.Bucket)
+			if _, ok := out.Jobs[m.To.Bucket]; !ok || !isJob || parent != m.To.Cluster || !to.Kind.divisible() {
+				return mismatch("move %s: no job cluster %s in %s", m.Node, m.To.Bucket, m.To.Cluster)
+			}
+		}
+		at[m.Node] = m.To
+	}
+	removed := map[key]map[string]bool{}
+	added := map[key][]string{}
+	for _, id := range order {
+		from, to := start[id], at[id]
+		if from == to {
+			continue
+		}
+		t := s.Nodes[id].Template
+		kf := key{from.Cluster, t, from.Bucket}
+		if removed[kf] == nil {
+			removed[kf] = map[string]bool{}
+		}
+		removed[kf][id] = true
+		kt := key{to.Cluster, t, to.Bucket}
+		added[kt] = append(added[kt], id)
+	}
+
+	// Copy each touched cluster's bucket maps once, then rebuild each touched
+	// bucket once: O(bucket + changes log changes).
+	type tkey struct{ cluster, template string }
+	touched := map[tkey]bool{}
+	copied := map[string]bool{}
+	holderOf := func(clusterID string) map[string]map[string][]string {
+		if clusterID == PrimaryID {
+			if !copied[clusterID] {
+				out.Primary.Buckets = maps.Clone(out.Primary.Buckets)
+			}
+			if out.Primary.Buckets == nil {
+				out.Primary.Buckets = map[string]map[string][]string{}
+			}
+			copied[clusterID] = true
+			return out.Primary.Buckets
+		}
+		c := out.Logical[clusterID]
+		if !copied[clusterID] {
+			c.Buckets = maps.Clone(c.Buckets)
+		}
+		if c.Buckets == nil {
+			c.Buckets = map[string]map[string][]string{}
+		}
+		copied[clusterID] = true
+		out.Logical[clusterID] = c
+		return c.Buckets
+	}
+	mutable := func(clusterID, t string) map[string][]string {
+		buckets := holderOf(clusterID)
+		k := tkey{clusterID, t}
+		if !touched[k] {
+			touched[k] = true
+			buckets[t] = maps.Clone(buckets[t])
+		}
+		if buckets[t] == nil {
+			buckets[t] = map[string][]string{}
+		}
+		return buckets[t]
+	}
+	keys := map[key]bool{}
+	for k := range removed {
+		keys[k] = true
+	}
+	for k := range added {
+		keys[k] = true
+	}
+	for k := range keys {
+		byBucket := mutable(k.cluster, k.template)
+		byBucket[k.bucket] = rebuild(byBucket[k.bucket], removed[k], added[k])
+		prune(byBucket, k.bucket)
+	}
+
+	if len(p.Purge) > 0 {
+		out.Nodes = maps.Clone(s.Nodes)
+		gone := map[string]bool{}
+		byTemplate := map[string]bool{}
+		for _, id := range p.Purge {
+			n, ok := out.Nodes[id]
+			if !ok || n.Alive {
+				return mismatch("purge %s: not a dead node", id)
+			}
+			if _, found := slices.BinarySearch(bucket(out.Primary, n.Template, Undivided), id); !found {
+				return mismatch("purge %s: not in the primary's undivided bucket", id)
+			}
+			gone[id] = true
+			byTemplate[n.Template] = true
+			delete(out.Nodes, id)
+		}
+		for t := range byTemplate {
+			byBucket := mutable(PrimaryID, t)
+			byBucket[Undivided] = rebuild(byBucket[Undivided], gone, nil)
+			prune(byBucket, Undivided)
+		}
+	}
+	for k := range touched {
+		buckets := holderOf(k.cluster)
+		if len(buckets[k.template]) == 0 {
+			delete(buckets, k.template)
+		}
+	}
+
+	for _, id := range p.Removes {
+		c, ok := out.Cluster(id)
+		if !ok {
+			continue // a stored record of a cluster the state does not hold
+		}
+		if c.Kind == Primary {
+			return mismatch("remove %s: the primary cannot be removed", id)
+		}
+		if len(out.Members(id)) > 0 {
+			return mismatch("remove %s: it still holds nodes", id)
+		}
+		if c.Kind == Job {
+			delete(out.Jobs, id)
+		} else {
+			for jid := range out.Jobs {
+				if p, _, _ := SplitJobID(jid); p == id {
+					return mismatch("remove %s: job cluster %s remains", id, jid)
+				}
+			}
+			delete(out.Logical, id)
+		}
+	}
+	for _, r := range p.Revisions {
+		switch {
+		case r.Cluster == PrimaryID:
+			return mismatch("revision %s: the primary has no revision to set", r.Cluster)
+		case IsJobID(r.Cluster):
+			c, ok := out.Jobs[r.Cluster]
+			if !ok {
+				return mismatch("revision %s: no such cluster", r.Cluster)
+			}
+			c.Revision, c.ZeroTemplates = r.Revision, slices.Clone(r.ZeroTemplates)
+			out.Jobs[r.Cluster] = c
+		default:
+			c, ok := out.Logical[r.Cluster]
+			if !ok {
+				return mismatch("revision %s: no such cluster", r.Cluster)
+			}
+			c.Revision, c.ZeroTemplates = r.Revision, slices.Clone(r.ZeroTemplates)
+			out.Logical[r.Cluster] = c
+		}
+	}
+	return out, nil
+}
+
+// rebuild returns ids without the removed ones and with the added ones, in
+// ascending order, as a new slice (ids is shared and never modified).
+func rebuild(ids []string, removed map[string]bool, added []string) []string {
+	add := slices.Clone(added)
+	slices.Sort(add)
+	out := make([]string, 0, max(0, len(ids)+len(add)-len(removed)))
+	i := 0
+	for _, id := range ids {
+		if removed[id] {
+			continue
+		}
+		for i < len(add) && add[i] < id {
+			out = append(out, add[i])
+			i++
+		}
+		out = append(out, id)
+	}
+	out = append(out, add[i:]...)
+	return slices.Compact(out)
+}
+
+// prune deletes bucket b from byBucket when it is empty.
+func prune(byBucket map[string][]string, b string) {
+	if len(byBucket[b]) == 0 {
+		delete(byBucket, b)
+	}
+}
+
+// addRank orders nodes for additions: alive before dead, idle before
+// busy, then by id.
+func addRank(n Node) int {
+	switch {
+	case !n.Alive:
+		return 2
+	case n.Busy:
+		return 1
+	}
+	return 0
+}
+
+// removeRank orders nodes for removals: dead, then idle, then busy.
+func removeRank(n Node) int {
+	switch {
+	case !n.Alive:
+		return 0
+	case !n.Busy:
+		return 1
+	}
+	return 2
+}
