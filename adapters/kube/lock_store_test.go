@@ -89,7 +89,7 @@ func TestNodeLockStoreContract(t *testing.T) {
 		t.Fatalf("CAS acquire: %v", err)
 	}
 	want := map[string]string{
-		lock.HAMiLockName:                        "2026-06-14T10:00:00Z,default,p1",
+		lock.HAMiLockName:                         "2026-06-14T10:00:00Z,default,p1",
 		lock.SidecarAnnotation(lock.HAMiLockName): "2026-06-14T10:00:00Z,default,p1,uid-p1,1",
 	}
 	if diff := cmp.Diff(want, nodeAnnotations(t, env, node)); diff != "" {

@@ -42,13 +42,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // DefaultVersions are the k8s.io/kubernetes versions whose cached builds are
@@ -141,6 +144,12 @@ type Env struct {
 // Start launches etcd and kube-apiserver from [AssetsDir] and waits until the API
 // server answers. The caller must call [Env.Stop].
 func Start() (*Env, error) {
+	// controller-runtime warns, with a stack trace, when its logger is used
+	// before one is set; the control plane's own output is not wanted either.
+	ctrllog.SetLogger(logr.Discard())
+	// client-go logs through klog; a cancelled watch at the end of a test is
+	// not news.
+	klog.SetLogger(logr.Discard())
 	dir, err := AssetsDir()
 	if err != nil {
 		return nil, err
