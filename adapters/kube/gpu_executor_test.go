@@ -128,7 +128,9 @@ func TestBindExecutor(t *testing.T) {
 	if !errors.Is(err, lock.ErrContention) || out.Bound {
 		t.Fatalf("bind against a held lock: %+v, %v; want contention", out, err)
 	}
-	if d := time.Since(start); d < 600*time.Millisecond || d > 10*time.Second {
+	// The deadline is measured from the Bind's start, so it cannot give up
+	// sooner; the upper bound only catches a retry loop that ignores it.
+	if d := time.Since(start); d < 600*time.Millisecond || d > 30*time.Second {
 		t.Errorf("contended bind gave up after %v, want about the 600ms deadline", d)
 	}
 	if out.Attempts < 2 {
