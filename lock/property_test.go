@@ -12,7 +12,7 @@ import (
 func genRaw(t *rapid.T, now time.Time) (string, Record) {
 	age := time.Duration(rapid.Int64Range(-int64(20*time.Minute), int64(30*time.Minute)).Draw(t, "age"))
 	tm := now.Add(-age).Truncate(time.Second)
-	ns := rapid.SampledFrom([]string{"default", "team-a", ""}).Draw(t, "ns")
+	ns := rapid.SampledFrom([]string{"default", "team-a", "my-team-a", ""}).Draw(t, "ns")
 	name := rapid.SampledFrom([]string{"p1", "p2", "abc", "abc-123", ""}).Draw(t, "name")
 	uid := rapid.SampledFrom([]string{"u1", "u2", "u3"}).Draw(t, "uid")
 	switch rapid.IntRange(0, 4).Draw(t, "format") {

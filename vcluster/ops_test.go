@@ -351,7 +351,7 @@ func checkPlanRules(s, next vcluster.State, p vcluster.Plan, o op) error {
 			return fmt.Errorf("I7: record of %s changed but it is not flushed", id)
 		}
 		if okA && okB && !vcluster.IsJobID(id) && a.Revision != b.Revision {
-			if o.target != id || b.Revision <= a.Revision {
+			if (o.target != id && o.target != "*") || b.Revision <= a.Revision {
 				return fmt.Errorf("I8: revision of %s changed %d → %d", id, a.Revision, b.Revision)
 			}
 		}
