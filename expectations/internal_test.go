@@ -48,6 +48,16 @@ func (s *State) invariants() error {
 	if total != s.len {
 		return fmt.Errorf("len %d, owners hold %d", s.len, total)
 	}
+	if s.opts.OwnerIdentity == ByUID {
+		for k, rec := range s.owners {
+			if rec.owner.Name == "" {
+				continue
+			}
+			if got, ok := s.names[podKey{rec.owner.Namespace, rec.owner.Name}]; !ok || got != k {
+				return fmt.Errorf("owner %s (%s/%s) is not in the name index (index has %q)", k, rec.owner.Namespace, rec.owner.Name, got)
+			}
+		}
+	}
 	for nk, k := range s.names {
 		if rec, ok := s.owners[k]; !ok || rec.owner.Namespace != nk.namespace || rec.owner.Name != nk.name {
 			return fmt.Errorf("name index %v points at %q, which is not that owner", nk, k)

@@ -56,18 +56,20 @@ func (k itemKey) compare(o itemKey) int {
 	return cmp.Compare(k.token, o.token)
 }
 
+// item is one expected create or delete. The fields a check reads for every
+// item come first, so they share a cache line.
 type item struct {
+	dead       bool
+	lingering  bool
+	seen       bool
+	overdue    bool
 	action     Action
+	resolution Resolution
 	pod        string
-	token      string
 	podUID     types.UID
 	recorded   time.Time
 	timeout    time.Duration
-	seen       bool
-	resolution Resolution
-	lingering  bool
-	overdue    bool
-	dead       bool
+	token      string
 }
 
 func (it *item) key() itemKey {
@@ -467,13 +469,12 @@ func (s *State) Forget(owner Owner) (int, error) {
 	if owner.UID != "" {
 		return s.dropOwner(string(owner.UID)), nil
 	}
-	n := 0
-	for _, k := range slices.Sorted(maps.Keys(s.owners)) {
-		if o := s.owners[k].owner; o.Namespace == owner.Namespace && o.Name == owner.Name {
-			n += s.dropOwner(k)
-		}
+	// Recording under a new UID drops the old one's items, so at most one
+	// owner holds a namespace and name, and the name index finds it in O(1).
+	if k, ok := s.names[podKey{owner.Namespace, owner.Name}]; ok {
+		return s.dropOwner(k), nil
 	}
-	return n, nil
+	return 0, nil
 }
 
 // Prune drops the items of every owner not in live, and every item whose

@@ -1,11 +1,10 @@
 package fake
 
 import (
-	"cmp"
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,6 +93,25 @@ type simEvent struct {
 	gen  int // the wait generation a timeout belongs to
 }
 
+// simQueue is a min-heap of events by time, then by scheduling order.
+type simQueue []simEvent
+
+func (q simQueue) Len() int { return len(q) }
+func (q simQueue) Less(i, j int) bool {
+	if c := q[i].at.Compare(q[j].at); c != 0 {
+		return c < 0
+	}
+	return q[i].seq < q[j].seq
+}
+func (q simQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *simQueue) Push(x any)   { *q = append(*q, x.(simEvent)) }
+func (q *simQueue) Pop() any {
+	old := *q
+	ev := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return ev
+}
+
 type simProc struct {
 	ref      gpu.PodRef
 	st       gpu.BindState
@@ -155,14 +173,14 @@ func RunBurst(w *World, cfg BurstConfig) (BurstReport, error) {
 
 	var (
 		rep    BurstReport
-		events []simEvent
+		events simQueue
 		seq    int
 		holder = map[string]int{} // lock name -> proc that believes it holds it
 		line   []int              // the node's queue, head first
 	)
 	push := func(at time.Time, kind simEventKind, proc, gen int) {
 		seq++
-		events = append(events, simEvent{at: at, seq: seq, kind: kind, proc: proc, gen: gen})
+		heap.Push(&events, simEvent{at: at, seq: seq, kind: kind, proc: proc, gen: gen})
 	}
 	violate := func(check, format string, args ...any) {
 		rep.Violations = append(rep.Violations, Violation{Check: check, Detail: fmt.Sprintf(format, args...)})
@@ -244,14 +262,7 @@ func RunBurst(w *World, cfg BurstConfig) (BurstReport, error) {
 	}
 
 	for len(events) > 0 {
-		slices.SortFunc(events, func(a, b simEvent) int {
-			if c := a.at.Compare(b.at); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.seq, b.seq)
-		})
-		ev := events[0]
-		events = events[1:]
+		ev := heap.Pop(&events).(simEvent)
 		p := procs[ev.proc]
 		if stale := (ev.kind == simStep && (p.waiting || p.done)) ||
 			(ev.kind == simWaitTimeout && (!p.waiting || ev.gen != p.waitGen)); stale {

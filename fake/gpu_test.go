@@ -399,3 +399,32 @@ func TestApplyBindReportsAFailedMark(t *testing.T) {
 		t.Fatalf("released (-want +got):\n%s", diff)
 	}
 }
+
+// TestPropBurstSafety runs small random bursts, with store latency and
+// sometimes the per-node queue: mutual exclusion holds throughout, every Bind
+// finishes, none hits the deadline, and completion stays within 1.2× the
+// serialized minimum plus the store time each hand-over needs.
+func TestPropBurstSafety(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(2, 4).Draw(t, "pods")
+		hold := time.Duration(rapid.IntRange(1, 40).Draw(t, "hold-ms")) * time.Millisecond
+		lat := time.Duration(rapid.IntRange(0, 1000).Draw(t, "latency-us")) * time.Microsecond
+		w := fake.NewWorld(rapid.Uint64().Draw(t, "seed"), tGPU)
+		for _, k := range []string{fake.LockGet, fake.LockCAS, fake.LockCAD} {
+			w.Faults.SetLatency(k, lat)
+		}
+		rep, err := fake.RunBurst(w, fake.BurstConfig{Pods: n, Hold: hold, Queue: rapid.Bool().Draw(t, "queue"), Seed: rapid.Uint64().Draw(t, "jitter")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Violations) > 0 || rep.Failed() > 0 {
+			t.Fatalf("violations %v, %d failed", rep.Violations, rep.Failed())
+		}
+		// Per pod: the hold, plus at most two reads and writes to lock, two
+		// to release, and the reads of a refused attempt, each lat long.
+		bound := time.Duration(n) * (hold + 8*lat)
+		if rep.Completion > bound+bound/5 {
+			t.Fatalf("%d pods holding %v with %v store calls took %v, over 1.2 × %v", n, hold, lat, rep.Completion, bound)
+		}
+	})
+}

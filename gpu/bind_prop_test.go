@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -226,8 +227,8 @@ func TestPropBindDeterministic(t *testing.T) {
 		if a != b {
 			t.Fatalf("two runs differ:\n%s\n---\n%s", a, b)
 		}
-		if diff := cmp.Diff(before, pod); diff != "" {
-			t.Fatalf("pod modified:\n%s", diff)
+		if !reflect.DeepEqual(before, pod) {
+			t.Fatalf("pod modified:\n%s", cmp.Diff(before, pod))
 		}
 	})
 }

@@ -112,7 +112,7 @@ func bindInput(opts gpu.Options) gpu.BindInput {
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "bind", name+".txt")
+	path := filepath.Join("testdata", name+".txt")
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
@@ -351,7 +351,7 @@ func TestBindFlow(t *testing.T) {
 				t.Errorf("bound=%v but err=%v", tc.bound, out.Err)
 			}
 			checkBindContract(t, steps, out)
-			golden(t, fileName(tc.name), FormatTranscriptWithOutcome(steps, out))
+			golden(t, "bind/"+fileName(tc.name), FormatTranscriptWithOutcome(steps, out))
 		})
 	}
 }

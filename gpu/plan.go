@@ -116,3 +116,38 @@ func FormatTranscript(steps []Step) string {
 	}
 	return b.String()
 }
+
+// String renders the fit on one line per node, nodes sorted by name, then the
+// choice: a node that fits lists each container's devices as
+// "<uuid>(<mem>MiB,<cores>%)", a refused one its first failing request and
+// HAMi's reason string.
+func (r FitResult) String() string {
+	var b strings.Builder
+	for _, n := range r.Nodes {
+		if !n.Fits {
+			fmt.Fprintf(&b, "%s refused score=%.2f: %s %s: %s\n", n.Node, n.Score, n.FailedContainer, n.FailedType, n.Message())
+			continue
+		}
+		fmt.Fprintf(&b, "%s fits score=%.2f:", n.Node, n.Score)
+		for _, c := range n.Containers {
+			fmt.Fprintf(&b, " %s", c.Container)
+			if c.Init {
+				b.WriteString("(init)")
+			}
+			b.WriteString("->")
+			for i, a := range c.Devices {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, "%s(%dMiB,%d%%)", a.UUID, a.MemoryMiB, a.Cores)
+			}
+		}
+		b.WriteByte('\n')
+	}
+	if r.Node == "" {
+		b.WriteString("chosen: none\n")
+	} else {
+		fmt.Fprintf(&b, "chosen: %s\n", r.Node)
+	}
+	return b.String()
+}
