@@ -14,18 +14,14 @@ import (
 	"pgregory.net/rapid"
 )
 
-// rapidChooser lets rapid drive (and shrink) a fake.LockRace.
-type rapidChooser struct{ t *rapid.T }
-
-func (c rapidChooser) Choose(label string, n int) int {
-	return rapid.IntRange(0, n-1).Draw(c.t, label)
-}
-
+// genOptions draws the lock options the race property covers. Identity stays
+// UIDThenName: under the NameOnly compat option a re-created pod with the
+// holder's name inherits its lock (HAMi's D4 defect, kept on purpose), so the
+// harness, which re-creates pods, rightly finds two holders there.
 func genOptions(t *rapid.T) lock.Options {
 	return lock.Options{
 		TTL:                       time.Minute,
 		ExpiryClock:               lock.ExpiryClock(rapid.IntRange(0, 1).Draw(t, "clock")),
-		Identity:                  lock.Identity(rapid.IntRange(0, 1).Draw(t, "identity")),
 		StealFromAllocatingHolder: rapid.Bool().Draw(t, "stealFromAllocating"),
 		TerminalHolderAlive:       rapid.Bool().Draw(t, "terminalAlive"),
 	}
@@ -42,11 +38,18 @@ func TestPropertyMutualExclusion(t *testing.T) {
 		race := fake.LockRace{
 			Store:     lock.NewMemoryStore(),
 			Options:   genOptions(t),
-			Processes: rapid.IntRange(2, 4).Draw(t, "processes"),
+			Processes: rapid.IntRange(3, 5).Draw(t, "processes"),
 			Nodes:     rapid.IntRange(1, 2).Draw(t, "nodes"),
-			Faults:    true,
+			Steps:     150,
+			Faults:    rapid.Bool().Draw(t, "faults"),
 		}
-		if _, err := race.Run(rapidChooser{t}); err != nil {
+		// The schedule comes from a seeded generator, not from rapid's draws:
+		// rapid favours small numbers, which starves the interleavings that
+		// matter (a rapid-drawn schedule never found the HAMi-like double
+		// holder in 10,000 checks; seeded ones find it in about 1% of runs).
+		// A failure prints the seed and the run's transcript.
+		seed := rapid.Uint64().Draw(t, "seed")
+		if _, err := race.Run(fake.RandChooser{R: rand.New(rand.NewPCG(seed, 99))}); err != nil {
 			t.Fatal(err)
 		}
 	})
