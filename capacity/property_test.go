@@ -157,63 +157,25 @@ func firstLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// replay is a Picker that replays a recorded list of draws (labels ignored),
-// then draws 0.
-func replay(draws ...int) fake.Picker {
-	return func(_ string, n int) int {
-		if len(draws) == 0 {
-			return 0
-		}
-		d := draws[0]
-		draws = draws[1:]
-		if d >= n {
-			panic(fmt.Sprintf("replay: draw %d out of range %d", d, n))
-		}
-		return d
-	}
-}
-
-// TestKnownBadCounterExamples keeps the counter-examples rapid shrank to as
-// fixed cases: each oversells under its known-bad accounting and is safe and
-// exact under the default.
+// TestKnownBadCounterExamples keeps the counter-examples rapid shrank as fixed
+// cases: each oversells under its known-bad accounting and is safe and exact
+// under the default.
 func TestKnownBadCounterExamples(t *testing.T) {
-	// Three fast paths (reserve, deliver, ACK) on one node with M = 2.
-	threeFastPaths := []int{3, 0, 0, 2, 0, 0, 2, 0, 0, 2}
-	// Reserve j1, deliver it, let its lease lapse (+TTL), reserve j2 and j3,
-	// deliver j2, ACK j1 (late) and j2, deliver and ACK j3.
-	lapsedLease := []int{10, 0, 0, 0, 0, 0, 7, 0, 0, 0, 18, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 12, 0, 1,
-		0, 0, 12, 0, 1, 0, 0, 7, 0, 0, 0, 12, 0, 1}
-	for _, tc := range []struct {
-		name  string
-		bad   capacity.Options
-		draws []int
-	}{
-		{"seed max: three fast paths", capacity.Options{Accounting: capacity.SeedMax}, threeFastPaths},
-		{"sum, release on ACK: three fast paths", capacity.Options{Accounting: capacity.SumReleaseOnAck}, threeFastPaths},
-		{"sum unfenced, no hard limit: a lapsed lease's late ACK", capacity.Options{Unfenced: true}, lapsedLease},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			run := func(o capacity.Options) (*fake.CapacitySim, error) {
-				ctx := context.Background()
-				sim, err := fake.NewCapacitySim(ctx, fake.CapacitySimConfig{Options: o}, memFactory)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pick := replay(tc.draws...)
-				steps := pick("steps", 81)
-				for range steps {
-					if err := sim.Step(ctx, pick); err != nil {
-						return sim, err
-					}
-				}
-				return sim, sim.Quiesce(ctx)
-			}
-			sim, err := run(tc.bad)
+	cases := append(fake.KnownBadCounterExamples, struct {
+		Name    string
+		Options capacity.Options
+		Draws   []int
+	}{"sum, release on ACK: three fast paths", capacity.Options{Accounting: capacity.SumReleaseOnAck},
+		fake.KnownBadCounterExamples[0].Draws})
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			ctx := context.Background()
+			sim, err := fake.RunDraws(ctx, fake.CapacitySimConfig{Options: tc.Options}, memFactory, tc.Draws)
 			var over *fake.OversellError
 			if !errors.As(err, &over) {
-				t.Fatalf("known-bad accounting %v: err = %v, want an oversell\n%s", tc.bad.Accounting, err, sim)
+				t.Fatalf("known-bad accounting %v: err = %v, want an oversell\n%s", tc.Options.Accounting, err, sim)
 			}
-			if sim, err = run(capacity.Options{}); err != nil {
+			if sim, err = fake.RunDraws(ctx, fake.CapacitySimConfig{}, memFactory, tc.Draws); err != nil {
 				t.Fatalf("default accounting: %v\n%s", err, sim)
 			}
 		})

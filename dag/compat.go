@@ -1,6 +1,9 @@
 package dag
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // planVolcano is the anchor's state machine (§1): deploy one dependency wave,
 // then rebuild the status and apply the phase table.
@@ -10,7 +13,8 @@ func (p *planner) planVolcano() error {
 	p.res.Issues = append(p.res.Issues, p.g.issues...)
 	invalid := p.g.invalid && !opt.SkipValidation
 	phase := wf.Status.State.Phase
-	order, own := p.flowJobNames()
+	order, ownNames := p.flowJobNames()
+	own := func(i int32) bool { return ownNames[p.s.Jobs[i].Name] }
 	switch phase {
 	case PhaseFailed, PhaseTerminating:
 		// Volcano's failedState and terminatingState do nothing.
@@ -74,16 +78,19 @@ func (p *planner) deployVolcano() {
 			}
 		}
 	}
-	seen := map[string]bool{}
+	// A duplicate flow is tried again, as in the anchor, unless an earlier
+	// occurrence created the job; each name is reported blocked once.
+	created, blocked, conflict := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	var waits []Blocked
 	for i := range p.wf.Spec.Flows {
 		f := &p.wf.Spec.Flows[i]
 		name := p.jobName(f.Name)
-		if seen[name] {
-			continue // a duplicate flow: the first occurrence decided
+		if created[name] {
+			continue
 		}
-		seen[name] = true
 		if j := p.job(name); j != nil {
-			if !p.opt.SkipNameConflictCheck && !p.labelled(j) {
+			if !p.opt.SkipNameConflictCheck && !p.labelled(j) && !conflict[name] {
+				conflict[name] = true
 				p.nameConflict(i, f.Name, j)
 			}
 			continue
@@ -102,15 +109,25 @@ func (p *planner) deployVolcano() {
 				reasons = append(reasons, Reason{Kind: ReasonDependency, Target: t, State: jobState(tj), Atom: t})
 			}
 		}
-		if onCycle[f.Name] {
+		if onCycle[f.Name] && len(reasons) > 0 {
 			reasons = append(reasons, Reason{Kind: ReasonCycle, Issue: "flow is on a dependency cycle"})
 		}
 		if len(reasons) > 0 {
-			p.res.Blocked = append(p.res.Blocked, Blocked{Flow: f.Name, Index: i, Reasons: reasons})
+			if !blocked[name] {
+				blocked[name] = true
+				waits = append(waits, Blocked{Flow: f.Name, Index: i, Reasons: reasons})
+			}
 			continue
 		}
+		created[name] = true
 		p.res.Create = append(p.res.Create, p.create(f, 1, false, ""))
 	}
+	for _, b := range waits {
+		if !created[p.jobName(b.Flow)] {
+			p.res.Blocked = append(p.res.Blocked, b)
+		}
+	}
+	slices.SortStableFunc(p.res.Blocked, func(a, b Blocked) int { return a.Index - b.Index })
 }
 
 func (p *planner) nameConflict(i int, flow string, j *Job) {
@@ -121,7 +138,7 @@ func (p *planner) nameConflict(i int, flow string, j *Job) {
 }
 
 // volcanoStatus is the anchor's getAllJobStatus plus the phase table (§1.3–1.5).
-func (p *planner) volcanoStatus(order []string, own map[string]bool, invalid bool) {
+func (p *planner) volcanoStatus(order []string, own func(int32) bool, invalid bool) {
 	wf, opt := p.wf, p.opt
 	prev := &wf.Status
 	var labelled []int32
@@ -153,14 +170,16 @@ func (p *planner) volcanoStatus(order []string, own map[string]bool, invalid boo
 		}
 		st.Conditions[j.Name] = condition(j)
 		e := jobEntry(j, p.prev(j.Name), p.now, opt)
-		if k, ok := p.prevAt[j.Name]; ok && opt.KeepStaleEntries {
+		if k, ok := p.prevIndex(j.Name); ok && opt.KeepStaleEntries {
 			list[k] = e
 		} else {
 			list = append(list, e)
 		}
 	}
 	l.fill(&st)
-	st.JobStatusList = list
+	if len(list) > 0 {
+		st.JobStatusList = list
+	}
 
 	r, c, f, t := len(st.RunningJobs), len(st.CompletedJobs), len(st.FailedJobs), len(st.TerminatedJobs)
 	if opt.AbortedPolicy == AbortedFail {

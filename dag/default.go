@@ -2,6 +2,7 @@ package dag
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +22,7 @@ type fstate struct {
 	job      *Job       // this flow's own observed job (labelled, not stale)
 	foreign  *Job       // a same-named job that is not ours
 	prev     *JobStatus // the previous entry of the flow's job name
-	entry    JobStatus
+	entry    *JobStatus // into the status list being built
 	hasEntry bool
 	outcome  Outcome
 	attempt  int
@@ -63,7 +64,14 @@ func (p *planner) planDefault() error {
 	}
 
 	fs := make([]fstate, n)
-	own := make(map[string]bool, n)
+	entries := make([]JobStatus, n) // the new status list, compacted at the end
+	for i := range fs {
+		fs[i].entry = &entries[i]
+	}
+	p.entries = entries
+	p.names = make([]string, n)
+	matched := make([]bool, len(p.s.Jobs)) // job i is some current flow's
+	own := func(i int32) bool { return matched[i] }
 	anyStarted := false
 	for i := range n {
 		if g.dup[i] {
@@ -71,17 +79,22 @@ func (p *planner) planDefault() error {
 		}
 		f := &fs[i]
 		name := p.jobName(g.names[i])
-		own[name] = true
+		p.names[i] = name
 		f.prev = p.prev(name)
 		f.attempt = 1
 		if f.prev != nil {
 			f.outcome, f.started = f.prev.Outcome, f.prev.Started
 			f.attempt = max(f.prev.Attempt, 1)
 		}
-		j := p.job(name)
+		var j *Job
+		mine := false
+		if ji, ok := p.byName[name]; ok {
+			j, mine = &p.s.Jobs[ji], p.lab[ji]
+			matched[ji] = true
+		}
 		switch {
 		case j == nil:
-		case !p.labelled(j):
+		case !mine:
 			f.foreign = j
 		case f.prev != nil && !f.prev.Retrying && f.prev.RetiredUID != "" && j.UID == f.prev.RetiredUID:
 			// A stale view of the attempt we already deleted: wait for it
@@ -91,16 +104,18 @@ func (p *planner) planDefault() error {
 			f.job = j
 		}
 		if j := f.job; j != nil {
-			f.entry = jobEntry(j, f.prev, p.now, opt)
+			*f.entry = jobEntry(j, f.prev, p.now, opt)
 			f.hasEntry = true
 			if startedPhase(j.Phase) {
 				f.started = true
 			}
 		} else if f.prev != nil {
-			f.entry = *f.prev
+			*f.entry = *f.prev
 			f.hasEntry = true
 		}
-		anyStarted = anyStarted || f.job != nil && startedPhase(f.job.Phase)
+		// Started is sticky, so a job deleted for a retry never sends a
+		// Running workflow back to Pending.
+		anyStarted = anyStarted || f.started
 	}
 
 	// Outcomes observed now. Retryable failures are decided once failFast is known.
@@ -216,18 +231,28 @@ func (p *planner) planDefault() error {
 		st.State = State{Phase: PhaseSucceed}
 	case allFinal && opt.SuccessRule == SuccessSet:
 		st.State = State{Phase: PhaseFailed}
-	case anyStarted || anyFinal:
+	case anyStarted || anyFinal || phase == PhaseRunning:
 		st.State = State{Phase: PhaseRunning}
 	default:
 		st.State = State{Phase: PhasePending}
 	}
 
 	if st.State.Phase == PhaseSucceed && spec.JobRetainPolicy == RetainPolicyDelete {
-		order, ownSet := p.flowJobNames()
-		p.retentionDeletes(order, ownSet)
+		order, _ := p.flowJobNames()
+		p.retentionDeletes(order, own)
 	}
 	p.defaultStatus(&st, fs, own)
 	return nil
+}
+
+// ownName reports whether a job name is the job of a current flow.
+func (p *planner) ownName(name string) bool {
+	pre := p.wf.Name + "-"
+	if len(name) <= len(pre) || name[:len(pre)] != pre {
+		return false
+	}
+	i, ok := p.g.index[name[len(pre):]]
+	return ok && !p.g.dup[i]
 }
 
 func (p *planner) retryOf(i int) *Retry {
@@ -329,12 +354,15 @@ func (p *planner) decide(i int, fs []fstate, stop bool) {
 func (p *planner) eval(i int, fs []fstate) (tri, []Reason) {
 	c := p.g.conds[i]
 	var und []Reason
-	seen := map[atom]bool{}
+	var seen []atom
 	note := func(a atom) {
-		if !seen[a] {
-			seen[a] = true
-			und = append(und, p.depReason(a, fs))
+		for _, x := range seen {
+			if x == a {
+				return
+			}
 		}
+		seen = append(seen, a)
+		und = append(und, p.depReason(a, fs))
 	}
 	if c.expr != nil {
 		return p.evalNode(c.expr, fs, note), und
@@ -564,7 +592,7 @@ func (p *planner) createReady(fs []fstate, outcome string) {
 		}
 		if limit > 0 && slots <= 0 {
 			f.ready = false
-			f.reasons = append(f.reasons, Reason{Kind: ReasonParallelism, Active: active, Limit: limit})
+			f.reasons = append(f.reasons, Reason{Kind: ReasonParallelism, Active: limit - slots, Limit: limit})
 			continue
 		}
 		slots--
@@ -577,11 +605,14 @@ func (p *planner) createReady(fs []fstate, outcome string) {
 }
 
 // defaultStatus builds the Default status (§2.3).
-func (p *planner) defaultStatus(st *Status, fs []fstate, own map[string]bool) {
+func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
 	g, opt := p.g, p.opt
 	var l lists
-	st.Conditions = make(map[string]Condition)
-	list := make([]JobStatus, 0, g.n)
+	st.Conditions = make(map[string]Condition, len(p.s.Jobs))
+	// The list is compacted in place over the entries built per flow: entry
+	// k is written at an index ≤ k, after entry k was read.
+	list := p.entries[:0]
+	condBytes, entryBytes := 0, 0
 	for i := range g.n {
 		f := &fs[i]
 		if g.dup[i] {
@@ -590,20 +621,22 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own map[string]bool) {
 		if f.reasons != nil {
 			p.res.Blocked = append(p.res.Blocked, Blocked{Flow: g.names[i], Index: i, Reasons: f.reasons})
 		}
-		name := p.jobName(g.names[i])
+		name := p.names[i]
 		if j := f.job; j != nil {
 			if !l.add(name, j.Phase, opt.Buckets == BucketsVolcano) {
 				p.issue(Issue{Kind: IssueUnknownJobPhase, Flow: i, Field: "job " + name, Target: -1, Value: string(j.Phase),
 					Message: "job phase is not a Volcano job phase; bucketed as unknown"})
 			}
-			st.Conditions[name] = condition(j)
+			c := condition(j)
+			condBytes += jsonStrLen(name) + 1 + conditionLen(&c)
+			st.Conditions[name] = c
 		}
 		if !f.hasEntry && f.outcome == OutcomeNone {
 			continue
 		}
 		e := f.entry
 		if !f.hasEntry {
-			e = JobStatus{Name: name}
+			*e = JobStatus{Name: name}
 		}
 		e.Flow = g.names[i]
 		e.Outcome = f.outcome
@@ -612,11 +645,13 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own map[string]bool) {
 		if e.Outcome != OutcomeNone {
 			e.NextRetryAt, e.Retrying = nil, false
 		}
-		list = append(list, e)
+		entryBytes += entryLen(e)
+		list = append(list, *e)
 	}
 	if opt.KeepStaleEntries {
 		for i := range p.wf.Status.JobStatusList {
-			if e := &p.wf.Status.JobStatusList[i]; !own[e.Name] {
+			if e := &p.wf.Status.JobStatusList[i]; !p.ownName(e.Name) {
+				entryBytes += entryLen(e)
 				list = append(list, *e)
 			}
 		}
@@ -636,11 +671,12 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own map[string]bool) {
 	}
 	l.fill(st)
 	if len(list) > 0 {
-		st.JobStatusList = list
+		st.JobStatusList = slices.Clip(list)
 	}
 	if len(st.Conditions) == 0 {
 		st.Conditions = nil
 	}
+	p.sized = &sizes{conditions: condBytes, entries: entryBytes}
 	p.res.Status = *st
 	p.res.WriteStatus = !statusEqual(&p.wf.Status, st)
 }

@@ -1,6 +1,7 @@
 package dag_test
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -64,4 +65,69 @@ func Example_dependsOnFailure() {
 	//   classDef waiting fill:#eeeeee,stroke:#757575
 	//   classDef omitted fill:#f5f5f5,stroke:#bdbdbd,stroke-dasharray:3
 	//   classDef unknown fill:#ffffff,stroke:#9e9e9e
+}
+
+// ExampleCheck shows one error listing every offender of a bad spec.
+func ExampleCheck() {
+	w := dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{
+		{Name: "a", DependsOn: &dag.DependsOn{Targets: []string{"c"}}},
+		{Name: "b", DependsOn: &dag.DependsOn{Depends: "a.Failed ||"}},
+		{Name: "c", DependsOn: &dag.DependsOn{Targets: []string{"a", "ghost"}}},
+		{Name: "a"},
+	}}}
+	err := dag.Check(w, dag.Default())
+	var ve *dag.ValidationError
+	if errors.As(err, &ve) && errors.Is(err, dag.ErrInvalidSpec) {
+		for _, is := range ve.Issues {
+			fmt.Println(is)
+		}
+	}
+	// Output:
+	// Error Cycle flows[0].dependsOn "a": cycle: a -> c -> a
+	// Error ExpressionSyntax flows[1].dependsOn.depends "a.Failed ||": flow "b": unexpected end of expression, want a name, "!" or "(" at byte 11
+	// Error UnknownTarget flows[2].dependsOn.targets[1] "ghost": flow "c": no flow named "ghost"
+	// Error DuplicateFlow flows[3].name "a": flow name already used by flows[0]
+}
+
+// ExampleRenderDOT draws a diamond whose first flow has completed.
+func ExampleRenderDOT() {
+	w := dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{
+		{Name: "a"},
+		{Name: "b", DependsOn: &dag.DependsOn{Targets: []string{"a"}}},
+		{Name: "c", DependsOn: &dag.DependsOn{Depends: "a || !b.Failed"}},
+	}}}
+	res, _ := dag.Plan(dag.Snapshot{Flow: w, Jobs: []dag.Job{labelled("jf", "a", dag.JobPhaseRunning)}, Now: t0}, dag.Default())
+	w.Status = res.Status
+	fmt.Print(dag.RenderDOT(w))
+	// Output:
+	// digraph "ns/jf" {
+	//   rankdir=TB;
+	//   node [shape=box, style="rounded,filled"];
+	//   f0 [label="a\nRunning", class="running", fillcolor="#bbdefb"];
+	//   f1 [label="b\nwaiting: Dependency a.Succeeded: Running", class="waiting", fillcolor="#eeeeee"];
+	//   f2 [label="c\nwaiting: Dependency a.Succeeded: Running", class="waiting", fillcolor="#eeeeee"];
+	//   f0 -> f1;
+	//   f0 -> f2 [style=dashed];
+	//   f1 -> f2 [label="Failed", style=dashed];
+	// }
+}
+
+// Example_volcanoCompat shows the anchor's two-step success (§1.5): with
+// every job Completed, a Pending workflow first moves to Running.
+func Example_volcanoCompat() {
+	w := dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{
+		{Name: "a"}, {Name: "b", DependsOn: &dag.DependsOn{Targets: []string{"a"}}},
+	}}}
+	jobs := []dag.Job{labelled("jf", "a", dag.JobPhaseCompleted), labelled("jf", "b", dag.JobPhaseCompleted)}
+	for range 2 {
+		res, _ := dag.Plan(dag.Snapshot{Flow: w, Jobs: jobs, Now: t0}, dag.VolcanoCompat())
+		fmt.Println(res.Status.State.Phase)
+		w.Status = res.Status
+	}
+	res, _ := dag.Plan(dag.Snapshot{Flow: dag.Workflow{Name: "jf", Namespace: "ns", Spec: w.Spec}, Jobs: jobs, Now: t0}, dag.Default())
+	fmt.Println("Default:", res.Status.State.Phase)
+	// Output:
+	// Running
+	// Succeed
+	// Default: Succeed
 }

@@ -190,6 +190,14 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 		}
 	}
 
+	refs := 0
+	for i := range n {
+		if d := g.flow(i).DependsOn; d != nil {
+			refs += len(d.Targets) + len(d.TargetsWithStatus)
+		}
+	}
+	g.atoms = make([]atom, 0, refs)
+	g.edges = make([]int32, 0, refs)
 	stamp := make([]int32, n)  // stamp[t] == i: edge i→t already recorded
 	tstamp := make([]int32, n) // tstamp[t] == i: t already listed in i's targets
 	for i := range stamp {
@@ -292,7 +300,9 @@ func (g *graph) ref(i int, name string, res result, sub string, k, pos int, stam
 		g.add(Issue{Kind: IssueFinallyOrdering, Flow: i, Field: fieldOf(), Target: pos, Value: name,
 			Message: fmt.Sprintf("%q is a finally flow; nothing may depend on it", name)})
 	}
-	if res == resFailed || res == resOmitted || res == resDone {
+	if (res == resFailed || res == resOmitted || res == resDone) && !g.finally(i) {
+		// Only main flows handle a failure: a finally flow reacting to it
+		// (Argo's onExit) does not make the workflow succeed.
 		g.handled[t] = true
 	}
 	if !g.dup[i] && stamp[t] != int32(i) {

@@ -8,7 +8,8 @@ import (
 // specHasher hashes the canonical spec: flows, dependencies, patches,
 // finally, retry, parallelism and failFast, each length-prefixed so that no
 // two different specs share an encoding.
-// It is FNV-1a (64 bit), inlined so hashing allocates nothing.
+// It is FNV-1a (64 bit) over words and bytes, inlined so hashing allocates
+// nothing.
 type specHasher struct{ s uint64 }
 
 const (
@@ -20,15 +21,20 @@ func (h *specHasher) reset() { h.s = fnvOffset }
 
 func (h *specHasher) byte(c byte) { h.s = (h.s ^ uint64(c)) * fnvPrime }
 
-func (h *specHasher) int(v int64) {
-	for i := 0; i < 8; i++ {
-		h.byte(byte(uint64(v) >> (8 * i)))
-	}
-}
+func (h *specHasher) int(v int64) { h.word(uint64(v)) }
+
+// word mixes 8 bytes at once (FNV-1a over words), four times fewer steps
+// than bytes for the long runs of names a spec holds.
+func (h *specHasher) word(w uint64) { h.s = (h.s ^ w) * fnvPrime }
 
 func (h *specHasher) str(s string) {
-	h.int(int64(len(s)))
-	for i := 0; i < len(s); i++ {
+	h.word(uint64(len(s)))
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		h.word(uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56)
+	}
+	for ; i < len(s); i++ {
 		h.byte(s[i])
 	}
 }
@@ -64,10 +70,7 @@ func (h *specHasher) flow(f *Flow) {
 		}
 		h.str(d.Depends)
 	}
-	h.int(int64(len(f.Patch)))
-	for _, c := range f.Patch {
-		h.byte(c)
-	}
+	h.str(string(f.Patch))
 	h.retry(f.Retry)
 }
 

@@ -28,15 +28,13 @@ func Plan(s Snapshot, opt Options) (Result, error) {
 	p := &planner{s: &s, wf: wf, opt: opt, now: metav1.NewTime(s.Now),
 		label: wf.Namespace + "." + wf.Name}
 	p.byName = make(map[string]int32, len(s.Jobs))
+	p.lab = make([]bool, len(s.Jobs))
 	for i := range s.Jobs {
 		if _, dup := p.byName[s.Jobs[i].Name]; dup {
 			return Result{}, fmt.Errorf("%w: two observed jobs are named %q", ErrInvalidSnapshot, s.Jobs[i].Name)
 		}
 		p.byName[s.Jobs[i].Name] = int32(i)
-	}
-	p.prevAt = make(map[string]int32, len(wf.Status.JobStatusList))
-	for i := range wf.Status.JobStatusList {
-		p.prevAt[wf.Status.JobStatusList[i].Name] = int32(i)
+		p.lab[i] = p.labelled(&s.Jobs[i])
 	}
 	p.res = Result{Namespace: wf.Namespace, Name: wf.Name, UID: wf.UID}
 	var err error
@@ -59,9 +57,18 @@ type planner struct {
 	now    metav1.Time
 	label  string
 	byName map[string]int32
-	prevAt map[string]int32
-	g      *graph
-	res    Result
+	prevAt map[string]int32 // nil until the cursor misses
+	// prevCursor is the next previous entry expected by prev.
+	prevCursor int
+	// lab caches labelled per job index: labels are read once.
+	lab   []bool
+	g     *graph
+	names []string // job name per flow (Default)
+	// entries backs the Default status list; sized holds the JSON sizes
+	// accumulated while building it.
+	entries []JobStatus
+	sized   *sizes
+	res     Result
 }
 
 func (p *planner) jobName(flow string) string { return p.wf.Name + "-" + flow }
@@ -73,11 +80,38 @@ func (p *planner) job(name string) *Job {
 	return nil
 }
 
+// prev returns the previous status entry of a job name. Lookups made in
+// the order the previous list was written (spec order, as Plan writes it)
+// are served by a cursor; the name→index map is built only on the first
+// miss.
 func (p *planner) prev(name string) *JobStatus {
+	list := p.wf.Status.JobStatusList
+	if p.prevAt == nil {
+		if c := p.prevCursor; c < len(list) && list[c].Name == name {
+			p.prevCursor++
+			return &list[c]
+		}
+		p.prevAt = make(map[string]int32, len(list))
+		for i := range list {
+			if _, dup := p.prevAt[list[i].Name]; !dup {
+				p.prevAt[list[i].Name] = int32(i)
+			}
+		}
+	}
 	if i, ok := p.prevAt[name]; ok {
-		return &p.wf.Status.JobStatusList[i]
+		return &list[i]
 	}
 	return nil
+}
+
+// prevIndex is prev's index form, for KeepStaleEntries.
+func (p *planner) prevIndex(name string) (int32, bool) {
+	if p.prevAt == nil {
+		p.prevCursor = len(p.wf.Status.JobStatusList) // force the map
+		p.prev("")
+	}
+	i, ok := p.prevAt[name]
+	return i, ok
 }
 
 func (p *planner) labelled(j *Job) bool { return j.Labels[LabelCreatedByJobFlow] == p.label }
@@ -123,13 +157,12 @@ func (p *planner) issue(is Issue) {
 	p.res.Issues = append(p.res.Issues, is)
 }
 
-// orphans returns the labelled jobs whose name is no current flow's job,
-// sorted by name.
-func (p *planner) orphans(own map[string]bool) []int32 {
+// orphans returns the labelled jobs that are no current flow's job (own
+// tells by job index), sorted by name.
+func (p *planner) orphans(own func(i int32) bool) []int32 {
 	var out []int32
 	for i := range p.s.Jobs {
-		j := &p.s.Jobs[i]
-		if p.labelled(j) && !own[j.Name] {
+		if p.lab[i] && !own(int32(i)) {
 			out = append(out, int32(i))
 		}
 	}
@@ -147,7 +180,7 @@ func (p *planner) orphans(own map[string]bool) []int32 {
 
 // retentionDeletes plans the deletion of every labelled job, flows in spec
 // order, then the rest by name.
-func (p *planner) retentionDeletes(order []string, own map[string]bool) {
+func (p *planner) retentionDeletes(order []string, own func(i int32) bool) {
 	for _, name := range order {
 		if j := p.job(name); j != nil && p.labelled(j) {
 			p.res.Delete = append(p.res.Delete, DeleteJob{Flow: flowOf(p.wf.Name, name), Name: name, UID: j.UID, Reason: DeleteRetention})
@@ -170,7 +203,7 @@ func flowOf(wf, job string) string {
 func (p *planner) finish() Result {
 	r := &p.res
 	st := &r.Status
-	r.StatusBytes = statusLen(st)
+	r.StatusBytes = statusLenSized(st, p.sized)
 	if r.StatusBytes > p.opt.sizeWarn() {
 		p.issue(Issue{Kind: IssueStatusTooLarge, Flow: -1, Field: "status", Target: -1, Value: strconv.Itoa(r.StatusBytes),
 			Message: fmt.Sprintf("status is %d bytes, over the %d-byte warning threshold; set HistoryLimit", r.StatusBytes, p.opt.sizeWarn())})

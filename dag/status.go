@@ -13,13 +13,15 @@ import (
 // slice. With quirk (Volcano), a non-nil empty previous history stays empty
 // forever; otherwise nil and empty are alike (D8). limit k > 0 keeps the
 // first entry and the last k−1 (k = 1 behaves as 2, so the open entry is
-// never dropped), returning how many entries were dropped.
-func histories(prev *JobStatus, phase JobPhase, now metav1.Time, quirk bool, limit int) ([]RunningHistory, int) {
+// never dropped), returning how many entries were dropped. newAttempt marks
+// the first observation of a retried job under the same name: its interval
+// starts now even if the phase repeats the previous attempt's.
+func histories(prev *JobStatus, phase JobPhase, now metav1.Time, quirk, newAttempt bool, limit int) ([]RunningHistory, int) {
 	var h []RunningHistory
 	switch {
 	case prev != nil && len(prev.RunningHistories) > 0:
 		old := prev.RunningHistories
-		if old[len(old)-1].State == phase {
+		if old[len(old)-1].State == phase && !newAttempt {
 			h = old // unchanged: shared, read-only
 		} else {
 			h = make([]RunningHistory, len(old)+1)
@@ -62,7 +64,8 @@ func jobEntry(j *Job, prev *JobStatus, now metav1.Time, opt Options) JobStatus {
 		e.StartTimestamp = metav1.Time{}
 	}
 	var dropped int
-	e.RunningHistories, dropped = histories(prev, j.Phase, now, opt.HistoryQuirk, opt.HistoryLimit)
+	newAttempt := prev != nil && prev.RetiredUID != "" && j.UID != prev.RetiredUID
+	e.RunningHistories, dropped = histories(prev, j.Phase, now, opt.HistoryQuirk, newAttempt, opt.HistoryLimit)
 	if prev != nil {
 		e.DroppedHistories = prev.DroppedHistories
 	}
@@ -223,8 +226,9 @@ func timeLen(t metav1.Time) int {
 	if t.IsZero() {
 		return 4 // null
 	}
-	if y := t.UTC().Year(); y >= 0 && y <= 9999 {
-		return 22 // "2006-01-02T15:04:05Z"
+	// Years 0000 to 9999 print in 20 characters: "2006-01-02T15:04:05Z".
+	if u := t.Unix(); u >= -62167219200 && u <= 253402300799 {
+		return 22
 	}
 	return 2 + len(t.UTC().Format(time.RFC3339))
 }
@@ -345,8 +349,16 @@ func conditionLen(c *Condition) int {
 	return z.done()
 }
 
+// sizes are the JSON lengths of the job status list's entries and of the
+// conditions' values (keys included), accumulated while building them.
+type sizes struct{ conditions, entries int }
+
 // statusLen returns len(json.Marshal(s)) without encoding it.
-func statusLen(s *Status) int {
+func statusLen(s *Status) int { return statusLenSized(s, nil) }
+
+// statusLenSized is statusLen with the list and condition sizes already
+// known (nil: compute them).
+func statusLenSized(s *Status, known *sizes) int {
 	var z sizer
 	{
 		var st sizer
@@ -366,15 +378,23 @@ func statusLen(s *Status) int {
 	z.strs("orphanJobs", s.OrphanJobs)
 	if len(s.JobStatusList) > 0 {
 		n := 2 + len(s.JobStatusList) - 1
-		for i := range s.JobStatusList {
-			n += entryLen(&s.JobStatusList[i])
+		if known != nil {
+			n += known.entries
+		} else {
+			for i := range s.JobStatusList {
+				n += entryLen(&s.JobStatusList[i])
+			}
 		}
 		z.obj("jobStatusList", n)
 	}
 	if len(s.Conditions) > 0 {
 		n := 2 + len(s.Conditions) - 1
-		for k, c := range s.Conditions {
-			n += jsonStrLen(k) + 1 + conditionLen(&c)
+		if known != nil {
+			n += known.conditions
+		} else {
+			for k, c := range s.Conditions {
+				n += jsonStrLen(k) + 1 + conditionLen(&c)
+			}
 		}
 		z.obj("conditions", n)
 	}

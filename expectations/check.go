@@ -7,10 +7,20 @@ import (
 
 // Check decides, without changing s, whether owner's group is satisfied at now
 // given view: every item of the group is decided from the view (§3.3), with no
-// early exit. It is what a pure planner calls on the State held in its snapshot.
+// early exit. It is what a pure planner calls on the State held in its snapshot;
+// a nil State holds nothing, so every group is satisfied.
 // Satisfied returns the same Result and also applies it.
 func (s *State) Check(now time.Time, owner Owner, group string, view *View) (Result, error) {
-	return s.check(now, owner, group, view, false)
+	var r Result
+	err := s.check(&r, now, owner, group, view, false)
+	return r, err
+}
+
+// CheckInto is Check writing into *r, reusing the capacity of r's lists, so a
+// controller that checks many large groups allocates nothing in steady state.
+// The previous contents of r, including its lists, are overwritten.
+func (s *State) CheckInto(r *Result, now time.Time, owner Owner, group string, view *View) error {
+	return s.check(r, now, owner, group, view, false)
 }
 
 // Satisfied decides like Check and applies the verdict: it removes the items
@@ -21,28 +31,65 @@ func (s *State) Check(now time.Time, owner Owner, group string, view *View) (Res
 // with the same namespace and name. Calling it again with the same arguments
 // gives the same Satisfied, Pending and NextChange, and nothing newly settled.
 func (s *State) Satisfied(now time.Time, owner Owner, group string, view *View) (Result, error) {
-	return s.check(now, owner, group, view, true)
+	var r Result
+	err := s.check(&r, now, owner, group, view, true)
+	return r, err
+}
+
+// SatisfiedInto is Satisfied writing into *r, reusing the capacity of r's
+// lists (see CheckInto).
+func (s *State) SatisfiedInto(r *Result, now time.Time, owner Owner, group string, view *View) error {
+	return s.check(r, now, owner, group, view, true)
+}
+
+// reset empties r for a new check, keeping its lists' capacity.
+func (r *Result) reset(owner Owner, group string) {
+	*r = Result{
+		Owner: owner, Group: group, Satisfied: true,
+		Pending: r.Pending[:0], Observed: r.Observed[:0], Expired: r.Expired[:0],
+		Overdue: r.Overdue[:0], Lingering: r.Lingering[:0],
+	}
+}
+
+// trim turns the lists a check left empty back into nil, so a Result compares
+// and prints the same whether or not its lists were reused.
+func (r *Result) trim() {
+	for _, l := range []*[]Entry{&r.Pending, &r.Observed, &r.Expired, &r.Overdue, &r.Lingering} {
+		if len(*l) == 0 {
+			*l = nil
+		}
+	}
 }
 
 // check walks the group's items in key order. In commit mode it sorts the
 // group's order in place if records were added since the last check, updates
 // items as it goes and compacts the survivors; otherwise it only reads.
-func (s *State) check(now time.Time, owner Owner, groupName string, view *View, commit bool) (Result, error) {
+func (s *State) check(r *Result, now time.Time, owner Owner, groupName string, view *View, commit bool) error {
+	r.reset(owner, groupName)
+	defer r.trim()
+	if s == nil {
+		// A nil State holds nothing: every group is satisfied.
+		if _, err := (&State{}).ownerKey(owner); err != nil {
+			*r = Result{}
+			return err
+		}
+		return nil
+	}
 	key, err := s.ownerKey(owner)
 	if err != nil {
-		return Result{}, err
+		*r = Result{}
+		return err
 	}
 	if commit {
-		s.supersede(owner, key)
+		s.supersede(owner, key, false)
 	}
-	r := Result{Owner: owner, Group: groupName, Satisfied: true}
 	rec, ok := s.owners[key]
 	if !ok {
-		return r, nil
+		return nil
 	}
 	g, ok := rec.groups[groupName]
 	if !ok {
-		return r, nil
+		return nil
 	}
 	order := g.order
 	if g.dirty {
@@ -53,60 +100,82 @@ func (s *State) check(now time.Time, owner Owner, groupName string, view *View, 
 			sortItems(order)
 		}
 	}
-	ns := owner.Namespace
-	keep := order[:0]
-	removed := 0
+	sp := view.space(owner.Namespace)
+	live := len(g.byKey)
+	settled, seen := 0, 0
+	var d decision
 	for _, it := range order {
 		if it.dead {
 			continue
 		}
-		d := s.decide(now, ns, it, view)
+		seen++
+		deadline := it.deadline()
+		s.decide(now, sp, it, deadline, &d)
 		if d.settle {
-			removed++
+			settled++
 			if commit {
-				delete(g.byKey, it.key())
 				it.dead = true
 			}
 		} else if commit {
 			d.apply(it)
-			keep = append(keep, it)
 		}
+		if d.list == listNone {
+			continue
+		}
+		e := d.entry(it, deadline)
+		// Each list is sized on first use for every item still to come, so a
+		// check allocates once per list rather than growing it.
+		rest := live - seen + 1
 		switch d.list {
 		case listPending:
-			r.Pending = append(r.Pending, d.entry)
+			r.Pending = appendSized(r.Pending, e, rest)
 			if d.overdue {
-				r.Overdue = append(r.Overdue, d.entry)
+				r.Overdue = appendSized(r.Overdue, e, rest)
 			}
-			if dl := d.entry.Deadline; !dl.IsZero() && dl.After(now) && (r.NextChange.IsZero() || dl.Before(r.NextChange)) {
-				r.NextChange = dl
+			if !deadline.IsZero() && deadline.After(now) && (r.NextChange.IsZero() || deadline.Before(r.NextChange)) {
+				r.NextChange = deadline
 			}
 		case listObserved:
-			r.Observed = append(r.Observed, d.entry)
+			r.Observed = appendSized(r.Observed, e, rest)
 		case listExpired:
-			r.Expired = append(r.Expired, d.entry)
+			r.Expired = appendSized(r.Expired, e, rest)
 			if d.linger {
-				r.Lingering = append(r.Lingering, d.entry)
+				r.Lingering = appendSized(r.Lingering, e, rest)
 			}
 		case listLingering:
-			r.Lingering = append(r.Lingering, d.entry)
+			r.Lingering = appendSized(r.Lingering, e, rest)
 		}
 	}
 	r.Satisfied = len(r.Pending) == 0
 	if commit {
-		rec.len -= removed
-		s.len -= removed
-		if len(keep) == 0 {
+		rec.len -= settled
+		s.len -= settled
+		if settled == live {
+			// Everything settled: drop the group's map whole (Go maps never
+			// shrink, and deleting 10,000 keys one by one costs more).
 			delete(rec.groups, groupName)
 			if len(rec.groups) == 0 {
 				s.dropOwner(key)
 			}
-		} else {
+		} else if settled > 0 || g.dead > 0 {
+			keep := order[:0]
+			for _, it := range order {
+				if !it.dead {
+					keep = append(keep, it)
+					continue
+				}
+				// Items replaced earlier are dead but no longer own their
+				// key; only this check's settled items still do.
+				if k := it.key(); g.byKey[k] == it {
+					delete(g.byKey, k)
+				}
+			}
 			clear(order[len(keep):])
 			g.order = keep
 			g.dead = 0
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // sortGroup drops dead items from g's order, sorts it and clears dirty.
@@ -123,6 +192,14 @@ func (s *State) sortGroup(g *group) []*item {
 	return live
 }
 
+// appendSized appends e to list, first giving list room for n entries.
+func appendSized(list []Entry, e Entry, n int) []Entry {
+	if cap(list) == 0 {
+		list = make([]Entry, 0, n)
+	}
+	return append(list, e)
+}
+
 func sortItems(items []*item) {
 	slices.SortFunc(items, func(a, b *item) int { return a.key().compare(b.key()) })
 }
@@ -137,17 +214,21 @@ const (
 	listNone // a lingering item whose pod is gone: dropped silently
 )
 
-// decision is what one check decides for one item.
+// decision is what one check decides for one item. It is small on purpose:
+// the Entry is built once, straight into its result list.
 type decision struct {
-	list    list
-	settle  bool
-	entry   Entry
-	seen    bool // latch Seen
-	linger  bool // becomes lingering
-	overdue bool // first report of a Block expiry
+	list       list
+	settle     bool
+	seen       bool // latch Seen
+	linger     bool // becomes lingering
+	overdue    bool // first report of a Block expiry
+	entrySeen  bool // the entry reports Seen
+	reason     Reason
+	view       ViewState
+	tokenMatch *ViewPod // the pod carrying an unresolved create's token
 }
 
-func (d decision) apply(it *item) {
+func (d *decision) apply(it *item) {
 	if d.seen {
 		it.seen = true
 	}
@@ -159,72 +240,85 @@ func (d decision) apply(it *item) {
 	}
 }
 
-// decide applies §3.3 to one item.
-func (s *State) decide(now time.Time, ns string, it *item, view *View) decision {
+// entry renders it as the decision reports it.
+func (d *decision) entry(it *item, deadline time.Time) Entry {
 	e := Entry{
-		Action:     it.action,
 		Pod:        it.pod,
 		Token:      it.token,
 		PodUID:     it.podUID,
-		Deadline:   it.deadline(),
-		Seen:       it.seen,
+		Deadline:   deadline,
+		Action:     it.action,
+		Seen:       d.entrySeen,
 		Resolution: it.resolution,
+		Reason:     d.reason,
+		View:       d.view,
 	}
+	if d.tokenMatch != nil {
+		e.Pod, e.PodUID = d.tokenMatch.Name, d.tokenMatch.UID
+	}
+	return e
+}
+
+// decide applies §3.3 to one item whose deadline (zero: never) is given.
+func (s *State) decide(now time.Time, sp *viewSpace, it *item, deadline time.Time, d *decision) {
+	*d = decision{entrySeen: it.seen}
 	var vs ViewState
 	if it.pod != "" {
-		vs = view.state(ns, it.pod, it.podUID)
+		vs = sp.state(it.pod, it.podUID)
 	}
 	if it.lingering {
 		if vs == ViewAbsent {
-			return decision{list: listNone, settle: true}
+			d.list, d.settle = listNone, true
+			return
 		}
-		e.View = vs
-		return decision{list: listLingering, entry: e}
+		d.list, d.view = listLingering, vs
+		return
 	}
 	switch it.action {
 	case Create:
 		if it.pod == "" {
-			if p, ok := view.byToken(ns, it.token); ok {
-				e.Pod, e.PodUID, e.Seen = p.Name, p.UID, true
-				return decision{list: listObserved, settle: true, entry: e}
+			if p, ok := sp.byTokenPod(it.token); ok {
+				d.list, d.settle, d.entrySeen, d.tokenMatch = listObserved, true, true, p
+				return
 			}
-			e.Reason = ReasonUnresolved
+			d.reason = ReasonUnresolved
 		} else if vs != ViewAbsent || it.seen {
-			e.Seen = true
-			return decision{list: listObserved, settle: true, entry: e}
+			d.list, d.settle, d.entrySeen = listObserved, true, true
+			return
 		} else {
-			e.Reason = ReasonUnseen
+			d.reason = ReasonUnseen
 		}
 	case Delete:
 		switch {
 		case vs == ViewTerminating && s.opts.DeleteSatisfiedBy == SatisfiedByTerminating:
-			e.Seen = true
-			return decision{list: listObserved, settle: true, entry: e}
+			d.list, d.settle, d.entrySeen = listObserved, true, true
+			return
 		case vs != ViewAbsent:
-			e.Reason = ReasonPresent
+			d.reason = ReasonPresent
 		case it.seen || s.opts.AbsentWithoutSeen:
-			return decision{list: listObserved, settle: true, entry: e}
+			d.list, d.settle = listObserved, true
+			return
 		default:
-			e.Reason = ReasonUnseen
+			d.reason = ReasonUnseen
 		}
 	}
-	seen := !it.seen && vs != ViewAbsent
-	if seen {
-		e.Seen = true
+	if !it.seen && vs != ViewAbsent {
+		d.seen, d.entrySeen = true, true
 	}
-	if !it.expired(now) {
-		return decision{list: listPending, entry: e, seen: seen}
+	if deadline.IsZero() || now.Before(deadline) {
+		d.list = listPending
+		return
 	}
 	if s.opts.OnExpiry == Block {
-		e.Reason = ReasonExpired
-		return decision{list: listPending, entry: e, seen: seen, overdue: !it.overdue}
+		d.list, d.reason, d.overdue = listPending, ReasonExpired, !it.overdue
+		return
 	}
-	e.Reason = 0
-	e.View = vs
+	d.list, d.reason, d.view = listExpired, 0, vs
 	if it.action == Delete && s.opts.CountsTerminating && vs != ViewAbsent {
 		// Reported Expired now, and Lingering on this and every later check
 		// until the pod is gone.
-		return decision{list: listExpired, entry: e, seen: seen, linger: true}
+		d.linger = true
+		return
 	}
-	return decision{list: listExpired, settle: true, entry: e}
+	d.settle = true
 }

@@ -562,3 +562,45 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+func TestNilStateHoldsNothing(t *testing.T) {
+	var s *expectations.State
+	r, err := s.Check(t0, rc, "g", nil)
+	if err != nil || !r.Satisfied || s.Len() != 0 || s.Count(rc) != 0 || s.Groups(rc) != nil {
+		t.Fatalf("nil State: %v %v", r, err)
+	}
+	if _, err := s.Check(t0, expectations.Owner{Name: "x"}, "g", nil); !errors.Is(err, expectations.ErrInvalidOwner) {
+		t.Fatalf("nil State accepted an owner without UID: %v", err)
+	}
+}
+
+// TestIntoVariantsMatch checks CheckInto and SatisfiedInto against Check and
+// Satisfied, reusing one Result whose lists held other entries before.
+func TestIntoVariantsMatch(t *testing.T) {
+	s := mustNew(t, expectations.Options{})
+	for _, p := range []string{"a", "b", "c"} {
+		record(t, s, t0, expectations.Record{Owner: rc, Group: "g", Action: expectations.Create, Pod: p})
+	}
+	record(t, s, t0, expectations.Record{Owner: rc, Group: "h", Action: expectations.Delete, Pod: "d", Seen: true})
+	view := pods("a", "d")
+	var reused expectations.Result
+	for _, group := range []string{"g", "h", "g", "none"} {
+		want, _ := s.Clone().Check(at(time.Second), rc, group, view)
+		if err := s.CheckInto(&reused, at(time.Second), rc, group, view); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, reused); diff != "" {
+			t.Fatalf("CheckInto group %q (-Check +CheckInto):\n%s", group, diff)
+		}
+		want, _ = s.Clone().Satisfied(at(time.Second), rc, group, view)
+		if err := s.SatisfiedInto(&reused, at(time.Second), rc, group, view); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, reused); diff != "" {
+			t.Fatalf("SatisfiedInto group %q (-Satisfied +SatisfiedInto):\n%s", group, diff)
+		}
+	}
+	if err := s.SatisfiedInto(&reused, t0, expectations.Owner{Name: "x"}, "g", nil); !errors.Is(err, expectations.ErrInvalidOwner) || reused.Satisfied {
+		t.Fatalf("bad owner: %v, satisfied %v", err, reused.Satisfied)
+	}
+}

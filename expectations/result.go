@@ -40,15 +40,16 @@ func (r Reason) String() string {
 
 // Entry describes one item in a Result.
 type Entry struct {
-	Action Action
 	// Pod is the pod's name; for a create settled by its token it is the name
 	// the view showed.
 	Pod    string
 	Token  string
 	PodUID types.UID
 	// Deadline is when the item expires; zero if it never does.
-	Deadline   time.Time
-	Seen       bool
+	Deadline time.Time
+	Action   Action
+	Seen     bool
+	// Resolution says how far the item's API call got.
 	Resolution Resolution
 	// Reason says why a Pending item waits; zero in the other lists.
 	Reason Reason
@@ -102,8 +103,8 @@ func (r Result) LingeringPods() []string {
 	return entryNames(r.Lingering)
 }
 
-// PendingPods returns the names (or, for unresolved creates, the tokens) of
-// the Pending items, in order.
+// PendingPods returns the names of the Pending items' pods in order, with a
+// create not yet named shown as its token in brackets.
 func (r Result) PendingPods() []string {
 	return entryNames(r.Pending)
 }
@@ -114,7 +115,9 @@ func entryNames(es []Entry) []string {
 	}
 	out := make([]string, len(es))
 	for i, e := range es {
-		out[i] = e.label()
+		if out[i] = e.Pod; e.Pod == "" {
+			out[i] = "[" + e.Token + "]"
+		}
 	}
 	return out
 }

@@ -56,18 +56,20 @@ func (k itemKey) compare(o itemKey) int {
 	return cmp.Compare(k.token, o.token)
 }
 
+// item is one expected create or delete. The fields a check reads for every
+// item come first, so they share a cache line.
 type item struct {
+	dead       bool
+	lingering  bool
+	seen       bool
+	overdue    bool
 	action     Action
+	resolution Resolution
 	pod        string
-	token      string
 	podUID     types.UID
 	recorded   time.Time
 	timeout    time.Duration
-	seen       bool
-	resolution Resolution
-	lingering  bool
-	overdue    bool
-	dead       bool
+	token      string
 }
 
 func (it *item) key() itemKey {
@@ -117,14 +119,20 @@ func (s *State) ownerKey(o Owner) (string, error) {
 }
 
 // supersede drops the items of an earlier owner with o's namespace and name but
-// another key (an owner deleted and recreated under a new UID).
-func (s *State) supersede(o Owner, key string) {
+// another key (an owner deleted and recreated under a new UID), and, if
+// register is set, remembers key as the owner of that name. Only owners that
+// hold items are registered, so checks of owners without items leave nothing
+// behind.
+func (s *State) supersede(o Owner, key string, register bool) {
 	if s.opts.OwnerIdentity != ByUID || o.Name == "" {
 		return
 	}
 	nk := podKey{o.Namespace, o.Name}
 	if old, ok := s.names[nk]; ok && old != key {
 		s.dropOwner(old)
+	}
+	if !register {
+		return
 	}
 	if s.names == nil {
 		s.names = map[podKey]string{}
@@ -160,7 +168,7 @@ func (s *State) Record(now time.Time, r Record) (Ref, error) {
 	if err := r.validate(); err != nil {
 		return Ref{}, err
 	}
-	s.supersede(r.Owner, key)
+	s.supersede(r.Owner, key, true)
 	g := s.groupFor(key, r.Owner, r.Group)
 	it := &item{
 		action:   r.Action,
@@ -203,6 +211,13 @@ func (s *State) groupFor(key string, o Owner, name string) *group {
 	if !ok {
 		rec = &ownerRec{owner: o, groups: map[string]*group{}}
 		s.owners[key] = rec
+	} else if o.Name != "" && (rec.owner.Namespace != o.Namespace || rec.owner.Name != o.Name) {
+		// The same UID under another name (a caller's mistake, or a rename):
+		// the latest name wins, and the old one no longer points here.
+		if nk := (podKey{rec.owner.Namespace, rec.owner.Name}); s.names[nk] == key {
+			delete(s.names, nk)
+		}
+		rec.owner = o
 	}
 	g, ok := rec.groups[name]
 	if !ok {
@@ -454,13 +469,12 @@ func (s *State) Forget(owner Owner) (int, error) {
 	if owner.UID != "" {
 		return s.dropOwner(string(owner.UID)), nil
 	}
-	n := 0
-	for _, k := range slices.Sorted(maps.Keys(s.owners)) {
-		if o := s.owners[k].owner; o.Namespace == owner.Namespace && o.Name == owner.Name {
-			n += s.dropOwner(k)
-		}
+	// Recording under a new UID drops the old one's items, so at most one
+	// owner holds a namespace and name, and the name index finds it in O(1).
+	if k, ok := s.names[podKey{owner.Namespace, owner.Name}]; ok {
+		return s.dropOwner(k), nil
 	}
-	return n, nil
+	return 0, nil
 }
 
 // Prune drops the items of every owner not in live, and every item whose
@@ -506,14 +520,21 @@ func (s *State) Prune(now time.Time, live []Owner) (int, error) {
 	return n, nil
 }
 
-// Len returns how many items the State holds, lingering ones included.
+// Len returns how many items the State holds, lingering ones included (0 for
+// a nil State).
 func (s *State) Len() int {
+	if s == nil {
+		return 0
+	}
 	return s.len
 }
 
 // Count returns how many items owner has, lingering ones included. An invalid
 // owner has none.
 func (s *State) Count(owner Owner) int {
+	if s == nil {
+		return 0
+	}
 	key, err := s.ownerKey(owner)
 	if err != nil {
 		return 0
@@ -527,6 +548,9 @@ func (s *State) Count(owner Owner) int {
 // Groups returns the names of owner's groups that hold items, sorted. Groups
 // not listed are satisfied with nothing pending.
 func (s *State) Groups(owner Owner) []string {
+	if s == nil {
+		return nil
+	}
 	key, err := s.ownerKey(owner)
 	if err != nil {
 		return nil

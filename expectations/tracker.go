@@ -96,6 +96,24 @@ func (t *Tracker) Satisfied(now time.Time, owner Owner, group string, view *View
 	return r, err
 }
 
+// CheckInto is State.CheckInto under the lock.
+func (t *Tracker) CheckInto(r *Result, now time.Time, owner Owner, group string, view *View) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.s.CheckInto(r, now, owner, group, view)
+}
+
+// SatisfiedInto is State.SatisfiedInto under the lock; it counts the expiries
+// it reports.
+func (t *Tracker) SatisfiedInto(r *Result, now time.Time, owner Owner, group string, view *View) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	err := t.s.SatisfiedInto(r, now, owner, group, view)
+	t.expired += uint64(len(r.Expired))
+	t.overdue += uint64(len(r.Overdue))
+	return err
+}
+
 // Observe is State.Observe under the lock.
 func (t *Tracker) Observe(owner Owner, pod ObservedPod) (int, error) {
 	t.mu.Lock()

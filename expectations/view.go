@@ -46,7 +46,7 @@ type ViewPod struct {
 	Token string
 }
 
-// podKey indexes a view by namespace and name (or namespace and token).
+// podKey is a namespace and a name, as the State's name index uses.
 type podKey struct {
 	namespace, name string
 }
@@ -56,14 +56,22 @@ type podKey struct {
 // share it between the checks of every group (and with the planner). A nil
 // *View is an empty view. A View is never modified by the State.
 type View struct {
-	pods   map[podKey]ViewPod
-	tokens map[podKey]string
+	spaces map[string]*viewSpace
+	n      int
+}
+
+// viewSpace indexes one namespace: names (and tokens) map to positions in a
+// dense slice, so a lookup touches a small map slot and then one entry.
+type viewSpace struct {
+	byName  map[string]int32
+	byToken map[string]int32
+	pods    []ViewPod
 }
 
 // NewView indexes pods. A pod listed twice under one namespace and name keeps
 // its last entry.
 func NewView(pods []corev1.Pod) *View {
-	v := &View{pods: make(map[podKey]ViewPod, len(pods))}
+	v := &View{spaces: map[string]*viewSpace{}}
 	for i := range pods {
 		p := &pods[i]
 		v.Add(p.Namespace, ViewPod{
@@ -79,19 +87,31 @@ func NewView(pods []corev1.Pod) *View {
 // Add puts one pod in the view, replacing any pod of the same namespace and
 // name. It is for callers that do not hold corev1.Pod values.
 func (v *View) Add(namespace string, p ViewPod) {
-	if v.pods == nil {
-		v.pods = map[podKey]ViewPod{}
+	if v.spaces == nil {
+		v.spaces = map[string]*viewSpace{}
 	}
-	k := podKey{namespace, p.Name}
-	if old, ok := v.pods[k]; ok && old.Token != "" {
-		delete(v.tokens, podKey{namespace, old.Token})
+	sp, ok := v.spaces[namespace]
+	if !ok {
+		sp = &viewSpace{byName: map[string]int32{}}
+		v.spaces[namespace] = sp
 	}
-	v.pods[k] = p
-	if p.Token != "" {
-		if v.tokens == nil {
-			v.tokens = map[podKey]string{}
+	i, ok := sp.byName[p.Name]
+	if ok {
+		if old := sp.pods[i].Token; old != "" && sp.byToken[old] == i {
+			delete(sp.byToken, old)
 		}
-		v.tokens[podKey{namespace, p.Token}] = p.Name
+		sp.pods[i] = p
+	} else {
+		i = int32(len(sp.pods))
+		sp.pods = append(sp.pods, p)
+		sp.byName[p.Name] = i
+		v.n++
+	}
+	if p.Token != "" {
+		if sp.byToken == nil {
+			sp.byToken = map[string]int32{}
+		}
+		sp.byToken[p.Token] = i
 	}
 }
 
@@ -100,36 +120,55 @@ func (v *View) Len() int {
 	if v == nil {
 		return 0
 	}
-	return len(v.pods)
+	return v.n
 }
 
 // Lookup returns the pod named name in namespace.
 func (v *View) Lookup(namespace, name string) (ViewPod, bool) {
-	if v == nil {
+	sp := v.space(namespace)
+	if sp == nil {
 		return ViewPod{}, false
 	}
-	p, ok := v.pods[podKey{namespace, name}]
-	return p, ok
-}
-
-// byToken returns the pod carrying token in namespace.
-func (v *View) byToken(namespace, token string) (ViewPod, bool) {
-	if v == nil || v.tokens == nil {
-		return ViewPod{}, false
-	}
-	name, ok := v.tokens[podKey{namespace, token}]
+	i, ok := sp.byName[name]
 	if !ok {
 		return ViewPod{}, false
 	}
-	return v.pods[podKey{namespace, name}], true
+	return sp.pods[i], true
 }
 
-// state returns what the view shows of the pod named name, restricted to uid
-// when uid is set.
-func (v *View) state(namespace, name string, uid types.UID) ViewState {
-	p, ok := v.Lookup(namespace, name)
+// space returns namespace's index, or nil.
+func (v *View) space(namespace string) *viewSpace {
+	if v == nil {
+		return nil
+	}
+	return v.spaces[namespace]
+}
+
+// byToken returns the pod carrying token.
+func (sp *viewSpace) byTokenPod(token string) (*ViewPod, bool) {
+	if sp == nil {
+		return nil, false
+	}
+	i, ok := sp.byToken[token]
+	if !ok {
+		return nil, false
+	}
+	return &sp.pods[i], true
+}
+
+// state returns what the namespace shows of the pod named name, restricted to
+// uid when uid is set.
+func (sp *viewSpace) state(name string, uid types.UID) ViewState {
+	if sp == nil {
+		return ViewAbsent
+	}
+	i, ok := sp.byName[name]
+	if !ok {
+		return ViewAbsent
+	}
+	p := &sp.pods[i]
 	switch {
-	case !ok, uid != "" && p.UID != uid:
+	case uid != "" && p.UID != uid:
 		return ViewAbsent
 	case p.Terminating:
 		return ViewTerminating

@@ -534,3 +534,57 @@ func (s *CapacitySim) Quiesce(ctx context.Context) error {
 
 // String renders the trace.
 func (s *CapacitySim) String() string { return strings.Join(s.Trace, "\n") }
+
+// Replay returns a Picker that replays recorded draws (labels ignored), then
+// draws 0: a counter-example rapid shrank, kept as a fixed case.
+func Replay(draws ...int) Picker {
+	return func(label string, n int) int {
+		if len(draws) == 0 {
+			return 0
+		}
+		d := draws[0]
+		draws = draws[1:]
+		if d >= n {
+			panic(fmt.Sprintf("fake.Replay: draw %d for %q is out of range [0, %d)", d, label, n))
+		}
+		return d
+	}
+}
+
+// KnownBadCounterExamples are counter-examples rapid shrank from the known-bad
+// accountings, as draws for Replay (the first draw is the step count). Each
+// oversells a node with M = 2 under its accounting and is safe under the
+// default.
+var KnownBadCounterExamples = []struct {
+	Name    string
+	Options capacity.Options
+	Draws   []int
+}{
+	// Three fast paths (reserve, deliver, ACK) on one node: max(current,
+	// reserved) with release on ACK admits them all.
+	{"seed max: three fast paths", capacity.Options{Accounting: capacity.SeedMax}, threeFastPaths},
+	// Reserve j1 and deliver it; its lease lapses (+TTL); reserve j2 and j3;
+	// deliver j2; ACK j1 (late, counted) and j2; deliver and ACK j3.
+	{"sum unfenced, no hard limit: a lapsed lease's late ACK", capacity.Options{Unfenced: true}, []int{
+		10, 0, 0, 0, 0, 0, 7, 0, 0, 0, 18, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 12, 0, 1,
+		0, 0, 12, 0, 1, 0, 0, 7, 0, 0, 0, 12, 0, 1}},
+}
+
+var threeFastPaths = []int{3, 0, 0, 2, 0, 0, 2, 0, 0, 2}
+
+// RunDraws runs a sim for the recorded draws and then quiesces it; it returns
+// the first failed invariant.
+func RunDraws(ctx context.Context, cfg CapacitySimConfig, newStore StoreFactory, draws []int) (*CapacitySim, error) {
+	sim, err := NewCapacitySim(ctx, cfg, newStore)
+	if err != nil {
+		return nil, err
+	}
+	pick := Replay(draws...)
+	steps := pick("steps", draws[0]+1)
+	for range steps {
+		if err := sim.Step(ctx, pick); err != nil {
+			return sim, err
+		}
+	}
+	return sim, sim.Quiesce(ctx)
+}

@@ -11,38 +11,60 @@
 //	reqs, err := gpu.DetectRequests(pod, reg)  // init and app containers
 //	locks, err := gpu.RequiredLocks(pod, reg)  // de-duplicated, ascending
 //
-// Fit the pod onto candidate nodes (Filter), then bind it (Bind):
+// Fit the pod onto candidate nodes (Filter):
 //
-//	fr, err := gpu.FitRequestFromPod(pod, reg)
+//	fr, err := gpu.FitRequestFromPod(pod, reg) // requests plus policy and selector annotations
 //	res, err := gpu.Fit(nodes, fr)             // res.Node, res.Containers, per-node reasons
+//	anno := gpu.EncodeAllocations(res.Containers, "NVIDIA") // hami.io/vgpu-devices-to-allocate
 //
-// The Bind flow is a pure state machine (StartBind, StepBind) that emits the
-// actions GetPod, GetNode, Lock, Release, PatchPod, Bind, Event, ForgetAssumed
-// and Wait; ApplyBind drives it against a BindExecutor and a Waiter and returns
-// the outcome. Every failure after the pod is known writes
-// hami.io/bind-phase=failed, releases exactly the locks it took in reverse
-// order, and reports the original error.
+// Bind it (Bind). The flow is a pure state machine: StartBind, then Next for
+// the one action to perform (GetPod, GetNode, Lock, Release, Wait, PatchPod,
+// Bind, Event, ForgetAssumed) and StepBind with its Result, until Done.
+// ApplyBind drives it against a BindExecutor and a Waiter:
+//
+//	out, err := gpu.ApplyBind(ctx, gpu.BindInput{Pod: ref, Node: node, Registry: reg}, exec, gpu.StoreWaiter{Store: store})
+//
+// A Binder adds a per-node NodeQueue so a burst for one node is served in
+// order. The contract of the plan: locks are taken in ascending name order;
+// only lock.ErrContention is retried, after releasing the partial locks in
+// reverse, with a backoff of min(1 s, 100 ms·2ⁿ·(1+0.5u)) woken by the lock's
+// change notification and cut at the 28 s deadline; any other failure after
+// the pod is known writes hami.io/bind-phase=failed first, releases exactly the
+// locks taken (and the one whose Lock failed ambiguously) in reverse order,
+// records an event, drops the assumed allocation and returns the original
+// error. A successful Bind keeps its locks for the device plugin and writes the
+// fencing epochs to plancore.io/lock-epoch; VerifyFence lets the allocator
+// check them.
 //
 // # Determinism
 //
-// Every function but ApplyBind is pure: no clock, no randomness, no IO, no
-// goroutines, and no input is modified. Ties are broken explicitly (device
-// index, then ID; node name), reasons are sorted by their rendering, map keys are
-// sorted before they reach any output. Time enters the Bind state machine as
-// event fields; the retry jitter is derived from a seed and the pod UID, so the
-// same inputs give the same actions byte for byte.
+// Everything but ApplyBind's waiting (StoreWaiter) and NodeQueue is pure: no
+// clock, no randomness, no IO, no goroutines, and no input is modified. Ties
+// are broken explicitly (device index, then ID; node name), reasons are sorted
+// by their rendering, map keys are sorted before they reach any output. Time
+// enters the Bind state machine as BindInput.Now and Result.Now; the retry
+// jitter is derived from BindInput.Seed and the pod UID, so the same inputs give
+// the same actions, byte for byte in their String().
 //
 // # Compatibility
 //
-// The anchor is HAMi v2.10. Device names, resource names, reason codes and
-// scores follow it. Where plancore deliberately differs, the code says so next to
-// the difference:
+// The anchor is HAMi v2.10. Device names, resource names, annotations, reason
+// codes and scores follow it. Where plancore deliberately differs, the code says
+// so next to the difference:
 //
 //   - init-container requests count (HAMi skips them, #2640);
-//   - malformed quantities are errors, not silently empty requests;
+//   - malformed quantities and policy annotations are errors naming the
+//     container and resource, not silently empty requests or defaults;
 //   - lock names are taken in ascending order, each once (#2255);
 //   - every failed Bind writes bind-phase=failed and releases exactly what it
-//     took, in reverse (#2645);
+//     took, in reverse (#2645; HAMi's fail() releases every backend forward);
+//   - an unknown Bind outcome re-reads the pod instead of releasing (G5);
 //   - every pod, not only gang members, retries contention with jittered
-//     exponential backoff woken by lock releases (#1130, #1367, #1655, #2589).
+//     exponential backoff woken by lock releases (#1130, #1367, #1655, #2589);
+//     Options.RetryPodGroupOnly and Options.FixedInterval restore HAMi;
+//   - the fencing epoch reaches the allocator (#3076, #3096).
+//
+// Not implemented: HAMi's MIG placement (per-model MIG geometries). Fit refuses
+// a device whose Mode is "mig" with the reason MigPlacementUnsupported rather
+// than sharing it as if it were a time-sliced card.
 package gpu

@@ -29,3 +29,9 @@ var ErrInvalidOptions = errors.New("gpu: invalid options")
 // ErrInvalidBind is wrapped by every error about a Bind input or a Bind state
 // machine driven out of order (an event the current state does not expect).
 var ErrInvalidBind = errors.New("gpu: invalid bind")
+
+// ErrOutcomeUnknown is what a BindExecutor wraps when a Bind call's outcome is
+// unknown (a timeout after the request was sent). ApplyBind then re-reads the
+// pod instead of releasing locks a bound pod may still need (spec gpu.md G5).
+// context.DeadlineExceeded is treated the same way.
+var ErrOutcomeUnknown = errors.New("gpu: bind outcome unknown")

@@ -146,6 +146,11 @@ const (
 	// NodeHasNoDevices is plancore's reason for a node without any registered
 	// device: a fit on it is a refusal with a reason, never a panic.
 	NodeHasNoDevices = "NodeHasNoDevices"
+	// MigPlacementUnsupported is plancore's reason for a device in MIG mode:
+	// HAMi places MIG instances by per-model geometry, which this package does
+	// not model, so such a device is refused rather than shared as if it were
+	// time-sliced.
+	MigPlacementUnsupported = "MigPlacementUnsupported"
 )
 
 // Reason counts the devices of a node rejected for one cause.
@@ -450,6 +455,10 @@ func fitRequest(st *fitState, r Request, req FitRequest) ([]Allocation, []Reason
 			counts[rCardTypeMismatch]++
 			continue
 		}
+		if d.Mode == "mig" {
+			counts[rMigPlacementUnsupported]++
+			continue
+		}
 		if req.NUMABind && havePrev && d.NUMA != prevNUMA && len(picked) > 0 {
 			// The partial pick on the previous NUMA node is dropped: a
 			// numa-bind request must sit on one NUMA node.
@@ -534,6 +543,7 @@ const (
 	rCardInsufficientCore
 	rCardComputeUnitsExhausted
 	rAllocatedCardsInsufficientRequest
+	rMigPlacementUnsupported
 )
 
 var reasonCodes = [...]string{
@@ -549,6 +559,7 @@ var reasonCodes = [...]string{
 	rCardInsufficientCore:              CardInsufficientCore,
 	rCardComputeUnitsExhausted:         CardComputeUnitsExhausted,
 	rAllocatedCardsInsufficientRequest: AllocatedCardsInsufficientRequest,
+	rMigPlacementUnsupported:           MigPlacementUnsupported,
 }
 
 func renderReasons(counts reasonCounts, total int) []Reason {

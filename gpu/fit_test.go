@@ -3,6 +3,7 @@ package gpu_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -165,6 +166,12 @@ func TestFitReasons(t *testing.T) {
 			nodes: base(func(d *gpu.Device) { d.Mode = "mps" }),
 			req:   gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 1, 1000, 0)}, Mode: "mps"},
 			fits:  "g1",
+		},
+		{
+			name:  "MIG-mode cards are refused, not time-sliced",
+			nodes: base(func(d *gpu.Device) { d.Mode = "mig" }),
+			req:   gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 2, 1000, 0)}},
+			msg:   "1/2 AllocatedCardsInsufficientRequest, 1/2 MigPlacementUnsupported",
 		},
 		{
 			name:  "use-gpuuuid",
@@ -468,4 +475,33 @@ func FuzzDecodeAllocations(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestFitGolden renders spec gpu.md §6 examples 4 and 5 in full, scores and
+// all, against testdata/fit/*.txt (-update rewrites them).
+func TestFitGolden(t *testing.T) {
+	var out strings.Builder
+	for _, np := range []gpu.Policy{gpu.Binpack, gpu.Spread} {
+		for _, gp := range []gpu.Policy{gpu.Binpack, gpu.Spread} {
+			res, err := gpu.Fit(policyFixture(), gpu.FitRequest{Requests: []gpu.Request{nvReq("main", 1, 1000, 20)}, NodePolicy: np, GPUPolicy: []gpu.Policy{gp}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&out, "# node %s, gpu %s\n%s\n", np, gp, res)
+		}
+	}
+	res, err := gpu.Fit(policyFixture(), gpu.FitRequest{GPUPolicy: []gpu.Policy{gpu.Binpack}, Requests: []gpu.Request{
+		{Container: "init", Init: true, Type: "NVIDIA", Nums: 1, MemoryMiB: 5000}, nvReq("app", 1, 4000, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&out, "# init 5000 MiB + app 4000 MiB, binpack\n%s\n", res)
+	full := used(card("g0", 0), 1, 7500, 0)
+	res, err = gpu.Fit([]gpu.Node{{Name: "n", Devices: []gpu.Device{full, {ID: "m0", Index: 1, Vendor: "MLU", Count: 10, MemoryMiB: 8000, Cores: 100, Healthy: true}}}},
+		gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 1, 1000, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&out, "# reasons\n%s", res)
+	golden(t, "fit/spec-examples", out.String())
 }

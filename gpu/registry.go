@@ -226,8 +226,11 @@ func DefaultTypes() []DeviceType {
 	return types
 }
 
-// DefaultRegistry returns the registry of DefaultTypes.
-func DefaultRegistry() Registry {
+// DefaultRegistry returns the registry of DefaultTypes. It is built once:
+// a Registry never changes after construction (With returns a new one).
+func DefaultRegistry() Registry { return defaultRegistry }
+
+var defaultRegistry = func() Registry {
 	r, err := NewRegistry(DefaultTypes()...)
 	if err != nil {
 		// DefaultTypes is a constant table checked by TestDefaultRegistry; an
@@ -235,4 +238,4 @@ func DefaultRegistry() Registry {
 		panic(err)
 	}
 	return r
-}
+}()

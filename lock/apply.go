@@ -33,8 +33,9 @@ type Store interface {
 // Notifier is implemented by stores that can say when a key changes, so a
 // waiting acquirer wakes on a release instead of sleeping out its backoff.
 type Notifier interface {
-	// Changes returns a channel that is closed at the next write to key (or
-	// closed already if the store cannot tell).
+	// Changes returns a channel that is closed at the next write to key, or
+	// nil (never closed) if the store cannot tell, so waiters fall back to
+	// their backoff.
 	Changes(key Key) <-chan struct{}
 }
 

@@ -196,3 +196,19 @@ func sidecarFor(main, sidecar string) (uid string, epoch uint64, ok bool) {
 	}
 	return r.UID, r.Epoch, true
 }
+
+// NodeObservation builds the Observation of lock key.Name from a Node's
+// annotations and resourceVersion, for a Node-annotation store: the main
+// value, the sidecar (SidecarAnnotation), and the epoch high-water mark the
+// sidecar records, which survives a release (the release keeps the sidecar)
+// and a HAMi steal (which only replaces the main value). It only reads
+// annotations.
+func NodeObservation(key Key, annotations map[string]string, resourceVersion string) Observation {
+	obs := Observation{Key: key, Version: resourceVersion}
+	obs.Raw, obs.Present = annotations[key.Name]
+	obs.Sidecar = annotations[SidecarAnnotation(key.Name)]
+	if r, f, err := Decode(obs.Sidecar); err == nil && f == FormatExtended {
+		obs.EpochHigh = r.Epoch
+	}
+	return obs
+}

@@ -172,3 +172,35 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestNodeObservation(t *testing.T) {
+	key := NodeKey("n1")
+	side := SidecarAnnotation(HAMiLockName)
+	cases := []struct {
+		name string
+		ann  map[string]string
+		want Observation
+	}{
+		{"no annotations", nil, Observation{Key: key, Version: "42"}},
+		{"held with sidecar", map[string]string{HAMiLockName: "2026-06-14T10:00:00Z,default,p1", side: "2026-06-14T10:00:00Z,default,p1,u1,7", "other": "x"},
+			Observation{Key: key, Version: "42", Present: true, Raw: "2026-06-14T10:00:00Z,default,p1", Sidecar: "2026-06-14T10:00:00Z,default,p1,u1,7", EpochHigh: 7}},
+		{"released: the sidecar keeps the epoch", map[string]string{side: "2026-06-14T10:00:00Z,default,p1,u1,7"},
+			Observation{Key: key, Version: "42", Sidecar: "2026-06-14T10:00:00Z,default,p1,u1,7", EpochHigh: 7}},
+		{"corrupt sidecar", map[string]string{HAMiLockName: "", side: "junk"},
+			Observation{Key: key, Version: "42", Present: true, Sidecar: "junk"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, NodeObservation(key, tc.ann, "42")); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	// The sidecar's UID reaches the decision: a same-name pod with another
+	// UID is not the owner.
+	obs := NodeObservation(key, map[string]string{HAMiLockName: "2026-06-14T10:00:00Z,default,p1", side: "2026-06-14T10:00:00Z,default,p1,u0,7"}, "42")
+	d, _ := Decide(obs, Requester{Namespace: "default", Name: "p1", UID: "u1"}, t10, Options{}, Holder{State: HolderNotFound, Replaced: true})
+	if d.Kind != StealDangling || d.Record.Epoch != 8 {
+		t.Errorf("Decide on a node observation = %v", d)
+	}
+}

@@ -88,6 +88,10 @@ func assess(obs Observation, req Requester, now time.Time, opts Options) (view, 
 		if opts.Malformed == StealAfterTTL {
 			v.invalidStealable = now.Sub(seen) > v.ttl
 			v.invalidRetryAt = seen.Add(v.ttl + 1)
+			if v.invalid == ReasonFutureTimestamp {
+				// The timestamp stops being "too far ahead" at rec.Time - TTL.
+				v.invalidRetryAt = minTime(v.invalidRetryAt, rec.Time.Add(-v.ttl))
+			}
 		}
 		return v, nil
 	}
@@ -310,4 +314,11 @@ func ForceRelease(obs Observation) (ReleaseDecision, error) {
 		return ReleaseDecision{Kind: NoOp, Reason: ReasonNotLocked, Key: obs.Key}, nil
 	}
 	return ReleaseDecision{Kind: Release, Reason: ReasonForced, Key: obs.Key, Precondition: obs.precondition()}, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

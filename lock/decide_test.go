@@ -152,7 +152,8 @@ func TestDecide(t *testing.T) {
 		{
 			name: "timestamp more than TTL in the future: malformed on the writer clock (D3)",
 			obs:  held("2026-06-14T10:05:01Z,default,p0"), now: at("10:00:00"), holder: exists,
-			want: refuse(Invalid, ReasonFutureTimestamp, rec("10:05:01", "default", "p0", "", 0), at("10:05:00").Add(1)),
+			// At 10:00:01 the timestamp is no longer more than TTL ahead.
+			want: refuse(Invalid, ReasonFutureTimestamp, rec("10:05:01", "default", "p0", "", 0), at("10:00:01")),
 		},
 		{
 			name: "timestamp exactly TTL in the future: merely held",
@@ -374,6 +375,8 @@ func TestDecideRelease(t *testing.T) {
 		{"owner suffix needs the leading comma (#1433, spec example 5)", held(abc123), teamA, Options{}, noop(ReasonNotOwner)},
 		{"owner", held("2026-06-14T10:00:00Z,team-a,abc"), teamA, Options{}, release(ReasonOwner, "2026-06-14T10:00:00Z,team-a,abc")},
 		{"other namespace", held("2026-06-14T10:00:00Z,team-b,abc"), teamA, Options{}, noop(ReasonNotOwner)},
+		{"namespace that ends like the requester's: the leading comma matters", held("2026-06-14T10:00:00Z,my-team-a,abc"), teamA, Options{}, noop(ReasonNotOwner)},
+		{"bad timestamp, namespace that ends like the requester's", held("later,my-team-a,abc"), teamA, Options{}, noop(ReasonNotOwner)},
 		{"bad timestamp, owner suffix still applies", held("later,team-a,abc"), teamA, Options{}, release(ReasonOwner, "later,team-a,abc")},
 		{"4 parts ending in the owner: HAMi's suffix rule", held("x,y,team-a,abc"), teamA, Options{}, release(ReasonOwner, "x,y,team-a,abc")},
 		{"unnamed T,,", held("2026-06-14T10:00:00Z,,"), teamA, Options{}, noop(ReasonNotOwner)},

@@ -169,9 +169,7 @@ func (s *MemoryStore) Put(key Key, raw string) error {
 // Changes implements Notifier.
 func (s *MemoryStore) Changes(key Key) <-chan struct{} {
 	if key.Validate() != nil {
-		ch := make(chan struct{})
-		close(ch)
-		return ch
+		return nil
 	}
 	e, _ := s.entry(key, true)
 	defer e.mu.Unlock()

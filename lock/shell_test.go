@@ -203,3 +203,14 @@ func TestLockerSleepsUntilExpiry(t *testing.T) {
 		}
 	})
 }
+
+func TestMemoryStoreConformance(t *testing.T) {
+	for _, v := range fake.CheckLockStore(context.Background(), func() lock.Store { return lock.NewMemoryStore() }) {
+		t.Error(v)
+	}
+	// The fault-injecting wrapper passes too when no fault is scripted.
+	w := fake.NewWorld(1, t0)
+	for _, v := range fake.CheckLockStore(context.Background(), func() lock.Store { return fake.NewLockStore(w) }) {
+		t.Error(v)
+	}
+}

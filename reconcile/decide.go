@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/plancore/plancore/expectations"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -61,12 +63,14 @@ type decider struct {
 	notInSpec    map[string]int
 	foreign      int
 
-	wtdNames map[string]int32 // union of workersToDelete names -> pod index or -1
-	pending  map[string]*PendingGroup
-	forming  map[string][]*FormingGroup
-	planned  map[int32]bool  // pods with a planned DeletePod
-	taken    map[string]bool // pod names, built lazily for derived names
-	replicas map[string]bool // replica names, built lazily
+	wtdNames  map[string]int32    // union of workersToDelete names -> pod index or -1
+	pending   map[string][]string // groups whose expectations are pending -> pods awaited
+	lingering map[string]bool     // pods of expired deletes still in view (not counted)
+	forming   map[string][]*FormingGroup
+	planned   map[int32]bool  // pods with a planned DeletePod
+	blindSent map[string]bool // names of blind workersToDelete deletes
+	taken     map[string]bool // pod names, built lazily for derived names
+	replicas  map[string]bool // replica names, built lazily
 }
 
 func (d *decider) run() error {
@@ -85,15 +89,8 @@ func (d *decider) run() error {
 		d.hash = h
 	}
 	d.plan.ClusterHash = d.hash
-	if len(s.Expectations.Pending) > 0 {
-		d.pending = make(map[string]*PendingGroup, len(s.Expectations.Pending))
-		for i := range s.Expectations.Pending {
-			pg := &s.Expectations.Pending[i]
-			d.pending[pg.Group] = pg
-			if !pg.NextChange.IsZero() && pg.NextChange.After(s.Now) {
-				d.addHint(pg.NextChange.Sub(s.Now))
-			}
-		}
+	if err := d.checkExpectations(); err != nil {
+		return err
 	}
 	d.bucket()
 	d.plan.Groups = make([]GroupReport, len(c.Spec.WorkerGroups))
@@ -297,7 +294,66 @@ func (d *decider) pod(i int32) *corev1.Pod { return &d.s.Pods[i] }
 // counted reports whether a pod takes part in counts, health checks and victim
 // choice: terminating pods do not (D4) unless Compat.CountTerminatingPods.
 func (d *decider) counted(p *corev1.Pod) bool {
+	if d.lingering[p.Name] && terminating(p) {
+		// An expired delete whose pod is still terminating (expectations'
+		// Lingering): counting it would revive #3286. A lingering pod that is
+		// not terminating was never deleted, and counts.
+		return false
+	}
 	return d.c.CountTerminatingPods || !terminating(p)
+}
+
+// checkExpectations runs the pure expectations check for every group of this
+// cluster that holds items, against this snapshot's pods.
+func (d *decider) checkExpectations() error {
+	st := d.s.Expectations
+	if st == nil {
+		return nil
+	}
+	c := &d.s.Cluster
+	if d.c.CountTerminatingPods && st.Options().DeleteSatisfiedBy == expectations.SatisfiedByTerminating {
+		// KubeRay #3286: counting terminating pods while a terminating pod
+		// satisfies its delete deletes more pods than asked (D5).
+		return fmt.Errorf("%w: Compat.CountTerminatingPods with expectations DeleteSatisfiedBy %s over-deletes (KubeRay #3286)",
+			ErrInvalidOptions, expectations.SatisfiedByTerminating)
+	}
+	owner := expectations.Owner{Namespace: c.Namespace, Name: c.Name, UID: c.UID}
+	groups := st.Groups(owner)
+	if len(groups) == 0 {
+		return nil
+	}
+	view := expectations.NewView(d.s.Pods)
+	for _, g := range groups {
+		res, err := st.Check(d.s.Now, owner, g, view)
+		if err != nil {
+			return fmt.Errorf("%w: expectations of group %q: %v", ErrInvalidCluster, g, err)
+		}
+		lingering := map[string]bool{}
+		for _, e := range res.Lingering {
+			lingering[e.Pod] = true
+			if d.lingering == nil {
+				d.lingering = map[string]bool{}
+			}
+			d.lingering[e.Pod] = true
+		}
+		for _, list := range [][]expectations.Entry{res.Observed, res.Expired} {
+			for _, e := range list {
+				if !lingering[e.Pod] {
+					d.plan.ExpectationOps.Drop = append(d.plan.ExpectationOps.Drop, expectations.Ref{Owner: owner, Group: g, Pod: e.Pod, Token: e.Token})
+				}
+			}
+		}
+		if !res.Satisfied {
+			if d.pending == nil {
+				d.pending = map[string][]string{}
+			}
+			d.pending[g] = res.PendingPods()
+			if !res.NextChange.IsZero() {
+				d.addHint(res.RequeueAfter(d.s.Now))
+			}
+		}
+	}
+	return nil
 }
 
 // ---- §2.2 suspend ----
@@ -397,9 +453,9 @@ func (d *decider) head() error {
 			active = append(active, i)
 		}
 	}
-	if pg, ok := d.pending[HeadGroupKey]; ok {
-		hc.Blocked += max(1, len(pg.Pods))
-		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonExpectationsPending, Pods: slices.Clone(pg.Pods),
+	if pods, ok := d.pending[HeadGroupKey]; ok {
+		hc.Blocked += max(1, len(pods))
+		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonExpectationsPending, Pods: slices.Clone(pods),
 			Message: "head expectations are not satisfied; the head is reconciled later, workers now"})
 		return nil
 	}
@@ -608,9 +664,9 @@ func (d *decider) group(gi int) error {
 		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonInvalidNumOfHosts,
 			Message: fmt.Sprintf("group %s: numOfHosts %d is treated as 1 (KubeRay would delete every worker, #2084)", g.GroupName, g.NumOfHosts)})
 	}
-	if pg, ok := d.pending[g.GroupName]; ok {
-		gr.Blocked += max(1, len(pg.Pods))
-		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonExpectationsPending, Pods: slices.Clone(pg.Pods),
+	if pods, ok := d.pending[g.GroupName]; ok {
+		gr.Blocked += max(1, len(pods))
+		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonExpectationsPending, Pods: slices.Clone(pods),
 			Message: fmt.Sprintf("group %s: expectations are not satisfied; the group is skipped this pass", g.GroupName)})
 		return nil
 	}
@@ -742,8 +798,16 @@ func (d *decider) workersToDelete(gi int) map[string]bool {
 		idx := d.wtdNames[name]
 		if d.c.BlindWorkersToDelete {
 			// KubeRay sends a bare delete by name in the namespace, whatever
-			// the pod is (D3, #733, #3738).
+			// the pod is (D3, #733, #3738). A name listed by two groups is
+			// sent once per plan (KubeRay's second call would be a 404).
 			deleted[name] = true
+			if d.blindSent[name] {
+				continue
+			}
+			if d.blindSent == nil {
+				d.blindSent = map[string]bool{}
+			}
+			d.blindSent[name] = true
 			rr := r
 			rr.Pods = []string{name}
 			d.plan.Actions = append(d.plan.Actions, Action{

@@ -196,7 +196,7 @@ func TestHead(t *testing.T) {
 			outcome: "requeue @head The head Pod h1 status is Failed which is a terminal state. KubeRay will delete the Pod and create new Pods in the next reconciliation if necessary."},
 		{name: "head expectations pending: workers still reconciled", snap: func() reconcile.Snapshot {
 			s := snap(cluster(group("small", 1)))
-			s.Expectations.Pending = []reconcile.PendingGroup{{Group: "", Pods: []string{"rc-head-xxxxx"}}}
+			pending(&s, "", "rc-head-xxxxx")
 			return s
 		}, want: []string{"create small rc-small-worker-* #0 ScaleUp"}, outcome: "ok"},
 	})
@@ -289,7 +289,7 @@ func TestWorkers(t *testing.T) {
 			opts: gateOff, want: []string{"create small rc-small-worker-* ScaleUp"}, outcome: "ok"},
 		{name: "expectations pending: group skipped, others planned", snap: func() reconcile.Snapshot {
 			s := snap(cluster(group("a", 1), group("b", 1)), withHead()...)
-			s.Expectations.Pending = []reconcile.PendingGroup{{Group: "a", Pods: []string{"x"}}}
+			pending(&s, "a", "x")
 			return s
 		}, want: []string{"create b rc-b-worker-* #0 ScaleUp"}, outcome: "ok"},
 		{name: "group suspended: delete-all of the group", snap: func() reconcile.Snapshot {

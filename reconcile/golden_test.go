@@ -51,8 +51,8 @@ func goldenCases() []goldenCase {
 	forming := snap(cluster(mhGroup("tpu", 2, 2)), withHead(mhHealthy[0], mhHealthy[1], mhWorker("c0", "tpu", "tpu-C1", 1, 0))...)
 	forming.Forming = []reconcile.FormingGroup{{Group: "tpu", ReplicaName: "tpu-C1", ReplicaIndex: 1, Missing: []int{1},
 		Attempts: 1, FirstFailure: t0.Add(-time.Minute), LastAttempt: t0.Add(-time.Minute), LastError: "exceeded quota: gpu"}}
-	pending := snap(cluster(group("a", 2), group("b", 1)), withHead(worker("a1", "a", index(0)))...)
-	pending.Expectations.Pending = []reconcile.PendingGroup{{Group: "a", Pods: []string{"rc-a-worker-zzzzz"}, NextChange: t0.Add(30 * time.Second)}}
+	pendingSnap := snap(cluster(group("a", 2), group("b", 1)), withHead(worker("a1", "a", index(0)))...)
+	pending(&pendingSnap, "a", "rc-a-worker-zzzzz")
 	mtls := snap(cluster(group("small", 1)), withHead()...)
 	mtls.TLS = reconcile.TLS{Enabled: true, NotReadyError: `secret "rc-ca" not found`}
 	zeroHosts := group("small", 2)
@@ -79,7 +79,7 @@ func goldenCases() []goldenCase {
 		{"multihost_incomplete", snap(cluster(mhGroup("tpu", 2, 2)), withHead(mhHealthy[0], mhHealthy[2], mhHealthy[3])...), opts()},
 		{"multihost_forming_retry", forming, derived(opts())},
 		{"multihost_scale_down_legacy", snap(cluster(mhGroup("tpu", 1, 2)), withHead(worker("l0", "tpu"), worker("l1", "tpu"), mhHealthy[0], mhHealthy[1])...), opts()},
-		{"expectations_pending", pending, opts()},
+		{"expectations_pending", pendingSnap, opts()},
 		{"mtls_not_ready", mtls, opts()},
 		{"zero_hosts_default", snap(cluster(zeroHosts), withHead(worker("w1", "small"))...), opts()},
 		{"zero_hosts_compat", snap(cluster(zeroHosts), withHead(worker("w1", "small"))...), compat()},

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/plancore/plancore/expectations"
 	"github.com/plancore/plancore/reconcile"
 )
 
@@ -206,4 +207,22 @@ func maskReplica(group, name string) string {
 		return group + "-*****"
 	}
 	return name
+}
+
+// pending records a create of each (absent) pod in group, so the group's
+// expectations are pending at t0 until t0+5min.
+func pending(s *reconcile.Snapshot, group string, pods ...string) {
+	if s.Expectations == nil {
+		st, err := expectations.New(expectations.Options{})
+		if err != nil {
+			panic(err)
+		}
+		s.Expectations = st
+	}
+	owner := expectations.Owner{Namespace: s.Cluster.Namespace, Name: s.Cluster.Name, UID: s.Cluster.UID}
+	for _, p := range pods {
+		if _, err := s.Expectations.Record(t0, expectations.Record{Owner: owner, Group: group, Action: expectations.Create, Pod: p}); err != nil {
+			panic(err)
+		}
+	}
 }

@@ -387,7 +387,8 @@ func (d *decider) createReplica(gi int, name string, index int, hosts []int, f *
 	c := &d.s.Cluster
 	g := &c.Spec.WorkerGroups[gi]
 	gr := &d.plan.Groups[gi]
-	cg := &CreateReplicaGroup{ReplicaName: name, ReplicaIndex: index, Hosts: slices.Clone(hosts), NumOfHosts: int(g.NumOfHosts)}
+	cg := &CreateReplicaGroup{ReplicaName: name, ReplicaIndex: index, Hosts: slices.Clone(hosts), NumOfHosts: int(g.NumOfHosts),
+		Serial: d.c.DeleteIncompleteGroupsImmediately}
 	if f != nil {
 		cg.Retry, cg.Attempts, cg.FirstFailure = true, f.Attempts, f.FirstFailure
 	}

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/plancore/plancore/expectations"
 )
 
 // ReasonCode is a stable machine-readable reason.
@@ -163,6 +165,9 @@ type CreateReplicaGroup struct {
 	Attempts int `json:",omitempty"`
 	// FirstFailure carries the record's first failure time on a retry.
 	FirstFailure time.Time `json:",omitzero"`
+	// Serial asks for KubeRay's creation: member by member, stopping at the
+	// first failure and recording no formation (Compat.DeleteIncompleteGroupsImmediately).
+	Serial bool `json:",omitempty"`
 }
 
 // DeletePod deletes one pod by name, with a UID precondition when known.
@@ -210,6 +215,10 @@ type PatchPodAnnotations struct {
 type ExpectationOps struct {
 	// ClearCluster forgets every record of the cluster (Recreate).
 	ClearCluster bool `json:",omitempty"`
+	// Drop lists the expectation items this snapshot settled (observed or
+	// expired); KubeRay removed them as a side effect of IsSatisfied. Apply
+	// removes them before any action is recorded.
+	Drop []expectations.Ref `json:",omitempty"`
 	// DropForming lists formation records (Snapshot.Forming) that are settled:
 	// complete, timed out, deleted or vanished.
 	DropForming []FormingKey `json:",omitempty"`
@@ -328,7 +337,11 @@ func (p Plan) Explain() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plan %s  hash %s\n", p.Cluster, p.ClusterHash)
 	for _, n := range p.Notices {
-		fmt.Fprintf(&b, "notice %s\n", n)
+		fmt.Fprintf(&b, "notice %s", n)
+		if len(n.Pods) > 0 {
+			fmt.Fprintf(&b, " %v", n.Pods)
+		}
+		b.WriteByte('\n')
 	}
 	byGroup := map[string][]int{}
 	for i := range p.Actions {
@@ -371,6 +384,9 @@ func (p Plan) Explain() string {
 		if g.Stopped != nil {
 			fmt.Fprintf(&b, "  stop %s\n", *g.Stopped)
 		}
+	}
+	for _, r := range p.ExpectationOps.Drop {
+		fmt.Fprintf(&b, "expectations drop %s/%s\n", r.Group, cmpOr(r.Pod, r.Token))
 	}
 	if p.ExpectationOps.ClearCluster {
 		b.WriteString("expectations clear cluster\n")
@@ -446,4 +462,11 @@ func podNameOrPrefix(p *corev1.Pod) string {
 		return p.Name
 	}
 	return p.GenerateName + "*"
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

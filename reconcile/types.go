@@ -3,6 +3,8 @@ package reconcile
 import (
 	"time"
 
+	"github.com/plancore/plancore/expectations"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,9 +19,12 @@ type Snapshot struct {
 	// Pods are the observed pods in any order. They may include terminating pods
 	// and pods of other clusters or namespaces, which Decide ignores.
 	Pods []corev1.Pod
-	// Expectations is the gate the caller's expectations store computed for this
-	// snapshot; see ExpectationsView.
-	Expectations ExpectationsView
+	// Expectations is the caller's expectations state (a copy, for example
+	// Tracker.Snapshot()), or nil for none. Decide checks every group of this
+	// cluster that holds items against the pods of this snapshot with the pure
+	// State.Check, and plans nothing for a group that is not satisfied. Its
+	// owner is the cluster (namespace, name, UID); the head group is "".
+	Expectations *expectations.State
 	// Forming lists the multi-host replica groups whose creation failed part way
 	// (KubeRay #4540). Apply reports them; the caller keeps them between passes
 	// (FormationLedger does it) and hands them back here.
@@ -111,23 +116,6 @@ type TLS struct {
 	SecretsReady bool
 	// NotReadyError is the caller's explanation, used in the requeue message.
 	NotReadyError string
-}
-
-// ExpectationsView is the per-group verdict of the caller's expectations store
-// for this snapshot. Groups are keyed like KubeRay's: the head group is "",
-// worker groups by name. A group that is not listed is satisfied.
-type ExpectationsView struct {
-	Pending []PendingGroup
-}
-
-// PendingGroup is one group whose expectations are not yet satisfied.
-type PendingGroup struct {
-	Group string
-	// Pods names the pods still awaited, for the plan's reason.
-	Pods []string
-	// NextChange is when the verdict may change without a new observation (a
-	// deadline), or zero.
-	NextChange time.Time
 }
 
 // FormingGroup is a multi-host replica group whose creation failed part way:

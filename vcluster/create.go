@@ -22,6 +22,11 @@ type Request struct {
 	// added or removed; the rest follow the default order. Ids that are not
 	// eligible are skipped.
 	Prefer []string
+	// Limits, when set, refuse counts outside the cluster's bounds
+	// (InvalidArgument) and keep the primary's MinFree reserve: an addition
+	// that would dip into it is OutOfResource, and the recommendation
+	// respects it. The zero value limits nothing.
+	Limits Limits
 }
 
 const (
@@ -101,6 +106,12 @@ func PlanCreateOrUpdate(s State, req Request, rev uint64) (Plan, error) {
 			cur.Kind = Divisible
 		}
 	}
+	if err := req.Limits.Validate(); err != nil {
+		return Plan{}, err
+	}
+	if err := req.Limits.checkBounds(req.ID, req.ReplicaSets); err != nil {
+		return Plan{}, err
+	}
 	current := s.ReplicaSet(req.ID)
 
 	var moves []Move
@@ -132,7 +143,9 @@ func PlanCreateOrUpdate(s State, req Request, rev uint64) (Plan, error) {
 		if need <= 0 {
 			continue
 		}
-		ids := pick(s.Nodes, bucket(s.Primary, t, Undivided), need, alive, addRank, req.Prefer)
+		ids := pick(s.Nodes, bucket(s.Primary, t, Undivided), need+req.Limits.MinFree[t], alive, addRank, req.Prefer)
+		// The reserve stays in the primary: only what lies above it may go.
+		ids = ids[:min(need, max(0, len(ids)-req.Limits.MinFree[t]))]
 		found[t] = len(ids)
 		short = short || len(ids) < need
 		for _, id := range ids {

@@ -39,6 +39,13 @@
 // Node events (Join, SetNode) and the caller's detached-object counts and job
 // liveness (SetDetached, SetJobDead) return new states and write nothing.
 //
+// Beyond the anchor, and off unless asked for: Limits (per-cluster bounds
+// and the primary's MinFree/MaxFree reserve) on create and update, PlanScale
+// for an autoscaler (demand clamped to bounds, planned best effort, with the
+// nodes to Launch and the idle primary nodes to Release), swap and move
+// budgets (ReplenishOptions, ScaleRequest.MaxMoves), BusyNodes on refused
+// node removals, and Plan.Deltas for executors that publish deltas.
+//
 // A refused call returns an *Error with one of the anchor's four codes
 // (InvalidArgument, OutOfResource, UnsafeToRemove, NotFound), wrapping the
 // matching sentinel (ErrInvalidArgument, ...), the anchor's message byte for

@@ -314,6 +314,45 @@ func TestGolden(t *testing.T) {
 			tr.plan("update x to {}", p, err)
 			return tr
 		},
+		"14-autoscale": func(t *testing.T) *transcript {
+			tr := newTranscript(t, mustState(t, nodesOf("n", "t0", 10), nodesOf("g", "gpu", 2)))
+			p, err := vcluster.PlanCreateOrUpdate(tr.s, req("web", false, 0, vcluster.ReplicaSet{"t0": 2}), 1)
+			tr.plan("create web {t0: 2}", p, err)
+			p, err = vcluster.PlanCreateOrUpdate(tr.s, req("ml", false, 0, vcluster.ReplicaSet{"gpu": 2}), 2)
+			tr.plan("create ml {gpu: 2}", p, err)
+			tr.event("node g00 dies", setNode("g00", false, false))
+			limits := vcluster.Limits{
+				Clusters: map[string]map[string]vcluster.Bounds{"web": {"t0": {Min: 1, Max: 6}}},
+				MinFree:  vcluster.ReplicaSet{"t0": 1},
+				MaxFree:  vcluster.ReplicaSet{"t0": 1},
+			}
+			for i, demand := range []map[string]vcluster.ReplicaSet{
+				{"web": {"t0": 9}},
+				{"web": {"t0": 0}, "ml": {"gpu": 4}},
+			} {
+				sp, err := vcluster.PlanScale(tr.s, vcluster.ScaleRequest{Demand: demand, Limits: limits, MaxMoves: 3 * i}, uint64(5+i))
+				fmt.Fprintf(&tr.b, "\n> scale to %v (web bounds [1, 6], MinFree 1, MaxFree 1, MaxMoves %d)\n%s", demand, 3*i, sp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr.s = step(t, tr.s, sp.Plan, nil)
+				fmt.Fprintf(&tr.b, "-- state\n%s", tr.s)
+			}
+			p, err = vcluster.PlanCreateOrUpdate(tr.s, vcluster.Request{ID: "web", Revision: 6, ReplicaSets: vcluster.ReplicaSet{"t0": 7}, Limits: limits}, 7)
+			tr.plan("update web to {t0: 7} with its bounds", p, err)
+			return tr
+		},
+		"15-percent-budget": func(t *testing.T) *transcript {
+			tr := newTranscript(t, mustState(t, nodesOf("n", "t0", 16)))
+			p, err := vcluster.PlanCreateOrUpdate(tr.s, req("big", false, 0, vcluster.ReplicaSet{"t0": 10}), 1)
+			tr.plan("create big {t0: 10}", p, err)
+			for _, id := range []string{"n00", "n01", "n02", "n03"} {
+				tr.event("node "+id+" dies", setNode(id, false, false))
+			}
+			tr.replenish(vcluster.ReplenishOptions{MaxSwapsPercent: 20})
+			tr.replenish(vcluster.ReplenishOptions{MaxSwapsPercent: 20})
+			return tr
+		},
 	}
 	for name, run := range scenarios {
 		t.Run(name, func(t *testing.T) { run(t).check(name) })

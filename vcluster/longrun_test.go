@@ -101,7 +101,7 @@ func restore(s, old vcluster.State) vcluster.State {
 // I1–I10, that storage holds exactly the state's records, and that the
 // worker's view is exactly the indivisible and job clusters.
 func TestLongRandomRun(t *testing.T) {
-	const steps = 3000
+	const steps = 2000
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(2026, 8))
 	c := seededChooser{rng}

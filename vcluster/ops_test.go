@@ -109,19 +109,26 @@ func (w *world) genOp(c chooser, s vcluster.State) op {
 		rev := w.nextRev(c)
 		return op{desc: fmt.Sprintf("create/update %s divisible=%v %v rev %d→%d prefer %v", id, req.Divisible, req.ReplicaSets, req.Revision, rev, req.Prefer),
 			plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanCreateOrUpdate(s, req, rev) }, target: id, req: &req}
-	case k < 8:
+	case k < 10:
 		parents := append([]string{vcluster.PrimaryID}, slices.Sorted(maps.Keys(s.Logical))...)
 		parent, _ := pickFrom(c, parents, "parent")
-		req := vcluster.JobRequest{Parent: parent, Job: jobNames[c.intn(len(jobNames), "job")], ReplicaSets: replicas(3)}
+		// Jobs ask for few nodes of few templates, so most fit.
+		rs := vcluster.ReplicaSet{}
+		for _, t := range w.templates {
+			if c.intn(3, "job-template-use") == 0 {
+				rs[t] = c.intn(3, "job-count")
+			}
+		}
+		req := vcluster.JobRequest{Parent: parent, Job: jobNames[c.intn(len(jobNames), "job")], ReplicaSets: rs}
 		rev := w.nextRev(c)
 		return op{desc: fmt.Sprintf("create job %s %v", vcluster.JobID(req.Parent, req.Job), req.ReplicaSets),
 			plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanCreateJobCluster(s, req, rev) }}
-	case k < 10:
+	case k < 11:
 		ids := append(slices.Sorted(maps.Keys(s.Logical)), slices.Sorted(maps.Keys(s.Jobs))...)
 		ids = append(ids, "zz", "zz##j")
 		id, _ := pickFrom(c, ids, "remove-id")
 		return op{desc: "remove " + id, plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanRemove(s, id) }}
-	case k < 11:
+	case k < 12:
 		id := logicalIDs[c.intn(len(logicalIDs), "id")]
 		var ids []string
 		members := s.Members(id)
@@ -135,7 +142,7 @@ func (w *world) genOp(c chooser, s vcluster.State) op {
 		rev := w.nextRev(c)
 		return op{desc: fmt.Sprintf("remove nodes %s %v", id, ids), target: id,
 			plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanRemoveNodes(s, id, ids, rev) }}
-	case k < 13:
+	case k < 14:
 		opts := vcluster.ReplenishOptions{}
 		switch c.intn(4, "cap") {
 		case 0:
@@ -145,9 +152,9 @@ func (w *world) genOp(c chooser, s vcluster.State) op {
 		}
 		return op{desc: "replenish " + opts.String(), replenish: &opts,
 			plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanReplenish(s, opts) }}
-	case k < 14:
-		return op{desc: "gc", plan: vcluster.PlanGC}
 	case k < 15:
+		return op{desc: "gc", plan: vcluster.PlanGC}
+	case k < 16:
 		var aliveIDs []string
 		for _, id := range nodes {
 			if s.Nodes[id].Alive {
@@ -285,6 +292,31 @@ func checkPlanRules(s, next vcluster.State, p vcluster.Plan, o op) error {
 			return fmt.Errorf("I3: busy node %s left indivisible %s", m.Node, m.From.Cluster)
 		}
 	}
+	// §2.2: a scale-down by k of a template whose undivided bucket holds at
+	// least k dead nodes returns only dead nodes.
+	if o.req != nil && len(o.req.Prefer) == 0 {
+		c := s.Logical[o.req.ID]
+		for tpl, byBucket := range c.Buckets {
+			dead := 0
+			for _, id := range byBucket[vcluster.Undivided] {
+				if !s.Nodes[id].Alive {
+					dead++
+				}
+			}
+			removed, removedAlive := 0, 0
+			for _, m := range p.Moves {
+				if m.Template == tpl && m.From.Cluster == o.req.ID {
+					removed++
+					if s.Nodes[m.Node].Alive {
+						removedAlive++
+					}
+				}
+			}
+			if removed <= dead && removedAlive > 0 {
+				return fmt.Errorf("§2.2: scale-down of %s/%s returned %d alive nodes while %d dead ones were there", o.req.ID, tpl, removedAlive, dead)
+			}
+		}
+	}
 	if slices.Contains(p.Flush, vcluster.PrimaryID) {
 		return fmt.Errorf("I7: the primary is flushed")
 	}
@@ -319,7 +351,7 @@ func checkPlanRules(s, next vcluster.State, p vcluster.Plan, o op) error {
 			return fmt.Errorf("I7: record of %s changed but it is not flushed", id)
 		}
 		if okA && okB && !vcluster.IsJobID(id) && a.Revision != b.Revision {
-			if o.target != id || b.Revision <= a.Revision {
+			if (o.target != id && o.target != "*") || b.Revision <= a.Revision {
 				return fmt.Errorf("I8: revision of %s changed %d → %d", id, a.Revision, b.Revision)
 			}
 		}

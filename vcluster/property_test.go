@@ -43,7 +43,7 @@ func killSome(t *rapid.T, s vcluster.State) vcluster.State {
 // the uncapped plan's k swaps take ⌈k/m⌉ rounds of at most m swaps.
 func TestPropertyReplenish(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s, _ := genState(t, 200, 15)
+		s, _ := genState(t, 150, 25)
 		s = killSome(t, s)
 		full := vcluster.ReplenishOptions{}
 		healed, p, err := checkOp(s, op{desc: "replenish", replenish: &full, plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanReplenish(s, full) }})
@@ -145,7 +145,7 @@ var equateEmpty = cmpopts.EquateEmpty()
 // same state, and writes nothing.
 func TestPropertyRecoverRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s, _ := genState(t, 200, 20)
+		s, _ := genState(t, 150, 20)
 		s = killSome(t, s)
 		p, err := vcluster.PlanReplenish(s, vcluster.ReplenishOptions{})
 		if err != nil {
@@ -361,4 +361,40 @@ func TestPropertyRemoveNodesOrder(t *testing.T) {
 			t.Fatalf("order matters:\n%s %v\n%s %v", p1, err1, p2, err2)
 		}
 	})
+}
+
+// TestPropertyScaleDownDeadFirst: spec §2.2. A scale-down by k of a template
+// whose undivided bucket holds at least k dead nodes returns only dead nodes
+// (checkPlanRules asserts it for every create/update of checkOp).
+func TestPropertyScaleDownDeadFirst(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s, _ := genState(t, 120, 15)
+		s = killSome(t, s)
+		ids := sortedLogical(s)
+		if len(ids) == 0 {
+			return
+		}
+		id := rapid.SampledFrom(ids).Draw(t, "cluster")
+		c := s.Logical[id]
+		rs := s.ReplicaSet(id)
+		for _, tpl := range sortedTemplates(c) {
+			dead := 0
+			for _, n := range c.Buckets[tpl][vcluster.Undivided] {
+				if !s.Nodes[n].Alive {
+					dead++
+				}
+			}
+			rs[tpl] -= rapid.IntRange(0, dead).Draw(t, "k")
+		}
+		req := vcluster.Request{ID: id, Divisible: c.Kind == vcluster.Divisible, Revision: c.Revision, ReplicaSets: rs}
+		if _, _, err := checkOp(s, op{desc: "scale down " + id, target: id, req: &req, plan: func(s vcluster.State) (vcluster.Plan, error) {
+			return vcluster.PlanCreateOrUpdate(s, req, 99)
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func sortedLogical(s vcluster.State) []string {
+	return slices.Sorted(maps.Keys(s.Logical))
 }

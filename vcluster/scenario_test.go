@@ -216,12 +216,12 @@ func TestExample5RecoverRepair(t *testing.T) {
 func TestScaleDownReturnsDeadNodesFirst(t *testing.T) {
 	s := mustState(t, nodesOf("n", "t0", 6))
 	s = create(t, s, "vc", false, vcluster.ReplicaSet{"t0": 5}, 1)
-	s = kill(t, s, "n03", "n01")
+	s = kill(t, s, "n04", "n02")
 	s, _ = s.SetNode("n00", true, true)
 	p, err := vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "vc", Revision: 1, ReplicaSets: vcluster.ReplicaSet{"t0": 2}}, 2)
 	s = step(t, s, p, err)
-	// Dead n01 and n03 first, then the lowest idle id n02; busy n00 stays.
-	if diff := cmp.Diff(map[string][]string{"t0": {"n00", "n04"}}, members(s, "vc")); diff != "" {
+	// Dead n02 and n04 first, then the lowest idle id n01; busy n00 stays.
+	if diff := cmp.Diff(map[string][]string{"t0": {"n00", "n03"}}, members(s, "vc")); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -1,16 +1,21 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/plancore/plancore/dag"
+	"github.com/plancore/plancore/fake"
 )
 
 func init() { register(3, "dag: the ML pipeline as a JobFlow", runDAG) }
 
-// mlPipeline is the seed's ML pipeline: preprocess, then training and feature
-// engineering in parallel, then evaluation, then deployment.
+// mlPipeline is the seed's ML pipeline: preprocessing, then training and
+// feature engineering in parallel, then evaluation, then deployment, with a
+// finally flow that reports the outcome.
 func mlPipeline() dag.Workflow {
 	dep := func(name string, targets ...string) dag.Flow {
 		f := dag.Flow{Name: name}
@@ -19,34 +24,75 @@ func mlPipeline() dag.Workflow {
 		}
 		return f
 	}
+	training := dep("model-training", "data-preprocess")
+	training.Retry = &dag.Retry{Limit: 2, Backoff: dag.Backoff{Duration: 30 * time.Second, Factor: 2, Cap: 5 * time.Minute}}
+	training.Patch = []byte(`{"spec":{"tasks":[{"name":"trainer","replicas":4}]}}`)
 	return dag.Workflow{Name: "ml-pipeline", Namespace: "default", UID: "uid-ml-pipeline", Spec: dag.Spec{
 		Flows: []dag.Flow{
 			dep("data-preprocess"),
-			dep("model-training", "data-preprocess"),
+			training,
 			dep("feature-engineering", "data-preprocess"),
 			dep("model-evaluation", "model-training", "feature-engineering"),
 			dep("model-deploy", "model-evaluation"),
 		},
+		Finally:         []dag.Flow{{Name: "notify"}},
 		JobRetainPolicy: dag.RetainPolicyRetain,
 	}}
 }
 
 func runDAG(w io.Writer) error {
 	wf := mlPipeline()
-	order, err := dag.Topo(wf, dag.Default())
-	if err != nil {
+	if err := dag.Check(wf, dag.Default()); err != nil {
 		return err
-	}
-	fmt.Fprintln(w, "Validation is O(V+E) (Kahn's algorithm); the planner reuses its order:")
-	for k, i := range order {
-		fmt.Fprintf(w, "  %d. %s\n", k+1, wf.Spec.Flows[i].Name)
 	}
 	broken := wf
 	broken.Spec.Flows = append([]dag.Flow{}, wf.Spec.Flows...)
 	broken.Spec.Flows[0] = dag.Flow{Name: "data-preprocess", DependsOn: &dag.DependsOn{Targets: []string{"model-deploy", "labels"}}}
-	fmt.Fprintln(w, "A broken edit (preprocess waits for deploy and for an unknown flow) is rejected with every offender:")
+	fmt.Fprintln(w, "Validation is O(V+E) and reports every offender at once; a broken edit:")
 	for _, is := range dag.Validate(broken, dag.Default()) {
 		fmt.Fprintf(w, "  %s\n", is)
 	}
+
+	world := fake.NewWorld(42, time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	runner := fake.NewDAGRunner(world)
+	// Training fails once, then succeeds on its retry.
+	runner.Script = map[string][]dag.JobPhase{"ml-pipeline-model-training": {dag.JobPhaseFailed, dag.JobPhaseCompleted}}
+	fmt.Fprintln(w, "\nRunning it against the fake job runner, one plan per round (Default preset):")
+	ctx := context.Background()
+	for round := 1; round <= 30; round++ {
+		s := runner.Snapshot(wf)
+		res, err := dag.Plan(s, dag.Default())
+		if err != nil {
+			return err
+		}
+		var acts []string
+		for _, d := range res.Delete {
+			acts = append(acts, fmt.Sprintf("delete %s (%s)", d.Name, d.Reason))
+		}
+		for _, c := range res.Create {
+			acts = append(acts, fmt.Sprintf("create %s (attempt %d)", c.Name, c.Attempt))
+		}
+		if res.RequeueAfter > 0 {
+			acts = append(acts, fmt.Sprintf("requeue after %v", res.RequeueAfter))
+		}
+		if len(acts) == 0 {
+			acts = append(acts, "nothing to do")
+		}
+		fmt.Fprintf(w, "  %s  %-9s %s\n", s.Now.Format("15:04:05"), res.Status.State.Phase, strings.Join(acts, "; "))
+		if _, err := dag.Apply(ctx, res, runner); err != nil {
+			return err
+		}
+		if p := res.Status.State.Phase; p == dag.PhaseSucceed || p == dag.PhaseFailed {
+			break
+		}
+		runner.Step()
+		runner.Step()
+		world.Clock.Advance(time.Minute)
+	}
+	wf.Status = runner.Status(wf.Namespace, wf.Name)
+	fmt.Fprintln(w, "\nThe finished workflow, rendered with dag.RenderMermaid:")
+	fmt.Fprint(w, dag.RenderMermaid(wf))
+	fmt.Fprintf(w, "Calls made: %d creates, %d deletes, %d status writes.\n",
+		world.Calls.Count(fake.KindDAGCreate), world.Calls.Count(fake.KindDAGDelete), world.Calls.Count(fake.KindDAGStatus))
 	return nil
 }

@@ -40,7 +40,10 @@ func runExpectationsChapter(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Pods in the API after 60s: %d without expectations, %d with them (desired 3).\n", ungated, gated)
+	fmt.Fprintf(w, "Pods in the API after 30s: %d without expectations, %d with them (desired 3).\n", ungated, gated)
+	fmt.Fprintln(w, "The gated controller waited twice: for the create whose response was lost (it")
+	fmt.Fprintln(w, "was made; its token on the pod identified it) and for its replacement of the")
+	fmt.Fprintln(w, "refused create. The ungated one read its own writes late and made a pod too many.")
 	return nil
 }
 
@@ -63,17 +66,21 @@ func scaleUp(w io.Writer, gated bool) (int, error) {
 	}
 	selector := labels.SelectorFromSet(labels.Set{"ray.io/group": "worker"})
 	tokens := 0
-	for pass := 0; pass <= 12; pass++ {
+	for pass := 0; pass <= 6; pass++ {
 		now := world.Clock.Now()
 		cached := store.Informer().List("ray", selector)
-		stamp := fmt.Sprintf("  t+%-3s cache shows %d pod(s)", now.Sub(start), len(cached))
+		stamp := fmt.Sprintf("  t+%-4s cache shows %d pod(s)", now.Sub(start), len(cached))
 		if gated {
 			res, err := st.Satisfied(now, owner, "worker", expectations.NewView(cached))
 			if err != nil {
 				return 0, err
 			}
 			for _, e := range res.Observed {
-				stamp += fmt.Sprintf("; observed %s", e.Pod)
+				if e.Resolution == expectations.Ambiguous {
+					stamp += fmt.Sprintf("; observed %s (the lost create, found by its token %s)", e.Pod, e.Token)
+				} else {
+					stamp += fmt.Sprintf("; observed %s", e.Pod)
+				}
 			}
 			if !res.Satisfied {
 				fmt.Fprintf(w, "%s; waiting for %s\n", stamp, strings.Join(res.PendingPods(), ", "))

@@ -1,0 +1,394 @@
+package redis
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/plancore/plancore/capacity"
+	goredis "github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/capacity_*.lua
+var capacityLua embed.FS
+
+// capacityScript builds one operation's script: the shared library followed
+// by the operation's body, so every script is self-contained on the server.
+func capacityScript(name string) *goredis.Script {
+	lib, err := capacityLua.ReadFile("lua/capacity_lib.lua")
+	if err != nil {
+		panic(err) // embedded at build time: cannot fail
+	}
+	body, err := capacityLua.ReadFile("lua/capacity_" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return goredis.NewScript(string(lib) + "\n" + string(body))
+}
+
+var (
+	capReserve      = capacityScript("reserve")
+	capReserveBatch = capacityScript("reserve_batch")
+	capAck          = capacityScript("ack")
+	capRelease      = capacityScript("release")
+	capHeartbeat    = capacityScript("heartbeat")
+	capLoads        = capacityScript("loads")
+	capScripts      = []*goredis.Script{capReserve, capReserveBatch, capAck, capRelease, capHeartbeat, capLoads}
+)
+
+// CapacityReserveSHA is the SHA1 of the reserve script, for tools such as
+// redis-benchmark that call it with EVALSHA.
+func CapacityReserveSHA() string { return capReserve.Hash() }
+
+// maxExact is the largest integer a Lua number (a double) holds exactly; the
+// scripts compare epochs and seqs as Lua numbers.
+const maxExact = 1<<53 - 1
+
+// CapacityStoreOptions configure a CapacityStore. The zero value means the
+// defaults of capacity.Options.
+type CapacityStoreOptions struct {
+	capacity.Options
+	// Prefix goes before each key's {n:<id>} hash tag; it must not contain '{'.
+	Prefix string
+	// Clock, when set, makes every script use this client clock instead of
+	// Redis TIME. It reproduces the seed, whose script takes the client's now,
+	// and lets tests hit exact TTL boundaries. Leave it nil in production:
+	// clients' clocks disagree, and skew in either direction oversells.
+	Clock func() time.Time
+}
+
+// Validate reports the first field out of range, wrapping
+// capacity.ErrInvalidOptions.
+func (o CapacityStoreOptions) Validate() error {
+	if err := o.Options.Validate(); err != nil {
+		return err
+	}
+	if o.Accounting != capacity.Sum && o.Accounting != capacity.SeedMax {
+		return fmt.Errorf("%w: Accounting %v is not offered by the Redis store", capacity.ErrInvalidOptions, o.Accounting)
+	}
+	if strings.Contains(o.Prefix, "{") {
+		return fmt.Errorf("%w: Prefix %q contains '{'", capacity.ErrInvalidOptions, o.Prefix)
+	}
+	return nil
+}
+
+// CapacityStore is the capacity.SlotStore of several scheduler instances,
+// on Redis. Each operation is one Lua script over a node's three keys
+//
+//	<prefix>{n:<id>}:hb     HASH  epoch, seq, running, recv, max, cpu, mem, gpu, hasgpu
+//	<prefix>{n:<id>}:pend   ZSET  rid → lease expiry (ms)
+//	<prefix>{n:<id>}:acked  ZSET  rid → the job's node seq
+//
+// which share a hash tag, so a node's script touches one Cluster slot and
+// there is no global hot key. Scripts read Redis TIME (unless Clock is set),
+// run with EVALSHA and fall back to EVAL on NOSCRIPT (goredis.Script.Run), so
+// a restart or SCRIPT FLUSH costs one round trip, never a wrong answer.
+//
+// Every Redis failure is an error wrapping capacity.ErrStoreUnavailable:
+// never a lease and never a "yes". The seed's wrapper maps errors to "full"
+// (false); here the caller knows the outcome is unknown and may retry the
+// same rid safely.
+//
+// ReserveBatch and Loads send all their nodes' keys in one call, which Redis
+// Cluster accepts only when the nodes share a slot; on Cluster, reserve
+// per node (Dispatch does).
+type CapacityStore struct {
+	c     goredis.Scripter
+	opts  capacity.Options
+	acct  string
+	pre   string
+	clock func() time.Time
+}
+
+var _ capacity.SlotStore = (*CapacityStore)(nil)
+
+// NewCapacityStore returns a store on c and loads its scripts (SCRIPT LOAD),
+// failing with capacity.ErrStoreUnavailable if Redis cannot be reached.
+func NewCapacityStore(ctx context.Context, c goredis.Scripter, o CapacityStoreOptions) (*CapacityStore, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	s := &CapacityStore{c: c, opts: o.Options.WithDefaults(), acct: "sum", pre: o.Prefix, clock: o.Clock}
+	if o.Accounting == capacity.SeedMax {
+		s.acct = "max"
+	}
+	if err := s.LoadScripts(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// LoadScripts runs SCRIPT LOAD for every capacity script; call it after a
+// reconnect to a fresh server to save the NOSCRIPT round trip.
+func (s *CapacityStore) LoadScripts(ctx context.Context) error {
+	for _, sc := range capScripts {
+		if err := sc.Load(ctx, s.c).Err(); err != nil {
+			return unavailable("script load", err)
+		}
+	}
+	return nil
+}
+
+func unavailable(op string, err error) error {
+	return fmt.Errorf("%w: redis %s: %w", capacity.ErrStoreUnavailable, op, err)
+}
+
+func (s *CapacityStore) keys(node string) []string {
+	base := s.pre + "{n:" + node + "}:"
+	return []string{base + "hb", base + "pend", base + "acked"}
+}
+
+func (s *CapacityStore) now() string {
+	if s.clock == nil {
+		return ""
+	}
+	return strconv.FormatInt(s.clock().UnixMilli(), 10)
+}
+
+func msArg(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+func fromMS(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// Reserve asks for a pending lease; see capacity.SlotStore.
+func (s *CapacityStore) Reserve(ctx context.Context, r capacity.Reservation) (capacity.ReserveResult, error) {
+	items, err := s.validate([]capacity.Reservation{r})
+	if err != nil {
+		return capacity.ReserveResult{}, err
+	}
+	r = items[0]
+	v, err := capReserve.Run(ctx, s.c, s.keys(r.Node), r.RID, r.Max, msArg(r.TTL), msArg(s.opts.HeartbeatTimeout),
+		s.acct, r.Running, s.now()).Int64Slice()
+	if err != nil {
+		return capacity.ReserveResult{}, unavailable("reserve", err)
+	}
+	if len(v) != 5 {
+		return capacity.ReserveResult{}, unavailable("reserve", fmt.Errorf("reply of %d values", len(v)))
+	}
+	return reserveResult(v), nil
+}
+
+func reserveResult(v []int64) capacity.ReserveResult {
+	return capacity.ReserveResult{Status: capacity.ReserveStatus(v[0]), Epoch: uint64(v[1]), Expiry: fromMS(v[2]),
+		Load: int(v[3]), EarliestExpiry: fromMS(v[4])}
+}
+
+// validate checks and defaults reservations. The Redis store works in whole
+// milliseconds, so a TTL must be at least 1 ms.
+func (s *CapacityStore) validate(items []capacity.Reservation) ([]capacity.Reservation, error) {
+	out := make([]capacity.Reservation, len(items))
+	for i, r := range items {
+		if err := capacity.ValidateNodeID(r.Node); err != nil {
+			return nil, err
+		}
+		l, err := capacity.NewNodeLedger(s.opts)
+		if err != nil {
+			return nil, err
+		}
+		// The ledger validates and defaults exactly as the other stores do.
+		if _, _, err := l.Reserve(time.Time{}, r); err != nil {
+			return nil, err
+		}
+		if r.Max == 0 {
+			r.Max = s.opts.MaxJobs
+		}
+		if r.TTL == 0 {
+			r.TTL = s.opts.TTL
+		}
+		if r.TTL < time.Millisecond {
+			return nil, fmt.Errorf("%w: TTL %v for rid %q is below the store's 1ms resolution", capacity.ErrInvalidInput, r.TTL, r.RID)
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// ReserveBatch reserves several items in one script call; see
+// capacity.SlotStore.
+func (s *CapacityStore) ReserveBatch(ctx context.Context, items []capacity.Reservation, mode capacity.BatchMode) (capacity.BatchResult, error) {
+	if mode > capacity.Partial {
+		return capacity.BatchResult{}, fmt.Errorf("%w: batch mode %v is unknown", capacity.ErrInvalidInput, mode)
+	}
+	if len(items) > s.opts.MaxBatch {
+		return capacity.BatchResult{}, fmt.Errorf("%w: batch of %d items exceeds MaxBatch %d", capacity.ErrInvalidInput, len(items), s.opts.MaxBatch)
+	}
+	items, err := s.validate(items)
+	if err != nil {
+		return capacity.BatchResult{}, err
+	}
+	if len(items) == 0 {
+		return capacity.BatchResult{Committed: true, Items: []capacity.ReserveResult{}}, nil
+	}
+	index := map[string]int{}
+	var keys []string
+	modeArg := "all"
+	if mode == capacity.Partial {
+		modeArg = "partial"
+	}
+	args := make([]any, 0, 4+5*len(items))
+	args = append(args, s.now(), msArg(s.opts.HeartbeatTimeout), s.acct, modeArg)
+	for _, it := range items {
+		i, ok := index[it.Node]
+		if !ok {
+			i = len(index) + 1
+			index[it.Node] = i
+			keys = append(keys, s.keys(it.Node)...)
+		}
+		args = append(args, i, it.RID, it.Max, msArg(it.TTL), it.Running)
+	}
+	v, err := capReserveBatch.Run(ctx, s.c, keys, args...).Int64Slice()
+	if err != nil {
+		return capacity.BatchResult{}, unavailable("reserve batch", err)
+	}
+	if len(v) != 1+5*len(items) {
+		return capacity.BatchResult{}, unavailable("reserve batch", fmt.Errorf("reply of %d values for %d items", len(v), len(items)))
+	}
+	res := capacity.BatchResult{Committed: v[0] == 1, Items: make([]capacity.ReserveResult, len(items))}
+	for i := range items {
+		res.Items[i] = reserveResult(v[1+5*i : 6+5*i])
+	}
+	return res, nil
+}
+
+// Ack commits a node's ACK; see capacity.SlotStore.
+func (s *CapacityStore) Ack(ctx context.Context, a capacity.Ack) (capacity.AckStatus, error) {
+	if err := capacity.ValidateNodeID(a.Node); err != nil {
+		return 0, err
+	}
+	if a.RID == "" {
+		return 0, fmt.Errorf("%w: rid (job id) is empty", capacity.ErrInvalidInput)
+	}
+	if a.Epoch > maxExact || a.Seq > maxExact {
+		return 0, fmt.Errorf("%w: ack of %q: Epoch %d or Seq %d above 2^53-1", capacity.ErrInvalidInput, a.RID, a.Epoch, a.Seq)
+	}
+	fenced := "1"
+	if s.opts.Unfenced {
+		fenced = "0"
+	}
+	v, err := capAck.Run(ctx, s.c, s.keys(a.Node), a.RID, strconv.FormatUint(a.Epoch, 10), strconv.FormatUint(a.Seq, 10),
+		fenced, msArg(s.opts.Lifetime), s.acct, s.now()).Int64()
+	if err != nil {
+		return 0, unavailable("ack", err)
+	}
+	return capacity.AckStatus(v), nil
+}
+
+// Release drops a pending lease; see capacity.SlotStore.
+func (s *CapacityStore) Release(ctx context.Context, node, rid string) (bool, error) {
+	if err := capacity.ValidateNodeID(node); err != nil {
+		return false, err
+	}
+	if rid == "" {
+		return false, fmt.Errorf("%w: rid (job id) is empty", capacity.ErrInvalidInput)
+	}
+	v, err := capRelease.Run(ctx, s.c, s.keys(node), rid, s.now()).Int64()
+	if err != nil {
+		return false, unavailable("release", err)
+	}
+	return v == 1, nil
+}
+
+// Heartbeat applies a node's heartbeat; see capacity.SlotStore.
+func (s *CapacityStore) Heartbeat(ctx context.Context, node string, h capacity.Heartbeat) (capacity.HeartbeatStatus, error) {
+	if err := capacity.ValidateNodeID(node); err != nil {
+		return 0, err
+	}
+	switch {
+	case h.Running < 0:
+		return 0, fmt.Errorf("%w: heartbeat Running %d of node %q is negative", capacity.ErrInvalidInput, h.Running, node)
+	case h.Max < 0:
+		return 0, fmt.Errorf("%w: heartbeat Max %d of node %q is negative", capacity.ErrInvalidInput, h.Max, node)
+	case h.Epoch > maxExact || h.Seq > maxExact:
+		return 0, fmt.Errorf("%w: heartbeat of node %q: Epoch %d or Seq %d above 2^53-1", capacity.ErrInvalidInput, node, h.Epoch, h.Seq)
+	}
+	hasGPU := "0"
+	if h.Usage.HasGPU {
+		hasGPU = "1"
+	}
+	v, err := capHeartbeat.Run(ctx, s.c, s.keys(node), strconv.FormatUint(h.Epoch, 10), strconv.FormatUint(h.Seq, 10),
+		h.Running, h.Max, fmtFloat(h.Usage.CPU), fmtFloat(h.Usage.Memory), fmtFloat(h.Usage.GPU), hasGPU,
+		msArg(s.opts.Lifetime), s.now()).Slice()
+	if err != nil {
+		return 0, unavailable("heartbeat", err)
+	}
+	if len(v) != 3 {
+		return 0, unavailable("heartbeat", fmt.Errorf("reply of %d values", len(v)))
+	}
+	st, _ := v[0].(int64)
+	if back, _ := v[1].(int64); back == 1 {
+		return capacity.HeartbeatStale, fmt.Errorf("%w: node %q epoch %d: Seq %d is below the stored %v",
+			capacity.ErrSeqBackwards, node, h.Epoch, h.Seq, v[2])
+	}
+	return capacity.HeartbeatStatus(st), nil
+}
+
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// Loads reports nodes in the order asked, read-only (EVALSHA_RO, so a replica
+// may serve it); see capacity.SlotStore.
+func (s *CapacityStore) Loads(ctx context.Context, nodes []string) ([]capacity.NodeLoad, error) {
+	if len(nodes) == 0 {
+		return []capacity.NodeLoad{}, nil
+	}
+	keys := make([]string, 0, 3*len(nodes))
+	for _, n := range nodes {
+		if err := capacity.ValidateNodeID(n); err != nil {
+			return nil, err
+		}
+		keys = append(keys, s.keys(n)...)
+	}
+	v, err := capLoads.RunRO(ctx, s.c, keys, s.now()).Slice()
+	if err != nil {
+		return nil, unavailable("loads", err)
+	}
+	if len(v) != len(nodes) {
+		return nil, unavailable("loads", fmt.Errorf("reply of %d rows for %d nodes", len(v), len(nodes)))
+	}
+	out := make([]capacity.NodeLoad, len(nodes))
+	for i, row := range v {
+		l, err := parseLoad(nodes[i], row)
+		if err != nil {
+			return nil, unavailable("loads", err)
+		}
+		out[i] = l
+	}
+	return out, nil
+}
+
+func parseLoad(id string, row any) (capacity.NodeLoad, error) {
+	cols, ok := row.([]any)
+	if !ok || len(cols) != 11 {
+		return capacity.NodeLoad{}, fmt.Errorf("malformed row %v", row)
+	}
+	str := func(i int) string { s, _ := cols[i].(string); return s }
+	num := func(i int) int64 { n, _ := cols[i].(int64); return n }
+	l := capacity.NodeLoad{ID: id, Pending: int(num(9)), AckedUncounted: int(num(10))}
+	if str(0) == "" {
+		return l, nil
+	}
+	var errs []error
+	u64 := func(s string) uint64 { n, err := strconv.ParseUint(s, 10, 64); errs = append(errs, err); return n }
+	i64 := func(s string) int64 { n, err := strconv.ParseInt(s, 10, 64); errs = append(errs, err); return n }
+	f64 := func(s string) float64 {
+		if s == "" {
+			return math.NaN()
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		errs = append(errs, err)
+		return f
+	}
+	l.Epoch, l.Seq = u64(str(0)), u64(str(1))
+	l.Running, l.Max = int(i64(str(2))), int(i64(str(3)))
+	l.HeartbeatAt = time.UnixMilli(i64(str(4)))
+	l.Usage = capacity.Usage{CPU: f64(str(5)), Memory: f64(str(6)), GPU: f64(str(7)), HasGPU: str(8) == "1"}
+	return l, errors.Join(errs...)
+}

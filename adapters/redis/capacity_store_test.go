@@ -1,0 +1,230 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plancore/plancore/adapters/redis"
+	"github.com/plancore/plancore/adapters/redis/internal/redistest"
+	"github.com/plancore/plancore/capacity"
+	"github.com/plancore/plancore/fake"
+	goredis "github.com/redis/go-redis/v9"
+	"pgregory.net/rapid"
+)
+
+// redisFactory builds a CapacityStore on a flushed server, in client-clock
+// mode so that the simulation's times reach the scripts exactly.
+func redisFactory(t testing.TB, c *goredis.Client) fake.StoreFactory {
+	return func(clock func() time.Time, o capacity.Options) (capacity.SlotStore, error) {
+		ctx := context.Background()
+		if err := c.FlushAll(ctx).Err(); err != nil {
+			return nil, err
+		}
+		return redis.NewCapacityStore(ctx, c, redis.CapacityStoreOptions{Options: o, Clock: clock})
+	}
+}
+
+// TestCapacityStoreMatchesLedger runs the shared generator of package fake
+// against a real redis-server: every answer of the Lua scripts must equal the
+// capacity.NodeLedger reference for the same operations at the same times,
+// no interleaving may start more than M jobs on a node (nodes' hard limit
+// off), and the drained system must be exact.
+func TestCapacityStoreMatchesLedger(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client()
+	for _, tc := range []struct {
+		name string
+		cfg  fake.CapacitySimConfig
+	}{
+		{"fenced, no hard limit", fake.CapacitySimConfig{}},
+		{"fenced, scheduler clocks under skew", fake.CapacitySimConfig{ClientClock: true}},
+		{"unfenced, hard limit on", fake.CapacitySimConfig{Options: capacity.Options{Unfenced: true}, HardLimit: true}},
+		{"seed compatibility mode (differential only)", fake.CapacitySimConfig{Options: capacity.Options{Accounting: capacity.SeedMax}, HardLimit: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) {
+				ctx := context.Background()
+				sim, err := fake.NewCapacitySim(ctx, tc.cfg, redisFactory(t, c))
+				if err != nil {
+					rt.Fatal(err)
+				}
+				pick := func(label string, n int) int { return rapid.IntRange(0, n-1).Draw(rt, label) }
+				steps := rapid.IntRange(5, 40).Draw(rt, "steps")
+				for range steps {
+					if err := sim.Step(ctx, pick); err != nil {
+						rt.Fatalf("%v\ntrace:\n%s", err, sim)
+					}
+				}
+				if err := sim.Quiesce(ctx); err != nil {
+					rt.Fatalf("%v\ntrace:\n%s", err, sim)
+				}
+			})
+		})
+	}
+}
+
+// TestCapacityStoreKnownBad replays, against Redis, the counter-examples rapid
+// found for the known-bad accountings: each oversells there too, and is safe
+// under the default accounting.
+func TestCapacityStoreKnownBad(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client()
+	for _, tc := range fake.KnownBadCounterExamples {
+		t.Run(tc.Name, func(t *testing.T) {
+			ctx := context.Background()
+			sim, err := fake.RunDraws(ctx, fake.CapacitySimConfig{Options: tc.Options}, redisFactory(t, c), tc.Draws)
+			var over *fake.OversellError
+			if !errors.As(err, &over) {
+				t.Fatalf("known-bad %v: err = %v, want an oversell\n%s", tc.Options.Accounting, err, sim)
+			}
+			if sim, err = fake.RunDraws(ctx, fake.CapacitySimConfig{}, redisFactory(t, c), tc.Draws); err != nil {
+				t.Fatalf("default accounting: %v\n%s", err, sim)
+			}
+		})
+	}
+}
+
+func newStore(t testing.TB, c goredis.Scripter, o redis.CapacityStoreOptions) *redis.CapacityStore {
+	t.Helper()
+	s, err := redis.NewCapacityStore(context.Background(), c, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestCapacityStoreServerTime checks that, without a client clock, the scripts
+// take Redis TIME: a lease ends TTL after the server's clock, whatever the
+// client's clock says, and the hb key carries the server's receive time.
+func TestCapacityStoreServerTime(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	c := srv.Client()
+	s := newStore(t, c, redis.CapacityStoreOptions{})
+	if _, err := s.Heartbeat(ctx, "n1", capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Reserve(ctx, capacity.Reservation{Node: "n1", RID: "a", TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := c.Time(ctx).Result()
+	if r.Status != capacity.ReserveOK || r.Expiry.Before(before.Add(time.Hour).Truncate(time.Millisecond)) || r.Expiry.After(after.Add(time.Hour)) {
+		t.Fatalf("lease %v not one hour after server time [%v, %v]", r, before, after)
+	}
+	score, err := c.ZScore(ctx, "{n:n1}:pend", "a").Result()
+	if err != nil || int64(score) != r.Expiry.UnixMilli() {
+		t.Fatalf("pend score %v (%v), want %d", score, err, r.Expiry.UnixMilli())
+	}
+	ttl, _ := c.PTTL(ctx, "{n:n1}:pend").Result()
+	if ttl < time.Hour+59*time.Second {
+		t.Errorf("pend key lives %v, want its longest lease plus 60s", ttl)
+	}
+	loads, err := s.Loads(ctx, []string{"n1", "n2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loads[0].Pending != 1 || loads[0].HeartbeatAt.IsZero() || !loads[1].HeartbeatAt.IsZero() {
+		t.Fatalf("loads %+v", loads)
+	}
+}
+
+// TestCapacityStoreFailsClosed stops Redis: every operation must return an
+// error wrapping ErrStoreUnavailable, never a lease; after a restart (keys and
+// scripts gone) the node is unknown until its next heartbeat, and the scripts
+// reload themselves on NOSCRIPT.
+func TestCapacityStoreFailsClosed(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	c := srv.Client(func(o *goredis.Options) { o.DialTimeout = 200 * time.Millisecond })
+	s := newStore(t, c, redis.CapacityStoreOptions{})
+	if _, err := s.Heartbeat(ctx, "n1", capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	r, err := s.Reserve(ctx, capacity.Reservation{Node: "n1", RID: "a"})
+	if !errors.Is(err, capacity.ErrStoreUnavailable) || r.Status.Granted() {
+		t.Fatalf("reserve with Redis down: %v, %v", r, err)
+	}
+	b, err := s.ReserveBatch(ctx, []capacity.Reservation{{Node: "n1", RID: "b"}}, capacity.Partial)
+	if !errors.Is(err, capacity.ErrStoreUnavailable) || b.Granted() != 0 {
+		t.Fatalf("batch with Redis down: %v, %v", b, err)
+	}
+	a, err := s.Ack(ctx, capacity.Ack{Node: "n1", RID: "a", Epoch: 1, Seq: 2})
+	if !errors.Is(err, capacity.ErrStoreUnavailable) || a.Start() {
+		t.Fatalf("ack with Redis down: %v, %v", a, err)
+	}
+	if _, err := s.Release(ctx, "n1", "a"); !errors.Is(err, capacity.ErrStoreUnavailable) {
+		t.Fatalf("release with Redis down: %v", err)
+	}
+	if _, err := s.Heartbeat(ctx, "n1", capacity.Heartbeat{Epoch: 1, Seq: 2}); !errors.Is(err, capacity.ErrStoreUnavailable) {
+		t.Fatalf("heartbeat with Redis down: %v", err)
+	}
+	if _, err := s.Loads(ctx, []string{"n1"}); !errors.Is(err, capacity.ErrStoreUnavailable) {
+		t.Fatalf("loads with Redis down: %v", err)
+	}
+	srv.Restart()
+	r, err = s.Reserve(ctx, capacity.Reservation{Node: "n1", RID: "a"})
+	if err != nil || r.Status != capacity.ReserveUnknownNode {
+		t.Fatalf("reserve after a restart: %v, %v (want unknown-node: the heartbeat is gone)", r, err)
+	}
+	if _, err := s.Heartbeat(ctx, "n1", capacity.Heartbeat{Epoch: 1, Seq: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r, err = s.Reserve(ctx, capacity.Reservation{Node: "n1", RID: "a"})
+	if err != nil || r.Status != capacity.ReserveOK {
+		t.Fatalf("reserve after SCRIPT FLUSH: %v, %v", r, err)
+	}
+}
+
+func TestCapacityStoreRejectsBadInput(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	s := newStore(t, srv.Client(), redis.CapacityStoreOptions{})
+	cases := []struct {
+		name string
+		err  error
+		word string
+	}{
+		{"empty node", second(s.Reserve(ctx, capacity.Reservation{RID: "a"})), "node id"},
+		{"brace in node", second(s.Reserve(ctx, capacity.Reservation{Node: "x}", RID: "a"})), "brace"},
+		{"empty rid", second(s.Reserve(ctx, capacity.Reservation{Node: "n"})), "rid"},
+		{"max below one", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", Max: -2})), "Max -2"},
+		{"negative ttl", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", TTL: -time.Second})), "TTL -1s"},
+		{"sub-millisecond ttl", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", TTL: time.Microsecond})), "TTL 1µs"},
+		{"batch item", second(s.ReserveBatch(ctx, []capacity.Reservation{{Node: "n", RID: ""}}, capacity.AllOrNothing)), "rid"},
+		{"ack empty rid", second(s.Ack(ctx, capacity.Ack{Node: "n"})), "rid"},
+		{"ack huge seq", second(s.Ack(ctx, capacity.Ack{Node: "n", RID: "a", Seq: 1 << 60})), "Seq"},
+		{"release empty node", second(s.Release(ctx, "", "a")), "node id"},
+		{"heartbeat negative running", second(s.Heartbeat(ctx, "n", capacity.Heartbeat{Running: -1})), "Running -1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if !errors.Is(tc.err, capacity.ErrInvalidInput) || !strings.Contains(tc.err.Error(), tc.word) {
+				t.Fatalf("err = %v, want ErrInvalidInput naming %q", tc.err, tc.word)
+			}
+		})
+	}
+	if _, err := redis.NewCapacityStore(ctx, srv.Client(), redis.CapacityStoreOptions{Prefix: "a{"}); !errors.Is(err, capacity.ErrInvalidOptions) {
+		t.Errorf("prefix with a brace: %v", err)
+	}
+	if _, err := s.Heartbeat(ctx, "n", capacity.Heartbeat{Epoch: 1, Seq: 5}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Heartbeat(ctx, "n", capacity.Heartbeat{Epoch: 1, Seq: 4})
+	if !errors.Is(err, capacity.ErrSeqBackwards) || st != capacity.HeartbeatStale || !strings.Contains(err.Error(), "Seq 4") {
+		t.Fatalf("backwards seq: %v %v", st, err)
+	}
+}
+
+func second[A any](_ A, err error) error { return err }

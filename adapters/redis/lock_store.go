@@ -1,0 +1,247 @@
+package redis
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/plancore/plancore/lock"
+)
+
+var (
+	//go:embed lua/lock_cas.lua
+	lockCASSource string
+	//go:embed lua/lock_cad.lua
+	lockCADSource string
+
+	lockCASScript = goredis.NewScript(lockCASSource)
+	lockCADScript = goredis.NewScript(lockCADSource)
+)
+
+// LockStoreOptions configures a LockStore. The zero value means the
+// documented defaults.
+type LockStoreOptions struct {
+	// KeyPrefix prefixes every key and the change channel. Default
+	// "plancore:lock:". A lock is stored at <prefix>{<lock name>:<node>} and its
+	// epoch high-water mark at <prefix>{<lock name>:<node>}:epoch; the hash tag
+	// keeps both in one Redis Cluster slot.
+	KeyPrefix string
+	// ServerTTL, when positive, makes Redis expire a lock value on its own, a
+	// backstop for a store whose clients all vanished. It is off by default:
+	// the decision owns expiry, and a server-side expiry would bypass the
+	// protection of holders still allocating (D7). It must be at least the
+	// allocating ceiling of Lock (3 × TTL by default).
+	ServerTTL time.Duration
+	// Lock are the lock options the store is used with, to check ServerTTL.
+	Lock lock.Options
+}
+
+// Validate reports a ServerTTL that could expire a lock the decision would
+// still protect.
+func (o LockStoreOptions) Validate() error {
+	if err := o.Lock.Validate(); err != nil {
+		return err
+	}
+	if o.ServerTTL < 0 {
+		return fmt.Errorf("redis: LockStoreOptions.ServerTTL must not be negative, got %v", o.ServerTTL)
+	}
+	if o.ServerTTL == 0 {
+		return nil
+	}
+	floor := 3 * o.Lock.EffectiveTTL()
+	switch c := o.Lock.AllocatingCeiling; {
+	case o.Lock.StealFromAllocatingHolder:
+		floor = o.Lock.EffectiveTTL()
+	case c == lock.AllocatingCeilingNever:
+		return fmt.Errorf("redis: LockStoreOptions.ServerTTL %v would expire locks that Lock.AllocatingCeiling (never) protects forever", o.ServerTTL)
+	case c > 0:
+		floor = c
+	}
+	if o.ServerTTL < floor {
+		return fmt.Errorf("redis: LockStoreOptions.ServerTTL %v is below %v, the age up to which the decision may keep a lock", o.ServerTTL, floor)
+	}
+	return nil
+}
+
+// LockStore is a lock.Store on one Redis primary. The value is the extended
+// record, so Version is the raw value itself (unique thanks to the UID and
+// epoch). Acquire and steal are one Lua script that compares the value,
+// checks that the new epoch is exactly the stored high-water mark + 1, and
+// sets both; release is a compare-and-delete script that keeps the epoch. Both
+// publish the key on a change channel, which Changes listens to, so waiting
+// acquirers wake on a release.
+//
+// Redlock's quorum over several primaries is out of scope; unlike Redlock, the
+// epoch gives consumers a fencing token. Epochs survive releases but not the
+// loss of Redis's data: run Redis with persistence where fencing matters.
+type LockStore struct {
+	client goredis.UniversalClient
+	opts   LockStoreOptions
+
+	mu      sync.Mutex
+	sub     *goredis.PubSub
+	waiters map[string]chan struct{}
+}
+
+var (
+	_ lock.Store    = (*LockStore)(nil)
+	_ lock.Notifier = (*LockStore)(nil)
+)
+
+// NewLockStore returns a store on client.
+func NewLockStore(client goredis.UniversalClient, opts LockStoreOptions) (*LockStore, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.KeyPrefix == "" {
+		opts.KeyPrefix = "plancore:lock:"
+	}
+	return &LockStore{client: client, opts: opts, waiters: map[string]chan struct{}{}}, nil
+}
+
+// Key returns the Redis key of a lock.
+func (s *LockStore) Key(key lock.Key) string {
+	return s.opts.KeyPrefix + "{" + key.Name + ":" + key.Node + "}"
+}
+
+func (s *LockStore) channel() string { return s.opts.KeyPrefix + "changes" }
+
+// Get implements lock.Store with one MGET of the value and its epoch.
+func (s *LockStore) Get(ctx context.Context, key lock.Key) (lock.Observation, error) {
+	if err := key.Validate(); err != nil {
+		return lock.Observation{}, err
+	}
+	k := s.Key(key)
+	vals, err := s.client.MGet(ctx, k, k+":epoch").Result()
+	if err != nil {
+		return lock.Observation{}, fmt.Errorf("redis: get lock %s: %w", key, err)
+	}
+	obs := lock.Observation{Key: key}
+	if raw, ok := vals[0].(string); ok {
+		obs.Present, obs.Raw, obs.Version = true, raw, raw
+	}
+	if e, ok := vals[1].(string); ok {
+		high, err := strconv.ParseUint(e, 10, 64)
+		if err != nil {
+			return lock.Observation{}, fmt.Errorf("redis: lock %s has a corrupt epoch %q: %w", key, e, err)
+		}
+		obs.EpochHigh = high
+	}
+	return obs, nil
+}
+
+// CompareAndSwap implements lock.Store.
+func (s *LockStore) CompareAndSwap(ctx context.Context, key lock.Key, pre lock.Precondition, rec lock.Record) error {
+	if err := key.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case rec.Namespace == "" || rec.Name == "" || rec.UID == "":
+		return fmt.Errorf("%w: Record needs namespace, name and UID for the extended format, got %q/%q uid %q", lock.ErrBadInput, rec.Namespace, rec.Name, rec.UID)
+	case rec.Epoch == 0:
+		return fmt.Errorf("%w: Record.Epoch must be at least 1", lock.ErrBadInput)
+	}
+	present := "0"
+	if pre.Present {
+		present = "1"
+	}
+	k := s.Key(key)
+	res, err := lockCASScript.Run(ctx, s.client, []string{k, k + ":epoch"},
+		present, pre.Raw, lock.Encode(rec, lock.FormatExtended),
+		strconv.FormatUint(rec.Epoch-1, 10), strconv.FormatUint(rec.Epoch, 10),
+		strconv.FormatInt(s.opts.ServerTTL.Milliseconds(), 10), s.channel()).Int()
+	if err != nil {
+		return fmt.Errorf("redis: compare-and-swap lock %s: %w", key, err)
+	}
+	switch res {
+	case 1:
+		return nil
+	case -1:
+		return fmt.Errorf("%w: %s epoch %d is not the next", lock.ErrConflict, key, rec.Epoch)
+	}
+	return fmt.Errorf("%w: %s no longer %s", lock.ErrConflict, key, pre)
+}
+
+// CompareAndDelete implements lock.Store; the epoch key stays.
+func (s *LockStore) CompareAndDelete(ctx context.Context, key lock.Key, pre lock.Precondition) error {
+	if err := key.Validate(); err != nil {
+		return err
+	}
+	if !pre.Present {
+		return fmt.Errorf("%w: %s: nothing to delete under %s", lock.ErrConflict, key, pre)
+	}
+	res, err := lockCADScript.Run(ctx, s.client, []string{s.Key(key)}, pre.Raw, s.channel()).Int()
+	if err != nil {
+		return fmt.Errorf("redis: compare-and-delete lock %s: %w", key, err)
+	}
+	if res != 1 {
+		return fmt.Errorf("%w: %s no longer %s", lock.ErrConflict, key, pre)
+	}
+	return nil
+}
+
+// Changes implements lock.Notifier: the channel closes at the next write the
+// scripts publish for key. The first call subscribes to the change channel
+// (and waits for Redis to confirm, so no later write is missed); if that
+// fails, Changes returns nil and waiters fall back to their backoff.
+func (s *LockStore) Changes(key lock.Key) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sub == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		sub := s.client.Subscribe(ctx, s.channel())
+		if _, err := sub.Receive(ctx); err != nil {
+			_ = sub.Close()
+			return nil
+		}
+		s.sub = sub
+		go s.dispatch(sub.Channel())
+	}
+	k := s.Key(key)
+	ch := s.waiters[k]
+	if ch == nil {
+		ch = make(chan struct{})
+		s.waiters[k] = ch
+	}
+	return ch
+}
+
+func (s *LockStore) dispatch(msgs <-chan *goredis.Message) {
+	for m := range msgs {
+		s.mu.Lock()
+		if ch := s.waiters[m.Payload]; ch != nil {
+			close(ch)
+			delete(s.waiters, m.Payload)
+		}
+		s.mu.Unlock()
+	}
+	// The subscription closed: wake everyone rather than leave them waiting.
+	s.mu.Lock()
+	for k, ch := range s.waiters {
+		close(ch)
+		delete(s.waiters, k)
+	}
+	s.mu.Unlock()
+}
+
+// Close stops the change subscription, if any. The client stays open.
+func (s *LockStore) Close() error {
+	s.mu.Lock()
+	sub := s.sub
+	s.sub = nil
+	s.mu.Unlock()
+	if sub == nil {
+		return nil
+	}
+	if err := sub.Close(); err != nil && !errors.Is(err, goredis.ErrClosed) {
+		return fmt.Errorf("redis: close lock change subscription: %w", err)
+	}
+	return nil
+}

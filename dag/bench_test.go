@@ -1,0 +1,192 @@
+package dag_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/plancore/plancore/dag"
+)
+
+// dense returns n flows, each depending on every earlier flow (§5.1).
+func dense(n int) dag.Workflow {
+	flows := make([]dag.Flow, n)
+	for i := range flows {
+		flows[i].Name = fmt.Sprintf("f%d", i)
+		if i > 0 {
+			ts := make([]string, i)
+			for j := range i {
+				ts[j] = fmt.Sprintf("f%d", j)
+			}
+			flows[i].DependsOn = &dag.DependsOn{Targets: ts}
+		}
+	}
+	return wf(flows...)
+}
+
+// backEdge makes the first flow depend on the last, closing a cycle.
+func backEdge(w dag.Workflow) dag.Workflow {
+	flows := append([]dag.Flow{}, w.Spec.Flows...)
+	last := flows[len(flows)-1].Name
+	flows[0] = dag.Flow{Name: flows[0].Name, DependsOn: &dag.DependsOn{Targets: []string{last}}}
+	w.Spec.Flows = flows
+	return w
+}
+
+// wide returns §5.2's generator: flow i ≥ 1 draws min(5, i) distinct earlier
+// targets (49,985 edges for 10,000 flows).
+func wide(n int) dag.Workflow {
+	rng := rand.New(rand.NewPCG(1, 2))
+	flows := make([]dag.Flow, n)
+	for i := range flows {
+		flows[i].Name = fmt.Sprintf("flow-%05d", i)
+		k := min(5, i)
+		if k == 0 {
+			continue
+		}
+		seen := map[int]bool{}
+		ts := make([]string, 0, k)
+		for len(ts) < k {
+			j := rng.IntN(i)
+			if !seen[j] {
+				seen[j] = true
+				ts = append(ts, flows[j].Name)
+			}
+		}
+		flows[i].DependsOn = &dag.DependsOn{Targets: ts}
+	}
+	w := wf(flows...)
+	w.Name = "wf"
+	return w
+}
+
+// tekton is Tekton's regression shape (#5420): 5 branches of 101 tasks, each
+// depending on every earlier task of its branch.
+func tekton() dag.Workflow {
+	var flows []dag.Flow
+	for b := range 5 {
+		for i := range 101 {
+			f := dag.Flow{Name: fmt.Sprintf("b%d-t%d", b, i)}
+			if i > 0 {
+				ts := make([]string, i)
+				for j := range i {
+					ts[j] = fmt.Sprintf("b%d-t%d", b, j)
+				}
+				f.DependsOn = &dag.DependsOn{Targets: ts}
+			}
+			flows = append(flows, f)
+		}
+	}
+	return wf(flows...)
+}
+
+func benchValidate(b *testing.B, w dag.Workflow, wantErr bool) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if is := dag.Validate(w, dag.Options{}); dag.HasErrors(is) != wantErr {
+			b.Fatalf("errors = %v, want %v", dag.HasErrors(is), wantErr)
+		}
+	}
+}
+
+// BenchmarkValidateDense27 is the graph that takes the anchor's webhook
+// 11.1 s (target < 1 ms).
+func BenchmarkValidateDense27(b *testing.B) {
+	b.Run("acyclic", func(b *testing.B) { benchValidate(b, dense(27), false) })
+	b.Run("backedge", func(b *testing.B) { benchValidate(b, backEdge(dense(27)), true) })
+}
+
+// BenchmarkValidateTekton is 5 × 101 tasks, 25,250 edges (target ≤ 10 ms).
+func BenchmarkValidateTekton(b *testing.B) { benchValidate(b, tekton(), false) }
+
+// BenchmarkValidate10k is 10,000 flows and 49,985 edges (target ≤ 10 ms).
+func BenchmarkValidate10k(b *testing.B) {
+	b.Run("acyclic", func(b *testing.B) { benchValidate(b, wide(10000), false) })
+	b.Run("backedge", func(b *testing.B) { benchValidate(b, backEdge(wide(10000)), true) })
+}
+
+var allPhases = []dag.JobPhase{"", "Pending", "Running", "Restarting", "Completing", "Completed", "Terminating", "Terminated", "Failed", "Aborting", "Aborted"}
+
+// plan10k is §5.2's Plan input: 10,000 flows, 10,000 observed jobs with
+// phases cycled, and a previous status with 4 history entries per job.
+func plan10k() dag.Snapshot {
+	w := wide(10000)
+	w.Status.State.Phase = dag.PhaseRunning
+	now := t0.Add(time.Hour)
+	jobs := make([]dag.Job, len(w.Spec.Flows))
+	w.Status.JobStatusList = make([]dag.JobStatus, len(jobs))
+	for i, f := range w.Spec.Flows {
+		name := w.Name + "-" + f.Name
+		d := time.Duration(i%600) * time.Second
+		jobs[i] = dag.Job{Name: name, UID: "u", Phase: allPhases[i%len(allPhases)], CreationTime: t0, RunningDuration: &d,
+			Labels:          map[string]string{dag.LabelCreatedByJobFlow: "ns.wf", dag.LabelCreatedByJobTemplate: "ns." + f.Name},
+			TaskStatusCount: map[string]dag.TaskState{"worker": {Phase: map[string]int32{"Running": 1}}}}
+		h := make([]dag.RunningHistory, 4)
+		for k := range h {
+			h[k] = dag.RunningHistory{StartTimestamp: metav1.NewTime(t0.Add(time.Duration(k) * time.Minute)), State: allPhases[(i+k)%len(allPhases)]}
+			if k < 3 {
+				h[k].EndTimestamp = metav1.NewTime(t0.Add(time.Duration(k+1) * time.Minute))
+			}
+		}
+		w.Status.JobStatusList[i] = dag.JobStatus{Name: name, State: jobs[i].Phase, StartTimestamp: metav1.NewTime(t0), RunningHistories: h, Flow: f.Name, Attempt: 1}
+	}
+	// Shuffle the observation order, as an informer would.
+	rng := rand.New(rand.NewPCG(3, 4))
+	rng.Shuffle(len(jobs), func(i, j int) { jobs[i], jobs[j] = jobs[j], jobs[i] })
+	return dag.Snapshot{Flow: w, Jobs: jobs, Now: now}
+}
+
+// BenchmarkPlan10k plans 10,000 flows with 10,000 observed jobs, the status
+// and its size included (target ≤ 5 × BenchmarkBaselineScan10k).
+func BenchmarkPlan10k(b *testing.B) {
+	s := plan10k()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := dag.Plan(s, dag.Default()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// baselineScan is §5.2's reference: one pass that inserts every flow into a
+// name→index map, looks up every target, buckets every job with one map
+// lookup, and copies the previous job status list.
+func baselineScan(s dag.Snapshot) int {
+	idx := make(map[string]int, len(s.Flow.Spec.Flows))
+	for i, f := range s.Flow.Spec.Flows {
+		idx[f.Name] = i
+	}
+	found := 0
+	for _, f := range s.Flow.Spec.Flows {
+		if f.DependsOn != nil {
+			for _, t := range f.DependsOn.Targets {
+				if _, ok := idx[t]; ok {
+					found++
+				}
+			}
+		}
+	}
+	buckets := make(map[dag.JobPhase][]string, 12)
+	for _, j := range s.Jobs {
+		buckets[j.Phase] = append(buckets[j.Phase], j.Name)
+	}
+	list := make([]dag.JobStatus, len(s.Flow.Status.JobStatusList))
+	copy(list, s.Flow.Status.JobStatusList)
+	return found + len(buckets) + len(list)
+}
+
+var sink int
+
+// BenchmarkBaselineScan10k is the reference for BenchmarkPlan10k.
+func BenchmarkBaselineScan10k(b *testing.B) {
+	s := plan10k()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		sink += baselineScan(s)
+	}
+}

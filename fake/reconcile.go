@@ -1,0 +1,178 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/plancore/plancore/expectations"
+	"github.com/plancore/plancore/reconcile"
+)
+
+// KindPodPatch is the call kind of ReconcileExecutor.PatchPodAnnotations.
+const KindPodPatch = "pod.patch"
+
+// ReconcileExecutor implements reconcile.Executor over a PodStore: creates,
+// deletes and delete-alls go through the store (and so through World.Do with
+// its faults), annotation patches through World.Do as kind pod.patch.
+type ReconcileExecutor struct {
+	Store *PodStore
+	// Quota, when positive, is the most pods (terminating ones included) the
+	// namespace may hold: a create beyond it fails with Forbidden "exceeded
+	// quota", as a ResourceQuota would (KubeRay #4540).
+	Quota int
+}
+
+var _ reconcile.Executor = (*ReconcileExecutor)(nil)
+
+// NewReconcileExecutor returns an executor writing to s.
+func NewReconcileExecutor(s *PodStore) *ReconcileExecutor { return &ReconcileExecutor{Store: s} }
+
+// CreatePod implements reconcile.Executor.
+func (e *ReconcileExecutor) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	if e.Quota > 0 && len(e.Store.Pods(pod.Namespace)) >= e.Quota {
+		return nil, apierrors.NewForbidden(podsResource, pod.Name,
+			fmt.Errorf("exceeded quota: pods, requested: pods=1, limited: pods=%d", e.Quota))
+	}
+	out, err := e.Store.CreatePod(ctx, *pod)
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeletePod implements reconcile.Executor.
+func (e *ReconcileExecutor) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {
+	return e.Store.DeletePod(ctx, namespace, name, DeleteOptions{UID: uid})
+}
+
+// DeleteAllOf implements reconcile.Executor.
+func (e *ReconcileExecutor) DeleteAllOf(ctx context.Context, namespace string, selector map[string]string) error {
+	_, err := e.Store.DeleteAllOf(ctx, namespace, labels.SelectorFromSet(selector))
+	return err
+}
+
+// PatchPodAnnotations implements reconcile.Executor with UID and
+// resourceVersion preconditions (Conflict when either differs).
+func (e *ReconcileExecutor) PatchPodAnnotations(ctx context.Context, namespace, name string, uid types.UID, resourceVersion string, set map[string]string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return e.Store.w.Do(KindPodPatch, namespace+"/"+name, func() error {
+		var cur *corev1.Pod
+		for _, p := range e.Store.Pods(namespace) {
+			if p.Name == name {
+				cur = &p
+				break
+			}
+		}
+		switch {
+		case cur == nil:
+			return apierrors.NewNotFound(podsResource, name)
+		case uid != "" && cur.UID != uid, resourceVersion != "" && cur.ResourceVersion != resourceVersion:
+			return apierrors.NewConflict(podsResource, name, fmt.Errorf("precondition failed: uid %s rv %s, object has uid %s rv %s", uid, resourceVersion, cur.UID, cur.ResourceVersion))
+		}
+		return e.Store.Mutate(namespace, name, func(p *corev1.Pod) {
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			maps.Copy(p.Annotations, set)
+		})
+	})
+}
+
+// RayClusterLoop is a whole controller loop over the in-memory world: each
+// Step lets a kubelet start pending pods, snapshots the lagging informer,
+// settles the expectations on that snapshot, plans with reconcile.Decide,
+// applies the plan through a ReconcileExecutor, and keeps the formation
+// records. Tests and the tour drive it and change Cluster between steps.
+type RayClusterLoop struct {
+	World     *World
+	Store     *PodStore
+	Exec      *ReconcileExecutor
+	Tracker   *expectations.Tracker
+	Cluster   reconcile.Cluster
+	Options   reconcile.Options
+	Forming   []reconcile.FormingGroup
+	Seed      uint64
+	KeepGoing bool
+	// StartDelay is how long a created pod stays Pending before the kubelet
+	// runs it; zero starts it at the next step.
+	StartDelay time.Duration
+}
+
+// NewRayClusterLoop builds a loop for cluster on w, with a store of the given
+// options and expectations of the given options.
+func NewRayClusterLoop(w *World, store PodStoreOptions, exp expectations.Options, cluster reconcile.Cluster, o reconcile.Options) (*RayClusterLoop, error) {
+	tr, err := expectations.NewTracker(exp)
+	if err != nil {
+		return nil, err
+	}
+	s := NewPodStore(w, store)
+	return &RayClusterLoop{World: w, Store: s, Exec: NewReconcileExecutor(s), Tracker: tr, Cluster: cluster, Options: o, Seed: 1}, nil
+}
+
+// Owner is the cluster's expectations owner.
+func (l *RayClusterLoop) Owner() expectations.Owner {
+	return expectations.Owner{Namespace: l.Cluster.Namespace, Name: l.Cluster.Name, UID: l.Cluster.UID}
+}
+
+// Kubelet starts every pending, non-terminating pod that has waited
+// StartDelay: it is scheduled, Running and Ready.
+func (l *RayClusterLoop) Kubelet() {
+	now := l.World.Clock.Now()
+	for _, p := range l.Store.Pods(l.Cluster.Namespace) {
+		if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil || now.Sub(p.CreationTimestamp.Time) < l.StartDelay {
+			continue
+		}
+		_ = l.Store.Mutate(p.Namespace, p.Name, func(p *corev1.Pod) {
+			p.Spec.NodeName = "node-1"
+			p.Status.Phase = corev1.PodRunning
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)}}
+		})
+	}
+}
+
+// Snapshot reads the informer and settles the expectations of every group
+// on it (what a controller does before planning), and returns the snapshot.
+func (l *RayClusterLoop) Snapshot() (reconcile.Snapshot, error) {
+	now := l.World.Clock.Now()
+	pods := l.Store.Informer().List(l.Cluster.Namespace, nil)
+	view := expectations.NewView(pods)
+	for _, g := range l.Tracker.Groups(l.Owner()) {
+		if _, err := l.Tracker.Satisfied(now, l.Owner(), g, view); err != nil {
+			return reconcile.Snapshot{}, err
+		}
+	}
+	return reconcile.Snapshot{
+		Cluster: l.Cluster, Pods: pods, Expectations: l.Tracker.Snapshot(),
+		Forming: slices.Clone(l.Forming), Now: now, Seed: l.Seed,
+	}, nil
+}
+
+// Step runs one pass: kubelet, snapshot, Decide, Apply. It returns the plan and
+// the report; an error is Decide's (malformed input).
+func (l *RayClusterLoop) Step(ctx context.Context) (reconcile.Plan, reconcile.Report, error) {
+	l.Kubelet()
+	s, err := l.Snapshot()
+	if err != nil {
+		return reconcile.Plan{}, reconcile.Report{}, err
+	}
+	p, err := reconcile.Decide(s, l.Options)
+	if err != nil {
+		return reconcile.Plan{}, reconcile.Report{}, err
+	}
+	rep := reconcile.Apply(ctx, p, l.Exec, reconcile.ApplyOptions{
+		Expectations: l.Tracker, Clock: l.World.Clock.Now, TokenPrefix: "fake-", KeepGoing: l.KeepGoing,
+	})
+	l.Forming = reconcile.UpdateForming(l.Forming, p, rep)
+	return p, rep, nil
+}

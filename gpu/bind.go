@@ -1,0 +1,519 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// PodRef names the pod being bound.
+type PodRef struct {
+	Namespace string
+	Name      string
+	UID       string
+}
+
+// String renders "namespace/name".
+func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
+
+// BindInput is the extender's Bind call: which pod goes to which node.
+type BindInput struct {
+	// Pod names the pod; UID may be empty (the extender arguments carry it).
+	Pod PodRef
+	// Node is the target node.
+	Node string
+	// Now is the time Bind starts; bind-time and the retry deadline are taken
+	// from it.
+	Now time.Time
+	// Registry decides which locks the pod needs.
+	Registry Registry
+	// Options tunes retries and timeouts.
+	Options Options
+	// Seed feeds the retry jitter, together with the pod UID.
+	Seed uint64
+}
+
+// ActionKind names one step of the Bind flow.
+type ActionKind string
+
+// The actions of the Bind state machine, in the order a successful Bind emits
+// them (Wait, Release, Event and ForgetAssumed appear on retries and failures).
+const (
+	ActGetPod        ActionKind = "GetPod"
+	ActGetNode       ActionKind = "GetNode"
+	ActLock          ActionKind = "Lock"
+	ActRelease       ActionKind = "Release"
+	ActWait          ActionKind = "Wait"
+	ActPatchPod      ActionKind = "PatchPod"
+	ActBind          ActionKind = "Bind"
+	ActEvent         ActionKind = "Event"
+	ActForgetAssumed ActionKind = "ForgetAssumed"
+	// ActDone means the state machine has finished; see BindState.Outcome.
+	ActDone ActionKind = "Done"
+)
+
+// Event reasons Bind records on the pod.
+const (
+	EventBindingSucceeded = "BindingSucceeded"
+	EventBindingFailed    = "BindingFailed"
+	EventBindingUnknown   = "BindingOutcomeUnknown"
+)
+
+// Action is the one thing the executor must do next.
+type Action struct {
+	Kind ActionKind
+	// Pod and Node identify the objects; every action carries them.
+	Pod  PodRef
+	Node string
+	// Lock is the lock name for Lock and Release.
+	Lock string
+	// Annotations is the merge patch for PatchPod.
+	Annotations map[string]string
+	// Wait is the longest a Wait may sleep; it ends early when the contended
+	// lock changes on Node. WaitLocks are the locks being waited for; empty
+	// means poll (FixedInterval): sleep out the whole Wait.
+	Wait      time.Duration
+	WaitLocks []string
+	// EventType ("Normal" or "Warning"), EventReason and Message describe an Event.
+	EventType   string
+	EventReason string
+	Message     string
+	// Why is a machine-readable reason for the action: "acquire", "retry-rollback",
+	// "failure-rollback", "mark-allocating", "mark-failed", "reread-after-unknown",
+	// "backoff", ...
+	Why string
+}
+
+// Result is what the executor reports for the action it just performed.
+type Result struct {
+	// Now is the time at which the action completed.
+	Now time.Time
+	// Err is the action's error, nil on success.
+	Err error
+	// Pod is GetPod's result.
+	Pod *corev1.Pod
+	// Epoch is the fencing epoch a successful Lock granted.
+	Epoch uint64
+	// Contention reports that a Lock's Err is lock contention (the lock core's
+	// ErrContention): the only error Bind retries.
+	Contention bool
+	// OutcomeUnknown reports that a Bind's Err leaves open whether the pod was
+	// bound (a timeout); Bind then re-reads the pod (G5).
+	OutcomeUnknown bool
+	// Woken reports that a Wait ended on a lock change rather than its timeout.
+	Woken bool
+}
+
+// HeldLock is one lock a Bind holds, with the epoch it was granted.
+type HeldLock struct {
+	Name  string
+	Epoch uint64
+}
+
+// Outcome is how a finished Bind ended.
+type Outcome struct {
+	// Bound is true when the pod is bound to the node.
+	Bound bool
+	// Unknown is true when the Bind call's outcome could not be determined
+	// even by re-reading the pod (G5): the locks are kept, to expire by TTL.
+	Unknown bool
+	// Held are the locks kept for the allocator (on success, or when the outcome
+	// could not be determined).
+	Held []HeldLock
+	// Released are the locks released on the failure path, in release order.
+	Released []string
+	// Attempts is the number of lock attempts started (0 for a pod that needs
+	// no lock).
+	Attempts int
+	// Err is the original error of a failed Bind, nil on success. It wraps the
+	// executor's error, so errors.Is sees the lock core's ErrContention.
+	Err error
+	// PhaseErr is the error of writing bind-phase=failed, if that write failed.
+	PhaseErr error
+	// ReleaseErrs are the errors of failure-path releases (logged by HAMi and
+	// otherwise ignored).
+	ReleaseErrs []error
+	// ReturnGoError is true when the extender must return Err as its Go error as
+	// well as in the result (HAMi does so only when the pod cannot be read).
+	ReturnGoError bool
+}
+
+// ExtenderError renders the extender result's Error field: the original error,
+// plus the bind-phase write error when that failed too.
+func (o Outcome) ExtenderError() string {
+	if o.Err == nil {
+		return ""
+	}
+	if o.PhaseErr != nil {
+		return fmt.Sprintf("%v; also failed to mark %s=%s: %v", o.Err, AnnoBindPhase, PhaseFailed, o.PhaseErr)
+	}
+	return o.Err.Error()
+}
+
+type bindPhase int
+
+const (
+	phGetPod bindPhase = iota
+	phGetNode
+	phLock
+	phRetryRelease
+	phWait
+	phPatch
+	phBind
+	phReread
+	phSuccessEvent
+	phFailPatch
+	phFailRelease
+	phFailEvent
+	phForget
+	phDone
+)
+
+// BindState is the Bind state machine: a plain value advanced by StepBind. The
+// zero value is not valid; start with StartBind.
+type BindState struct {
+	in       BindInput
+	opts     Options
+	phase    bindPhase
+	locks    []string   // required, ascending
+	taken    []HeldLock // acquired in this attempt, in order
+	idx      int        // next lock (phLock) or next release (phRetryRelease/phFailRelease)
+	attempt  int        // failed lock attempts so far
+	retry    bool       // this pod retries contention
+	bindTime int64
+	waitFor  time.Duration
+	// contention is the last contention error, reported if the deadline passes.
+	contention error
+	err        error
+	goErr      bool
+	unknown    bool // the outcome could not be determined; locks are kept
+	out        Outcome
+}
+
+// StartBind validates in and returns the initial state, whose first action is
+// GetPod.
+func StartBind(in BindInput) (BindState, error) {
+	switch {
+	case in.Pod.Namespace == "" || in.Pod.Name == "":
+		return BindState{}, fmt.Errorf("%w: pod %q has an empty namespace or name", ErrInvalidBind, in.Pod)
+	case in.Node == "":
+		return BindState{}, fmt.Errorf("%w: pod %s: empty node", ErrInvalidBind, in.Pod)
+	case in.Now.IsZero():
+		return BindState{}, fmt.Errorf("%w: pod %s: Now is the zero time", ErrInvalidBind, in.Pod)
+	}
+	if err := in.Options.Validate(); err != nil {
+		return BindState{}, err
+	}
+	return BindState{in: in, opts: in.Options.withDefaults(), phase: phGetPod, bindTime: in.Now.Unix()}, nil
+}
+
+// Done reports whether the state machine has finished.
+func (s BindState) Done() bool { return s.phase == phDone }
+
+// Outcome returns the result of a finished Bind; before that it is the zero Outcome.
+func (s BindState) Outcome() Outcome {
+	if s.phase != phDone {
+		return Outcome{}
+	}
+	out := s.out
+	out.Held = slices.Clone(out.Held)
+	out.Released = slices.Clone(out.Released)
+	out.ReleaseErrs = slices.Clone(out.ReleaseErrs)
+	return out
+}
+
+// RequiredLocks returns the locks the Bind needs, once the pod has been read.
+func (s BindState) RequiredLocks() []string { return slices.Clone(s.locks) }
+
+// Next returns the action the executor must perform now. It is ActDone once the
+// Bind has finished.
+func (s BindState) Next() Action {
+	a := Action{Pod: s.in.Pod, Node: s.in.Node}
+	switch s.phase {
+	case phGetPod:
+		a.Kind, a.Why = ActGetPod, "read"
+	case phReread:
+		a.Kind, a.Why = ActGetPod, "reread-after-unknown"
+	case phGetNode:
+		a.Kind, a.Why = ActGetNode, "read"
+	case phLock:
+		a.Kind, a.Lock, a.Why = ActLock, s.locks[s.idx], "acquire"
+	case phRetryRelease:
+		a.Kind, a.Lock, a.Why = ActRelease, s.taken[len(s.taken)-1-s.idx].Name, "retry-rollback"
+	case phWait:
+		a.Kind, a.Wait, a.Why = ActWait, s.waitFor, "backoff"
+		if s.opts.FixedInterval == 0 {
+			// HAMi polls (G4 compat: FixedInterval); plancore wakes on release.
+			a.WaitLocks = slices.Clone(s.locks)
+		}
+	case phPatch:
+		a.Kind, a.Why = ActPatchPod, "mark-allocating"
+		a.Annotations = map[string]string{
+			AnnoBindPhase: PhaseAllocating,
+			AnnoBindTime:  strconv.FormatInt(s.bindTime, 10),
+		}
+		if len(s.taken) > 0 {
+			a.Annotations[AnnoLockEpoch] = FormatLockEpochs(s.taken)
+		}
+	case phBind:
+		a.Kind, a.Why = ActBind, "bind"
+	case phSuccessEvent:
+		a.Kind, a.EventType, a.EventReason, a.Why = ActEvent, "Normal", EventBindingSucceeded, "report"
+		a.Message = fmt.Sprintf("bound %s to %s", s.in.Pod, s.in.Node)
+		if s.unknown {
+			a.EventType, a.EventReason = "Warning", EventBindingUnknown
+			a.Message = fmt.Sprintf("binding %s to %s: %v; locks kept until they expire", s.in.Pod, s.in.Node, s.err)
+		}
+	case phFailPatch:
+		a.Kind, a.Why = ActPatchPod, "mark-failed"
+		a.Annotations = map[string]string{AnnoBindPhase: PhaseFailed}
+	case phFailRelease:
+		a.Kind, a.Lock, a.Why = ActRelease, s.taken[len(s.taken)-1-s.idx].Name, "failure-rollback"
+	case phFailEvent:
+		a.Kind, a.EventType, a.EventReason, a.Why = ActEvent, "Warning", EventBindingFailed, "report"
+		a.Message = fmt.Sprintf("binding %s to %s failed: %v", s.in.Pod, s.in.Node, s.err)
+	case phForget:
+		a.Kind, a.Why = ActForgetAssumed, "forget"
+	default:
+		a.Kind = ActDone
+	}
+	return a
+}
+
+// StepBind feeds the result of the action Next returned and returns the next
+// state. s is not modified. Feeding a result to a finished Bind is an error
+// wrapping ErrInvalidBind.
+func StepBind(s BindState, r Result) (BindState, error) {
+	if s.phase == phDone {
+		return s, fmt.Errorf("%w: pod %s: result %v after the Bind finished", ErrInvalidBind, s.in.Pod, r.Err)
+	}
+	// Every slice is copied before it changes, so s stays untouched.
+	s.locks = slices.Clip(s.locks)
+	s.taken = slices.Clip(s.taken)
+	s.out.Held = slices.Clip(s.out.Held)
+	s.out.Released = slices.Clip(s.out.Released)
+	s.out.ReleaseErrs = slices.Clip(s.out.ReleaseErrs)
+
+	switch s.phase {
+	case phGetPod:
+		if r.Err == nil && r.Pod == nil {
+			r.Err = errors.New("executor returned no pod and no error")
+		}
+		if r.Err == nil && s.in.Pod.UID != "" && string(r.Pod.UID) != s.in.Pod.UID {
+			r.Err = fmt.Errorf("pod %s has UID %s, Bind was asked for UID %s (the pod was replaced)", s.in.Pod, r.Pod.UID, s.in.Pod.UID)
+		}
+		if r.Err != nil {
+			// HAMi: drop the assumed allocation and return the error both in
+			// the result and as the Go error. No pod, so no bind-phase to write.
+			s.err = fmt.Errorf("get pod %s: %w", s.in.Pod, r.Err)
+			s.goErr = true
+			s.phase = phForget
+			return s, nil
+		}
+		locks, err := RequiredLocks(r.Pod, s.in.Registry)
+		if err != nil {
+			return s.fail(err), nil
+		}
+		s.locks = locks
+		s.retry = !s.opts.RetryPodGroupOnly || r.Pod.Labels[LabelPodGroup] != ""
+		s.phase = phGetNode
+	case phGetNode:
+		if r.Err != nil {
+			return s.fail(fmt.Errorf("get node %s: %w", s.in.Node, r.Err)), nil
+		}
+		s.phase, s.idx = phLock, 0
+		s = s.afterLock()
+	case phLock:
+		name := s.locks[s.idx]
+		if r.Err == nil {
+			s.taken = append(s.taken, HeldLock{Name: name, Epoch: r.Epoch})
+			s.idx++
+			return s.afterLock(), nil
+		}
+		s.attempt++
+		if !r.Contention {
+			// Any error but contention may come after the write took effect
+			// (a lost response), so the failure path releases this lock too,
+			// first; the release is owner-checked, so if the write never
+			// happened it is a no-op.
+			s.taken = append(s.taken, HeldLock{Name: name})
+			return s.fail(fmt.Errorf("lock %s on node %s: %w", name, s.in.Node, r.Err)), nil
+		}
+		if !s.retry {
+			return s.fail(fmt.Errorf("lock %s on node %s (no retry: not a pod-group member): %w", name, s.in.Node, r.Err)), nil
+		}
+		s.contention = fmt.Errorf("lock %s on node %s: %w", name, s.in.Node, r.Err)
+		if r.Now.Sub(s.in.Now) >= s.opts.RetryDeadline {
+			// Past the deadline the partial locks go straight to the failure
+			// path (spec gpu.md §6 example 3).
+			return s.enterWait(r.Now), nil
+		}
+		if len(s.taken) == 0 {
+			return s.enterWait(r.Now), nil
+		}
+		s.idx = 0
+		s.phase = phRetryRelease
+	case phRetryRelease:
+		if r.Err != nil {
+			// Only contention is retried. The locks not yet released, the
+			// failed one included, go to the failure path, which releases
+			// them in reverse once more.
+			name := s.taken[len(s.taken)-1-s.idx].Name
+			s.taken = s.taken[:len(s.taken)-s.idx]
+			return s.fail(fmt.Errorf("release %s on node %s before retrying: %w", name, s.in.Node, r.Err)), nil
+		}
+		s.idx++
+		if s.idx == len(s.taken) {
+			s.taken = nil
+			return s.enterWait(r.Now), nil
+		}
+	case phWait:
+		if r.Err != nil {
+			return s.fail(fmt.Errorf("waiting to retry the lock on node %s: %w", s.in.Node, r.Err)), nil
+		}
+		s.idx = 0
+		s = s.afterLock()
+	case phPatch:
+		if r.Err != nil {
+			return s.fail(fmt.Errorf("patch pod %s: %w", s.in.Pod, r.Err)), nil
+		}
+		s.phase = phBind
+	case phBind:
+		switch {
+		case r.Err == nil:
+			return s.succeed(), nil
+		case r.OutcomeUnknown:
+			s.err = fmt.Errorf("bind pod %s to %s: %w", s.in.Pod, s.in.Node, r.Err)
+			s.phase = phReread
+		default:
+			return s.fail(fmt.Errorf("bind pod %s to %s: %w", s.in.Pod, s.in.Node, r.Err)), nil
+		}
+	case phReread:
+		switch {
+		case r.Err != nil || r.Pod == nil:
+			// G5: nobody knows whether the pod is bound. Releasing could strand
+			// a bound pod without its allocation; keep the locks (their TTL
+			// recovers them) and report.
+			s.unknown = true
+			s.err = fmt.Errorf("%w; re-reading the pod failed: %v", s.err, r.Err)
+			s.phase = phSuccessEvent
+		case r.Pod.Spec.NodeName == s.in.Node:
+			s.err = nil
+			return s.succeed(), nil
+		default:
+			return s.fail(s.err), nil
+		}
+	case phSuccessEvent:
+		s.phase = phDone
+		s.out.Bound = !s.unknown
+		s.out.Unknown = s.unknown
+		s.out.Held = slices.Clone(s.taken)
+		s.out.Err = s.err
+	case phFailPatch:
+		if r.Err != nil {
+			s.out.PhaseErr = r.Err
+		}
+		s.idx = 0
+		s.phase = phFailRelease
+		if len(s.taken) == 0 {
+			s.phase = phFailEvent
+		}
+	case phFailRelease:
+		name := s.taken[len(s.taken)-1-s.idx].Name
+		s.out.Released = append(s.out.Released, name)
+		if r.Err != nil {
+			s.out.ReleaseErrs = append(s.out.ReleaseErrs, fmt.Errorf("release %s: %w", name, r.Err))
+		}
+		s.idx++
+		if s.idx == len(s.taken) {
+			s.phase = phFailEvent
+		}
+	case phFailEvent:
+		s.phase = phForget
+	case phForget:
+		s.phase = phDone
+		s.out.Err = s.err
+		s.out.ReturnGoError = s.goErr
+		s.out.Held = nil
+	}
+	return s, nil
+}
+
+// afterLock moves on once the lock at idx is taken: the next lock, or the patch.
+func (s BindState) afterLock() BindState {
+	if s.idx < len(s.locks) {
+		if s.idx == 0 {
+			s.out.Attempts++
+		}
+		s.phase = phLock
+		return s
+	}
+	s.phase = phPatch
+	return s
+}
+
+// enterWait schedules the backoff after a contended attempt whose partial locks
+// are released, taking the time left from now so that the sleep never ends
+// past the deadline; past the deadline it gives up with the contention error.
+func (s BindState) enterWait(now time.Time) BindState {
+	sleep, ok := NextRetry(s.attempt-1, now.Sub(s.in.Now), s.opts, jitterDraw(s.in.Seed, s.in.Pod.UID, s.attempt-1))
+	if !ok {
+		return s.fail(fmt.Errorf("still contended after %v and %d attempts: %w", s.opts.RetryDeadline, s.attempt, s.contention))
+	}
+	s.waitFor = sleep
+	s.phase = phWait
+	return s
+}
+
+func (s BindState) succeed() BindState {
+	s.phase = phSuccessEvent
+	return s
+}
+
+// fail enters the failure path (spec gpu.md §2.2): mark bind-phase=failed first,
+// so no allocator fallback serves the pod once its lock is free, then release
+// exactly the locks taken, in reverse, then the event and ForgetAssumed. HAMi
+// never writes failed on the Bind path and leaves allocating behind (#2645),
+// and releases every backend in forward order even after its rollback (G7).
+func (s BindState) fail(err error) BindState {
+	s.err = err
+	s.idx = 0
+	s.phase = phFailPatch
+	return s
+}
+
+// FormatLockEpochs renders the plancore.io/lock-epoch annotation:
+// "<lock name>=<epoch>" entries joined by ";" in acquisition order.
+func FormatLockEpochs(held []HeldLock) string {
+	parts := make([]string, len(held))
+	for i, h := range held {
+		parts[i] = h.Name + "=" + strconv.FormatUint(h.Epoch, 10)
+	}
+	return strings.Join(parts, ";")
+}
+
+// ParseLockEpochs parses the plancore.io/lock-epoch annotation. Malformed input
+// is an error wrapping ErrInvalidBind.
+func ParseLockEpochs(s string) ([]HeldLock, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []HeldLock
+	for _, part := range strings.Split(s, ";") {
+		name, num, ok := strings.Cut(part, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%w: %s entry %q: want <lock name>=<epoch>", ErrInvalidBind, AnnoLockEpoch, part)
+		}
+		e, err := strconv.ParseUint(num, 10, 64)
+		if err != nil || e == 0 {
+			return nil, fmt.Errorf("%w: %s entry %q: epoch %q is not an integer ≥ 1", ErrInvalidBind, AnnoLockEpoch, part, num)
+		}
+		out = append(out, HeldLock{Name: name, Epoch: e})
+	}
+	return out, nil
+}

@@ -1,0 +1,96 @@
+package lock_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/plancore/plancore/lock"
+)
+
+// BenchmarkDecide measures one decision on a parsed (decoded inside Decide)
+// record: the hot path of every Bind. Target ≤ 1 µs/op and 0 allocs/op.
+func BenchmarkDecide(b *testing.B) {
+	exists := lock.Holder{State: lock.HolderExists}
+	cases := []struct {
+		name string
+		obs  lock.Observation
+	}{
+		{"acquire", lock.Observation{Key: node1, Version: "100", EpochHigh: 6}},
+		{"held-hami", lock.Observation{Key: node1, Present: true, Raw: "2026-06-14T09:58:00Z,default,p0", Version: "200"}},
+		{"held-sidecar", lock.Observation{Key: node1, Present: true, Raw: "2026-06-14T09:58:00Z,default,p0", Sidecar: "2026-06-14T09:58:00Z,default,p0,u0,6", Version: "200"}},
+		{"steal-extended", lock.Observation{Key: node1, Present: true, Raw: "2026-06-14T09:50:00Z,default,p0,u0,6", Version: "200"}},
+		{"reentrant", lock.Observation{Key: node1, Present: true, Raw: "2026-06-14T09:58:00Z,default,a,ua,6", Version: "200"}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var d lock.Decision
+			for b.Loop() {
+				d, _ = lock.Decide(c.obs, podA, t0, lock.Options{}, exists)
+			}
+			if d.Kind == 0 {
+				b.Fatal("no decision")
+			}
+		})
+	}
+}
+
+// BenchmarkDecideRelease measures the owner check.
+func BenchmarkDecideRelease(b *testing.B) {
+	obs := lock.Observation{Key: node1, Present: true, Raw: "2026-06-14T09:58:00Z,default,a", Version: "200"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, _ := lock.DecideRelease(obs, podA, lock.Options{}); d.Kind != lock.Release {
+			b.Fatal(d)
+		}
+	}
+}
+
+// BenchmarkMemoryAcquireRelease measures a full Locker acquire + release
+// round (read, decide, CAS, read, decide, CAD) on the in-memory store from
+// parallel goroutines: each on its own node (nodes never contend), and all on
+// one node (one wins, the others see contention and back off at once).
+func BenchmarkMemoryAcquireRelease(b *testing.B) {
+	ctx := context.Background()
+	b.Run("own-node", func(b *testing.B) {
+		l := &lock.Locker{Store: lock.NewMemoryStore()}
+		var next atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := next.Add(1)
+			key := lock.NodeKey(fmt.Sprintf("n%d", i))
+			req := lock.Requester{Namespace: "default", Name: fmt.Sprintf("p%d", i), UID: fmt.Sprintf("u%d", i)}
+			for pb.Next() {
+				if _, err := l.Acquire(ctx, key, req); err != nil {
+					b.Error(err)
+					return
+				}
+				if _, err := l.Release(ctx, key, req); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("one-node", func(b *testing.B) {
+		l := &lock.Locker{Store: lock.NewMemoryStore(), Holder: alive}
+		var next, grants atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := next.Add(1)
+			req := lock.Requester{Namespace: "default", Name: fmt.Sprintf("p%d", i), UID: fmt.Sprintf("u%d", i)}
+			for pb.Next() {
+				if _, err := l.Acquire(ctx, node1, req); err == nil {
+					grants.Add(1)
+					if _, err := l.Release(ctx, node1, req); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}
+		})
+		b.ReportMetric(float64(grants.Load())/float64(b.N), "grants/op")
+	})
+}
