@@ -9,7 +9,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	golang.org/x/sync v0.7.0
 	k8s.io/api v0.31.14
-	k8s.io/apiextensions-apiserver v0.31.0
+	k8s.io/apiextensions-apiserver v0.31.14
 	k8s.io/apimachinery v0.31.14
 	k8s.io/client-go v0.31.14
 	k8s.io/klog/v2 v2.130.1
