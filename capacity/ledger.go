@@ -50,11 +50,9 @@ func (s *nodeState) empty() bool {
 	return !s.hb.known && len(s.pending) == 0 && len(s.acked) == 0
 }
 
-// expire drops what a Redis store would have dropped by now: a heartbeat and
-// an acked set past their lifetime, and every pending lease whose expiry is at
-// or before now (the TTL boundary is exclusive: a lease counts at expiry-1ns,
-// not at expiry; the seed's ZREMRANGEBYSCORE 0 now is inclusive the same way).
-func (s *nodeState) expire(now time.Time) {
+// expireKeys drops what a Redis store would have dropped by now on its own:
+// a heartbeat and an acked set past their lifetime.
+func (s *nodeState) expireKeys(now time.Time) {
 	if s.hb.known && now.After(s.hbExpiry) {
 		s.hb = hbState{}
 	}
@@ -62,6 +60,14 @@ func (s *nodeState) expire(now time.Time) {
 		clear(s.acked)
 		s.acked = s.acked[:0]
 	}
+}
+
+// expire is expireKeys plus the purge of every pending lease whose expiry is
+// at or before now. The TTL boundary is exclusive: a lease counts at
+// expiry-1ns, not at expiry (the seed's ZREMRANGEBYSCORE 0 now is inclusive
+// the same way). Every operation purges, reserve included (see reserve).
+func (s *nodeState) expire(now time.Time) {
+	s.expireKeys(now)
 	n := 0
 	for _, l := range s.pending {
 		if l.expiry.After(now) {
@@ -71,6 +77,17 @@ func (s *nodeState) expire(now time.Time) {
 	}
 	clear(s.pending[n:])
 	s.pending = s.pending[:n]
+}
+
+// live counts pending leases unexpired at now.
+func (s *nodeState) live(now time.Time) int {
+	n := 0
+	for _, l := range s.pending {
+		if l.expiry.After(now) {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *nodeState) findPending(rid string) (int, bool) {
@@ -92,19 +109,20 @@ func (s *nodeState) uncounted() int {
 	return n
 }
 
-// effective is the node's load under acct; running is the caller's copy,
-// read only by SeedMax.
-func (s *nodeState) effective(acct Accounting, running int) int {
+// effective is the node's load under acct at now; running is the caller's
+// copy, read only by SeedMax.
+func (s *nodeState) effective(acct Accounting, running int, now time.Time) int {
 	if acct == SeedMax {
-		return max(running, len(s.pending))
+		return max(running, s.live(now))
 	}
-	return s.hb.running + len(s.pending) + s.uncounted()
+	return s.hb.running + s.live(now) + s.uncounted()
 }
 
-func (s *nodeState) earliest() time.Time {
+// earliest is the earliest expiry among leases unexpired at now.
+func (s *nodeState) earliest(now time.Time) time.Time {
 	var e time.Time
 	for _, l := range s.pending {
-		if e.IsZero() || l.expiry.Before(e) {
+		if l.expiry.After(now) && (e.IsZero() || l.expiry.Before(e)) {
 			e = l.expiry
 		}
 	}
@@ -113,9 +131,15 @@ func (s *nodeState) earliest() time.Time {
 
 // reserve applies the spec's reserve script to a validated, defaulted r.
 func (s *nodeState) reserve(now time.Time, r Reservation, o Options) ReserveResult {
+	// Reserve purges lapsed leases too. With scheduler clocks (the seed's
+	// client-clock mode) that purge is what keeps the fence sound: a
+	// scheduler whose clock runs ahead hands out a lapsed lease's slot only
+	// after deleting the lease, so the late ACK of that lease answers Expired.
+	// rapid found the oversell when reserve merely skipped lapsed leases.
 	s.expire(now)
 	res := ReserveResult{Epoch: s.hb.epoch}
-	if i, ok := s.findPending(r.RID); ok {
+	i, held := s.findPending(r.RID)
+	if held {
 		// The seed moves an existing lease forward when the node has room and
 		// refuses it on a full node although the job holds a slot (§1.4). A
 		// duplicate is answered with the existing lease, unextended, in every
@@ -127,23 +151,15 @@ func (s *nodeState) reserve(now time.Time, r Reservation, o Options) ReserveResu
 		res.Status = ReserveUnknownNode
 	} else if o.Accounting != SeedMax && now.Sub(s.hb.recv) > o.HeartbeatTimeout {
 		res.Status = ReserveStaleHeartbeat
-	} else if s.effective(o.Accounting, r.Running) >= r.Max {
+	} else if s.effective(o.Accounting, r.Running, now) >= r.Max {
 		res.Status = ReserveFull
+		res.EarliestExpiry = s.earliest(now)
 	} else {
 		res.Status, res.Expiry = ReserveOK, now.Add(r.TTL)
-		i, _ := s.findPending(r.RID)
 		s.pending = slices.Insert(s.pending, i, lease{rid: r.RID, expiry: res.Expiry})
 	}
-	res.Load = s.effective(o.Accounting, r.Running)
-	res.EarliestExpiry = s.earliest()
+	res.Load = s.effective(o.Accounting, r.Running, now)
 	return res
-}
-
-// unreserve undoes a ReserveOK of rid (AllOrNothing batches).
-func (s *nodeState) unreserve(rid string) {
-	if i, ok := s.findPending(rid); ok {
-		s.pending = slices.Delete(s.pending, i, i+1)
-	}
 }
 
 func (s *nodeState) addAcked(now time.Time, rid string, seq uint64, o Options) {
@@ -309,7 +325,7 @@ func (l NodeLedger) with(f func(s *nodeState)) NodeLedger {
 // is an error naming the field; every other answer is a ReserveResult.
 func (l NodeLedger) Reserve(now time.Time, r Reservation) (NodeLedger, ReserveResult, error) {
 	o := l.options()
-	r, err := r.validateNoNode(o)
+	r, err := r.resolveNoNode(o)
 	if err != nil {
 		return l, ReserveResult{}, err
 	}
@@ -341,7 +357,7 @@ func (l NodeLedger) Release(now time.Time, rid string) (NodeLedger, bool, error)
 // HeartbeatStale; when its seq is below the stored one the error also wraps
 // ErrSeqBackwards.
 func (l NodeLedger) Heartbeat(now time.Time, h Heartbeat) (NodeLedger, HeartbeatStatus, error) {
-	if err := h.validate(""); err != nil {
+	if err := h.Validate(""); err != nil {
 		return l, 0, err
 	}
 	var st HeartbeatStatus

@@ -116,7 +116,7 @@ func (s *MemStore) Reserve(ctx context.Context, r Reservation) (ReserveResult, e
 	if err := ctx.Err(); err != nil {
 		return ReserveResult{}, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
-	r, err := r.validate(s.opts)
+	r, err := r.Resolve(s.opts)
 	if err != nil {
 		return ReserveResult{}, err
 	}
@@ -182,7 +182,7 @@ func validateBatch(items []Reservation, mode BatchMode, o Options) ([]Reservatio
 	}
 	out := make([]Reservation, len(items))
 	for i, it := range items {
-		v, err := it.validate(o)
+		v, err := it.Resolve(o)
 		if err != nil {
 			return nil, fmt.Errorf("item %d: %w", i, err)
 		}
@@ -205,7 +205,7 @@ func reserveBatch(now time.Time, items []Reservation, mode BatchMode, o Options,
 	if refused && mode == AllOrNothing {
 		for i, it := range items {
 			if res.Items[i].Status == ReserveOK {
-				get(it.Node).unreserve(it.RID)
+				get(it.Node).release(now, it.RID) // already purged at now
 			}
 		}
 		res.Committed = false
@@ -218,7 +218,7 @@ func (s *MemStore) Ack(ctx context.Context, a Ack) (AckStatus, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
-	if err := a.validate(); err != nil {
+	if err := a.Validate(); err != nil {
 		return 0, err
 	}
 	var st AckStatus
@@ -250,7 +250,7 @@ func (s *MemStore) Heartbeat(ctx context.Context, node string, h Heartbeat) (Hea
 	if err := ValidateNodeID(node); err != nil {
 		return 0, err
 	}
-	if err := h.validate(node); err != nil {
+	if err := h.Validate(node); err != nil {
 		return 0, err
 	}
 	var st HeartbeatStatus

@@ -270,8 +270,8 @@ func Select(nodes []NodeLoad, opts SelectOptions, now time.Time) (Selection, err
 		case ValidateNodeID(n.ID) != nil || m <= 0:
 			reasons, msgs = append(reasons, InvalidNode), append(msgs, fmt.Sprintf("invalid node (id %q, max %d)", n.ID, m))
 		}
+		seen[n.ID] = true
 		if len(reasons) == 0 {
-			seen[n.ID] = true
 			if o.HeartbeatTimeout >= 0 && (n.HeartbeatAt.IsZero() || now.Sub(n.HeartbeatAt) > o.HeartbeatTimeout) {
 				reasons = append(reasons, StaleHeartbeat)
 				if n.HeartbeatAt.IsZero() {

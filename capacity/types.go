@@ -23,16 +23,19 @@ type Reservation struct {
 	Running int
 }
 
-func (r Reservation) validate(o Options) (Reservation, error) {
+// Resolve validates r for a store with options o and fills its defaults (Max
+// and TTL from o). Bad input is an error wrapping ErrInvalidInput that names
+// the field. Every SlotStore resolves its reservations this way.
+func (r Reservation) Resolve(o Options) (Reservation, error) {
 	if err := ValidateNodeID(r.Node); err != nil {
 		return r, err
 	}
-	return r.validateNoNode(o)
+	return r.resolveNoNode(o.WithDefaults())
 }
 
-// validateNoNode validates and defaults everything but the node id, which a
+// resolveNoNode validates and defaults everything but the node id, which a
 // single-node ledger does not need.
-func (r Reservation) validateNoNode(o Options) (Reservation, error) {
+func (r Reservation) resolveNoNode(o Options) (Reservation, error) {
 	if err := validateRID(r.RID); err != nil {
 		return r, err
 	}
@@ -98,8 +101,8 @@ type ReserveResult struct {
 	// Load is the node's effective load after the call (for a refusal, the load
 	// that caused it).
 	Load int
-	// EarliestExpiry is the earliest expiry among the node's pending leases
-	// after the call, zero if none: for FULL, when a slot may free up.
+	// EarliestExpiry is set for ReserveFull: the earliest expiry among the
+	// node's pending leases, when a slot may free up (zero if none).
 	EarliestExpiry time.Time
 }
 
@@ -125,7 +128,8 @@ type Ack struct {
 	Seq uint64
 }
 
-func (a Ack) validate() error {
+// Validate reports a bad node id or an empty rid, wrapping ErrInvalidInput.
+func (a Ack) Validate() error {
 	if err := ValidateNodeID(a.Node); err != nil {
 		return err
 	}
@@ -190,7 +194,9 @@ type Heartbeat struct {
 	Usage Usage
 }
 
-func (h Heartbeat) validate(node string) error {
+// Validate reports a negative Running or Max, wrapping ErrInvalidInput;
+// node only names the node in the message.
+func (h Heartbeat) Validate(node string) error {
 	switch {
 	case h.Running < 0:
 		return fmt.Errorf("%w: heartbeat Running %d of node %q is negative", ErrInvalidInput, h.Running, node)

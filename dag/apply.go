@@ -11,7 +11,8 @@ import (
 // job exists, DeleteJob returns nil or ErrNotFound (wrapped) when it is gone.
 type Executor interface {
 	// CreateJob materialises the job from a deep copy of its template,
-	// merges the patch, and creates it.
+	// merges the patch, and creates it. A Volcano-compatible executor emits
+	// the Normal event Created, "create a job named <name>!", on success.
 	CreateJob(ctx context.Context, job CreateJob) error
 	// DeleteJob deletes the job, with the UID as a precondition when set.
 	DeleteJob(ctx context.Context, job DeleteJob) error

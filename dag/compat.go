@@ -169,7 +169,8 @@ func (p *planner) volcanoStatus(order []string, own func(int32) bool, invalid bo
 			aborted++
 		}
 		st.Conditions[j.Name] = condition(j)
-		e := jobEntry(j, p.prev(j.Name), p.now, opt)
+		var e JobStatus
+		jobEntry(&e, j, p.prev(j.Name), p.now, opt)
 		if k, ok := p.prevIndex(j.Name); ok && opt.KeepStaleEntries {
 			list[k] = e
 		} else {

@@ -104,7 +104,7 @@ func (p *planner) planDefault() error {
 			f.job = j
 		}
 		if j := f.job; j != nil {
-			*f.entry = jobEntry(j, f.prev, p.now, opt)
+			jobEntry(f.entry, j, f.prev, p.now, opt)
 			f.hasEntry = true
 			if startedPhase(j.Phase) {
 				f.started = true
@@ -283,7 +283,7 @@ func (p *planner) planRetry(i int, f *fstate) {
 	if f.prev != nil && f.prev.Retrying {
 		// The delete was planned already; plan it again until the job goes.
 		f.entry.Retrying, f.entry.RetiredUID = true, j.UID
-		p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, UID: j.UID, Reason: DeleteRetry})
+		p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, Namespace: p.wf.Namespace, UID: j.UID, Reason: DeleteRetry})
 		f.reasons = append(f.reasons, Reason{Kind: ReasonRetrying, Job: j.Name})
 		return
 	}
@@ -306,7 +306,7 @@ func (p *planner) planRetry(i int, f *fstate) {
 	}
 	f.entry.NextRetryAt = nil
 	f.entry.Retrying, f.entry.RetiredUID = true, j.UID
-	p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, UID: j.UID, Reason: DeleteRetry})
+	p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, Namespace: p.wf.Namespace, UID: j.UID, Reason: DeleteRetry})
 	f.reasons = append(f.reasons, Reason{Kind: ReasonRetrying, Job: j.Name})
 }
 
@@ -459,16 +459,17 @@ func (p *planner) atomValue(a atom, fs []fstate) tri {
 }
 
 func (p *planner) depReason(a atom, fs []fstate) Reason {
-	atomText := a.name + "." + a.res.String()
+	name := p.g.atomName(a)
+	atomText := name + "." + a.res.String()
 	if a.flow < 0 {
-		return Reason{Kind: ReasonUnknown, Target: a.name, Atom: atomText, Issue: fmt.Sprintf("no flow named %q", a.name)}
+		return Reason{Kind: ReasonUnknown, Target: name, Atom: atomText, Issue: fmt.Sprintf("no flow named %q", name)}
 	}
 	t := &fs[a.flow]
 	state := jobState(t.job)
 	if t.outcome != OutcomeNone {
 		state = string(t.outcome)
 	}
-	return Reason{Kind: ReasonDependency, Target: a.name, State: state, Atom: atomText}
+	return Reason{Kind: ReasonDependency, Target: name, State: state, Atom: atomText}
 }
 
 // invalidReasons explains why a flow of an invalid spec waits.

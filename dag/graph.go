@@ -43,12 +43,12 @@ func structuredWord(s string) (result, bool) {
 	return resultWord(s)
 }
 
-// atom is one `flow.result` term; flow is -1 for an unknown flow, whose name
-// is kept for reasons.
+// atom is one `flow.result` term; flow is -1 for an unknown flow, whose
+// name is g.unknown[unk]. Atoms stay 12 bytes: a spec has one per reference.
 type atom struct {
 	flow int32
+	unk  int32
 	res  result
-	name string
 }
 
 // cnode is a compiled depends expression.
@@ -77,9 +77,10 @@ type graph struct {
 	atoms   []atom
 	edgeAt  []int32 // node i's distinct known references are edges[edgeAt[i]:edgeAt[i+1]]
 	edges   []int32
-	topo    []int32 // Kahn order; shorter than n when cyclic
-	left    []bool  // left over by Kahn: on or downstream of a cycle
-	handled []bool  // mentioned somewhere as x.Failed, x.Omitted or x.Done
+	topo    []int32  // Kahn order; shorter than n when cyclic
+	left    []bool   // left over by Kahn: on or downstream of a cycle
+	handled []bool   // mentioned somewhere as x.Failed, x.Omitted or x.Done
+	unknown []string // names of unknown referenced flows
 	issues  []Issue
 	invalid bool
 }
@@ -294,7 +295,7 @@ func (g *graph) ref(i int, name string, res result, sub string, k, pos int, stam
 			msg += fmt.Sprintf(" at byte %d", pos)
 		}
 		g.add(Issue{Kind: IssueUnknownTarget, Flow: i, Field: fieldOf(), Target: pos, Value: name, Message: msg})
-		return atom{flow: -1, res: res, name: name}
+		return g.unknownAtom(name, res)
 	}
 	if g.finally(int(t)) {
 		g.add(Issue{Kind: IssueFinallyOrdering, Flow: i, Field: fieldOf(), Target: pos, Value: name,
@@ -309,7 +310,20 @@ func (g *graph) ref(i int, name string, res result, sub string, k, pos int, stam
 		stamp[t] = int32(i)
 		g.edges = append(g.edges, t)
 	}
-	return atom{flow: t, res: res, name: name}
+	return atom{flow: t, res: res}
+}
+
+func (g *graph) unknownAtom(name string, res result) atom {
+	g.unknown = append(g.unknown, name)
+	return atom{flow: -1, unk: int32(len(g.unknown) - 1), res: res}
+}
+
+// atomName is the flow name an atom refers to.
+func (g *graph) atomName(a atom) string {
+	if a.flow < 0 {
+		return g.unknown[a.unk]
+	}
+	return g.names[a.flow]
 }
 
 // compile resolves the tokens of a parsed expression.
@@ -328,7 +342,7 @@ func (g *graph) compile(i int, e *Expr, stamp []int32) cnode {
 			if _, ok := g.index[name]; ok {
 				g.add(Issue{Kind: IssueUnknownResult, Flow: i, Field: g.field(i) + ".dependsOn.depends", Target: e.Offset, Value: tok,
 					Message: fmt.Sprintf("flow %q: unknown result %q at byte %d (want Succeeded, Failed, Omitted, Done or Started)", g.names[i], word, e.Offset)})
-				return cnode{op: OpRef, atom: atom{flow: -1, name: tok}}
+				return cnode{op: OpRef, atom: g.unknownAtom(tok, resSucceeded)}
 			}
 		}
 		return cnode{op: OpRef, atom: g.ref(i, tok, resSucceeded, "depends", 0, e.Offset, stamp)}
@@ -487,7 +501,7 @@ func (g *graph) cycles() {
 	for i := range idx {
 		idx[i], comp[i] = unvisited, unvisited
 	}
-	var stack []int32
+	var stack, members []int32
 	type frame struct{ v, e int32 }
 	var call []frame
 	counter, ncomp := int32(0), int32(0)
@@ -527,7 +541,10 @@ func (g *graph) cycles() {
 				}
 			}
 			if low[v] == idx[v] {
-				var members []int32
+				// Pop the component; members reuses one buffer, so the
+				// many trivial components downstream of a cycle cost no
+				// allocation.
+				members = members[:0]
 				for {
 					w := stack[len(stack)-1]
 					stack = stack[:len(stack)-1]

@@ -87,10 +87,12 @@ const (
 
 // DeleteJob is one job to delete.
 type DeleteJob struct {
-	Flow   string
-	Name   string
-	UID    types.UID
-	Reason DeleteReason
+	// Flow is the job's flow, empty for a labelled job of no current flow.
+	Flow      string
+	Name      string
+	Namespace string
+	UID       types.UID
+	Reason    DeleteReason
 }
 
 // Transition is one workflow phase change.

@@ -458,7 +458,7 @@ func TestRetries(t *testing.T) {
 			t.Fatalf("deleted before due: %s", res)
 		}
 		res = step(w, []dag.Job{failed(uid)}, failedAt.Add(waits[len(waits)-1]))
-		if diff := cmp.Diff([]dag.DeleteJob{{Flow: "a", Name: "jf-a", UID: uid, Reason: dag.DeleteRetry}}, res.Delete); diff != "" {
+		if diff := cmp.Diff([]dag.DeleteJob{{Flow: "a", Name: "jf-a", Namespace: "ns", UID: uid, Reason: dag.DeleteRetry}}, res.Delete); diff != "" {
 			t.Fatalf("attempt %d due: (-want +got)\n%s", attempt, diff)
 		}
 		w.Status = res.Status

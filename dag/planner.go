@@ -183,12 +183,12 @@ func (p *planner) orphans(own func(i int32) bool) []int32 {
 func (p *planner) retentionDeletes(order []string, own func(i int32) bool) {
 	for _, name := range order {
 		if j := p.job(name); j != nil && p.labelled(j) {
-			p.res.Delete = append(p.res.Delete, DeleteJob{Flow: flowOf(p.wf.Name, name), Name: name, UID: j.UID, Reason: DeleteRetention})
+			p.res.Delete = append(p.res.Delete, DeleteJob{Flow: flowOf(p.wf.Name, name), Name: name, Namespace: p.wf.Namespace, UID: j.UID, Reason: DeleteRetention})
 		}
 	}
 	for _, i := range p.orphans(own) {
 		j := &p.s.Jobs[i]
-		p.res.Delete = append(p.res.Delete, DeleteJob{Name: j.Name, UID: j.UID, Reason: DeleteRetention})
+		p.res.Delete = append(p.res.Delete, DeleteJob{Name: j.Name, Namespace: p.wf.Namespace, UID: j.UID, Reason: DeleteRetention})
 	}
 }
 

@@ -49,19 +49,15 @@ func histories(prev *JobStatus, phase JobPhase, now metav1.Time, quirk, newAttem
 	return h, 0
 }
 
-// jobEntry builds a job's status entry from the observation (§1.4).
-func jobEntry(j *Job, prev *JobStatus, now metav1.Time, opt Options) JobStatus {
-	e := JobStatus{
-		Name:           j.Name,
-		State:          j.Phase,
-		StartTimestamp: metav1.NewTime(j.CreationTime),
-		RestartCount:   j.RetryCount,
+// jobEntry writes a job's status entry, built from the observation, into
+// *e, which must be zero (§1.4).
+func jobEntry(e *JobStatus, j *Job, prev *JobStatus, now metav1.Time, opt Options) {
+	e.Name, e.State, e.RestartCount = j.Name, j.Phase, j.RetryCount
+	if !j.CreationTime.IsZero() {
+		e.StartTimestamp.Time = j.CreationTime
 	}
 	if j.RunningDuration != nil {
-		e.EndTimestamp = metav1.NewTime(j.CreationTime.Add(*j.RunningDuration))
-	}
-	if j.CreationTime.IsZero() {
-		e.StartTimestamp = metav1.Time{}
+		e.EndTimestamp.Time = j.CreationTime.Add(*j.RunningDuration)
 	}
 	var dropped int
 	newAttempt := prev != nil && prev.RetiredUID != "" && j.UID != prev.RetiredUID
@@ -70,7 +66,6 @@ func jobEntry(j *Job, prev *JobStatus, now metav1.Time, opt Options) JobStatus {
 		e.DroppedHistories = prev.DroppedHistories
 	}
 	e.DroppedHistories += dropped
-	return e
 }
 
 func condition(j *Job) Condition {
@@ -281,12 +276,13 @@ func (z *sizer) obj(k string, n int) {
 
 func (z *sizer) done() int { return z.n + 2 }
 
+// historyLen is the JSON length of {"startTimestamp":…,"endTimestamp":…,"state":…}.
 func historyLen(h *RunningHistory) int {
-	var z sizer
-	z.obj("startTimestamp", timeLen(h.StartTimestamp))
-	z.obj("endTimestamp", timeLen(h.EndTimestamp))
-	z.str("state", string(h.State), true)
-	return z.done()
+	n := len(`{"startTimestamp":,"endTimestamp":}`) + timeLen(h.StartTimestamp) + timeLen(h.EndTimestamp)
+	if h.State != "" {
+		n += len(`,"state":`) + jsonStrLen(string(h.State))
+	}
+	return n
 }
 
 func entryLen(e *JobStatus) int {

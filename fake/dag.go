@@ -135,20 +135,19 @@ func (r *DAGRunner) pathTo(end dag.JobPhase) []dag.JobPhase {
 // DeleteJob deletes the job; a missing job is dag.ErrNotFound, a UID
 // precondition that does not match is an error.
 func (r *DAGRunner) DeleteJob(_ context.Context, d dag.DeleteJob) error {
-	return r.w.Do(KindDAGDelete, d.Name, func() error {
+	key := d.Namespace + "/" + d.Name
+	return r.w.Do(KindDAGDelete, key, func() error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		for key, j := range r.jobs {
-			if j.job.Name != d.Name {
-				continue
-			}
-			if d.UID != "" && j.job.UID != d.UID {
-				return fmt.Errorf("job %s: uid precondition %s does not match %s", d.Name, d.UID, j.job.UID)
-			}
-			delete(r.jobs, key)
-			return nil
+		j, ok := r.jobs[key]
+		if !ok {
+			return fmt.Errorf("job %s: %w", key, dag.ErrNotFound)
 		}
-		return fmt.Errorf("job %s: %w", d.Name, dag.ErrNotFound)
+		if d.UID != "" && j.job.UID != d.UID {
+			return fmt.Errorf("job %s: uid precondition %s does not match %s", key, d.UID, j.job.UID)
+		}
+		delete(r.jobs, key)
+		return nil
 	})
 }
 

@@ -23,13 +23,13 @@ func TestDAGRunnerExecutorContract(t *testing.T) {
 	if len(jobs) != 1 || jobs[0].Phase != dag.JobPhaseNone || jobs[0].UID == "" || !jobs[0].CreationTime.Equal(t0) {
 		t.Fatalf("jobs = %+v", jobs)
 	}
-	if err := r.DeleteJob(ctx, dag.DeleteJob{Name: "jf-a", UID: "wrong"}); err == nil || errors.Is(err, dag.ErrNotFound) {
+	if err := r.DeleteJob(ctx, dag.DeleteJob{Name: "jf-a", Namespace: "ns", UID: "wrong"}); err == nil || errors.Is(err, dag.ErrNotFound) {
 		t.Fatalf("uid precondition: %v", err)
 	}
-	if err := r.DeleteJob(ctx, dag.DeleteJob{Name: "jf-a", UID: jobs[0].UID}); err != nil {
+	if err := r.DeleteJob(ctx, dag.DeleteJob{Name: "jf-a", Namespace: "ns", UID: jobs[0].UID}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.DeleteJob(ctx, dag.DeleteJob{Name: "jf-a"}); !errors.Is(err, dag.ErrNotFound) {
+	if err := r.DeleteJob(ctx, dag.DeleteJob{Name: "jf-a", Namespace: "ns"}); !errors.Is(err, dag.ErrNotFound) {
 		t.Fatalf("delete of a missing job: %v", err)
 	}
 	st := dag.Status{State: dag.State{Phase: dag.PhaseRunning}}
@@ -67,7 +67,7 @@ func TestDAGRunnerAdvancesToScriptedEnds(t *testing.T) {
 	if j := r.Jobs("ns")[0]; j.RunningDuration == nil {
 		t.Fatal("a finished job reports no running duration")
 	}
-	_ = r.DeleteJob(ctx, dag.DeleteJob{Name: "jf-a"})
+	_ = r.DeleteJob(ctx, dag.DeleteJob{Name: "jf-a", Namespace: "ns"})
 	create()
 	r.Finish()
 	if p := r.Jobs("ns")[0].Phase; p != dag.JobPhaseCompleted {

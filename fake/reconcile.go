@@ -39,8 +39,15 @@ func NewReconcileExecutor(s *PodStore) *ReconcileExecutor { return &ReconcileExe
 // CreatePod implements reconcile.Executor.
 func (e *ReconcileExecutor) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 	if e.Quota > 0 && len(e.Store.Pods(pod.Namespace)) >= e.Quota {
-		return nil, apierrors.NewForbidden(podsResource, pod.Name,
-			fmt.Errorf("exceeded quota: pods, requested: pods=1, limited: pods=%d", e.Quota))
+		// The API server refuses the create: it is a call like any other.
+		target := pod.Namespace + "/" + pod.Name
+		if pod.Name == "" {
+			target = pod.Namespace + "/" + pod.GenerateName + "*"
+		}
+		return nil, e.Store.World().Do(KindPodCreate, target, func() error {
+			return apierrors.NewForbidden(podsResource, pod.Name,
+				fmt.Errorf("exceeded quota: pods, requested: pods=1, limited: pods=%d", e.Quota))
+		})
 	}
 	out, err := e.Store.CreatePod(ctx, *pod)
 	if err != nil {

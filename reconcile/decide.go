@@ -111,20 +111,22 @@ func (d *decider) run() error {
 
 // chain runs the anchor's decision chain (§2.11).
 func (d *decider) chain() error {
-	if d.suspend() {
-		return nil
+	notVisited := func(from int) {
+		for j := from; j < len(d.plan.Groups); j++ {
+			d.plan.Groups[j].NotVisited = true
+		}
 	}
-	if d.recreate() {
+	if d.suspend() || d.recreate() {
+		notVisited(0)
 		return nil
 	}
 	if err := d.head(); err != nil || d.stopped {
+		notVisited(0)
 		return err
 	}
 	for i := range d.s.Cluster.Spec.WorkerGroups {
 		if d.stopped {
-			for j := i; j < len(d.plan.Groups); j++ {
-				d.plan.Groups[j].NotVisited = true
-			}
+			notVisited(i)
 			break
 		}
 		if err := d.group(i); err != nil {
@@ -730,6 +732,7 @@ func (d *decider) singleHost(gi int) error {
 		if d.o.multiHostIndexing() {
 			next = freeIndices(d, running)
 		}
+		diff = d.burstLimit(g.GroupName, diff, 1)
 		for k := range diff {
 			idx := -1
 			if next != nil {
@@ -771,6 +774,20 @@ func (d *decider) singleHost(gi int) error {
 		sortDeletes(d.plan.Actions[n0:])
 	}
 	return nil
+}
+
+// burstLimit caps the units (pods, or replica groups of hosts pods) a group
+// creates in this plan at Options.BurstReplicas pods, noting the cap and
+// asking for a prompt requeue.
+func (d *decider) burstLimit(group string, units, hosts int) int {
+	limit := max(1, d.o.burst()/max(1, hosts))
+	if units <= limit {
+		return units
+	}
+	d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonBurstLimited,
+		Message: fmt.Sprintf("group %s: creating %d of %d missing replicas in this pass (BurstReplicas %d)", group, limit, units, d.o.burst())})
+	d.addHint(requeueAfterError)
+	return limit
 }
 
 func (d *decider) scaleDownAllowed() bool {

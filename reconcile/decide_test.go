@@ -435,6 +435,7 @@ func TestBadInput(t *testing.T) {
 			c.Spec.WorkerGroups[0].GroupName = "g123456789012345678901234567890123456789012345678901234567890"
 			c.Spec.WorkerGroups[0].NumOfHosts = 2
 		}, "cannot produce a replica name label"},
+		{"absurd numOfHosts", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].NumOfHosts = 2147483647 }, "NumOfHosts = 2147483647 exceeds 10000"},
 		{"bad group label", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].Labels = map[string]string{"k": "bad value"} }, `Spec.WorkerGroups[0].Labels["k"] value "bad value"`},
 	}
 	for _, tc := range cases {
@@ -496,5 +497,24 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Decide must still plan a spec that fails Validate: %v", err)
 			}
 		})
+	}
+}
+
+// TestBurstReplicas caps one pass's creates per group (ReplicaSet's burst);
+// a huge replica count never puts millions of pods into one plan.
+func TestBurstReplicas(t *testing.T) {
+	g := group("big", 2000000000)
+	g.MaxReplicas = nil
+	tpu := mhGroup("tpu", 1000, 4)
+	tpu.MaxReplicas = nil
+	p, err := reconcile.Decide(snap(cluster(g, tpu), withHead()...), opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Groups[0].Place != reconcile.DefaultBurstReplicas || p.Groups[1].Place != reconcile.DefaultBurstReplicas {
+		t.Fatalf("placed %d and %d pods, want %d each", p.Groups[0].Place, p.Groups[1].Place, reconcile.DefaultBurstReplicas)
+	}
+	if p.Outcome.RequeueAfter != 2*time.Second {
+		t.Errorf("RequeueAfter = %v, want a prompt requeue", p.Outcome.RequeueAfter)
 	}
 }

@@ -292,7 +292,7 @@ func (d *decider) multiHost(gi int) error {
 			allHosts[h] = h
 		}
 		next := 0
-		for range toCreate {
+		for range d.burstLimit(g.GroupName, toCreate, H) {
 			for used[next] {
 				next++
 			}

@@ -144,9 +144,17 @@ type Options struct {
 	// GroupFormationTimeout bounds how long a partial multi-host replica group
 	// is retried before it is deleted (D9). Zero means 10 minutes.
 	GroupFormationTimeout time.Duration
+	// BurstReplicas caps the pods one group creates in one plan, like the
+	// ReplicaSet controller's burstReplicas; the rest come in the next passes.
+	// Zero means 500. KubeRay has no cap: a group scaled to a huge replica
+	// count would otherwise put that many pods into one plan.
+	BurstReplicas int
 	// Compat restores KubeRay behaviours; see AnchorV170.
 	Compat Compat
 }
+
+// DefaultBurstReplicas is BurstReplicas' default.
+const DefaultBurstReplicas = 500
 
 // DefaultGroupFormationTimeout is GroupFormationTimeout's default.
 const DefaultGroupFormationTimeout = 10 * time.Minute
@@ -169,6 +177,9 @@ func (o Options) Validate() error {
 			return fmt.Errorf("%w: %s = %d is not a Gate", ErrInvalidOptions, g.name, g.g)
 		}
 	}
+	if o.BurstReplicas < 0 {
+		return fmt.Errorf("%w: BurstReplicas %d is negative", ErrInvalidOptions, o.BurstReplicas)
+	}
 	if o.GroupFormationTimeout < 0 {
 		return fmt.Errorf("%w: GroupFormationTimeout %v is negative", ErrInvalidOptions, o.GroupFormationTimeout)
 	}
@@ -183,6 +194,13 @@ func (o Options) Validate() error {
 func (o Options) statusConditions() bool  { return o.Gates.StatusConditions.Enabled(true) }
 func (o Options) multiHostIndexing() bool { return o.Gates.MultiHostIndexing.Enabled(true) }
 func (o Options) derivedNames() bool      { return o.NameMode == NameModeDerived }
+func (o Options) burst() int {
+	if o.BurstReplicas == 0 {
+		return DefaultBurstReplicas
+	}
+	return o.BurstReplicas
+}
+
 func (o Options) formationTimeout() time.Duration {
 	if o.GroupFormationTimeout == 0 {
 		return DefaultGroupFormationTimeout

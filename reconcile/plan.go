@@ -54,6 +54,7 @@ const (
 	ReasonInvalidNumOfHosts            ReasonCode = "InvalidNumOfHosts"
 	ReasonGroupNotInSpec               ReasonCode = "GroupNotInSpec"
 	ReasonForeignOwner                 ReasonCode = "ForeignOwner"
+	ReasonBurstLimited                 ReasonCode = "BurstLimited"
 	ReasonNotVisited                   ReasonCode = "NotVisited"
 )
 

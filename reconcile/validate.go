@@ -7,6 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
+// MaxNumOfHosts bounds numOfHosts: a multi-host replica group is planned as
+// one unit of that many pods, so an absurd value must not reach the planner.
+const MaxNumOfHosts = 10000
+
 // checkStructure rejects input from which no valid pod can be built. Decide
 // calls it; everything it accepts, Decide plans without panicking.
 func checkStructure(c *Cluster) error {
@@ -47,6 +51,9 @@ func checkStructure(c *Cluster) error {
 		}
 		if err := checkGeneratedName(field+".GroupName", g.GroupName, podNamePrefix(c.Name+"-"+g.GroupName, "worker", true)); err != nil {
 			return err
+		}
+		if g.NumOfHosts > MaxNumOfHosts {
+			return fmt.Errorf("%w: %s.NumOfHosts = %d exceeds %d (group %q): a replica group is created as one unit", ErrInvalidCluster, field, g.NumOfHosts, MaxNumOfHosts, g.GroupName)
 		}
 		if g.NumOfHosts > 1 {
 			// The replica name <group>-<5 chars> is a label value (≤ 63 chars).

@@ -101,7 +101,7 @@ func restore(s, old vcluster.State) vcluster.State {
 // I1–I10, that storage holds exactly the state's records, and that the
 // worker's view is exactly the indivisible and job clusters.
 func TestLongRandomRun(t *testing.T) {
-	const steps = 2000
+	const steps = 1500
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(2026, 8))
 	c := seededChooser{rng}
@@ -157,6 +157,14 @@ func TestLongRandomRun(t *testing.T) {
 			continue
 		}
 		o := w.genOp(c, s)
+		switch step % 6 {
+		case 2:
+			// Extra churn: nodes die often in a long-lived cluster, and
+			// new ones join.
+			o = w.genOp(forced{c, 15}, s) // kill
+		case 5:
+			o = w.genOp(forced{c, 16}, s) // join
+		}
 		next, p, err := checkOp(s, o)
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
@@ -206,4 +214,17 @@ func toMap(rs []vcluster.Record) map[string]vcluster.Record {
 		out[r.ID] = r
 	}
 	return out
+}
+
+// forced makes the operation kind k and draws the rest from c.
+type forced struct {
+	c chooser
+	k int
+}
+
+func (f forced) intn(n int, label string) int {
+	if label == "op" {
+		return f.k
+	}
+	return f.c.intn(n, label)
 }

@@ -20,7 +20,7 @@ import (
 // genState checks each step.
 func TestPropertyOperations(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		genState(t, 300, 25)
+		genState(t, 300, 20)
 	})
 }
 
@@ -43,7 +43,7 @@ func killSome(t *rapid.T, s vcluster.State) vcluster.State {
 // the uncapped plan's k swaps take ⌈k/m⌉ rounds of at most m swaps.
 func TestPropertyReplenish(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s, _ := genState(t, 150, 25)
+		s, _ := genState(t, 120, 20)
 		s = killSome(t, s)
 		full := vcluster.ReplenishOptions{}
 		healed, p, err := checkOp(s, op{desc: "replenish", replenish: &full, plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanReplenish(s, full) }})
@@ -368,7 +368,7 @@ func TestPropertyRemoveNodesOrder(t *testing.T) {
 // (checkPlanRules asserts it for every create/update of checkOp).
 func TestPropertyScaleDownDeadFirst(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s, _ := genState(t, 120, 15)
+		s, _ := genState(t, 80, 12)
 		s = killSome(t, s)
 		ids := sortedLogical(s)
 		if len(ids) == 0 {

@@ -103,8 +103,9 @@ type ScalePlan struct {
 	Release []string
 }
 
-// PlanScale plans resizing every logical cluster named in req.Demand, in id
-// order, to its demand clamped to its bounds. Each cluster is planned like
+// PlanScale plans resizing every logical cluster named in req.Demand to its
+// demand clamped to its bounds: first every shrink, then every growth, each
+// in cluster id order, so nodes one cluster returns can serve another. Each cluster is planned like
 // an update (PlanCreateOrUpdate, with the primary's MinFree reserve kept),
 // but best effort: what cannot be added is launched instead, and busy nodes
 // that cannot leave stay. Every resized cluster gets revision max(rev,
@@ -123,84 +124,98 @@ func PlanScale(s State, req ScaleRequest, rev uint64) (ScalePlan, error) {
 	cur := s
 	budget := req.MaxMoves
 	for _, id := range slices.Sorted(maps.Keys(req.Demand)) {
-		c, ok := cur.Logical[id]
-		if !ok {
+		if _, ok := cur.Logical[id]; !ok {
 			return ScalePlan{}, newError(NotFound, "demand", "The logical cluster %s does not exist.", id)
 		}
 		if err := checkReplicaSets(id, req.Demand[id]); err != nil {
 			return ScalePlan{}, err
 		}
-		current := cur.ReplicaSet(id)
-		target := ReplicaSet{}
-		for t, n := range current {
-			target[t] = n
-		}
-		for t, n := range req.Demand[id] {
-			target[t] = req.Limits.clamp(id, t, n)
-		}
-		for t := range req.Limits.Clusters[id] {
-			target[t] = req.Limits.clamp(id, t, target[t])
-		}
-		// Best effort: shrink the delta of each template to what can move,
-		// and remember the shortfall of additions.
-		for _, t := range slices.Sorted(maps.Keys(target)) {
-			switch n := target[t]; {
-			case n > current[t]:
-				avail := len(pick(cur.Nodes, bucket(cur.Primary, t, Undivided), n-current[t]+req.Limits.MinFree[t], alive, addRank, nil))
-				can := min(n-current[t], max(0, avail-req.Limits.MinFree[t]))
-				out.Launch[t] += n - current[t] - can
-				target[t] = current[t] + can
-			case n < current[t]:
-				eligible := anyNode
-				if c.Kind == Indivisible {
-					eligible = idleNode
+	}
+	// Two passes, shrinking first, so nodes one cluster gives back can grow
+	// another in the same plan.
+	revisions := map[string]Revision{}
+	for _, grow := range []bool{false, true} {
+		for _, id := range slices.Sorted(maps.Keys(req.Demand)) {
+			c := cur.Logical[id]
+			current := cur.ReplicaSet(id)
+			target := ReplicaSet{}
+			for t, n := range current {
+				target[t] = n
+			}
+			for t, n := range req.Demand[id] {
+				target[t] = req.Limits.clamp(id, t, n)
+			}
+			for t := range req.Limits.Clusters[id] {
+				target[t] = req.Limits.clamp(id, t, target[t])
+			}
+			// Best effort: shrink the delta of each template to what can
+			// move, and remember the shortfall of additions.
+			for _, t := range slices.Sorted(maps.Keys(target)) {
+				switch n := target[t]; {
+				case n > current[t] && !grow, n < current[t] && grow:
+					target[t] = current[t]
+				case n > current[t]:
+					avail := len(pick(cur.Nodes, bucket(cur.Primary, t, Undivided), n-current[t]+req.Limits.MinFree[t], alive, addRank, nil))
+					can := min(n-current[t], max(0, avail-req.Limits.MinFree[t]))
+					out.Launch[t] += n - current[t] - can
+					target[t] = current[t] + can
+				case n < current[t]:
+					eligible := anyNode
+					if c.Kind == Indivisible {
+						eligible = idleNode
+					}
+					can := len(pick(cur.Nodes, bucket(c, t, Undivided), current[t]-n, eligible, removeRank, nil))
+					target[t] = current[t] - can
 				}
-				can := len(pick(cur.Nodes, bucket(c, t, Undivided), current[t]-n, eligible, removeRank, nil))
-				target[t] = current[t] - can
 			}
-		}
-		for _, t := range slices.Sorted(maps.Keys(target)) {
-			// Honour the budget: trim the delta template by template.
-			if req.MaxMoves == 0 {
-				break
-			}
-			d := target[t] - current[t]
-			if d < 0 {
-				d = -d
-			}
-			if d > budget {
-				out.Truncated = true
-				if target[t] > current[t] {
-					target[t] = current[t] + budget
-				} else {
-					target[t] = current[t] - budget
+			for _, t := range slices.Sorted(maps.Keys(target)) {
+				// Honour the budget: trim the delta template by template.
+				if req.MaxMoves == 0 {
+					break
 				}
-				d = budget
+				d := target[t] - current[t]
+				if d < 0 {
+					d = -d
+				}
+				if d > budget {
+					out.Truncated = true
+					if target[t] > current[t] {
+						target[t] = current[t] + budget
+					} else {
+						target[t] = current[t] - budget
+					}
+					d = budget
+				}
+				budget -= d
 			}
-			budget -= d
+			changed := false
+			for t, n := range target {
+				changed = changed || n != current[t]
+			}
+			if !changed {
+				continue
+			}
+			// The target is already within bounds as far as nodes allow, so
+			// only the reserve is passed on.
+			p, err := PlanCreateOrUpdate(cur, Request{ID: id, Divisible: c.Kind == Divisible, ReplicaSets: target, Revision: c.Revision, Limits: Limits{MinFree: req.Limits.MinFree}}, rev)
+			if err != nil {
+				return ScalePlan{}, err
+			}
+			next, err := cur.Apply(p)
+			if err != nil {
+				return ScalePlan{}, err
+			}
+			cur = next
+			out.Moves = append(out.Moves, p.Moves...)
+			for _, r := range p.Revisions {
+				revisions[r.Cluster] = r
+			}
+			out.Flush = append(out.Flush, p.Flush...)
+			out.Publish = append(out.Publish, p.Publish...)
 		}
-		changed := false
-		for t, n := range target {
-			changed = changed || n != current[t]
-		}
-		if !changed {
-			continue
-		}
-		// The target is already within bounds as far as nodes allow, so only
-		// the reserve is passed on.
-		p, err := PlanCreateOrUpdate(cur, Request{ID: id, Divisible: c.Kind == Divisible, ReplicaSets: target, Revision: c.Revision, Limits: Limits{MinFree: req.Limits.MinFree}}, rev)
-		if err != nil {
-			return ScalePlan{}, err
-		}
-		next, err := cur.Apply(p)
-		if err != nil {
-			return ScalePlan{}, err
-		}
-		cur = next
-		out.Moves = append(out.Moves, p.Moves...)
-		out.Revisions = append(out.Revisions, p.Revisions...)
-		out.Flush = append(out.Flush, p.Flush...)
-		out.Publish = append(out.Publish, p.Publish...)
+	}
+	for _, id := range slices.Sorted(maps.Keys(revisions)) {
+		out.Revisions = append(out.Revisions, revisions[id])
 	}
 	out.Flush = flushOrder(out.Flush)
 	out.Publish = flushOrder(out.Publish)

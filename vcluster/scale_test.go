@@ -102,7 +102,7 @@ func TestPlanScale(t *testing.T) {
 // plan was not cut.
 func TestPropertyScale(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s, w := genState(t, 120, 15)
+		s, w := genState(t, 80, 12)
 		s = killSome(t, s)
 		req := vcluster.ScaleRequest{Demand: map[string]vcluster.ReplicaSet{}, Limits: vcluster.Limits{Clusters: map[string]map[string]vcluster.Bounds{}, MinFree: vcluster.ReplicaSet{}, MaxFree: vcluster.ReplicaSet{}}}
 		for _, id := range sortedLogical(s) {

@@ -187,22 +187,9 @@ func reserveResult(v []int64) capacity.ReserveResult {
 func (s *CapacityStore) validate(items []capacity.Reservation) ([]capacity.Reservation, error) {
 	out := make([]capacity.Reservation, len(items))
 	for i, r := range items {
-		if err := capacity.ValidateNodeID(r.Node); err != nil {
-			return nil, err
-		}
-		l, err := capacity.NewNodeLedger(s.opts)
+		r, err := r.Resolve(s.opts)
 		if err != nil {
 			return nil, err
-		}
-		// The ledger validates and defaults exactly as the other stores do.
-		if _, _, err := l.Reserve(time.Time{}, r); err != nil {
-			return nil, err
-		}
-		if r.Max == 0 {
-			r.Max = s.opts.MaxJobs
-		}
-		if r.TTL == 0 {
-			r.TTL = s.opts.TTL
 		}
 		if r.TTL < time.Millisecond {
 			return nil, fmt.Errorf("%w: TTL %v for rid %q is below the store's 1ms resolution", capacity.ErrInvalidInput, r.TTL, r.RID)
@@ -261,11 +248,8 @@ func (s *CapacityStore) ReserveBatch(ctx context.Context, items []capacity.Reser
 
 // Ack commits a node's ACK; see capacity.SlotStore.
 func (s *CapacityStore) Ack(ctx context.Context, a capacity.Ack) (capacity.AckStatus, error) {
-	if err := capacity.ValidateNodeID(a.Node); err != nil {
+	if err := a.Validate(); err != nil {
 		return 0, err
-	}
-	if a.RID == "" {
-		return 0, fmt.Errorf("%w: rid (job id) is empty", capacity.ErrInvalidInput)
 	}
 	if a.Epoch > maxExact || a.Seq > maxExact {
 		return 0, fmt.Errorf("%w: ack of %q: Epoch %d or Seq %d above 2^53-1", capacity.ErrInvalidInput, a.RID, a.Epoch, a.Seq)
@@ -302,12 +286,10 @@ func (s *CapacityStore) Heartbeat(ctx context.Context, node string, h capacity.H
 	if err := capacity.ValidateNodeID(node); err != nil {
 		return 0, err
 	}
-	switch {
-	case h.Running < 0:
-		return 0, fmt.Errorf("%w: heartbeat Running %d of node %q is negative", capacity.ErrInvalidInput, h.Running, node)
-	case h.Max < 0:
-		return 0, fmt.Errorf("%w: heartbeat Max %d of node %q is negative", capacity.ErrInvalidInput, h.Max, node)
-	case h.Epoch > maxExact || h.Seq > maxExact:
+	if err := h.Validate(node); err != nil {
+		return 0, err
+	}
+	if h.Epoch > maxExact || h.Seq > maxExact {
 		return 0, fmt.Errorf("%w: heartbeat of node %q: Epoch %d or Seq %d above 2^53-1", capacity.ErrInvalidInput, node, h.Epoch, h.Seq)
 	}
 	hasGPU := "0"

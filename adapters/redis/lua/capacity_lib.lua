@@ -37,66 +37,109 @@ local function extend(key, ttl_ms)
   end
 end
 
--- node reads one node's state after purging lapsed leases at now.
+-- node purges lapsed leases at now and reads one node's state: the
+-- heartbeat, the pending count and the acked set (small: a heartbeat prunes
+-- it), once per node so that a batch pays for them once per node, not once
+-- per item. The purge matters under client clocks: a scheduler whose clock
+-- runs ahead must delete a lapsed lease before handing its slot out, so that
+-- the lease's late ACK answers EXPIRED (the fence).
 local function node(hb, pend, acked, now)
   redis.call('ZREMRANGEBYSCORE', pend, '-inf', ms(now))
-  local h = redis.call('HMGET', hb, 'epoch', 'seq', 'running', 'recv')
+  local h = redis.call('HMGET', hb, 'epoch', 'seq', 'running', 'recv', 'pendexp')
+  local seq = tonumber(h[2]) or 0
+  local a = redis.call('ZRANGE', acked, 0, -1, 'WITHSCORES')
+  local ackedset, uncounted = {}, 0
+  for i = 1, #a, 2 do
+    ackedset[a[i]] = true
+    if tonumber(a[i + 1]) > seq then
+      uncounted = uncounted + 1
+    end
+  end
+  local live = redis.call('ZCARD', pend)
   return {
-    hb = hb, pend = pend, acked = acked,
+    hb = hb, pend = pend,
     known = h[1] ~= false,
     epoch = tonumber(h[1]) or 0,
-    seq = h[2] or '0',
     running = tonumber(h[3]) or 0,
     recv = tonumber(h[4]) or 0,
+    pendexp = tonumber(h[5]) or 0,
+    pending = live,
+    pending0 = live,
+    acked = ackedset,
+    uncounted = uncounted,
     maxexp = 0,
   }
 end
 
 local function load(n, acct, running)
-  local pending = redis.call('ZCARD', n.pend)
   if acct == 'max' then
-    return math.max(running, pending)
+    return math.max(running, n.pending)
   end
-  return n.running + pending + redis.call('ZCOUNT', n.acked, '(' .. n.seq, '+inf')
-end
-
-local function earliest(n)
-  local e = redis.call('ZRANGE', n.pend, 0, 0, 'WITHSCORES')
-  if #e == 0 then
-    return 0
-  end
-  return tonumber(e[2])
+  return n.running + n.pending + n.uncounted
 end
 
 -- decide applies one reservation to node n: the spec's reserve script, or
 -- the seed's max(running, reserved) when acct is 'max'.
--- It returns status, epoch, lease expiry, effective load, earliest expiry.
+-- It returns status, epoch, lease expiry, effective load, and for FULL the
+-- earliest pending expiry.
 local function decide(n, now, rid, maxj, ttl, hbto, acct, running)
-  local status, expiry = 0, 0
-  local held = redis.call('ZSCORE', n.pend, rid)
-  if held then
-    status, expiry = DUPLICATE, tonumber(held)
-  elseif acct ~= 'max' and redis.call('ZSCORE', n.acked, rid) then
+  local status, expiry, earliest = 0, 0, 0
+  if acct ~= 'max' and n.acked[rid] then
     status = DUPLICATE
-  elseif acct ~= 'max' and not n.known then
-    status = UNKNOWN_NODE
-  elseif acct ~= 'max' and now - n.recv > hbto then
-    status = STALE_HEARTBEAT
-  elseif load(n, acct, running) >= maxj then
-    status = FULL
+  elseif (acct ~= 'max' and (not n.known or now - n.recv > hbto)) or load(n, acct, running) >= maxj then
+    local held = tonumber(redis.call('ZSCORE', n.pend, rid))
+    if held then
+      status, expiry = DUPLICATE, held
+    elseif acct ~= 'max' and not n.known then
+      status = UNKNOWN_NODE
+    elseif acct ~= 'max' and now - n.recv > hbto then
+      status = STALE_HEARTBEAT
+    else
+      status = FULL
+      local first = redis.call('ZRANGE', n.pend, 0, 0, 'WITHSCORES')
+      earliest = tonumber(first[2]) or 0
+    end
   else
-    status, expiry = OK, now + ttl
-    redis.call('ZADD', n.pend, ms(expiry), rid)
-    if expiry > n.maxexp then
-      n.maxexp = expiry
+    -- Room: add unless the rid is there; NX answers both in one command.
+    expiry = now + ttl
+    if redis.call('ZADD', n.pend, 'NX', ms(expiry), rid) == 1 then
+      status = OK
+    else
+      status, expiry = DUPLICATE, tonumber(redis.call('ZSCORE', n.pend, rid))
+    end
+    if status == OK then
+      n.pending = n.pending + 1
+      if expiry > n.maxexp then
+        n.maxexp = expiry
+      end
     end
   end
-  return {status, n.epoch, expiry, load(n, acct, running), earliest(n)}
+  return {status, n.epoch, expiry, load(n, acct, running), earliest}
 end
 
--- settle extends pend's lifetime to its longest new lease plus 60 s.
+-- undo removes a lease decide granted (an all-or-nothing batch refused).
+local function undo(n, rid)
+  redis.call('ZREM', n.pend, rid)
+end
+
+-- settle keeps pend alive until its longest lease plus at least 60 s, and
+-- only ever extends it. To spare a command per call, it extends by 120 s and
+-- notes the new end in hb's pendexp, so later calls within a minute skip it.
+-- A key with no lease before this call is new (no TTL yet): it gets a plain
+-- PEXPIRE.
 local function settle(n, now)
-  if n.maxexp > 0 then
-    extend(n.pend, n.maxexp - now + 60000)
+  if n.maxexp == 0 or (n.pending0 > 0 and n.pendexp >= n.maxexp + 60000) then
+    return
+  end
+  local ttl = n.maxexp - now + 120000
+  if n.pending0 == 0 then
+    redis.call('PEXPIRE', n.pend, ttl)
+  elseif redis.REDIS_VERSION_NUM then -- Redis 7: GT
+    redis.call('PEXPIRE', n.pend, ttl, 'GT')
+  else
+    extend(n.pend, ttl)
+  end
+  if n.known then
+    redis.call('HSET', n.hb, 'pendexp', ms(n.maxexp + 120000))
   end
 end

@@ -26,7 +26,7 @@ for i = 5, #ARGV, 5 do
 end
 if refused and mode == 'all' then
   for _, g in ipairs(granted) do
-    redis.call('ZREM', g[1].pend, g[2])
+    undo(g[1], g[2])
   end
   out[1] = 0
 else

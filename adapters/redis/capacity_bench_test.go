@@ -1,0 +1,192 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/plancore/plancore/adapters/redis"
+	"github.com/plancore/plancore/adapters/redis/internal/redistest"
+	"github.com/plancore/plancore/capacity"
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// benchNodes is the key space shared with redis-benchmark's -r 1000: ids
+// 000000000000 to 000000000999, each with a heartbeat that stays fresh for an
+// hour, and M so large that every reserve takes the accept path.
+const (
+	benchNodes   = 1000
+	benchClients = 50
+	benchMax     = 1_000_000_000
+)
+
+func benchID(i int) string { return fmt.Sprintf("%012d", i) }
+
+func benchStore(b testing.TB) (*redistest.Server, *redis.CapacityStore) {
+	srv := redistest.Start(b)
+	c := srv.Client(func(o *goredis.Options) { o.PoolSize = benchClients + 10 })
+	s := newStore(b, c, redis.CapacityStoreOptions{Options: capacity.Options{HeartbeatTimeout: time.Hour}})
+	ctx := context.Background()
+	for i := range benchNodes {
+		if _, err := s.Heartbeat(ctx, benchID(i), capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return srv, s
+}
+
+// runClients runs n reservations from benchClients goroutines, each one
+// request at a time (no pipelining), and returns the elapsed time.
+func runClients(tb testing.TB, n int, op func(r *rand.Rand) error) time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := range benchClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(c), 7))
+			for next.Add(1) <= int64(n) {
+				if err := op(r); err != nil {
+					tb.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+func reserveOne(s *redis.CapacityStore) func(r *rand.Rand) error {
+	ctx := context.Background()
+	return func(r *rand.Rand) error {
+		res, err := s.Reserve(ctx, capacity.Reservation{Node: benchID(r.IntN(benchNodes)),
+			RID: "job:" + benchID(r.IntN(benchNodes)), Max: benchMax, TTL: 5 * time.Second})
+		if err == nil && !res.Status.Granted() {
+			err = fmt.Errorf("reserve refused: %v", res)
+		}
+		return err
+	}
+}
+
+// BenchmarkRedisReserve50Clients measures Reserve with 50 concurrent clients
+// on the accept path (spec T1); compare with TestCapacityRedisBenchmarkSideBySide.
+func BenchmarkRedisReserve50Clients(b *testing.B) {
+	_, s := benchStore(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	d := runClients(b, b.N, reserveOne(s))
+	b.ReportMetric(float64(b.N)/d.Seconds(), "reservations/s")
+}
+
+// BenchmarkRedisReserveBatch measures ReserveBatch with 50 concurrent
+// clients, batches of 16 items on 16 distinct nodes, in slots per second
+// (spec T2: at least 3 × the single-Reserve rate).
+func BenchmarkRedisReserveBatch(b *testing.B) {
+	const size = 16
+	_, s := benchStore(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	d := runClients(b, b.N, func(r *rand.Rand) error {
+		items := make([]capacity.Reservation, size)
+		first := r.IntN(benchNodes)
+		for k := range items {
+			items[k] = capacity.Reservation{Node: benchID((first + k) % benchNodes), RID: "job:" + benchID(r.IntN(benchNodes)),
+				Max: benchMax, TTL: 5 * time.Second}
+		}
+		res, err := s.ReserveBatch(ctx, items, capacity.AllOrNothing)
+		if err == nil && res.Granted() != size {
+			err = fmt.Errorf("batch not fully granted: %+v", res)
+		}
+		return err
+	})
+	b.ReportMetric(float64(b.N*size)/d.Seconds(), "slots/s")
+}
+
+// TestCapacityRedisBenchmarkSideBySide is the spec's T1 helper, run with
+// CAPACITY_REDIS_BENCH=1: on one server, with the same script (by SHA),
+// argument shapes and key space, it alternates redis-benchmark -c 50 -n N
+// EVALSHA and the Go store's Reserve from 50 goroutines, three times each,
+// and prints both medians and their ratio (target: ours ≥ 0.7×). It also
+// prints the batch rate in slots per second (target: ≥ 3× single).
+func TestCapacityRedisBenchmarkSideBySide(t *testing.T) {
+	if os.Getenv("CAPACITY_REDIS_BENCH") == "" {
+		t.Skip("set CAPACITY_REDIS_BENCH=1 to compare with redis-benchmark (a measurement, not a test)")
+	}
+	bench, err := exec.LookPath("redis-benchmark")
+	if err != nil {
+		t.Fatal("redis-benchmark not found (Debian package redis-tools)")
+	}
+	n := 200_000
+	if v, err := strconv.Atoi(os.Getenv("CAPACITY_REDIS_BENCH_N")); err == nil && v > 0 {
+		n = v
+	}
+	srv, s := benchStore(t)
+	host, port, _ := splitHostPort(srv.Addr())
+	sha := redis.CapacityReserveSHA()
+	rps := regexp.MustCompile(`([0-9.]+) requests per second`)
+	var theirs, ours, batch []float64
+	for range 3 {
+		out, err := exec.Command(bench, "-h", host, "-p", port, "-c", strconv.Itoa(benchClients), "-n", strconv.Itoa(n),
+			"-r", strconv.Itoa(benchNodes), "-q",
+			"EVALSHA", sha, "3", "{n:__rand_int__}:hb", "{n:__rand_int__}:pend", "{n:__rand_int__}:acked",
+			"job:__rand_int__", strconv.Itoa(benchMax), "5000", "3600000", "sum", "0", "").CombinedOutput()
+		m := rps.FindSubmatch(out)
+		if err != nil || m == nil {
+			t.Fatalf("redis-benchmark: %v\n%s", err, out)
+		}
+		f, _ := strconv.ParseFloat(string(m[1]), 64)
+		theirs = append(theirs, f)
+		d := runClients(t, n, reserveOne(s))
+		ours = append(ours, float64(n)/d.Seconds())
+	}
+	ctx := context.Background()
+	for range 3 {
+		const size = 16
+		calls := n / size
+		d := runClients(t, calls, func(r *rand.Rand) error {
+			items := make([]capacity.Reservation, size)
+			first := r.IntN(benchNodes)
+			for k := range items {
+				items[k] = capacity.Reservation{Node: benchID((first + k) % benchNodes), RID: "job:" + benchID(r.IntN(benchNodes)), Max: benchMax}
+			}
+			_, err := s.ReserveBatch(ctx, items, capacity.AllOrNothing)
+			return err
+		})
+		batch = append(batch, float64(calls*size)/d.Seconds())
+	}
+	med := func(x []float64) float64 { y := slices.Clone(x); slices.Sort(y); return y[len(y)/2] }
+	fmt.Printf("redis-benchmark EVALSHA reserve, 50 clients: %v → median %.0f req/s\n", round(theirs), med(theirs))
+	fmt.Printf("Go CapacityStore.Reserve, 50 clients:        %v → median %.0f req/s\n", round(ours), med(ours))
+	fmt.Printf("ratio ours/redis-benchmark: %.2f (target ≥ 0.70)\n", med(ours)/med(theirs))
+	fmt.Printf("Go CapacityStore.ReserveBatch(16), 50 clients: %v → median %.0f slots/s, %.2f× single (target ≥ 3)\n",
+		round(batch), med(batch), med(batch)/med(ours))
+}
+
+func round(x []float64) []int {
+	out := make([]int, len(x))
+	for i, v := range x {
+		out[i] = int(v)
+	}
+	return out
+}
+
+func splitHostPort(addr string) (string, string, error) {
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			return addr[:i], addr[i+1:], nil
+		}
+	}
+	return addr, "", fmt.Errorf("no port in %q", addr)
+}

@@ -1,0 +1,111 @@
+package reconcile_test
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/plancore/plancore/reconcile"
+)
+
+// benchCluster builds a 10-group cluster with 1,000 worker pods per group.
+// mix adds, per group kind, unhealthy pods (groups 0-2), a 10 % surplus
+// (groups 3-6) and multi-host replica groups of 4 (groups 8-9).
+func benchCluster(mix bool, surplusAll bool) reconcile.Snapshot {
+	var groups []reconcile.WorkerGroup
+	var pods []corev1.Pod
+	pods = append(pods, head("rc-head-aaaaa"))
+	for gi := range 10 {
+		name := fmt.Sprintf("group-%d", gi)
+		g := group(name, 1000)
+		g.MaxReplicas = i32(2000)
+		hosts := 1
+		if mix && gi >= 8 {
+			hosts = 4
+			g.NumOfHosts = 4
+			g.Replicas = i32(250)
+		}
+		if surplusAll || (mix && gi >= 3 && gi <= 6) {
+			g.Replicas = i32(*g.Replicas * 9 / 10)
+		}
+		groups = append(groups, g)
+		for k := range 1000 {
+			var p corev1.Pod
+			if hosts > 1 {
+				r := k / hosts
+				p = mhWorker(fmt.Sprintf("%s-w%04d", name, k), name, fmt.Sprintf("%s-r%03d", name, r), r, k%hosts)
+			} else {
+				p = worker(fmt.Sprintf("%s-w%04d", name, k), name, index(k))
+			}
+			if mix && gi <= 2 && k%100 == 0 {
+				p.Status.Phase = corev1.PodFailed
+			}
+			pods = append(pods, p)
+		}
+	}
+	return snap(cluster(groups...), pods...)
+}
+
+// BenchmarkBaselineScan10kPods is the floor: one bare pass over the pods
+// reading ray.io/cluster, ray.io/group and the phase.
+func BenchmarkBaselineScan10kPods(b *testing.B) {
+	s := benchCluster(true, false)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		for i := range s.Pods {
+			p := &s.Pods[i]
+			if p.Labels[reconcile.LabelCluster] == "rc" && p.Labels[reconcile.LabelGroup] != "" && p.Status.Phase == corev1.PodRunning {
+				n++
+			}
+		}
+	}
+	_ = n
+}
+
+// BenchmarkLabelPass10k is the spec's baseline: one pass reading the cluster,
+// group, node-type, replica-name and replica-index labels of every pod.
+func BenchmarkLabelPass10k(b *testing.B) {
+	s := benchCluster(false, false)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		for i := range s.Pods {
+			l := s.Pods[i].Labels
+			if l[reconcile.LabelCluster] == "rc" && l[reconcile.LabelGroup] != "" && l[reconcile.LabelNodeType] != "" {
+				n++
+			}
+			if l[reconcile.LabelReplicaName] != "" || l[reconcile.LabelReplicaIndex] != "" {
+				n++
+			}
+		}
+	}
+	_ = n
+}
+
+func benchDecide(b *testing.B, s reconcile.Snapshot) {
+	o := opts()
+	p, err := reconcile.Decide(s, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(p.Actions)), "actions")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := reconcile.Decide(s, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPlan10kPods plans a 10-group cluster of 10,000 workers with
+// unhealthy pods (30 deletes), surplus pods (400 scale-down deletes) and two
+// multi-host groups.
+func BenchmarkPlan10kPods(b *testing.B) { benchDecide(b, benchCluster(true, false)) }
+
+// BenchmarkDecideSteady10k plans the same cluster with nothing to do.
+func BenchmarkDecideSteady10k(b *testing.B) { benchDecide(b, benchCluster(false, false)) }
+
+// BenchmarkDecideScaleDown10k plans a 10 % scale-down in every group.
+func BenchmarkDecideScaleDown10k(b *testing.B) { benchDecide(b, benchCluster(false, true)) }

@@ -1,0 +1,53 @@
+package reconcile_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/plancore/plancore/reconcile"
+)
+
+// FuzzDecide feeds arbitrary JSON snapshots (seeded with the golden
+// scenarios) to Decide in both modes: it must never panic, and when it
+// plans, the plan must render and its counters must add up.
+func FuzzDecide(f *testing.F) {
+	for _, gc := range goldenCases() {
+		s := gc.snap
+		s.Expectations = nil
+		b, err := json.Marshal(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, false)
+		f.Add(b, true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, compatMode bool) {
+		var s reconcile.Snapshot
+		if json.Unmarshal(data, &s) != nil {
+			return
+		}
+		o := opts()
+		if compatMode {
+			o.Compat = reconcile.AnchorV170()
+		}
+		p, err := reconcile.Decide(s, o)
+		if err != nil {
+			return
+		}
+		_ = p.Explain()
+		place, stop := 0, 0
+		for _, a := range p.Actions {
+			switch a.Kind {
+			case reconcile.KindCreatePod:
+				place++
+			case reconcile.KindCreateReplicaGroup:
+				place += len(a.CreateGroup.Pods)
+			case reconcile.KindDeletePod:
+				stop++
+			}
+		}
+		if p.Totals.Place != place || p.Totals.Stops() != stop {
+			t.Fatalf("counters place %d stop %d, actions %d %d", p.Totals.Place, p.Totals.Stops(), place, stop)
+		}
+	})
+}
