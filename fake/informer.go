@@ -71,8 +71,12 @@ func (s *PodStore) emit(at time.Time, t EventType, p *corev1.Pod) {
 				continue
 			}
 			_, cached := inf.cache[k]
-			if ev.Type == watchDeleted && d.ev.Type == watchAdded && !cached {
-				// Created and deleted unseen: the informer never hears of it.
+			// Created and deleted unseen: the informer never hears of it. That
+			// holds only if no earlier change of the pod is still queued: this
+			// Added may have replaced a Deleted that follows a queued Added, and
+			// removing it would leave that older state showing forever; the
+			// slot then carries the delete instead.
+			if ev.Type == watchDeleted && d.ev.Type == watchAdded && !cached && !inf.queuedBefore(i, k) {
 				inf.queue = slices.Delete(inf.queue, i, i+1)
 				return
 			}
@@ -95,6 +99,16 @@ func (s *PodStore) emit(at time.Time, t EventType, p *corev1.Pod) {
 	d := delivery{due: due, seq: inf.seq, key: k, ev: ev}
 	i, _ := slices.BinarySearchFunc(inf.queue, d, compareDelivery)
 	inf.queue = slices.Insert(inf.queue, i, d)
+}
+
+// queuedBefore reports whether a change of k waits in the queue before index i.
+func (inf *Informer) queuedBefore(i int, k objKey) bool {
+	for _, d := range inf.queue[:i] {
+		if d.key == k {
+			return true
+		}
+	}
+	return false
 }
 
 func compareDelivery(a, b delivery) int {

@@ -382,3 +382,32 @@ func TestInformerShowsRecentStates(t *testing.T) {
 		}
 	})
 }
+
+// TestInformerDropKeepsTheLatestDelete replays the sequence rapid found
+// (seed 0, lag 1s, drop rate 0.5): a pod created, deleted, created and deleted
+// again at one instant. A dropped delete once removed a queued create that had
+// replaced an earlier queued delete, so the first create stayed in the cache
+// forever.
+func TestInformerDropKeepsTheLatestDelete(t *testing.T) {
+	ctx := context.Background()
+	w := fake.NewWorld(0, podsT0)
+	s := fake.NewPodStore(w, fake.PodStoreOptions{Lag: time.Second, DropRate: 0.5})
+	for _, op := range []struct {
+		create bool
+		name   string
+	}{{true, "a"}, {true, "b"}, {false, "a"}, {true, "a"}, {false, "a"}} {
+		if op.create {
+			if _, err := s.CreatePod(ctx, testPod(op.name, "")); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := s.DeletePod(ctx, "ns", op.name, fake.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Clock.Advance(time.Second)
+	for _, p := range s.Informer().List("ns", nil) {
+		if p.Name == "a" {
+			t.Fatalf("one lag after its last delete, the informer still shows a at resourceVersion %q", p.ResourceVersion)
+		}
+	}
+}

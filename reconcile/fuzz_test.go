@@ -35,19 +35,8 @@ func FuzzDecide(f *testing.F) {
 			return
 		}
 		_ = p.Explain()
-		place, stop := 0, 0
-		for _, a := range p.Actions {
-			switch a.Kind {
-			case reconcile.KindCreatePod:
-				place++
-			case reconcile.KindCreateReplicaGroup:
-				place += len(a.CreateGroup.Pods)
-			case reconcile.KindDeletePod:
-				stop++
-			}
-		}
-		if p.Totals.Place != place || p.Totals.Stops() != stop {
-			t.Fatalf("counters place %d stop %d, actions %d %d", p.Totals.Place, p.Totals.Stops(), place, stop)
+		if msg := countersMismatch(p); msg != "" {
+			t.Fatal(msg)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -360,24 +361,13 @@ func TestPropDeterministic(t *testing.T) {
 		if !reflect.DeepEqual(p, permuted) {
 			t.Fatalf("permuting pods changed the plan:\n%s", cmp.Diff(p, permuted))
 		}
-		place, stop, all := 0, 0, 0
 		for _, a := range p.Actions {
 			if a.Reason.Code == "" {
 				t.Fatalf("action without a reason code: %+v", a)
 			}
-			switch a.Kind {
-			case reconcile.KindCreatePod:
-				place++
-			case reconcile.KindCreateReplicaGroup:
-				place += len(a.CreateGroup.Pods)
-			case reconcile.KindDeletePod:
-				stop++
-			case reconcile.KindDeleteAllOf:
-				all += a.DeleteAll.Active
-			}
 		}
-		if p.Totals.Place != place || p.Totals.Stops() != stop || p.Totals.DeleteAll != all {
-			t.Fatalf("counters place %d stop %d delete-all %d, actions %d %d %d", p.Totals.Place, p.Totals.Stops(), p.Totals.DeleteAll, place, stop, all)
+		if msg := countersMismatch(p); msg != "" {
+			t.Fatal(msg)
 		}
 	})
 }
@@ -424,4 +414,27 @@ func TestConcurrentDecide(t *testing.T) {
 			t.Fatal(diff)
 		}
 	}
+}
+
+// countersMismatch checks that a plan's counters add up to its actions: Place
+// to the pods created, Stop to the DeletePods, DeleteAll to the active pods
+// DeleteAllOf targets. It returns "" when they do.
+func countersMismatch(p reconcile.Plan) string {
+	place, stop, all := 0, 0, 0
+	for _, a := range p.Actions {
+		switch a.Kind {
+		case reconcile.KindCreatePod:
+			place++
+		case reconcile.KindCreateReplicaGroup:
+			place += len(a.CreateGroup.Pods)
+		case reconcile.KindDeletePod:
+			stop++
+		case reconcile.KindDeleteAllOf:
+			all += a.DeleteAll.Active
+		}
+	}
+	if p.Totals.Place != place || p.Totals.Stops() != stop || p.Totals.DeleteAll != all {
+		return fmt.Sprintf("counters place %d stop %d delete-all %d, actions %d %d %d", p.Totals.Place, p.Totals.Stops(), p.Totals.DeleteAll, place, stop, all)
+	}
+	return ""
 }
