@@ -231,6 +231,11 @@ type rayLoop struct {
 	cluster reconcile.Cluster
 	owner   expectations.Owner
 	forming []reconcile.FormingGroup
+	// stale is the informer's list from the previous pass: each pass plans
+	// from it, so the view always lags one pass behind the API server (on top
+	// of the informer's own lag), and only expectations prevent a second
+	// create or delete of the same pod.
+	stale []corev1.Pod
 
 	passes, creates, deletes int
 }
@@ -288,14 +293,19 @@ func (l *rayLoop) pass(ctx context.Context) reconcile.Plan {
 	if err := l.cache.List(ctx, &list, client.InNamespace(l.ns)); err != nil {
 		l.t.Fatal(err)
 	}
+	pods := list.Items
+	if l.stale != nil {
+		pods = l.stale
+	}
+	l.stale = list.Items
 	now := time.Now()
-	view := expectations.NewView(list.Items)
+	view := expectations.NewView(pods)
 	for _, g := range l.tracker.Groups(l.owner) {
 		if _, err := l.tracker.Satisfied(now, l.owner, g, view); err != nil {
 			l.t.Fatal(err)
 		}
 	}
-	snap := reconcile.Snapshot{Cluster: l.cluster, Pods: list.Items, Expectations: l.tracker.Snapshot(), Forming: l.forming, Now: now, Seed: 7}
+	snap := reconcile.Snapshot{Cluster: l.cluster, Pods: pods, Expectations: l.tracker.Snapshot(), Forming: l.forming, Now: now, Seed: 7}
 	p, err := reconcile.Decide(snap, reconcile.Options{OperatorVersion: "v1.7.0"})
 	if err != nil {
 		l.t.Fatal(err)
@@ -332,14 +342,14 @@ func (l *rayLoop) pass(ctx context.Context) reconcile.Plan {
 	return p
 }
 
-// converge runs passes until the API server holds the desired pods and a pass
-// plans nothing.
+// converge runs passes until the API server holds the desired pods, a pass
+// plans nothing, and every expectation has settled.
 func (l *rayLoop) converge(ctx context.Context, stage string) {
 	l.t.Helper()
 	for range 300 {
 		p := l.pass(ctx)
 		live := l.live(ctx)
-		if len(p.Actions) == 0 && live[""] == 1 && live["cpu"] == int(l.workers()) {
+		if len(p.Actions) == 0 && live[""] == 1 && live["cpu"] == int(l.workers()) && l.tracker.Count(l.owner) == 0 {
 			return
 		}
 		time.Sleep(20 * time.Millisecond) // let the informer catch up

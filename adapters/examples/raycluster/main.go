@@ -1,0 +1,293 @@
+// Command raycluster is a RayCluster pod controller built on plancore: a
+// controller-runtime manager whose reconciler reads a RayCluster custom resource
+// (ray.io/v1, the fields KubeRay's pod reconciliation reads), plans its pods
+// with the pure reconcile core, gates the plan on expectations, and applies it
+// through adapters/kube's PodExecutor with bounded concurrency.
+//
+// It runs against a throwaway API server (etcd and kube-apiserver from
+// adapters/kube/kubetest; build them once with .ci/kube-apiserver.sh), installs
+// a RayCluster CRD, creates a cluster with 3 workers, scales it to 5, deletes a
+// worker behind the controller's back, and prints what the API server holds
+// after each step:
+//
+//	go run ./examples/raycluster
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/plancore/plancore/adapters/kube"
+	"github.com/plancore/plancore/adapters/kube/kubetest"
+	"github.com/plancore/plancore/expectations"
+	"github.com/plancore/plancore/reconcile"
+)
+
+// RayClusterGVK is KubeRay's RayCluster kind.
+var RayClusterGVK = schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayCluster"}
+
+func main() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := run(ctx, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// Reconciler reconciles RayClusters' pods with plancore's reconcile core.
+type Reconciler struct {
+	Client client.Client
+	// Tracker holds the in-flight creates and deletes of every cluster; the
+	// pod informer's events make it settle early.
+	Tracker *expectations.Tracker
+	Options reconcile.Options
+}
+
+// Reconcile implements reconcile.Reconciler of controller-runtime.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rc := &unstructured.Unstructured{}
+	rc.SetGroupVersionKind(RayClusterGVK)
+	if err := r.Client.Get(ctx, req.NamespacedName, rc); err != nil {
+		if apierrors.IsNotFound(err) {
+			_, _ = r.Tracker.Forget(expectations.Owner{Namespace: req.Namespace, Name: req.Name})
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	cluster, err := clusterOf(rc)
+	if err != nil {
+		return ctrl.Result{}, err // a malformed spec: controller-runtime backs off
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(req.Namespace), client.MatchingLabels{reconcile.LabelCluster: req.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	now := time.Now()
+	owner := expectations.Owner{Namespace: cluster.Namespace, Name: cluster.Name, UID: cluster.UID}
+	view := expectations.NewView(pods.Items)
+	for _, g := range r.Tracker.Groups(owner) {
+		if _, err := r.Tracker.Satisfied(now, owner, g, view); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	plan, err := reconcile.Decide(reconcile.Snapshot{Cluster: cluster, Pods: pods.Items, Expectations: r.Tracker.Snapshot(), Now: now, Seed: 1}, r.Options)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	exec := &kube.PodExecutor{Client: r.Client, Owner: rc}
+	rep := kube.ApplyConcurrently(ctx, plan, exec, reconcile.ApplyOptions{Expectations: r.Tracker, TokenPrefix: "example-"}, kube.Concurrency{MaxInFlight: 8})
+	if err := rep.Err(); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, nil
+}
+
+// clusterOf reads the fields pod reconciliation needs from a RayCluster; the
+// reconcile core's ClusterSpec carries KubeRay's JSON field names.
+func clusterOf(rc *unstructured.Unstructured) (reconcile.Cluster, error) {
+	raw, err := json.Marshal(rc.Object["spec"])
+	if err != nil {
+		return reconcile.Cluster{}, err
+	}
+	c := reconcile.Cluster{Name: rc.GetName(), Namespace: rc.GetNamespace(), UID: rc.GetUID(), Labels: rc.GetLabels(), Annotations: rc.GetAnnotations()}
+	if err := json.Unmarshal(raw, &c.Spec); err != nil {
+		return reconcile.Cluster{}, fmt.Errorf("raycluster %s/%s: spec: %w", rc.GetNamespace(), rc.GetName(), err)
+	}
+	return c, nil
+}
+
+// rayClusterCRD is a minimal RayCluster CRD: the schema keeps unknown fields,
+// as a stand-in for KubeRay's full one.
+func rayClusterCRD() *apiextensionsv1.CustomResourceDefinition {
+	yes := true
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "rayclusters.ray.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "ray.io",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "rayclusters", Singular: "raycluster", Kind: "RayCluster", ListKind: "RayClusterList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema:       &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &yes}},
+				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+			}},
+		},
+	}
+}
+
+func rayCluster(ns, name string, workers int) *unstructured.Unstructured {
+	container := func(n string) map[string]any {
+		return map[string]any{"name": n, "image": "rayproject/ray:2.9.0"}
+	}
+	rc := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{
+			"rayVersion": "2.9.0",
+			"headGroupSpec": map[string]any{
+				"rayStartParams": map[string]any{},
+				"template":       map[string]any{"spec": map[string]any{"containers": []any{container("ray-head")}}},
+			},
+			"workerGroupSpecs": []any{map[string]any{
+				"groupName": "cpu", "replicas": int64(workers), "minReplicas": int64(0), "maxReplicas": int64(10),
+				"rayStartParams": map[string]any{},
+				"template":       map[string]any{"spec": map[string]any{"containers": []any{container("ray-worker")}}},
+			}},
+		},
+	}}
+	rc.SetGroupVersionKind(RayClusterGVK)
+	rc.SetNamespace(ns)
+	rc.SetName(name)
+	return rc
+}
+
+// run starts the API server and the manager, drives one cluster through its
+// steps, and writes what the API server holds after each.
+func run(ctx context.Context, out io.Writer) error {
+	env, err := kubetest.Start()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = env.Stop() }()
+	ctrl.SetLogger(logr.Discard())
+
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	setup, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	if err := setup.Create(ctx, rayClusterCRD()); err != nil {
+		return fmt.Errorf("installing the RayCluster CRD: %w", err)
+	}
+	if err := waitFor(ctx, func() (bool, error) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(RayClusterGVK.GroupVersion().WithKind("RayClusterList"))
+		err := setup.List(ctx, list)
+		return err == nil, nil
+	}); err != nil {
+		return fmt.Errorf("RayCluster CRD not served: %w", err)
+	}
+
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme, Metrics: server.Options{BindAddress: "0"}})
+	if err != nil {
+		return err
+	}
+	tracker, err := expectations.NewTracker(expectations.Options{})
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Options: reconcile.Options{OperatorVersion: "v1.7.0"}}
+	owner := &unstructured.Unstructured{}
+	owner.SetGroupVersionKind(RayClusterGVK)
+	if err := ctrl.NewControllerManagedBy(mgr).Named("raycluster").For(owner).Owns(&corev1.Pod{}).Complete(r); err != nil {
+		return err
+	}
+	mctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+
+	ns := "default"
+	rc := rayCluster(ns, "demo", 3)
+	if err := setup.Create(ctx, rc); err != nil {
+		return err
+	}
+	step := func(what string, workers int) error {
+		if err := waitFor(ctx, func() (bool, error) {
+			h, w, err := count(ctx, setup, ns, "demo")
+			return h == 1 && w == workers, err
+		}); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		h, w, _ := count(ctx, setup, ns, "demo")
+		fmt.Fprintf(out, "%s: %d head, %d workers\n", what, h, w)
+		return nil
+	}
+	if err := step("created with 3 workers", 3); err != nil {
+		return err
+	}
+	if err := setup.Get(ctx, client.ObjectKeyFromObject(rc), rc); err != nil {
+		return err
+	}
+	groups, _, _ := unstructured.NestedSlice(rc.Object, "spec", "workerGroupSpecs")
+	groups[0].(map[string]any)["replicas"] = int64(5)
+	if err := unstructured.SetNestedSlice(rc.Object, groups, "spec", "workerGroupSpecs"); err != nil {
+		return err
+	}
+	if err := setup.Update(ctx, rc); err != nil {
+		return err
+	}
+	if err := step("scaled to 5 workers", 5); err != nil {
+		return err
+	}
+	var pods corev1.PodList
+	if err := setup.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{reconcile.LabelNodeType: "worker"}); err != nil {
+		return err
+	}
+	if err := setup.Delete(ctx, &pods.Items[0]); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "deleted one worker behind the controller's back")
+	if err := step("replaced it", 5); err != nil {
+		return err
+	}
+	stop()
+	return <-done
+}
+
+// count returns the non-terminating head and worker pods of a cluster.
+func count(ctx context.Context, c client.Client, ns, name string) (head, workers int, err error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{reconcile.LabelCluster: name}); err != nil {
+		return 0, 0, err
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if p.Labels[reconcile.LabelNodeType] == "head" {
+			head++
+		} else {
+			workers++
+		}
+	}
+	return head, workers, nil
+}
+
+// waitFor polls cond every 50 ms until it holds or ctx ends.
+func waitFor(ctx context.Context, cond func() (bool, error)) error {
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+)
+
+// TestRun runs the example controller end to end against a real API server and
+// checks what it reports after each step.
+func TestRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	if err := run(ctx, &out); err != nil {
+		t.Fatalf("%v\noutput so far:\n%s", err, out.String())
+	}
+	want := "created with 3 workers: 1 head, 3 workers\n" +
+		"scaled to 5 workers: 1 head, 5 workers\n" +
+		"deleted one worker behind the controller's back\n" +
+		"replaced it: 1 head, 5 workers\n"
+	if out.String() != want {
+		t.Fatalf("output:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
