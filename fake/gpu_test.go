@@ -360,8 +360,13 @@ func TestPropApplyBindOnFake(t *testing.T) {
 		case out.Unknown:
 			// Locks kept on purpose until their TTL (G5).
 		default:
-			if len(mine) > 0 {
-				t.Fatalf("failed Bind (%v) left its locks %v", out.Err, held)
+			// HAMi logs a failed release and carries on (spec gpu.md §2.2), so
+			// a lock may outlive a failed Bind only when its release is among
+			// the reported ReleaseErrs; it then waits for its TTL.
+			for name := range mine {
+				if !releaseFailed(out, name) {
+					t.Fatalf("failed Bind (%v) left %s without a release error; locks %v, release errors %v", out.Err, name, held, out.ReleaseErrs)
+				}
 			}
 			if out.PhaseErr == nil && out.Err != nil && !out.ReturnGoError && p1.Annotations[gpu.AnnoBindPhase] != gpu.PhaseFailed {
 				t.Fatalf("failed Bind (%v) left bind-phase %q", out.Err, p1.Annotations[gpu.AnnoBindPhase])
@@ -371,6 +376,16 @@ func TestPropApplyBindOnFake(t *testing.T) {
 			}
 		}
 	})
+}
+
+// releaseFailed reports whether out records a failed release of lockName.
+func releaseFailed(out gpu.Outcome, lockName string) bool {
+	for _, err := range out.ReleaseErrs {
+		if strings.HasPrefix(err.Error(), "release "+lockName+": ") {
+			return true
+		}
+	}
+	return false
 }
 
 // failingMark fails the bind-phase=failed write, as a flaky API server would.
