@@ -414,14 +414,6 @@ func (z *sizer) strs(k string, v []string) {
 	}
 }
 
-func (z *sizer) int(k string, v int64) {
-	if v == 0 {
-		return
-	}
-	z.key(k)
-	z.n += intLen(v)
-}
-
 func (z *sizer) obj(k string, n int) {
 	z.key(k)
 	z.n += n
