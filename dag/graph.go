@@ -239,7 +239,8 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 			var unknown []string
 			for k, t := range d.Targets {
 				dupT := false
-				if ti, ok := g.index[t]; ok {
+				ti, known := g.index[t]
+				if known {
 					dupT = tstamp[ti] == int32(i)
 					tstamp[ti] = int32(i)
 				} else {
@@ -253,7 +254,12 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 						Message: "duplicate target dropped"})
 					continue
 				}
-				g.atoms = append(g.atoms, g.ref(i, t, resSucceeded, "targets", k, k, stamp))
+				if known {
+					// Resolved once: the name is not looked up again.
+					g.atoms = append(g.atoms, g.refKnown(i, ti, t, resSucceeded, "targets", k, k, stamp))
+				} else {
+					g.atoms = append(g.atoms, g.ref(i, t, resSucceeded, "targets", k, k, stamp))
+				}
 			}
 			for k, ts := range d.TargetsWithStatus {
 				r, ok := structuredWord(ts.Phase)
@@ -282,23 +288,30 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 // ref records one reference from node i to name (field sub[k], or the
 // depends expression at byte pos when sub is "depends") and returns its atom.
 func (g *graph) ref(i int, name string, res result, sub string, k, pos int, stamp []int32) atom {
-	fieldOf := func() string {
-		if sub == "depends" {
-			return g.field(i) + ".dependsOn.depends"
-		}
-		return fmt.Sprintf("%s.dependsOn.%s[%d]", g.field(i), sub, k)
-	}
 	t, ok := g.index[name]
 	if !ok {
 		msg := fmt.Sprintf("flow %q: no flow named %q", g.names[i], name)
 		if sub == "depends" {
 			msg += fmt.Sprintf(" at byte %d", pos)
 		}
-		g.add(Issue{Kind: IssueUnknownTarget, Flow: i, Field: fieldOf(), Target: pos, Value: name, Message: msg})
+		g.add(Issue{Kind: IssueUnknownTarget, Flow: i, Field: g.refField(i, sub, k), Target: pos, Value: name, Message: msg})
 		return g.unknownAtom(name, res)
 	}
+	return g.refKnown(i, t, name, res, sub, k, pos, stamp)
+}
+
+// refField is the field path of reference k of node i's sub list.
+func (g *graph) refField(i int, sub string, k int) string {
+	if sub == "depends" {
+		return g.field(i) + ".dependsOn.depends"
+	}
+	return fmt.Sprintf("%s.dependsOn.%s[%d]", g.field(i), sub, k)
+}
+
+// refKnown is ref for a name already resolved to node t.
+func (g *graph) refKnown(i int, t int32, name string, res result, sub string, k, pos int, stamp []int32) atom {
 	if g.finally(int(t)) {
-		g.add(Issue{Kind: IssueFinallyOrdering, Flow: i, Field: fieldOf(), Target: pos, Value: name,
+		g.add(Issue{Kind: IssueFinallyOrdering, Flow: i, Field: g.refField(i, sub, k), Target: pos, Value: name,
 			Message: fmt.Sprintf("%q is a finally flow; nothing may depend on it", name)})
 	}
 	if (res == resFailed || res == resOmitted || res == resDone) && !g.finally(i) {
