@@ -114,6 +114,10 @@ const (
 	ReasonInvalidSpec  ReasonKind = "InvalidSpec"
 	ReasonCycle        ReasonKind = "Cycle"
 	ReasonUnknown      ReasonKind = "UnknownTarget"
+	// ReasonProbe is a probe entry not passing yet (§3.5): Target is the
+	// probed flow, Job its job, Entry the entry's number and State why
+	// (no result, failed, stale, or a task count below its minimum).
+	ReasonProbe ReasonKind = "Probe"
 )
 
 // Reason is one cause of a wait. Only the fields of its kind are set.
@@ -135,6 +139,8 @@ type Reason struct {
 	Job, Label string
 	// Issue is the related validation message.
 	Issue string
+	// Entry is a Probe's entry number.
+	Entry int
 }
 
 // String renders the reason on one line.
@@ -152,6 +158,8 @@ func (r Reason) String() string {
 		return fmt.Sprintf("NameConflict %s owned by %q", r.Job, r.Label)
 	case ReasonRetrying:
 		return "Retrying: waiting for " + r.Job + " to go"
+	case ReasonProbe:
+		return fmt.Sprintf("Probe %s[%d] on %s: %s", r.Target, r.Entry, r.Job, r.State)
 	}
 	if r.Issue != "" {
 		return string(r.Kind) + ": " + r.Issue
