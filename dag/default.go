@@ -32,9 +32,9 @@ type fstate struct {
 	retry    bool // ready to be re-created as the next attempt
 	// bucket is the status list of job's phase, known whether the phase
 	// is a Volcano phase; defaultStatus fills them once.
-	bucket bucketID
-	known  bool
-	reasons  []Reason
+	bucket  bucketID
+	known   bool
+	reasons []Reason
 }
 
 // planDefault is the plancore state machine (§2.2, §3).
