@@ -390,6 +390,9 @@ func (p *planner) eval(i int, fs []fstate) (tri, []Reason) {
 		seen = append(seen, a)
 		und = append(und, p.depReason(a, fs))
 	}
+	if c.probe != nil {
+		return p.evalProbe(i, c.probe, fs)
+	}
 	if c.expr != nil {
 		return p.evalNode(c.expr, fs, note), und
 	}
@@ -460,6 +463,8 @@ func (p *planner) atomValue(a atom, fs []fstate) tri {
 	t := &fs[a.flow]
 	final := t.outcome != OutcomeNone
 	switch a.res {
+	case resProbe:
+		return probeTarget(t)
 	case resDone:
 		if final {
 			return triT
@@ -542,7 +547,10 @@ func (p *planner) mainSucceeded(fs []fstate) bool {
 		case OutcomeFailed:
 			tainted[i] = true
 		case OutcomeOmitted:
-			tainted[i] = p.refersTainted(i, tainted)
+			// A probe flow is omitted only when the readiness it waited
+			// for can never come (§3.5): unlike an expression turned
+			// false, that is a failure unless something handles it.
+			tainted[i] = g.conds[i].probe != nil || p.refersTainted(i, tainted)
 		}
 		if tainted[i] && !g.handled[i] {
 			ok = false
@@ -554,7 +562,7 @@ func (p *planner) mainSucceeded(fs []fstate) bool {
 func (p *planner) refersTainted(i int, tainted []bool) bool {
 	c := p.g.conds[i]
 	bad := func(a atom) bool {
-		return a.flow >= 0 && tainted[a.flow] && (a.res == resSucceeded || a.res == resStarted)
+		return a.flow >= 0 && tainted[a.flow] && (a.res == resSucceeded || a.res == resStarted || a.res == resProbe)
 	}
 	if c.expr != nil {
 		var walk func(n *cnode) bool

@@ -16,11 +16,19 @@ const (
 	resOmitted
 	resDone
 	resStarted
+	// resProbe is a probe target (§3.5): its job exists and the flow's
+	// probe entries pass. No depends expression can name it.
+	resProbe
 )
 
 var resultNames = [...]string{"Succeeded", "Failed", "Omitted", "Done", "Started"}
 
-func (r result) String() string { return resultNames[r] }
+func (r result) String() string {
+	if r == resProbe {
+		return "Probe"
+	}
+	return resultNames[r]
+}
 
 // resultWord resolves a RESULT word of a depends expression.
 func resultWord(s string) (result, bool) {
@@ -58,10 +66,12 @@ type cnode struct {
 	atom atom
 }
 
-// cond is a flow's compiled condition: an AND of atoms[lo:hi], or expr.
+// cond is a flow's compiled condition: an AND of atoms[lo:hi], or expr;
+// probe holds the entries of a dependsOn.probe.
 type cond struct {
 	lo, hi int32
 	expr   *cnode
+	probe  *probeCond
 }
 
 // graph is the validated shape of a spec, built once per call in O(V+E):
@@ -220,6 +230,10 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 			g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: g.field(i) + ".dependsOn", Target: -1,
 				Message: "depends and targetsWithStatus need the plancore state machine"})
 		}
+		tres := resSucceeded
+		if d.Probe != nil {
+			tres = resProbe
+		}
 		if g.finally(i) && len(d.Targets) > 0 {
 			g.add(Issue{Kind: IssueFinallyOrdering, Flow: i, Field: g.field(i) + ".dependsOn.targets", Target: -1,
 				Message: "finally flows cannot have targets; use depends or targetsWithStatus as a condition"})
@@ -256,9 +270,9 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 				}
 				if known {
 					// Resolved once: the name is not looked up again.
-					g.atoms = append(g.atoms, g.refKnown(i, ti, t, resSucceeded, "targets", k, k, stamp))
+					g.atoms = append(g.atoms, g.refKnown(i, ti, t, tres, "targets", k, k, stamp))
 				} else {
-					g.atoms = append(g.atoms, g.ref(i, t, resSucceeded, "targets", k, k, stamp))
+					g.atoms = append(g.atoms, g.ref(i, t, tres, "targets", k, k, stamp))
 				}
 			}
 			for k, ts := range d.TargetsWithStatus {
@@ -272,6 +286,9 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 			}
 		}
 		c.hi = int32(len(g.atoms))
+		if d.Probe != nil {
+			c.probe = g.checkProbe(i, d, c, opt)
+		}
 		if !g.dup[i] {
 			g.conds[i] = c
 		}

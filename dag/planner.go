@@ -57,8 +57,9 @@ type planner struct {
 	// for none; others lists the jobs that are no node's, in job order.
 	jobOf  []int32
 	others []int32
-	byName map[string]int32 // nil until job needs it
-	prevAt map[string]int32 // nil until the cursor misses
+	byName map[string]int32         // nil until job needs it
+	probes map[probeKey]ProbeResult // nil until a probe entry needs it
+	prevAt map[string]int32         // nil until the cursor misses
 	// prevCursor is the next previous entry expected by prev.
 	prevCursor int
 	// lab caches labelled per job index: labels are read once.

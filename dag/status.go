@@ -414,14 +414,6 @@ func (z *sizer) strs(k string, v []string) {
 	}
 }
 
-func (z *sizer) int(k string, v int64) {
-	if v == 0 {
-		return
-	}
-	z.key(k)
-	z.n += intLen(v)
-}
-
 func (z *sizer) obj(k string, n int) {
 	z.key(k)
 	z.n += n
@@ -439,34 +431,49 @@ func historyLen(h *RunningHistory) int {
 }
 
 func entryLen(e *JobStatus) int {
-	var z sizer
-	z.str("name", e.Name, true)
-	z.str("state", string(e.State), true)
-	z.obj("startTimestamp", timeLen(e.StartTimestamp))
-	z.obj("endTimestamp", timeLen(e.EndTimestamp))
-	z.int("restartCount", int64(e.RestartCount))
+	// startTimestamp and endTimestamp are always written, so every other
+	// field present adds its key, its value and one comma.
+	n := len(`{"startTimestamp":,"endTimestamp":}`) + timeLen(e.StartTimestamp) + timeLen(e.EndTimestamp)
+	if e.Name != "" {
+		n += len(`,"name":`) + jsonStrLen(e.Name)
+	}
+	if e.State != "" {
+		n += len(`,"state":`) + jsonStrLen(string(e.State))
+	}
+	if e.RestartCount != 0 {
+		n += len(`,"restartCount":`) + intLen(int64(e.RestartCount))
+	}
 	if len(e.RunningHistories) > 0 {
-		n := 2 + len(e.RunningHistories) - 1
+		n += len(`,"runningHistories":[]`) + len(e.RunningHistories) - 1
 		for i := range e.RunningHistories {
 			n += historyLen(&e.RunningHistories[i])
 		}
-		z.obj("runningHistories", n)
 	}
-	z.str("flow", e.Flow, true)
-	z.str("outcome", string(e.Outcome), true)
-	z.int("attempt", int64(e.Attempt))
+	if e.Flow != "" {
+		n += len(`,"flow":`) + jsonStrLen(e.Flow)
+	}
+	if e.Outcome != "" {
+		n += len(`,"outcome":`) + jsonStrLen(string(e.Outcome))
+	}
+	if e.Attempt != 0 {
+		n += len(`,"attempt":`) + intLen(int64(e.Attempt))
+	}
 	if e.NextRetryAt != nil {
-		z.obj("nextRetryAt", timeLen(*e.NextRetryAt))
+		n += len(`,"nextRetryAt":`) + timeLen(*e.NextRetryAt)
 	}
 	if e.Retrying {
-		z.obj("retrying", 4)
+		n += len(`,"retrying":true`)
 	}
 	if e.Started {
-		z.obj("started", 4)
+		n += len(`,"started":true`)
 	}
-	z.str("retiredUID", string(e.RetiredUID), true)
-	z.int("droppedHistories", int64(e.DroppedHistories))
-	return z.done()
+	if e.RetiredUID != "" {
+		n += len(`,"retiredUID":`) + jsonStrLen(string(e.RetiredUID))
+	}
+	if e.DroppedHistories != 0 {
+		n += len(`,"droppedHistories":`) + intLen(int64(e.DroppedHistories))
+	}
+	return n
 }
 
 func taskStateLen(t TaskState) int {
