@@ -63,7 +63,9 @@ type CreateJob struct {
 	Annotations map[string]string
 	Owner       metav1.OwnerReference
 	// Patch is the flow's opaque JSON object of overrides (Default only;
-	// Volcano copies the template as is).
+	// Volcano copies the template as is). The executor merges it into a
+	// copy of the template; package dag/patch implements §3.4's rules on
+	// generic JSON (patch.Merge).
 	Patch json.RawMessage
 	// Attempt is 1 for the first run of the flow, n+1 for its n-th retry.
 	Attempt int
