@@ -61,9 +61,10 @@ type decider struct {
 	activeAll    int   // non-terminating pods matching ray.io/cluster (DeleteAllOf)
 	activeGroup  []int // the same per group
 	termGroup    []int // terminating pods in each group's bucket
-	// term flags the terminating pods among this cluster's pods (indexed like
-	// Snapshot.Pods), so that later passes need not touch the pod for it.
-	term      []bool
+	// flags holds what the bucket pass learnt about each pod of this cluster
+	// (indexed like Snapshot.Pods), so that the group passes touch a pod's
+	// memory only for the few that need more than a flag.
+	flags     []podFlags
 	notInSpec map[string]int
 	foreign   int
 
@@ -232,7 +233,7 @@ func (d *decider) bucket() {
 	G := len(groups)
 	counts := make([]int, 3*G)
 	d.activeGroup, d.termGroup = counts[:G:G], counts[G:2*G:2*G]
-	d.term = make([]bool, n)
+	d.flags = make([]podFlags, n)
 	for i := range s.Pods {
 		p := &s.Pods[i]
 		gid[i] = -1
@@ -246,7 +247,7 @@ func (d *decider) bucket() {
 		}
 		term := terminating(p)
 		if term {
-			d.term[i] = true
+			d.flags[i] = flagTerminating
 		} else {
 			d.activeAll++
 		}
@@ -263,6 +264,9 @@ func (d *decider) bucket() {
 			d.heads = append(d.heads, int32(i))
 		}
 		if inSpec {
+			if mayDelete(p) {
+				d.flags[i] |= flagMayDelete
+			}
 			gid[i] = int32(gi)
 			start[gi+1]++
 			if term {
@@ -324,7 +328,7 @@ func (d *decider) pod(i int32) *corev1.Pod { return &d.s.Pods[i] }
 // checks and victim choice: terminating pods do not (D4) unless
 // Compat.CountTerminatingPods. It reads the flag bucket recorded, not the pod.
 func (d *decider) counted(i int32) bool {
-	term := d.term[i]
+	term := d.flags[i]&flagTerminating != 0
 	if term && d.lingering != nil && d.lingering[d.s.Pods[i].Name] {
 		// An expired delete whose pod is still terminating (expectations'
 		// Lingering): counting it would revive #3286. A lingering pod that is
@@ -333,6 +337,21 @@ func (d *decider) counted(i int32) bool {
 	}
 	return d.c.CountTerminatingPods || !term
 }
+
+// podFlags are per-pod facts recorded by the bucket pass.
+type podFlags uint8
+
+const (
+	// flagTerminating marks a pod with a deletion timestamp.
+	flagTerminating podFlags = 1 << iota
+	// flagMayDelete marks a worker pod that shouldDeletePod may delete
+	// (mayDelete); for the others it is known to keep the pod.
+	flagMayDelete
+)
+
+// workerMayDelete reports whether the worker pod i could be deleted as
+// unhealthy; shouldDeletePod gives the verdict and its message.
+func (d *decider) workerMayDelete(i int32) bool { return d.flags[i]&flagMayDelete != 0 }
 
 // checkExpectations runs the pure expectations check for every group of this
 // cluster that holds items, against this snapshot's pods.
@@ -476,7 +495,7 @@ func (d *decider) head() error {
 	var active []int32
 	for _, i := range d.heads {
 		hc.Observed++
-		if d.term[i] {
+		if d.flags[i]&flagTerminating != 0 {
 			hc.Terminating++
 		}
 		if d.counted(i) {
@@ -729,6 +748,9 @@ func (d *decider) singleHost(gi int) error {
 			continue
 		}
 		running = append(running, i)
+		if !d.workerMayDelete(i) {
+			continue
+		}
 		p := d.pod(i)
 		if v := shouldDeletePod(p, NodeTypeWorker); v.del {
 			nUnhealthy++

@@ -19,16 +19,44 @@ type mhPod struct {
 
 // replicaGroup is one multi-host replica: the pods sharing a replica name.
 type replicaGroup struct {
-	name     string
-	members  []int32 // by host index, then name
-	first    *corev1.Pod
-	forming  *FormingGroup
-	deleted  bool
-	notReady bool
+	name    string
+	members []int32 // by host index, then name
+	forming *FormingGroup
+	deleted bool
+
+	// The rest is read from the members' pods on first use (facts): a group
+	// that is neither ranked nor asked for its index never needs it.
+	known    bool
+	index    int  // the replica index label of the first member by name
+	indexOK  bool // whether that label parses
+	notReady bool // a member is not ready or not scheduled
 	newest   time.Time
 }
 
-func (rg *replicaGroup) index() (int, bool) { return replicaIndexOf(rg.first) }
+// facts fills in rg's index, readiness and newest creation time.
+func (d *decider) facts(rg *replicaGroup) *replicaGroup {
+	if rg.known {
+		return rg
+	}
+	rg.known = true
+	var first *corev1.Pod
+	for _, i := range rg.members {
+		p := d.pod(i)
+		if first == nil || p.Name < first.Name {
+			first = p
+		}
+		if ready, _ := podReady(p); !ready || p.Spec.NodeName == "" {
+			rg.notReady = true
+		}
+		if p.CreationTimestamp.After(rg.newest) {
+			rg.newest = p.CreationTimestamp.Time
+		}
+	}
+	if first != nil {
+		rg.index, rg.indexOK = replicaIndexOf(first)
+	}
+	return rg
+}
 
 // multiHost is reconcileMultiHostWorkerGroup (§2.7) with plancore's fixes
 // (D4, D7, D8, D9) unless restored by Compat.
@@ -92,18 +120,6 @@ func (d *decider) multiHost(gi int) error {
 		}
 		rg := &rgBlock[len(rgs)]
 		rg.name, rg.members = keys[k].replica, members[k:j:j]
-		for _, i := range rg.members {
-			p := d.pod(i)
-			if rg.first == nil || p.Name < rg.first.Name {
-				rg.first = p
-			}
-			if ready, _ := podReady(p); !ready || p.Spec.NodeName == "" {
-				rg.notReady = true
-			}
-			if p.CreationTimestamp.After(rg.newest) {
-				rg.newest = p.CreationTimestamp.Time
-			}
-		}
 		rgs = append(rgs, rg)
 		k = j
 	}
@@ -166,6 +182,9 @@ func (d *decider) multiHost(gi int) error {
 		}
 		var first deleteVerdict
 		for _, i := range rg.members {
+			if !d.workerMayDelete(i) {
+				continue
+			}
 			if v := shouldDeletePod(d.pod(i), NodeTypeWorker); v.del {
 				gr.Unhealthy++
 				if !first.del {
@@ -185,6 +204,9 @@ func (d *decider) multiHost(gi int) error {
 	if len(legacy) > 0 {
 		var first deleteVerdict
 		for _, i := range legacy {
+			if !d.workerMayDelete(i) {
+				continue
+			}
 			if v := shouldDeletePod(d.pod(i), NodeTypeWorker); v.del {
 				gr.Unhealthy++
 				if !first.del {
@@ -213,7 +235,6 @@ func (d *decider) multiHost(gi int) error {
 
 	// Step 5: valid groups and indices.
 	valid := make([]*replicaGroup, 0, len(rgs))
-	used := newIndexSet(len(rgs))
 	forming := false
 	for _, rg := range rgs {
 		if rg.deleted {
@@ -222,9 +243,6 @@ func (d *decider) multiHost(gi int) error {
 		valid = append(valid, rg)
 		if rg.forming != nil {
 			forming = true
-			used.add(rg.forming.ReplicaIndex)
-		} else if n, ok := rg.index(); ok {
-			used.add(n)
 		}
 	}
 	legacyReplicas := 0
@@ -319,6 +337,17 @@ func (d *decider) multiHost(gi int) error {
 		for h := range allHosts {
 			allHosts[h] = h
 		}
+		// The indices in use: a forming group's recorded index, else the one
+		// read from its first pod by name (§2.7 step 5). Creations only
+		// follow a scale-down that deleted nothing, so valid is still whole.
+		used := newIndexSet(len(valid))
+		for _, rg := range valid {
+			if rg.forming != nil {
+				used.add(rg.forming.ReplicaIndex)
+			} else if d.facts(rg).indexOK {
+				used.add(rg.index)
+			}
+		}
 		for range d.burstLimit(g.GroupName, toCreate, H) {
 			next := used.take()
 			gr.FreeIndices = append(gr.FreeIndices, next)
@@ -356,17 +385,19 @@ func (d *decider) rankReplicas(rgs []*replicaGroup) {
 		slices.SortFunc(rgs, func(a, b *replicaGroup) int { return cmp.Compare(a.name, b.name) })
 		return
 	}
+	for _, rg := range rgs {
+		d.facts(rg)
+	}
 	slices.SortFunc(rgs, func(a, b *replicaGroup) int {
 		ab, bb := a.notReady || a.forming != nil, b.notReady || b.forming != nil
 		if ab != bb {
 			return boolFirst(ab, bb)
 		}
-		ai, aok := a.index()
-		bi, bok := b.index()
-		if !aok {
+		ai, bi := a.index, b.index
+		if !a.indexOK {
 			ai = -1
 		}
-		if !bok {
+		if !b.indexOK {
 			bi = -1
 		}
 		if ai != bi {

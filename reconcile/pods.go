@@ -223,6 +223,18 @@ func shouldDeletePod(p *corev1.Pod, nodeType string) deleteVerdict {
 	return deleteVerdict{}
 }
 
+// mayDelete is the part of shouldDeletePod that reads only the pod's phase
+// and restart policy: when it is false, shouldDeletePod keeps the pod.
+func mayDelete(p *corev1.Pod) bool {
+	switch p.Status.Phase {
+	case corev1.PodFailed, corev1.PodSucceeded:
+		return true
+	case corev1.PodRunning:
+		return p.Spec.RestartPolicy == corev1.RestartPolicyNever
+	}
+	return false
+}
+
 // rayContainerTerminated finds the status entry named like the first
 // container. A pod without containers, or without that entry, counts as not
 // terminated (KubeRay would index out of range on the former).
