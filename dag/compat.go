@@ -9,8 +9,6 @@ import (
 // then rebuild the status and apply the phase table.
 func (p *planner) planVolcano() error {
 	wf, opt := p.wf, p.opt
-	p.g = buildGraph(wf, opt)
-	p.res.Issues = append(p.res.Issues, p.g.issues...)
 	invalid := p.g.invalid && !opt.SkipValidation
 	phase := wf.Status.State.Phase
 	order, ownNames := p.flowJobNames()
@@ -143,7 +141,7 @@ func (p *planner) volcanoStatus(order []string, own func(int32) bool, invalid bo
 	prev := &wf.Status
 	var labelled []int32
 	for _, name := range order {
-		if i, ok := p.byName[name]; ok && p.labelled(&p.s.Jobs[i]) {
+		if i, ok := p.jobIndex(name); ok && p.lab[i] {
 			labelled = append(labelled, i)
 		}
 	}
@@ -168,9 +166,9 @@ func (p *planner) volcanoStatus(order []string, own func(int32) bool, invalid bo
 		if j.Phase == JobPhaseAborted {
 			aborted++
 		}
-		st.Conditions[j.Name] = condition(j)
+		st.Conditions[j.Name] = condition(&p.arena, j)
 		var e JobStatus
-		jobEntry(&e, j, p.prev(j.Name), p.now, opt)
+		jobEntry(&p.arena, &e, j, p.prev(j.Name), p.now, opt)
 		if k, ok := p.prevIndex(j.Name); ok && opt.KeepStaleEntries {
 			list[k] = e
 		} else {

@@ -3,6 +3,7 @@ package dag
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,9 +38,7 @@ func (p *planner) planDefault() error {
 	wf, opt := p.wf, p.opt
 	spec := &wf.Spec
 	prev := &wf.Status
-	g := buildGraph(wf, opt)
-	p.g = g
-	p.res.Issues = append(p.res.Issues, g.issues...)
+	g := p.g
 	phase := prev.State.Phase
 	if phase == PhaseTerminating {
 		p.res.Status = copyStatus(*prev)
@@ -69,7 +68,7 @@ func (p *planner) planDefault() error {
 		fs[i].entry = &entries[i]
 	}
 	p.entries = entries
-	p.names = make([]string, n)
+	p.names = packedJobNames(wf.Name, g)
 	matched := make([]bool, len(p.s.Jobs)) // job i is some current flow's
 	own := func(i int32) bool { return matched[i] }
 	anyStarted := false
@@ -78,8 +77,7 @@ func (p *planner) planDefault() error {
 			continue
 		}
 		f := &fs[i]
-		name := p.jobName(g.names[i])
-		p.names[i] = name
+		name := p.names[i]
 		f.prev = p.prev(name)
 		f.attempt = 1
 		if f.prev != nil {
@@ -88,7 +86,7 @@ func (p *planner) planDefault() error {
 		}
 		var j *Job
 		mine := false
-		if ji, ok := p.byName[name]; ok {
+		if ji := p.jobOf[i]; ji >= 0 {
 			j, mine = &p.s.Jobs[ji], p.lab[ji]
 			matched[ji] = true
 		}
@@ -104,7 +102,7 @@ func (p *planner) planDefault() error {
 			f.job = j
 		}
 		if j := f.job; j != nil {
-			jobEntry(f.entry, j, f.prev, p.now, opt)
+			jobEntry(&p.arena, f.entry, j, f.prev, p.now, opt)
 			f.hasEntry = true
 			if startedPhase(j.Phase) {
 				f.started = true
@@ -245,14 +243,42 @@ func (p *planner) planDefault() error {
 	return nil
 }
 
+// packedJobNames returns the job name <workflow>-<flow> of every node, ""
+// for duplicates, all slicing one string: one allocation instead of one
+// per flow.
+func packedJobNames(wf string, g *graph) []string {
+	size := 0
+	for i := range g.n {
+		if !g.dup[i] {
+			size += len(wf) + 1 + len(g.names[i])
+		}
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for i := range g.n {
+		if !g.dup[i] {
+			b.WriteString(wf)
+			b.WriteByte('-')
+			b.WriteString(g.names[i])
+		}
+	}
+	all := b.String()
+	names := make([]string, g.n)
+	off := 0
+	for i := range g.n {
+		if !g.dup[i] {
+			k := len(wf) + 1 + len(g.names[i])
+			names[i] = all[off : off+k]
+			off += k
+		}
+	}
+	return names
+}
+
 // ownName reports whether a job name is the job of a current flow.
 func (p *planner) ownName(name string) bool {
-	pre := p.wf.Name + "-"
-	if len(name) <= len(pre) || name[:len(pre)] != pre {
-		return false
-	}
-	i, ok := p.g.index[name[len(pre):]]
-	return ok && !p.g.dup[i]
+	i := p.nodeOfJob(name)
+	return i >= 0 && !p.g.dup[i]
 }
 
 func (p *planner) retryOf(i int) *Retry {
@@ -364,6 +390,9 @@ func (p *planner) eval(i int, fs []fstate) (tri, []Reason) {
 		seen = append(seen, a)
 		und = append(und, p.depReason(a, fs))
 	}
+	if c.probe != nil {
+		return p.evalProbe(i, c.probe, fs)
+	}
 	if c.expr != nil {
 		return p.evalNode(c.expr, fs, note), und
 	}
@@ -434,6 +463,8 @@ func (p *planner) atomValue(a atom, fs []fstate) tri {
 	t := &fs[a.flow]
 	final := t.outcome != OutcomeNone
 	switch a.res {
+	case resProbe:
+		return probeTarget(t)
 	case resDone:
 		if final {
 			return triT
@@ -516,7 +547,10 @@ func (p *planner) mainSucceeded(fs []fstate) bool {
 		case OutcomeFailed:
 			tainted[i] = true
 		case OutcomeOmitted:
-			tainted[i] = p.refersTainted(i, tainted)
+			// A probe flow is omitted only when the readiness it waited
+			// for can never come (§3.5): unlike an expression turned
+			// false, that is a failure unless something handles it.
+			tainted[i] = g.conds[i].probe != nil || p.refersTainted(i, tainted)
 		}
 		if tainted[i] && !g.handled[i] {
 			ok = false
@@ -528,7 +562,7 @@ func (p *planner) mainSucceeded(fs []fstate) bool {
 func (p *planner) refersTainted(i int, tainted []bool) bool {
 	c := p.g.conds[i]
 	bad := func(a atom) bool {
-		return a.flow >= 0 && tainted[a.flow] && (a.res == resSucceeded || a.res == resStarted)
+		return a.flow >= 0 && tainted[a.flow] && (a.res == resSucceeded || a.res == resStarted || a.res == resProbe)
 	}
 	if c.expr != nil {
 		var walk func(n *cnode) bool
@@ -608,8 +642,20 @@ func (p *planner) createReady(fs []fstate, outcome string) {
 // defaultStatus builds the Default status (§2.3).
 func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
 	g, opt := p.g, p.opt
+	volcano := opt.Buckets == BucketsVolcano
 	var l lists
-	st.Conditions = make(map[string]Condition, len(p.s.Jobs))
+	var counts [nBuckets]int
+	jobs := 0
+	for i := range g.n {
+		if j := fs[i].job; j != nil && !g.dup[i] {
+			jobs++
+			if b, _ := bucket(j.Phase, volcano); b != bucketNone {
+				counts[b]++
+			}
+		}
+	}
+	l.reserve(&counts)
+	st.Conditions = make(map[string]Condition, jobs)
 	// The list is compacted in place over the entries built per flow: entry
 	// k is written at an index ≤ k, after entry k was read.
 	list := p.entries[:0]
@@ -624,11 +670,11 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
 		}
 		name := p.names[i]
 		if j := f.job; j != nil {
-			if !l.add(name, j.Phase, opt.Buckets == BucketsVolcano) {
+			if !l.add(name, j.Phase, volcano) {
 				p.issue(Issue{Kind: IssueUnknownJobPhase, Flow: i, Field: "job " + name, Target: -1, Value: string(j.Phase),
 					Message: "job phase is not a Volcano job phase; bucketed as unknown"})
 			}
-			c := condition(j)
+			c := condition(&p.arena, j)
 			condBytes += jsonStrLen(name) + 1 + conditionLen(&c)
 			st.Conditions[name] = c
 		}
@@ -647,7 +693,10 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
 			e.NextRetryAt, e.Retrying = nil, false
 		}
 		entryBytes += entryLen(e)
-		list = append(list, *e)
+		if k := len(list); &p.entries[k] != e {
+			p.entries[k] = *e // compact over a skipped entry
+		}
+		list = list[:len(list)+1]
 	}
 	if opt.KeepStaleEntries {
 		for i := range p.wf.Status.JobStatusList {

@@ -31,7 +31,12 @@
 // (each must reach a result: Succeeded, Failed, Omitted, Done or Started),
 // or an Argo-like depends expression with !, && and ||, evaluated in Kleene
 // three-valued logic: true creates the job, false omits the flow (propagated
-// through the graph in one call), undecided waits.
+// through the graph in one call), undecided waits. A probe (dependsOn.probe)
+// turns targets into readiness dependencies: each target's job must exist
+// and every probe entry pass, a task count the core reads from the job or
+// an httpGet/tcpSocket check the executor runs and reports in
+// Snapshot.ProbeResults; Blocked names each pending entry and RequeueAfter
+// stays within the probe's period.
 //
 // # Determinism
 //

@@ -131,3 +131,34 @@ func Example_volcanoCompat() {
 	// Succeed
 	// Default: Succeed
 }
+
+// Example_probe is BoCloud/JobFlow #21's parameter-server workflow (§3.5):
+// the workers need the ps job's ps task running, not finished, and its
+// health endpoint answering. The core checks the task count; the executor
+// runs the httpGet entry the Probe reason names and reports the result.
+func Example_probe() {
+	w := dag.Workflow{Name: "jf", Namespace: "ns", UID: "u1", Spec: dag.Spec{Flows: []dag.Flow{
+		{Name: "ps"},
+		{Name: "workers", DependsOn: &dag.DependsOn{Targets: []string{"ps"}, Probe: &dag.Probe{
+			HTTPGet:    []dag.HTTPGetProbe{{Task: "ps", Path: "/healthz", Port: 8080}},
+			TaskStatus: []dag.TaskStatusProbe{{Task: "ps", Phase: "Running", Min: 1}},
+		}}},
+	}}}
+	ps := labelled("jf", "ps", dag.JobPhaseRunning)
+	ps.TaskStatusCount = map[string]dag.TaskState{"ps": {Phase: map[string]int32{"Pending": 1}}}
+	res, _ := dag.Plan(dag.Snapshot{Flow: w, Jobs: []dag.Job{ps}, Now: t0}, dag.Default())
+	fmt.Print(res)
+
+	// The ps pod runs; the executor probed /healthz at t0+10s and got 200.
+	ps.TaskStatusCount = map[string]dag.TaskState{"ps": {Phase: map[string]int32{"Running": 1}}}
+	w.Status = res.Status
+	res, _ = dag.Plan(dag.Snapshot{Flow: w, Jobs: []dag.Job{ps}, Now: t0.Add(12 * time.Second),
+		ProbeResults: []dag.ProbeResult{{Flow: "workers", Entry: 0, OK: true, Time: t0.Add(10 * time.Second)}}}, dag.Default())
+	fmt.Print(res)
+	// Output:
+	// phase "" -> Running, write status, 598 status bytes
+	// blocked workers: Probe ps[0] on jf-ps: httpGet no result; Probe ps[1] on jf-ps: task ps Running 0/1
+	// requeue after 10s
+	// phase Running, write status, 464 status bytes
+	// create jf-workers flow=workers template=ns/workers attempt=1
+}

@@ -16,11 +16,19 @@ const (
 	resOmitted
 	resDone
 	resStarted
+	// resProbe is a probe target (§3.5): its job exists and the flow's
+	// probe entries pass. No depends expression can name it.
+	resProbe
 )
 
 var resultNames = [...]string{"Succeeded", "Failed", "Omitted", "Done", "Started"}
 
-func (r result) String() string { return resultNames[r] }
+func (r result) String() string {
+	if r == resProbe {
+		return "Probe"
+	}
+	return resultNames[r]
+}
 
 // resultWord resolves a RESULT word of a depends expression.
 func resultWord(s string) (result, bool) {
@@ -58,10 +66,12 @@ type cnode struct {
 	atom atom
 }
 
-// cond is a flow's compiled condition: an AND of atoms[lo:hi], or expr.
+// cond is a flow's compiled condition: an AND of atoms[lo:hi], or expr;
+// probe holds the entries of a dependsOn.probe.
 type cond struct {
 	lo, hi int32
 	expr   *cnode
+	probe  *probeCond
 }
 
 // graph is the validated shape of a spec, built once per call in O(V+E):
@@ -220,6 +230,10 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 			g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: g.field(i) + ".dependsOn", Target: -1,
 				Message: "depends and targetsWithStatus need the plancore state machine"})
 		}
+		tres := resSucceeded
+		if d.Probe != nil {
+			tres = resProbe
+		}
 		if g.finally(i) && len(d.Targets) > 0 {
 			g.add(Issue{Kind: IssueFinallyOrdering, Flow: i, Field: g.field(i) + ".dependsOn.targets", Target: -1,
 				Message: "finally flows cannot have targets; use depends or targetsWithStatus as a condition"})
@@ -239,7 +253,8 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 			var unknown []string
 			for k, t := range d.Targets {
 				dupT := false
-				if ti, ok := g.index[t]; ok {
+				ti, known := g.index[t]
+				if known {
 					dupT = tstamp[ti] == int32(i)
 					tstamp[ti] = int32(i)
 				} else {
@@ -253,7 +268,12 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 						Message: "duplicate target dropped"})
 					continue
 				}
-				g.atoms = append(g.atoms, g.ref(i, t, resSucceeded, "targets", k, k, stamp))
+				if known {
+					// Resolved once: the name is not looked up again.
+					g.atoms = append(g.atoms, g.refKnown(i, ti, t, tres, "targets", k, k, stamp))
+				} else {
+					g.atoms = append(g.atoms, g.ref(i, t, tres, "targets", k, k, stamp))
+				}
 			}
 			for k, ts := range d.TargetsWithStatus {
 				r, ok := structuredWord(ts.Phase)
@@ -266,6 +286,9 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 			}
 		}
 		c.hi = int32(len(g.atoms))
+		if d.Probe != nil {
+			c.probe = g.checkProbe(i, d, c, opt)
+		}
 		if !g.dup[i] {
 			g.conds[i] = c
 		}
@@ -282,23 +305,30 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 // ref records one reference from node i to name (field sub[k], or the
 // depends expression at byte pos when sub is "depends") and returns its atom.
 func (g *graph) ref(i int, name string, res result, sub string, k, pos int, stamp []int32) atom {
-	fieldOf := func() string {
-		if sub == "depends" {
-			return g.field(i) + ".dependsOn.depends"
-		}
-		return fmt.Sprintf("%s.dependsOn.%s[%d]", g.field(i), sub, k)
-	}
 	t, ok := g.index[name]
 	if !ok {
 		msg := fmt.Sprintf("flow %q: no flow named %q", g.names[i], name)
 		if sub == "depends" {
 			msg += fmt.Sprintf(" at byte %d", pos)
 		}
-		g.add(Issue{Kind: IssueUnknownTarget, Flow: i, Field: fieldOf(), Target: pos, Value: name, Message: msg})
+		g.add(Issue{Kind: IssueUnknownTarget, Flow: i, Field: g.refField(i, sub, k), Target: pos, Value: name, Message: msg})
 		return g.unknownAtom(name, res)
 	}
+	return g.refKnown(i, t, name, res, sub, k, pos, stamp)
+}
+
+// refField is the field path of reference k of node i's sub list.
+func (g *graph) refField(i int, sub string, k int) string {
+	if sub == "depends" {
+		return g.field(i) + ".dependsOn.depends"
+	}
+	return fmt.Sprintf("%s.dependsOn.%s[%d]", g.field(i), sub, k)
+}
+
+// refKnown is ref for a name already resolved to node t.
+func (g *graph) refKnown(i int, t int32, name string, res result, sub string, k, pos int, stamp []int32) atom {
 	if g.finally(int(t)) {
-		g.add(Issue{Kind: IssueFinallyOrdering, Flow: i, Field: fieldOf(), Target: pos, Value: name,
+		g.add(Issue{Kind: IssueFinallyOrdering, Flow: i, Field: g.refField(i, sub, k), Target: pos, Value: name,
 			Message: fmt.Sprintf("%q is a finally flow; nothing may depend on it", name)})
 	}
 	if (res == resFailed || res == resOmitted || res == resDone) && !g.finally(i) {

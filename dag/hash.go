@@ -69,9 +69,44 @@ func (h *specHasher) flow(f *Flow) {
 			h.str(t.Phase)
 		}
 		h.str(d.Depends)
+		if d.Probe != nil {
+			// -2 is no length, so a spec with a probe never encodes like
+			// one without; specs without one keep their hash.
+			h.int(-2)
+			h.probe(d.Probe)
+		}
 	}
 	h.str(string(f.Patch))
 	h.retry(f.Retry)
+}
+
+func (h *specHasher) probe(p *Probe) {
+	h.int(int64(len(p.HTTPGet)))
+	for _, e := range p.HTTPGet {
+		h.str(e.Target)
+		h.str(e.Task)
+		h.str(e.Path)
+		h.int(int64(e.Port))
+		h.int(int64(len(e.Headers)))
+		for _, x := range e.Headers {
+			h.str(x.Name)
+			h.str(x.Value)
+		}
+	}
+	h.int(int64(len(p.TCPSocket)))
+	for _, e := range p.TCPSocket {
+		h.str(e.Target)
+		h.str(e.Task)
+		h.int(int64(e.Port))
+	}
+	h.int(int64(len(p.TaskStatus)))
+	for _, e := range p.TaskStatus {
+		h.str(e.Target)
+		h.str(e.Task)
+		h.str(e.Phase)
+		h.int(int64(e.Min))
+	}
+	h.int(int64(p.Period))
 }
 
 func (h *specHasher) sum() uint64 { return h.s }

@@ -24,6 +24,7 @@ const (
 	IssueFinallyOrdering      IssueKind = "FinallyOrdering"
 	IssueCycle                IssueKind = "Cycle"
 	IssueRetryRange           IssueKind = "RetryRange"
+	IssueProbeInvalid         IssueKind = "ProbeInvalid"
 	IssuePatchInvalid         IssueKind = "PatchInvalid"
 	IssueNegativeParallelism  IssueKind = "NegativeParallelism"
 	IssueRetainPolicyInvalid  IssueKind = "RetainPolicyInvalid"
@@ -39,7 +40,7 @@ const (
 var issueRank = func() map[IssueKind]int {
 	kinds := []IssueKind{IssueEmptyName, IssueDuplicateFlow, IssueNameInvalid, IssueLabelValueInvalid,
 		IssueMixedDependencyForms, IssueExpressionSyntax, IssueUnknownTarget, IssueUnknownResult,
-		IssueDuplicateTarget, IssueFinallyOrdering, IssueCycle, IssueRetryRange, IssuePatchInvalid,
+		IssueDuplicateTarget, IssueFinallyOrdering, IssueCycle, IssueRetryRange, IssueProbeInvalid, IssuePatchInvalid,
 		IssueNegativeParallelism, IssueRetainPolicyInvalid, IssueNeedsPlancore, IssueSpecImmutable,
 		IssueNameConflict, IssueOrphanJob, IssueUnknownJobPhase, IssueSpecChanged, IssueStatusTooLarge}
 	m := make(map[IssueKind]int, len(kinds))

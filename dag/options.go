@@ -108,6 +108,9 @@ type Options struct {
 	// AllowAppend lets ValidateUpdate accept flows appended to a running
 	// workflow.
 	AllowAppend bool
+	// ProbeTTL is the age after which a probe result no longer counts
+	// (§3.5); 0 means three times the probe's period.
+	ProbeTTL time.Duration
 }
 
 // Default returns the Default preset (the zero Options).
@@ -161,6 +164,9 @@ func (o Options) Validate() error {
 	if o.HistoryLimit < 0 {
 		return fmt.Errorf("%w: HistoryLimit %d is negative", ErrInvalidOptions, o.HistoryLimit)
 	}
+	if o.ProbeTTL < 0 {
+		return fmt.Errorf("%w: ProbeTTL %v is negative", ErrInvalidOptions, o.ProbeTTL)
+	}
 	if o.StatusSizeWarn < 0 {
 		return fmt.Errorf("%w: StatusSizeWarn %d is negative", ErrInvalidOptions, o.StatusSizeWarn)
 	}
@@ -168,6 +174,22 @@ func (o Options) Validate() error {
 }
 
 func (o Options) volcano() bool { return o.StateMachine == StateVolcano }
+
+// probeTTL is the result lifetime for a probe of the given period.
+func (o Options) probeTTL(period time.Duration) time.Duration {
+	if o.ProbeTTL > 0 {
+		return o.ProbeTTL
+	}
+	return 3 * period
+}
+
+// period is the probe's re-check period.
+func (p *Probe) period() time.Duration {
+	if p.Period > 0 {
+		return p.Period
+	}
+	return DefaultProbePeriod
+}
 
 func (o Options) sizeWarn() int {
 	if o.StatusSizeWarn == 0 {

@@ -63,7 +63,9 @@ type CreateJob struct {
 	Annotations map[string]string
 	Owner       metav1.OwnerReference
 	// Patch is the flow's opaque JSON object of overrides (Default only;
-	// Volcano copies the template as is).
+	// Volcano copies the template as is). The executor merges it into a
+	// copy of the template; package dag/patch implements §3.4's rules on
+	// generic JSON (patch.Merge).
 	Patch json.RawMessage
 	// Attempt is 1 for the first run of the flow, n+1 for its n-th retry.
 	Attempt int
@@ -114,6 +116,10 @@ const (
 	ReasonInvalidSpec  ReasonKind = "InvalidSpec"
 	ReasonCycle        ReasonKind = "Cycle"
 	ReasonUnknown      ReasonKind = "UnknownTarget"
+	// ReasonProbe is a probe entry not passing yet (§3.5): Target is the
+	// probed flow, Job its job, Entry the entry's number and State why
+	// (no result, failed, stale, or a task count below its minimum).
+	ReasonProbe ReasonKind = "Probe"
 )
 
 // Reason is one cause of a wait. Only the fields of its kind are set.
@@ -135,6 +141,8 @@ type Reason struct {
 	Job, Label string
 	// Issue is the related validation message.
 	Issue string
+	// Entry is a Probe's entry number.
+	Entry int
 }
 
 // String renders the reason on one line.
@@ -152,6 +160,8 @@ func (r Reason) String() string {
 		return fmt.Sprintf("NameConflict %s owned by %q", r.Job, r.Label)
 	case ReasonRetrying:
 		return "Retrying: waiting for " + r.Job + " to go"
+	case ReasonProbe:
+		return fmt.Sprintf("Probe %s[%d] on %s: %s", r.Target, r.Entry, r.Job, r.State)
 	}
 	if r.Issue != "" {
 		return string(r.Kind) + ": " + r.Issue

@@ -172,6 +172,35 @@ func TestInvalidPhaseIsAnError(t *testing.T) {
 	}
 }
 
+// TestDuplicateJobNames covers the snapshot check: two observed jobs with
+// one name are an error naming the job whose second occurrence comes
+// first, whether the name is a flow's job, an orphan's or a stranger's.
+func TestDuplicateJobNames(t *testing.T) {
+	other := func(name string) dag.Job { return dag.Job{Name: name} }
+	for _, tc := range []struct {
+		name string
+		jobs []dag.Job
+		want string // "" for no error
+	}{
+		{"distinct", []dag.Job{job("a", ""), job("zz", ""), other("x"), other("jf-"), other("y")}, ""},
+		{"a flow's job twice", []dag.Job{job("a", ""), other("x"), job("a", "Running")}, `"jf-a"`},
+		{"an orphan twice", []dag.Job{job("zz", ""), job("a", ""), job("zz", "")}, `"jf-zz"`},
+		{"a stranger twice", []dag.Job{other("x"), other("y"), other("x")}, `"x"`},
+		{"the earliest second occurrence wins", []dag.Job{other("x"), job("a", ""), job("a", ""), other("x")}, `"jf-a"`},
+		{"an orphan's second occurrence first", []dag.Job{job("a", ""), other("x"), other("x"), job("a", "")}, `"x"`},
+	} {
+		for _, opt := range []dag.Options{dag.Default(), dag.VolcanoCompat()} {
+			_, err := dag.Plan(dag.Snapshot{Flow: wf(fl("a"), fl("b", "a")), Jobs: tc.jobs, Now: t0}, opt)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%s: err = %v", tc.name, err)
+			case tc.want != "" && (!errors.Is(err, dag.ErrInvalidSnapshot) || !strings.Contains(err.Error(), "named "+tc.want)):
+				t.Errorf("%s: err = %v, want ErrInvalidSnapshot naming %s", tc.name, err, tc.want)
+			}
+		}
+	}
+}
+
 // TestCreateIdentity covers §1.1: names, template, labels, annotations and
 // the owner reference, in both presets.
 func TestCreateIdentity(t *testing.T) {

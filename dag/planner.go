@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,16 +28,12 @@ func Plan(s Snapshot, opt Options) (Result, error) {
 	}
 	p := &planner{s: &s, wf: wf, opt: opt, now: metav1.NewTime(s.Now),
 		label: wf.Namespace + "." + wf.Name}
-	p.byName = make(map[string]int32, len(s.Jobs))
-	p.lab = make([]bool, len(s.Jobs))
-	for i := range s.Jobs {
-		if _, dup := p.byName[s.Jobs[i].Name]; dup {
-			return Result{}, fmt.Errorf("%w: two observed jobs are named %q", ErrInvalidSnapshot, s.Jobs[i].Name)
-		}
-		p.byName[s.Jobs[i].Name] = int32(i)
-		p.lab[i] = p.labelled(&s.Jobs[i])
+	p.g = buildGraph(wf, opt)
+	if err := p.indexJobs(); err != nil {
+		return Result{}, err
 	}
 	p.res = Result{Namespace: wf.Namespace, Name: wf.Name, UID: wf.UID}
+	p.res.Issues = append(p.res.Issues, p.g.issues...)
 	var err error
 	if opt.volcano() {
 		err = p.planVolcano()
@@ -51,13 +48,18 @@ func Plan(s Snapshot, opt Options) (Result, error) {
 
 // planner holds one call's working state.
 type planner struct {
-	s      *Snapshot
-	wf     *Workflow
-	opt    Options
-	now    metav1.Time
-	label  string
-	byName map[string]int32
-	prevAt map[string]int32 // nil until the cursor misses
+	s     *Snapshot
+	wf    *Workflow
+	opt   Options
+	now   metav1.Time
+	label string
+	// jobOf is the observed job named <workflow>-<flow> per graph node, -1
+	// for none; others lists the jobs that are no node's, in job order.
+	jobOf  []int32
+	others []int32
+	byName map[string]int32         // nil until job needs it
+	probes map[probeKey]ProbeResult // nil until a probe entry needs it
+	prevAt map[string]int32         // nil until the cursor misses
 	// prevCursor is the next previous entry expected by prev.
 	prevCursor int
 	// lab caches labelled per job index: labels are read once.
@@ -68,13 +70,88 @@ type planner struct {
 	// accumulated while building it.
 	entries []JobStatus
 	sized   *sizes
+	arena   arena
 	res     Result
 }
 
 func (p *planner) jobName(flow string) string { return p.wf.Name + "-" + flow }
 
+// nodeOfJob returns the graph node whose job name <workflow>-<flow> is
+// name, or -1. It slices the name instead of building <workflow>-<flow>
+// per flow, so matching jobs to flows allocates nothing.
+func (p *planner) nodeOfJob(name string) int32 {
+	pre := p.wf.Name
+	if len(name) <= len(pre)+1 || name[len(pre)] != '-' || name[:len(pre)] != pre {
+		return -1
+	}
+	if i, ok := p.g.index[name[len(pre)+1:]]; ok {
+		return i
+	}
+	return -1
+}
+
+// indexJobs fills jobOf, others and lab, and rejects two observed jobs
+// with one name, naming the job whose second occurrence comes first.
+func (p *planner) indexJobs() error {
+	jobs := p.s.Jobs
+	p.jobOf = make([]int32, p.g.n)
+	for i := range p.jobOf {
+		p.jobOf[i] = -1
+	}
+	p.lab = make([]bool, len(jobs))
+	dup := -1 // job index of the earliest second occurrence of a name
+	for i := range jobs {
+		p.lab[i] = p.labelled(&jobs[i])
+		switch k := p.nodeOfJob(jobs[i].Name); {
+		case k < 0:
+			p.others = append(p.others, int32(i))
+		case p.jobOf[k] >= 0:
+			if dup < 0 {
+				dup = i
+			}
+		default:
+			p.jobOf[k] = int32(i)
+		}
+	}
+	if len(p.others) > 1 {
+		// Rare (orphans, other jobs): sort a copy by name, then job index.
+		byName := slices.Clone(p.others)
+		slices.SortFunc(byName, func(a, b int32) int {
+			if c := strings.Compare(jobs[a].Name, jobs[b].Name); c != 0 {
+				return c
+			}
+			return int(a - b)
+		})
+		for k := 1; k < len(byName); k++ {
+			if i := int(byName[k]); jobs[i].Name == jobs[byName[k-1]].Name && (dup < 0 || i < dup) {
+				dup = i
+			}
+		}
+	}
+	if dup >= 0 {
+		return fmt.Errorf("%w: two observed jobs are named %q", ErrInvalidSnapshot, jobs[dup].Name)
+	}
+	return nil
+}
+
+// jobIndex returns the index of the observed job with a name.
+func (p *planner) jobIndex(name string) (int32, bool) {
+	if k := p.nodeOfJob(name); k >= 0 {
+		i := p.jobOf[k]
+		return i, i >= 0
+	}
+	if p.byName == nil {
+		p.byName = make(map[string]int32, len(p.others))
+		for _, i := range p.others {
+			p.byName[p.s.Jobs[i].Name] = i
+		}
+	}
+	i, ok := p.byName[name]
+	return i, ok
+}
+
 func (p *planner) job(name string) *Job {
-	if i, ok := p.byName[name]; ok {
+	if i, ok := p.jobIndex(name); ok {
 		return &p.s.Jobs[i]
 	}
 	return nil

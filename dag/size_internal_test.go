@@ -72,3 +72,25 @@ func TestStatusLenMatchesJSON(t *testing.T) {
 		}
 	})
 }
+
+// TestDurationLen checks durationLen against Duration.String on every unit
+// boundary, the extremes and random durations of every magnitude.
+func TestDurationLen(t *testing.T) {
+	for _, d := range []time.Duration{0, 1, -1, 999, 1000, 1001, 999999, 1e6, 1e6 + 1, 1e9 - 1, 1e9, 1e9 + 1, 59 * time.Second,
+		time.Minute, time.Hour - 1, time.Hour, 100*time.Hour + 1, 1<<63 - 1, -1 << 63, 1500 * time.Microsecond, 1200 * time.Nanosecond} {
+		if got, want := durationLen(d), len(d.String()); got != want {
+			t.Errorf("durationLen(%d) = %d, want %d (%s)", int64(d), got, want, d)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		exp := rapid.IntRange(0, 18).Draw(t, "exp")
+		lim := int64(1)
+		for range exp {
+			lim *= 10
+		}
+		d := time.Duration(rapid.Int64Range(-lim, lim).Draw(t, "d"))
+		if got, want := durationLen(d), len(d.String()); got != want {
+			t.Fatalf("durationLen(%d) = %d, want %d (%s)", int64(d), got, want, d)
+		}
+	})
+}

@@ -1,7 +1,6 @@
 package dag
 
 import (
-	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -16,7 +15,8 @@ import (
 // never dropped), returning how many entries were dropped. newAttempt marks
 // the first observation of a retried job under the same name: its interval
 // starts now even if the phase repeats the previous attempt's.
-func histories(prev *JobStatus, phase JobPhase, now metav1.Time, quirk, newAttempt bool, limit int) ([]RunningHistory, int) {
+// New slices come from a (nil: the heap).
+func histories(a *arena, prev *JobStatus, phase JobPhase, now metav1.Time, quirk, newAttempt bool, limit int) ([]RunningHistory, int) {
 	var h []RunningHistory
 	switch {
 	case prev != nil && len(prev.RunningHistories) > 0:
@@ -24,7 +24,7 @@ func histories(prev *JobStatus, phase JobPhase, now metav1.Time, quirk, newAttem
 		if old[len(old)-1].State == phase && !newAttempt {
 			h = old // unchanged: shared, read-only
 		} else {
-			h = make([]RunningHistory, len(old)+1)
+			h = a.histories(len(old) + 1)
 			copy(h, old)
 			h[len(old)-1].EndTimestamp = now
 			h[len(old)] = RunningHistory{StartTimestamp: now, State: phase}
@@ -34,14 +34,15 @@ func histories(prev *JobStatus, phase JobPhase, now metav1.Time, quirk, newAttem
 	case phase == JobPhaseNone:
 		h = nil
 	default:
-		h = []RunningHistory{{StartTimestamp: now, State: phase}}
+		h = a.histories(1)
+		h[0] = RunningHistory{StartTimestamp: now, State: phase}
 	}
 	if limit == 1 {
 		limit = 2
 	}
 	if limit > 0 && len(h) > limit {
 		dropped := len(h) - limit
-		out := make([]RunningHistory, 0, limit)
+		out := a.histories(limit)[:0]
 		out = append(out, h[0])
 		out = append(out, h[len(h)-(limit-1):]...)
 		return out, dropped
@@ -49,9 +50,57 @@ func histories(prev *JobStatus, phase JobPhase, now metav1.Time, quirk, newAttem
 	return h, 0
 }
 
+// arena hands out one plan's small status slices and values from a few
+// blocks, so a plan of 10,000 jobs makes tens of allocations, not tens of
+// thousands (§5.2). Every slice it returns is capped at its length: an
+// executor appending to one gets a fresh array and never writes into its
+// neighbour. The nil arena allocates each value on its own.
+type arena struct {
+	hist     []RunningHistory
+	durs     []metav1.Duration
+	histNext int // size of the next history block; doubles up to arenaMax
+	dursNext int
+}
+
+// arenaMin and arenaMax bound a block's entries: small plans waste little,
+// large ones allocate one block per arenaMax entries.
+const arenaMin, arenaMax = 16, 8192
+
+func nextBlock(next *int, need int) int {
+	*next = min(max(*next*2, arenaMin), arenaMax)
+	return max(*next, need)
+}
+
+// histories returns a zeroed slice of n entries.
+func (a *arena) histories(n int) []RunningHistory {
+	if a == nil {
+		return make([]RunningHistory, n)
+	}
+	if len(a.hist) < n {
+		a.hist = make([]RunningHistory, nextBlock(&a.histNext, n))
+	}
+	h := a.hist[:n:n]
+	a.hist = a.hist[n:]
+	return h
+}
+
+// duration returns a pointer to a copy of d.
+func (a *arena) duration(d time.Duration) *metav1.Duration {
+	if a == nil {
+		return &metav1.Duration{Duration: d}
+	}
+	if len(a.durs) == 0 {
+		a.durs = make([]metav1.Duration, nextBlock(&a.dursNext, 1))
+	}
+	p := &a.durs[0]
+	a.durs = a.durs[1:]
+	p.Duration = d
+	return p
+}
+
 // jobEntry writes a job's status entry, built from the observation, into
 // *e, which must be zero (§1.4).
-func jobEntry(e *JobStatus, j *Job, prev *JobStatus, now metav1.Time, opt Options) {
+func jobEntry(a *arena, e *JobStatus, j *Job, prev *JobStatus, now metav1.Time, opt Options) {
 	e.Name, e.State, e.RestartCount = j.Name, j.Phase, j.RetryCount
 	if !j.CreationTime.IsZero() {
 		e.StartTimestamp.Time = j.CreationTime
@@ -61,73 +110,113 @@ func jobEntry(e *JobStatus, j *Job, prev *JobStatus, now metav1.Time, opt Option
 	}
 	var dropped int
 	newAttempt := prev != nil && prev.RetiredUID != "" && j.UID != prev.RetiredUID
-	e.RunningHistories, dropped = histories(prev, j.Phase, now, opt.HistoryQuirk, newAttempt, opt.HistoryLimit)
+	e.RunningHistories, dropped = histories(a, prev, j.Phase, now, opt.HistoryQuirk, newAttempt, opt.HistoryLimit)
 	if prev != nil {
 		e.DroppedHistories = prev.DroppedHistories
 	}
 	e.DroppedHistories += dropped
 }
 
-func condition(j *Job) Condition {
+// condition is a job's conditions entry; its duration comes from a.
+func condition(a *arena, j *Job) Condition {
 	c := Condition{Phase: j.Phase, TaskStatusCount: j.TaskStatusCount}
 	if !j.CreationTime.IsZero() {
 		c.CreateTimestamp = metav1.NewTime(j.CreationTime)
 	}
 	if j.RunningDuration != nil {
-		c.RunningDuration = &metav1.Duration{Duration: *j.RunningDuration}
+		c.RunningDuration = a.duration(*j.RunningDuration)
 	}
 	return c
 }
 
+// bucketID names a status list.
+type bucketID int8
+
+const (
+	bucketNone bucketID = iota - 1 // Volcano's Completing and Terminating: no list
+	bucketPending
+	bucketRunning
+	bucketCompleting
+	bucketCompleted
+	bucketFailed
+	bucketTerminating
+	bucketTerminated
+	bucketAborted
+	bucketUnknown
+	nBuckets
+)
+
+// bucket returns the list of a job phase (§1.3 with volcano, else §2.3) and
+// false for a phase string that is no Volcano job phase.
+func bucket(p JobPhase, volcano bool) (bucketID, bool) {
+	if volcano {
+		switch p {
+		case JobPhasePending:
+			return bucketPending, true
+		case JobPhaseRunning:
+			return bucketRunning, true
+		case JobPhaseCompleted:
+			return bucketCompleted, true
+		case JobPhaseFailed:
+			return bucketFailed, true
+		case JobPhaseTerminated:
+			return bucketTerminated, true
+		case JobPhaseCompleting, JobPhaseTerminating:
+			return bucketNone, true // Volcano has no list for them (§1.3).
+		}
+		return bucketUnknown, knownPhase(p)
+	}
+	switch p {
+	case JobPhasePending, JobPhaseNone:
+		return bucketPending, true
+	case JobPhaseRunning, JobPhaseRestarting:
+		return bucketRunning, true
+	case JobPhaseCompleting:
+		return bucketCompleting, true
+	case JobPhaseCompleted:
+		return bucketCompleted, true
+	case JobPhaseTerminating, JobPhaseAborting:
+		return bucketTerminating, true
+	case JobPhaseTerminated:
+		return bucketTerminated, true
+	case JobPhaseAborted:
+		return bucketAborted, true
+	case JobPhaseFailed:
+		return bucketFailed, true
+	}
+	return bucketUnknown, false
+}
+
 // lists collects job names per status list.
-type lists struct {
-	pending, running, completing, completed, failed, terminating, terminated, aborted, unknown []string
+type lists [nBuckets][]string
+
+// reserve sizes the lists from their final lengths with one allocation; a
+// list with no entry stays nil. Each list is capped at its length.
+func (l *lists) reserve(counts *[nBuckets]int) {
+	total := 0
+	for _, c := range counts {
+		total += c
+	}
+	if total == 0 {
+		return
+	}
+	buf := make([]string, total)
+	off := 0
+	for b, c := range counts {
+		if c > 0 {
+			l[b] = buf[off : off : off+c]
+			off += c
+		}
+	}
 }
 
 // add buckets one job; it reports false for an unknown phase string.
 func (l *lists) add(name string, p JobPhase, volcano bool) bool {
-	if volcano {
-		switch p {
-		case JobPhasePending:
-			l.pending = append(l.pending, name)
-		case JobPhaseRunning:
-			l.running = append(l.running, name)
-		case JobPhaseCompleted:
-			l.completed = append(l.completed, name)
-		case JobPhaseFailed:
-			l.failed = append(l.failed, name)
-		case JobPhaseTerminated:
-			l.terminated = append(l.terminated, name)
-		case JobPhaseCompleting, JobPhaseTerminating:
-			// Volcano has no list for them (§1.3).
-		default:
-			l.unknown = append(l.unknown, name)
-			return knownPhase(p)
-		}
-		return true
+	b, known := bucket(p, volcano)
+	if b != bucketNone {
+		l[b] = append(l[b], name)
 	}
-	switch p {
-	case JobPhasePending, JobPhaseNone:
-		l.pending = append(l.pending, name)
-	case JobPhaseRunning, JobPhaseRestarting:
-		l.running = append(l.running, name)
-	case JobPhaseCompleting:
-		l.completing = append(l.completing, name)
-	case JobPhaseCompleted:
-		l.completed = append(l.completed, name)
-	case JobPhaseTerminating, JobPhaseAborting:
-		l.terminating = append(l.terminating, name)
-	case JobPhaseTerminated:
-		l.terminated = append(l.terminated, name)
-	case JobPhaseAborted:
-		l.aborted = append(l.aborted, name)
-	case JobPhaseFailed:
-		l.failed = append(l.failed, name)
-	default:
-		l.unknown = append(l.unknown, name)
-		return false
-	}
-	return true
+	return known
 }
 
 func knownPhase(p JobPhase) bool {
@@ -148,9 +237,9 @@ func nonNil(s []string) []string {
 
 // fill stores the lists in st; Volcano's six lists are always non-nil.
 func (l *lists) fill(st *Status) {
-	st.PendingJobs, st.RunningJobs, st.CompletedJobs = nonNil(l.pending), nonNil(l.running), nonNil(l.completed)
-	st.FailedJobs, st.TerminatedJobs, st.UnknownJobs = nonNil(l.failed), nonNil(l.terminated), nonNil(l.unknown)
-	st.CompletingJobs, st.TerminatingJobs, st.AbortedJobs = l.completing, l.terminating, l.aborted
+	st.PendingJobs, st.RunningJobs, st.CompletedJobs = nonNil(l[bucketPending]), nonNil(l[bucketRunning]), nonNil(l[bucketCompleted])
+	st.FailedJobs, st.TerminatedJobs, st.UnknownJobs = nonNil(l[bucketFailed]), nonNil(l[bucketTerminated]), nonNil(l[bucketUnknown])
+	st.CompletingJobs, st.TerminatingJobs, st.AbortedJobs = l[bucketCompleting], l[bucketTerminating], l[bucketAborted]
 }
 
 // active reports whether a job phase counts against parallelism.
@@ -169,21 +258,31 @@ func startedPhase(p JobPhase) bool { return p != JobPhaseNone && p != JobPhasePe
 
 // ---- size ----
 
+// jsonByteLen is how many bytes encoding/json writes for each ASCII byte;
+// 0 marks the bytes ≥ 0x80 that start a multi-byte sequence. It is a
+// read-only table: one load per byte keeps the size of 10,000 entries
+// cheap (§5.2).
+var jsonByteLen = func() (t [256]uint8) {
+	for c := range utf8.RuneSelf {
+		switch {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
+			t[c] = 2
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			t[c] = 6
+		default:
+			t[c] = 1
+		}
+	}
+	return t
+}()
+
 // jsonStrLen is the length of s as encoding/json writes it, quotes included
 // (HTML-safe escaping, invalid UTF-8 replaced by \ufffd).
 func jsonStrLen(s string) int {
 	n := 2
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
-				n += 2
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				n += 6
-			default:
-				n++
-			}
+		if w := jsonByteLen[s[i]]; w != 0 {
+			n += int(w)
 			i++
 			continue
 		}
@@ -197,6 +296,60 @@ func jsonStrLen(s string) int {
 			n += size
 		}
 		i += size
+	}
+	return n
+}
+
+// durationLen is len(d.String()) without building the string: the
+// digits of each unit, the fraction without trailing zeros, and the unit
+// letters ("µs" is three bytes).
+func durationLen(d time.Duration) int {
+	if d == 0 {
+		return 2 // 0s
+	}
+	n := 0
+	u := uint64(d)
+	if d < 0 {
+		n, u = 1, -u
+	}
+	switch {
+	case u < uint64(time.Microsecond):
+		return n + uintLen(u) + 2
+	case u < uint64(time.Millisecond):
+		return n + fracLen(u, 3) + uintLen(u/1e3) + 3
+	case u < uint64(time.Second):
+		return n + fracLen(u, 6) + uintLen(u/1e6) + 2
+	}
+	n += fracLen(u, 9) + 1
+	u /= 1e9
+	n += uintLen(u % 60)
+	if u /= 60; u > 0 {
+		n += 1 + uintLen(u%60)
+		if u /= 60; u > 0 {
+			n += 1 + uintLen(u)
+		}
+	}
+	return n
+}
+
+// fracLen is the length of the fraction Duration.String prints for the
+// prec lowest decimal digits of v: a dot and the digits up to the last
+// non-zero one, or nothing.
+func fracLen(v uint64, prec int) int {
+	for k := prec; k > 0; k-- {
+		if v%10 != 0 {
+			return 1 + k
+		}
+		v /= 10
+	}
+	return 0
+}
+
+func uintLen(v uint64) int {
+	n := 1
+	for v >= 10 {
+		n++
+		v /= 10
 	}
 	return n
 }
@@ -261,14 +414,6 @@ func (z *sizer) strs(k string, v []string) {
 	}
 }
 
-func (z *sizer) int(k string, v int64) {
-	if v == 0 {
-		return
-	}
-	z.key(k)
-	z.n += intLen(v)
-}
-
 func (z *sizer) obj(k string, n int) {
 	z.key(k)
 	z.n += n
@@ -286,34 +431,49 @@ func historyLen(h *RunningHistory) int {
 }
 
 func entryLen(e *JobStatus) int {
-	var z sizer
-	z.str("name", e.Name, true)
-	z.str("state", string(e.State), true)
-	z.obj("startTimestamp", timeLen(e.StartTimestamp))
-	z.obj("endTimestamp", timeLen(e.EndTimestamp))
-	z.int("restartCount", int64(e.RestartCount))
+	// startTimestamp and endTimestamp are always written, so every other
+	// field present adds its key, its value and one comma.
+	n := len(`{"startTimestamp":,"endTimestamp":}`) + timeLen(e.StartTimestamp) + timeLen(e.EndTimestamp)
+	if e.Name != "" {
+		n += len(`,"name":`) + jsonStrLen(e.Name)
+	}
+	if e.State != "" {
+		n += len(`,"state":`) + jsonStrLen(string(e.State))
+	}
+	if e.RestartCount != 0 {
+		n += len(`,"restartCount":`) + intLen(int64(e.RestartCount))
+	}
 	if len(e.RunningHistories) > 0 {
-		n := 2 + len(e.RunningHistories) - 1
+		n += len(`,"runningHistories":[]`) + len(e.RunningHistories) - 1
 		for i := range e.RunningHistories {
 			n += historyLen(&e.RunningHistories[i])
 		}
-		z.obj("runningHistories", n)
 	}
-	z.str("flow", e.Flow, true)
-	z.str("outcome", string(e.Outcome), true)
-	z.int("attempt", int64(e.Attempt))
+	if e.Flow != "" {
+		n += len(`,"flow":`) + jsonStrLen(e.Flow)
+	}
+	if e.Outcome != "" {
+		n += len(`,"outcome":`) + jsonStrLen(string(e.Outcome))
+	}
+	if e.Attempt != 0 {
+		n += len(`,"attempt":`) + intLen(int64(e.Attempt))
+	}
 	if e.NextRetryAt != nil {
-		z.obj("nextRetryAt", timeLen(*e.NextRetryAt))
+		n += len(`,"nextRetryAt":`) + timeLen(*e.NextRetryAt)
 	}
 	if e.Retrying {
-		z.obj("retrying", 4)
+		n += len(`,"retrying":true`)
 	}
 	if e.Started {
-		z.obj("started", 4)
+		n += len(`,"started":true`)
 	}
-	z.str("retiredUID", string(e.RetiredUID), true)
-	z.int("droppedHistories", int64(e.DroppedHistories))
-	return z.done()
+	if e.RetiredUID != "" {
+		n += len(`,"retiredUID":`) + jsonStrLen(string(e.RetiredUID))
+	}
+	if e.DroppedHistories != 0 {
+		n += len(`,"droppedHistories":`) + intLen(int64(e.DroppedHistories))
+	}
+	return n
 }
 
 func taskStateLen(t TaskState) int {
@@ -333,7 +493,8 @@ func conditionLen(c *Condition) int {
 	z.str("phase", string(c.Phase), true)
 	z.obj("createTime", timeLen(c.CreateTimestamp))
 	if c.RunningDuration != nil {
-		z.obj("runningDuration", jsonStrLen(c.RunningDuration.Duration.String()))
+		// The string is ASCII but for µ, which JSON leaves unescaped.
+		z.obj("runningDuration", 2+durationLen(c.RunningDuration.Duration))
 	}
 	if len(c.TaskStatusCount) > 0 {
 		n := 2 + len(c.TaskStatusCount) - 1
@@ -508,5 +669,3 @@ func statusEqual(a, b *Status) bool {
 	}
 	return true
 }
-
-var _ = strconv.Itoa

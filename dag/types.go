@@ -119,6 +119,135 @@ type DependsOn struct {
 	TargetsWithStatus []TargetStatus
 	// Depends is an Argo-like expression such as "a && (b.Failed || !c)".
 	Depends string
+	// Probe turns Targets into readiness dependencies (§3.5): instead of
+	// succeeding, every target's job must exist and every probe entry
+	// pass. It combines with Targets only. VolcanoCompat ignores it, as the
+	// anchor does.
+	Probe *Probe
+}
+
+// Probe is dependsOn.probe (§3.5), the anchor's unimplemented Probe type
+// (httpGet, tcpSocket, taskStatus) made to work. Its entries are numbered
+// in one sequence, HTTPGet first, then TCPSocket, then TaskStatus:
+// ProbeResult.Entry and Reason.Entry use that number (see Entries).
+//
+// An entry that can no longer pass (its target ended without it passing)
+// omits the flow and, unlike an expression that turned false, taints it:
+// the workflow fails unless some flow handles it (x.Omitted, x.Done).
+type Probe struct {
+	// HTTPGet and TCPSocket entries are run by the executor, which reports
+	// each outcome in Snapshot.ProbeResults.
+	HTTPGet   []HTTPGetProbe
+	TCPSocket []TCPSocketProbe
+	// TaskStatus entries are evaluated by the core from the target job's
+	// task status counts.
+	TaskStatus []TaskStatusProbe
+	// Period is how often the executor re-runs its probes while the flow
+	// waits; 0 means DefaultProbePeriod. While an entry is pending, Plan's
+	// RequeueAfter is at most Period.
+	Period time.Duration
+}
+
+// DefaultProbePeriod is Probe.Period's default.
+const DefaultProbePeriod = 10 * time.Second
+
+// HTTPGetProbe passes when an HTTP GET to a pod of the target job's task
+// answers 2xx or 3xx (the executor decides, as a kubelet would).
+type HTTPGetProbe struct {
+	// Target is the target flow whose job is probed; empty means the
+	// flow's only target.
+	Target  string
+	Task    string
+	Path    string
+	Port    int
+	Headers []HTTPHeader
+}
+
+// HTTPHeader is one request header of an HTTPGetProbe.
+type HTTPHeader struct {
+	Name, Value string
+}
+
+// TCPSocketProbe passes when a TCP connection to a pod of the target job's
+// task opens.
+type TCPSocketProbe struct {
+	Target string
+	Task   string
+	Port   int
+}
+
+// TaskStatusProbe passes when the target job's taskStatusCount holds at
+// least Min pods of Task in Phase (e.g. task ps, phase Running, min 1:
+// BoCloud/JobFlow #21's parameter server is up). Min 0 means 1.
+type TaskStatusProbe struct {
+	Target string
+	Task   string
+	Phase  string
+	Min    int32
+}
+
+// ProbeEntry is one entry of a Probe in its numbering; exactly one of the
+// pointers is set.
+type ProbeEntry struct {
+	Index      int
+	HTTPGet    *HTTPGetProbe
+	TCPSocket  *TCPSocketProbe
+	TaskStatus *TaskStatusProbe
+}
+
+// Target is the entry's target field.
+func (e ProbeEntry) Target() string {
+	switch {
+	case e.HTTPGet != nil:
+		return e.HTTPGet.Target
+	case e.TCPSocket != nil:
+		return e.TCPSocket.Target
+	case e.TaskStatus != nil:
+		return e.TaskStatus.Target
+	}
+	return ""
+}
+
+// Kind is httpGet, tcpSocket or taskStatus.
+func (e ProbeEntry) Kind() string {
+	switch {
+	case e.HTTPGet != nil:
+		return "httpGet"
+	case e.TCPSocket != nil:
+		return "tcpSocket"
+	}
+	return "taskStatus"
+}
+
+// Entries lists the probe's entries in their numbering.
+func (p *Probe) Entries() []ProbeEntry {
+	if p == nil {
+		return nil
+	}
+	out := make([]ProbeEntry, 0, len(p.HTTPGet)+len(p.TCPSocket)+len(p.TaskStatus))
+	for i := range p.HTTPGet {
+		out = append(out, ProbeEntry{Index: len(out), HTTPGet: &p.HTTPGet[i]})
+	}
+	for i := range p.TCPSocket {
+		out = append(out, ProbeEntry{Index: len(out), TCPSocket: &p.TCPSocket[i]})
+	}
+	for i := range p.TaskStatus {
+		out = append(out, ProbeEntry{Index: len(out), TaskStatus: &p.TaskStatus[i]})
+	}
+	return out
+}
+
+// ProbeResult is the outcome of one executor-run probe entry.
+type ProbeResult struct {
+	// Flow is the flow whose dependsOn.probe holds the entry; Entry is the
+	// entry's number (see Probe).
+	Flow  string
+	Entry int
+	OK    bool
+	// Time is when the probe ran; a result older than Options.ProbeTTL is
+	// ignored. Of several results for one entry the latest counts, a
+	// failure winning a tie.
+	Time time.Time
 }
 
 // TargetStatus is one `name.result` atom of the structured dependency form.
@@ -181,6 +310,9 @@ type Snapshot struct {
 	Jobs []Job
 	// Now is the only clock the package ever reads.
 	Now time.Time
+	// ProbeResults are the outcomes of the httpGet and tcpSocket probe
+	// entries the executor ran (§3.5), in any order.
+	ProbeResults []ProbeResult
 }
 
 // Status is a workflow's complete status. The first fields are Volcano's

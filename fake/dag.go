@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/plancore/plancore/dag"
@@ -54,6 +55,9 @@ type DAGRunner struct {
 type runJob struct {
 	job  dag.Job
 	path []dag.JobPhase // remaining phases; the last is the end
+	// annotations and owner are what CreateJob was given, kept for Objects.
+	annotations map[string]string
+	owner       metav1.OwnerReference
 }
 
 // NewDAGRunner returns a runner over w whose jobs always complete.
@@ -80,7 +84,9 @@ func (r *DAGRunner) CreateJob(_ context.Context, c dag.CreateJob) error {
 		r.jobs[key] = &runJob{
 			job: dag.Job{Name: c.Name, UID: types.UID(fmt.Sprintf("uid-%d", r.uids)), Labels: maps.Clone(c.Labels),
 				Phase: dag.JobPhaseNone, CreationTime: r.w.Clock.Now()},
-			path: r.pathTo(end),
+			path:        r.pathTo(end),
+			annotations: maps.Clone(c.Annotations),
+			owner:       *c.Owner.DeepCopy(),
 		}
 		return nil
 	})
@@ -212,6 +218,33 @@ func (r *DAGRunner) SetPhase(namespace, name string, p dag.JobPhase) bool {
 	return ok
 }
 
+// Objects returns the stored jobs of a namespace as CheckDAGExecutor sees
+// them, sorted by name: the labels, annotations and owner reference CreateJob
+// was given. The fake deletes at once, so none is ever terminating.
+func (r *DAGRunner) Objects(namespace string) []DAGJobObject {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []DAGJobObject
+	for _, key := range slices.Sorted(maps.Keys(r.jobs)) {
+		j := r.jobs[key]
+		if j.namespace(key) != namespace {
+			continue
+		}
+		o := DAGJobObject{Namespace: namespace, Name: j.job.Name, UID: j.job.UID,
+			Labels: maps.Clone(j.job.Labels), Annotations: maps.Clone(j.annotations)}
+		if j.owner.UID != "" || j.owner.Name != "" {
+			o.Owners = []metav1.OwnerReference{*j.owner.DeepCopy()}
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// namespace returns the namespace part of the job's key "namespace/name".
+func (j *runJob) namespace(key string) string {
+	return key[:len(key)-len(j.job.Name)-1]
+}
+
 // Jobs returns the current jobs of a namespace sorted by name, as deep copies.
 func (r *DAGRunner) Jobs(namespace string) []dag.Job {
 	r.mu.Lock()
@@ -223,7 +256,7 @@ func (r *DAGRunner) current(namespace string) []dag.Job {
 	var out []dag.Job
 	for _, key := range slices.Sorted(maps.Keys(r.jobs)) {
 		j := r.jobs[key]
-		if key[:len(key)-len(j.job.Name)-1] != namespace {
+		if j.namespace(key) != namespace {
 			continue
 		}
 		c := j.job

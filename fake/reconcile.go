@@ -3,7 +3,6 @@ package fake
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -67,33 +66,11 @@ func (e *ReconcileExecutor) DeleteAllOf(ctx context.Context, namespace string, s
 	return err
 }
 
-// PatchPodAnnotations implements reconcile.Executor with UID and
-// resourceVersion preconditions (Conflict when either differs).
+// PatchPodAnnotations implements reconcile.Executor through
+// PodStore.PatchPodAnnotations (UID and resourceVersion preconditions,
+// Conflict when either differs).
 func (e *ReconcileExecutor) PatchPodAnnotations(ctx context.Context, namespace, name string, uid types.UID, resourceVersion string, set map[string]string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return e.Store.w.Do(KindPodPatch, namespace+"/"+name, func() error {
-		var cur *corev1.Pod
-		for _, p := range e.Store.Pods(namespace) {
-			if p.Name == name {
-				cur = &p
-				break
-			}
-		}
-		switch {
-		case cur == nil:
-			return apierrors.NewNotFound(podsResource, name)
-		case uid != "" && cur.UID != uid, resourceVersion != "" && cur.ResourceVersion != resourceVersion:
-			return apierrors.NewConflict(podsResource, name, fmt.Errorf("precondition failed: uid %s rv %s, object has uid %s rv %s", uid, resourceVersion, cur.UID, cur.ResourceVersion))
-		}
-		return e.Store.Mutate(namespace, name, func(p *corev1.Pod) {
-			if p.Annotations == nil {
-				p.Annotations = map[string]string{}
-			}
-			maps.Copy(p.Annotations, set)
-		})
-	})
+	return e.Store.PatchPodAnnotations(ctx, namespace, name, uid, resourceVersion, set)
 }
 
 // RayClusterLoop is a whole controller loop over the in-memory world: each

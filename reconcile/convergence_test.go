@@ -119,6 +119,12 @@ func convergenceCase(t *rapid.T, compatMode bool) {
 		w.Faults.SetRates(kind, p/2, p/2, errAPI)
 	}
 
+	// blindForeignDelete is set once the anchor's blind workersToDelete (D3)
+	// deleted a pod of another group: KubeRay records that delete under the
+	// listing group's expectations, so the pod's own group, reading a lagging
+	// cache, still counts it and deletes one pod too many. Invariant 9 is
+	// plancore's; in anchor mode it is checked only until D3 strikes.
+	blindForeignDelete := false
 	step := func(round int) reconcile.Plan {
 		// Invariant 9: scale-down deletes never exceed the true surplus.
 		before := loop.Store.Pods("ns")
@@ -148,7 +154,7 @@ func convergenceCase(t *rapid.T, compatMode bool) {
 					deleted++
 				}
 			}
-			if deleted > surplus {
+			if deleted > surplus && !blindForeignDelete {
 				t.Fatalf("round %d group %s: %d scale-down deletes with a true surplus of %d\n%s", round, g.GroupName, deleted, surplus, plan.Explain())
 			}
 		}
@@ -173,6 +179,9 @@ func convergenceCase(t *rapid.T, compatMode bool) {
 				gi := rapid.IntRange(0, nGroups-1).Draw(t, "wtdGroup")
 				g := &loop.Cluster.Spec.WorkerGroups[gi]
 				g.ScaleStrategy.WorkersToDelete = append(g.ScaleStrategy.WorkersToDelete, victim.Name)
+				if o.Compat.BlindWorkersToDelete && victim.Labels[reconcile.LabelGroup] != g.GroupName {
+					blindForeignDelete = true
+				}
 				if autoscaler {
 					// The autoscaler lowers replicas with its deletions.
 					g.Replicas = i32(max(0, *g.Replicas-1))

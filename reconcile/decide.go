@@ -60,8 +60,13 @@ type decider struct {
 	heads        []int32
 	activeAll    int   // non-terminating pods matching ray.io/cluster (DeleteAllOf)
 	activeGroup  []int // the same per group
-	notInSpec    map[string]int
-	foreign      int
+	termGroup    []int // terminating pods in each group's bucket
+	// flags holds what the bucket pass learnt about each pod of this cluster
+	// (indexed like Snapshot.Pods), so that the group passes touch a pod's
+	// memory only for the few that need more than a flag.
+	flags     []podFlags
+	notInSpec map[string]int
+	foreign   int
 
 	wtdNames  map[string]int32    // union of workersToDelete names -> pod index or -1
 	pending   map[string][]string // groups whose expectations are pending -> pods awaited
@@ -71,6 +76,16 @@ type decider struct {
 	blindSent map[string]bool // names of blind workersToDelete deletes
 	taken     map[string]bool // pod names, built lazily for derived names
 	replicas  map[string]bool // replica names, built lazily
+
+	// scratch is a pod-index buffer as long as the largest group, reused by
+	// every group (a group's running pods, or its unlabelled multi-host pods).
+	scratch []int32
+	// mhKeys is multiHost's reusable sort buffer.
+	mhKeys []mhPod
+	// Per-action parts come from arenas (arena.go).
+	dels    arena[DeletePod]
+	expects arena[Expect]
+	names   arena[string]
 }
 
 func (d *decider) run() error {
@@ -215,7 +230,10 @@ func (d *decider) bucket() {
 	n := len(s.Pods)
 	buf := make([]int32, 2*n+len(groups)+1)
 	gid, order, start := buf[:n], buf[n:2*n], buf[2*n:]
-	d.activeGroup = make([]int, len(groups))
+	G := len(groups)
+	counts := make([]int, 3*G)
+	d.activeGroup, d.termGroup = counts[:G:G], counts[G:2*G:2*G]
+	d.flags = make([]podFlags, n)
 	for i := range s.Pods {
 		p := &s.Pods[i]
 		gid[i] = -1
@@ -228,7 +246,9 @@ func (d *decider) bucket() {
 			continue
 		}
 		term := terminating(p)
-		if !term {
+		if term {
+			d.flags[i] = flagTerminating
+		} else {
 			d.activeAll++
 		}
 		g, hasGroup := p.Labels[LabelGroup]
@@ -244,8 +264,14 @@ func (d *decider) bucket() {
 			d.heads = append(d.heads, int32(i))
 		}
 		if inSpec {
+			if mayDelete(p) {
+				d.flags[i] |= flagMayDelete
+			}
 			gid[i] = int32(gi)
 			start[gi+1]++
+			if term {
+				d.termGroup[gi]++
+			}
 		} else if hasGroup && g != HeadGroupLabel {
 			if d.notInSpec == nil {
 				d.notInSpec = map[string]int{}
@@ -256,7 +282,10 @@ func (d *decider) bucket() {
 	for g := 1; g < len(start); g++ {
 		start[g] += start[g-1]
 	}
-	fill := slices.Clone(start[:len(groups)])
+	fill := counts[2*len(groups):]
+	for g := range groups {
+		fill[g] = int(start[g])
+	}
 	for i := range n {
 		if g := gid[i]; g >= 0 {
 			order[fill[g]] = int32(i)
@@ -264,6 +293,8 @@ func (d *decider) bucket() {
 		}
 	}
 	d.order, d.start = order, start
+	// gid is dead now; its n slots serve every group as scratch.
+	d.scratch = gid[:0]
 	slices.SortFunc(d.heads, func(a, b int32) int { return cmp.Compare(s.Pods[a].Name, s.Pods[b].Name) })
 	if len(s.Forming) > 0 {
 		d.forming = map[string][]*FormingGroup{}
@@ -293,17 +324,34 @@ func (d *decider) groupPods(gi int) []int32 { return d.order[d.start[gi]:d.start
 
 func (d *decider) pod(i int32) *corev1.Pod { return &d.s.Pods[i] }
 
-// counted reports whether a pod takes part in counts, health checks and victim
-// choice: terminating pods do not (D4) unless Compat.CountTerminatingPods.
-func (d *decider) counted(p *corev1.Pod) bool {
-	if d.lingering[p.Name] && terminating(p) {
+// counted reports whether pod i of this cluster takes part in counts, health
+// checks and victim choice: terminating pods do not (D4) unless
+// Compat.CountTerminatingPods. It reads the flag bucket recorded, not the pod.
+func (d *decider) counted(i int32) bool {
+	term := d.flags[i]&flagTerminating != 0
+	if term && d.lingering != nil && d.lingering[d.s.Pods[i].Name] {
 		// An expired delete whose pod is still terminating (expectations'
 		// Lingering): counting it would revive #3286. A lingering pod that is
 		// not terminating was never deleted, and counts.
 		return false
 	}
-	return d.c.CountTerminatingPods || !terminating(p)
+	return d.c.CountTerminatingPods || !term
 }
+
+// podFlags are per-pod facts recorded by the bucket pass.
+type podFlags uint8
+
+const (
+	// flagTerminating marks a pod with a deletion timestamp.
+	flagTerminating podFlags = 1 << iota
+	// flagMayDelete marks a worker pod that shouldDeletePod may delete
+	// (mayDelete); for the others it is known to keep the pod.
+	flagMayDelete
+)
+
+// workerMayDelete reports whether the worker pod i could be deleted as
+// unhealthy; shouldDeletePod gives the verdict and its message.
+func (d *decider) workerMayDelete(i int32) bool { return d.flags[i]&flagMayDelete != 0 }
 
 // checkExpectations runs the pure expectations check for every group of this
 // cluster that holds items, against this snapshot's pods.
@@ -446,12 +494,11 @@ func (d *decider) head() error {
 	hc := &d.plan.Head
 	var active []int32
 	for _, i := range d.heads {
-		p := d.pod(i)
 		hc.Observed++
-		if terminating(p) {
+		if d.flags[i]&flagTerminating != 0 {
 			hc.Terminating++
 		}
-		if d.counted(p) {
+		if d.counted(i) {
 			active = append(active, i)
 		}
 	}
@@ -524,8 +571,8 @@ func (d *decider) mtlsReason() Reason {
 func (d *decider) deletePod(actionGroup, expGroup string, p *corev1.Pod, r Reason, fr FailureReason, notFoundOK bool, ctr *Counters) {
 	d.plan.Actions = append(d.plan.Actions, Action{
 		Kind: KindDeletePod, Group: actionGroup, Reason: r, FailureReason: fr,
-		Expect: []Expect{{Group: expGroup, Kind: ExpectDelete, Pod: p.Name, Seen: true}},
-		Delete: &DeletePod{Namespace: p.Namespace, Name: p.Name, UID: p.UID, NotFoundIsSuccess: notFoundOK},
+		Expect: d.expects.one(Expect{Group: expGroup, Kind: ExpectDelete, Pod: p.Name, Seen: true}),
+		Delete: d.dels.ptr(DeletePod{Namespace: p.Namespace, Name: p.Name, UID: p.UID, NotFoundIsSuccess: notFoundOK}),
 	})
 	if ctr.Stop == nil {
 		ctr.Stop = map[ReasonCode]int{}
@@ -541,6 +588,14 @@ func (d *decider) deletePodAt(i int32, actionGroup, expGroup string, r Reason, f
 	}
 	d.planned[i] = true
 	d.deletePod(actionGroup, expGroup, d.pod(i), r, fr, notFoundOK, ctr)
+}
+
+// reserve makes the arenas hand out the parts of the next n deletes from one
+// block each.
+func (d *decider) reserve(n int) {
+	d.dels.reserve(n)
+	d.expects.reserve(n)
+	d.names.reserve(n)
 }
 
 // name sets the pod's GenerateName, or a derived Name in NameModeDerived: the
@@ -655,13 +710,7 @@ func (d *decider) group(gi int) error {
 	c := &d.s.Cluster
 	g := &c.Spec.WorkerGroups[gi]
 	gr := &d.plan.Groups[gi]
-	pods := d.groupPods(gi)
-	for _, i := range pods {
-		gr.Observed++
-		if terminating(d.pod(i)) {
-			gr.Terminating++
-		}
-	}
+	gr.Observed, gr.Terminating = len(d.groupPods(gi)), d.termGroup[gi]
 	if g.NumOfHosts <= 0 && !d.c.ZeroHostsMeansZeroPods {
 		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonInvalidNumOfHosts,
 			Message: fmt.Sprintf("group %s: numOfHosts %d is treated as 1 (KubeRay would delete every worker, #2084)", g.GroupName, g.NumOfHosts)})
@@ -689,36 +738,39 @@ func (d *decider) singleHost(gi int) error {
 	gr := &d.plan.Groups[gi]
 	pods := d.groupPods(gi)
 
-	// Step 6: unhealthy pods. Any deletion stops the group (the chain in KubeRay).
+	// Step 6: unhealthy pods. Any deletion stops the group (the chain in
+	// KubeRay). The same pass collects the counted pods, which are the
+	// running pods of step 8 when nothing is unhealthy.
+	running := d.scratch[:0]
 	nUnhealthy := 0
 	for _, i := range pods {
-		p := d.pod(i)
-		if !d.counted(p) {
+		if !d.counted(i) {
 			continue
 		}
+		running = append(running, i)
+		if !d.workerMayDelete(i) {
+			continue
+		}
+		p := d.pod(i)
 		if v := shouldDeletePod(p, NodeTypeWorker); v.del {
 			nUnhealthy++
-			d.deletePod(g.GroupName, g.GroupName, p, Reason{Code: v.code, Message: v.message, Pods: []string{p.Name}},
+			d.deletePod(g.GroupName, g.GroupName, p, Reason{Code: v.code, Message: v.message, Pods: d.names.one(p.Name)},
 				FailedDeleteWorkerPod, !d.c.StrictNotFound, &gr.Counters)
 		}
 	}
 	gr.Unhealthy = nUnhealthy
 	if nUnhealthy > 0 {
 		sortDeletes(d.plan.Actions[len(d.plan.Actions)-nUnhealthy:])
-		d.stopGroup(gi, Reason{Code: ReasonUnhealthyWorkers, Message: fmt.Sprintf("delete %d unhealthy worker Pods", nUnhealthy)})
+		d.stopGroup(gi, Reason{Code: ReasonUnhealthyWorkers, Message: "delete " + strconv.Itoa(nUnhealthy) + " unhealthy worker Pods"})
 		return nil
 	}
 
 	// Step 7: workersToDelete.
 	deleted := d.workersToDelete(gi)
 
-	// Step 8-10.
-	running := make([]int32, 0, len(pods))
-	for _, i := range pods {
-		p := d.pod(i)
-		if d.counted(p) && !deleted[p.Name] {
-			running = append(running, i)
-		}
+	// Step 8-10: running = counted pods minus those deleted in step 7.
+	if len(deleted) > 0 {
+		running = slices.DeleteFunc(running, func(i int32) bool { return deleted[d.pod(i).Name] })
 	}
 	desired := int(gr.Desired)
 	diff := desired - len(running)
@@ -728,15 +780,22 @@ func (d *decider) singleHost(gi int) error {
 			d.stopGroup(gi, d.mtlsReason())
 			return nil
 		}
-		var next func() int
+		var free *indexSet
 		if d.o.multiHostIndexing() {
-			next = freeIndices(d, running)
+			free = newIndexSet(len(running))
+			for _, i := range running {
+				if n, ok := replicaIndexOf(d.pod(i)); ok {
+					free.add(n)
+				}
+			}
 		}
 		diff = d.burstLimit(g.GroupName, diff, 1)
+		r := Reason{Code: ReasonScaleUp, Message: "scaling up: " + strconv.Itoa(len(running)) + " of " + strconv.Itoa(desired) + " worker pods running"}
+		prefix := podNamePrefix(c.Name+"-"+g.GroupName, NodeTypeWorker, true)
 		for k := range diff {
 			idx := -1
-			if next != nil {
-				idx = next()
+			if free != nil {
+				idx = free.take()
 				gr.FreeIndices = append(gr.FreeIndices, idx)
 			}
 			pod, err := d.buildPod(podSpec{group: g, replicaIndex: idx, hostIndex: -1})
@@ -747,12 +806,11 @@ func (d *decider) singleHost(gi int) error {
 			if slot < 0 {
 				slot = k
 			}
-			d.name(pod, podNamePrefix(c.Name+"-"+g.GroupName, NodeTypeWorker, true), g.GroupName, slot, 0)
+			d.name(pod, prefix, g.GroupName, slot, 0)
 			gr.Place++
 			d.plan.Actions = append(d.plan.Actions, Action{
-				Kind: KindCreatePod, Group: g.GroupName, FailureReason: FailedCreateWorkerPod,
-				Reason: Reason{Code: ReasonScaleUp, Message: fmt.Sprintf("scaling up: %d of %d worker pods running", len(running), desired)},
-				Expect: []Expect{{Group: g.GroupName, Kind: ExpectCreate, Pod: pod.Name}},
+				Kind: KindCreatePod, Group: g.GroupName, FailureReason: FailedCreateWorkerPod, Reason: r,
+				Expect: d.expects.one(Expect{Group: g.GroupName, Kind: ExpectCreate, Pod: pod.Name}),
 				Create: &CreatePod{Pod: pod, ReplicaIndex: idx, HostIndex: -1},
 			})
 		}
@@ -765,10 +823,12 @@ func (d *decider) singleHost(gi int) error {
 		}
 		victims := d.victims(running, -diff)
 		n0 := len(d.plan.Actions)
+		d.plan.Actions = slices.Grow(d.plan.Actions, len(victims))
+		d.reserve(len(victims))
+		msg := "scaling down: " + strconv.Itoa(len(running)) + " worker pods running, " + strconv.Itoa(desired) + " desired"
 		for _, i := range victims {
 			p := d.pod(i)
-			d.deletePod(g.GroupName, g.GroupName, p, Reason{Code: ReasonScaleDown,
-				Message: fmt.Sprintf("scaling down: %d worker pods running, %d desired", len(running), desired), Pods: []string{p.Name}},
+			d.deletePod(g.GroupName, g.GroupName, p, Reason{Code: ReasonScaleDown, Message: msg, Pods: d.names.one(p.Name)},
 				FailedDeleteWorkerPod, true, &gr.Counters)
 		}
 		sortDeletes(d.plan.Actions[n0:])
@@ -848,7 +908,7 @@ func (d *decider) workersToDelete(gi int) map[string]bool {
 				Message: fmt.Sprintf("group %s: workersToDelete names %s, which is not a pod of this group; not deleting it", g.GroupName, name)})
 			continue
 		}
-		if !d.counted(p) {
+		if !d.counted(idx) {
 			gr.Ignore++
 			deleted[name] = true
 			continue
@@ -862,32 +922,46 @@ func (d *decider) workersToDelete(gi int) map[string]bool {
 	return deleted
 }
 
-// freeIndices returns a generator of the lowest non-negative replica indices
-// not used by the given pods' integer index labels.
-func freeIndices(d *decider, pods []int32) func() int {
-	used := make([]bool, len(pods)+1)
-	var extra map[int]bool
-	for _, i := range pods {
-		if n, ok := replicaIndexOf(d.pod(i)); ok {
-			if n < len(used) {
-				used[n] = true
-			} else {
-				if extra == nil {
-					extra = map[int]bool{}
-				}
-				extra[n] = true
-			}
-		}
+// indexSet is a set of non-negative replica indices that hands out the
+// lowest free ones (§2.6 step 11, §2.7 step 6). Indices below the size hint
+// live in a bool slice; others (large label values, or a negative index in a
+// formation record) in a map.
+type indexSet struct {
+	used  []bool
+	extra map[int]bool
+	next  int
+}
+
+// newIndexSet sizes the set for n indices in use: the lowest free index is
+// then at most n, so the first n+1 take calls need no map.
+func newIndexSet(n int) *indexSet { return &indexSet{used: make([]bool, n+1)} }
+
+func (s *indexSet) add(n int) {
+	if uint(n) < uint(len(s.used)) {
+		s.used[n] = true
+		return
 	}
-	next := 0
-	return func() int {
-		for next < len(used) && used[next] || extra[next] {
-			next++
-		}
-		n := next
-		next++
-		return n
+	if s.extra == nil {
+		s.extra = map[int]bool{}
 	}
+	s.extra[n] = true
+}
+
+func (s *indexSet) has(n int) bool {
+	if uint(n) < uint(len(s.used)) {
+		return s.used[n]
+	}
+	return s.extra[n]
+}
+
+// take returns the lowest index that is neither in the set nor taken before.
+func (s *indexSet) take() int {
+	for s.has(s.next) {
+		s.next++
+	}
+	n := s.next
+	s.next++
+	return n
 }
 
 func sortDeletes(a []Action) {

@@ -14,9 +14,10 @@ import (
 // whole upgrade strategy cleared, marshalled with encoding/json, SHA-1, then
 // base32 hex. The input is never written (KubeRay D1 wrote defaults into it).
 func SpecHash(spec ClusterSpec) (string, error) {
+	// c and its groups are shallow copies: the cleared fields are set on the
+	// copies only, and json.Marshal reads what they share with spec.
 	c := spec
 	c.UpgradeStrategy = nil
-	c.HeadGroup.Template = *spec.HeadGroup.Template.DeepCopy()
 	c.HeadGroup.Template.Spec.Tolerations = nil
 	c.HeadGroup.Template.Spec.SchedulingGates = nil
 	if c.HeadGroup.RayStartParams == nil {
@@ -27,7 +28,6 @@ func SpecHash(spec ClusterSpec) (string, error) {
 		g := spec.WorkerGroups[i]
 		g.Replicas, g.MinReplicas, g.MaxReplicas = nil, nil, nil
 		g.ScaleStrategy.WorkersToDelete = nil
-		g.Template = *spec.WorkerGroups[i].Template.DeepCopy()
 		g.Template.Spec.Tolerations = nil
 		g.Template.Spec.SchedulingGates = nil
 		if g.RayStartParams == nil {

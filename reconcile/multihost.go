@@ -9,26 +9,54 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// mhPod is a multi-host pod's sort key, read once from its labels.
+// mhPod is a multi-host pod's sort key, read once from its labels. The
+// pod's name, the last tie-break, is read from the pod only on a tie.
 type mhPod struct {
 	idx     int32
-	replica string
 	host    int
-	name    string
+	replica string
 }
 
 // replicaGroup is one multi-host replica: the pods sharing a replica name.
 type replicaGroup struct {
-	name     string
-	members  []int32 // by host index, then name
-	first    *corev1.Pod
-	forming  *FormingGroup
-	deleted  bool
-	notReady bool
+	name    string
+	members []int32 // by host index, then name
+	forming *FormingGroup
+	deleted bool
+
+	// The rest is read from the members' pods on first use (facts): a group
+	// that is neither ranked nor asked for its index never needs it.
+	known    bool
+	index    int  // the replica index label of the first member by name
+	indexOK  bool // whether that label parses
+	notReady bool // a member is not ready or not scheduled
 	newest   time.Time
 }
 
-func (rg *replicaGroup) index() (int, bool) { return replicaIndexOf(rg.first) }
+// facts fills in rg's index, readiness and newest creation time.
+func (d *decider) facts(rg *replicaGroup) *replicaGroup {
+	if rg.known {
+		return rg
+	}
+	rg.known = true
+	var first *corev1.Pod
+	for _, i := range rg.members {
+		p := d.pod(i)
+		if first == nil || p.Name < first.Name {
+			first = p
+		}
+		if ready, _ := podReady(p); !ready || p.Spec.NodeName == "" {
+			rg.notReady = true
+		}
+		if p.CreationTimestamp.After(rg.newest) {
+			rg.newest = p.CreationTimestamp.Time
+		}
+	}
+	if first != nil {
+		rg.index, rg.indexOK = replicaIndexOf(first)
+	}
+	return rg
+}
 
 // multiHost is reconcileMultiHostWorkerGroup (§2.7) with plancore's fixes
 // (D4, D7, D8, D9) unless restored by Compat.
@@ -39,13 +67,17 @@ func (d *decider) multiHost(gi int) error {
 	H := int(g.NumOfHosts)
 
 	// Step 1: bucket the counted pods by replica name.
-	var keys []mhPod
-	var legacy []int32
-	for _, i := range d.groupPods(gi) {
-		p := d.pod(i)
-		if !d.counted(p) {
+	pods := d.groupPods(gi)
+	if cap(d.mhKeys) < len(pods) {
+		d.mhKeys = make([]mhPod, 0, len(pods))
+	}
+	keys := d.mhKeys[:0]
+	legacy := d.scratch[:0]
+	for _, i := range pods {
+		if !d.counted(i) {
 			continue
 		}
+		p := d.pod(i)
 		r, ok := p.Labels[LabelReplicaName]
 		if !ok {
 			gr.Legacy++
@@ -55,42 +87,54 @@ func (d *decider) multiHost(gi int) error {
 			continue
 		}
 		h, _ := hostIndexOf(p)
-		keys = append(keys, mhPod{idx: i, replica: r, host: h, name: p.Name})
+		keys = append(keys, mhPod{idx: i, replica: r, host: h})
 	}
 	slices.SortFunc(keys, func(a, b mhPod) int {
-		return cmp.Or(cmp.Compare(a.replica, b.replica), cmp.Compare(a.host, b.host), cmp.Compare(a.name, b.name))
+		if c := cmp.Compare(a.replica, b.replica); c != 0 {
+			return c
+		}
+		if a.host != b.host {
+			return cmp.Compare(a.host, b.host)
+		}
+		return cmp.Compare(d.pod(a.idx).Name, d.pod(b.idx).Name)
 	})
 	slices.SortFunc(legacy, func(a, b int32) int { return cmp.Compare(d.pod(a).Name, d.pod(b).Name) })
-	var rgs []*replicaGroup
-	byName := map[string]*replicaGroup{}
+	// The replica groups and their member lists are carved from two blocks:
+	// rgs is in replica-name order, which byName's binary search relies on.
+	nrg := 0
+	for k := range keys {
+		if k == 0 || keys[k].replica != keys[k-1].replica {
+			nrg++
+		}
+	}
+	rgBlock := make([]replicaGroup, nrg)
+	rgs := make([]*replicaGroup, 0, nrg)
+	members := make([]int32, len(keys))
+	for k := range keys {
+		members[k] = keys[k].idx
+	}
 	for k := 0; k < len(keys); {
 		j := k
 		for j < len(keys) && keys[j].replica == keys[k].replica {
 			j++
 		}
-		rg := &replicaGroup{name: keys[k].replica, members: make([]int32, 0, j-k)}
-		for _, mp := range keys[k:j] {
-			p := d.pod(mp.idx)
-			rg.members = append(rg.members, mp.idx)
-			if rg.first == nil || p.Name < rg.first.Name {
-				rg.first = p
-			}
-			if ready, _ := podReady(p); !ready || p.Spec.NodeName == "" {
-				rg.notReady = true
-			}
-			if p.CreationTimestamp.After(rg.newest) {
-				rg.newest = p.CreationTimestamp.Time
-			}
-		}
+		rg := &rgBlock[len(rgs)]
+		rg.name, rg.members = keys[k].replica, members[k:j:j]
 		rgs = append(rgs, rg)
-		byName[rg.name] = rg
 		k = j
+	}
+	byName := func(name string) *replicaGroup {
+		k, ok := slices.BinarySearchFunc(rgs, name, func(rg *replicaGroup, n string) int { return cmp.Compare(rg.name, n) })
+		if !ok {
+			return nil
+		}
+		return rgs[k]
 	}
 
 	// Formation records (D9): attach live ones, drop settled ones.
 	if !d.c.DeleteIncompleteGroupsImmediately {
 		for _, f := range d.forming[g.GroupName] {
-			rg := byName[f.ReplicaName]
+			rg := byName(f.ReplicaName)
 			switch {
 			case rg == nil || len(rg.members) >= H:
 				d.dropForming(g.GroupName, f.ReplicaName)
@@ -136,16 +180,19 @@ func (d *decider) multiHost(gi int) error {
 		if rg.deleted {
 			continue
 		}
-		var first *deleteVerdict
+		var first deleteVerdict
 		for _, i := range rg.members {
+			if !d.workerMayDelete(i) {
+				continue
+			}
 			if v := shouldDeletePod(d.pod(i), NodeTypeWorker); v.del {
 				gr.Unhealthy++
-				if first == nil {
-					first = &v
+				if !first.del {
+					first = v
 				}
 			}
 		}
-		if first != nil {
+		if first.del {
 			d.deleteReplica(gi, rg, Reason{Code: ReasonUnhealthyReplicaGroup, Message: first.message})
 			if rg.forming != nil {
 				d.dropForming(g.GroupName, rg.name)
@@ -155,19 +202,22 @@ func (d *decider) multiHost(gi int) error {
 	}
 	legacyDeleted := false
 	if len(legacy) > 0 {
-		var first *deleteVerdict
+		var first deleteVerdict
 		for _, i := range legacy {
+			if !d.workerMayDelete(i) {
+				continue
+			}
 			if v := shouldDeletePod(d.pod(i), NodeTypeWorker); v.del {
 				gr.Unhealthy++
-				if first == nil {
-					first = &v
+				if !first.del {
+					first = v
 				}
 			}
 		}
 		// D8: KubeRay ignores unlabelled pods once the gate is on, so a Failed
 		// legacy pod is kept forever and new groups pile on top of them.
 		switch {
-		case first != nil:
+		case first.del:
 			d.deletePods(gi, legacy, Reason{Code: ReasonLegacyMultiHostPods, Message: "unlabelled multi-host pods with an unhealthy member: " + first.message})
 			legacyDeleted = true
 		case len(legacy)%H != 0:
@@ -184,8 +234,7 @@ func (d *decider) multiHost(gi int) error {
 	}
 
 	// Step 5: valid groups and indices.
-	var valid []*replicaGroup
-	used := map[int]bool{}
+	valid := make([]*replicaGroup, 0, len(rgs))
 	forming := false
 	for _, rg := range rgs {
 		if rg.deleted {
@@ -194,9 +243,6 @@ func (d *decider) multiHost(gi int) error {
 		valid = append(valid, rg)
 		if rg.forming != nil {
 			forming = true
-			used[rg.forming.ReplicaIndex] = true
-		} else if n, ok := rg.index(); ok {
-			used[n] = true
 		}
 	}
 	legacyReplicas := 0
@@ -291,12 +337,19 @@ func (d *decider) multiHost(gi int) error {
 		for h := range allHosts {
 			allHosts[h] = h
 		}
-		next := 0
-		for range d.burstLimit(g.GroupName, toCreate, H) {
-			for used[next] {
-				next++
+		// The indices in use: a forming group's recorded index, else the one
+		// read from its first pod by name (§2.7 step 5). Creations only
+		// follow a scale-down that deleted nothing, so valid is still whole.
+		used := newIndexSet(len(valid))
+		for _, rg := range valid {
+			if rg.forming != nil {
+				used.add(rg.forming.ReplicaIndex)
+			} else if d.facts(rg).indexOK {
+				used.add(rg.index)
 			}
-			used[next] = true
+		}
+		for range d.burstLimit(g.GroupName, toCreate, H) {
+			next := used.take()
 			gr.FreeIndices = append(gr.FreeIndices, next)
 			name := d.replicaName(gi, next)
 			if err := d.createReplica(gi, name, next, allHosts, nil, Reason{Code: ReasonReplicaGroupCreate,
@@ -332,17 +385,19 @@ func (d *decider) rankReplicas(rgs []*replicaGroup) {
 		slices.SortFunc(rgs, func(a, b *replicaGroup) int { return cmp.Compare(a.name, b.name) })
 		return
 	}
+	for _, rg := range rgs {
+		d.facts(rg)
+	}
 	slices.SortFunc(rgs, func(a, b *replicaGroup) int {
 		ab, bb := a.notReady || a.forming != nil, b.notReady || b.forming != nil
 		if ab != bb {
 			return boolFirst(ab, bb)
 		}
-		ai, aok := a.index()
-		bi, bok := b.index()
-		if !aok {
+		ai, bi := a.index, b.index
+		if !a.indexOK {
 			ai = -1
 		}
-		if !bok {
+		if !b.indexOK {
 			bi = -1
 		}
 		if ai != bi {
@@ -368,7 +423,7 @@ func (d *decider) deletePods(gi int, pods []int32, r Reason) {
 	gr := &d.plan.Groups[gi]
 	sorted := slices.Clone(pods)
 	slices.SortFunc(sorted, func(a, b int32) int { return cmp.Compare(d.pod(a).Name, d.pod(b).Name) })
-	names := make([]string, len(sorted))
+	names := d.names.take(len(sorted))
 	for k, i := range sorted {
 		names[k] = d.pod(i).Name
 	}
@@ -410,7 +465,7 @@ func (d *decider) createReplica(gi int, name string, index int, hosts []int, f *
 
 // multiHostWorkersToDelete expands listed workers to their whole replica
 // groups (§2.7 step 4) and plans the deletes; it returns the expanded count.
-func (d *decider) multiHostWorkersToDelete(gi int, byName map[string]*replicaGroup, legacy []int32, legacyDeleted *bool) int {
+func (d *decider) multiHostWorkersToDelete(gi int, byName func(string) *replicaGroup, legacy []int32, legacyDeleted *bool) int {
 	c := &d.s.Cluster
 	g := &c.Spec.WorkerGroups[gi]
 	gr := &d.plan.Groups[gi]
@@ -447,15 +502,16 @@ func (d *decider) multiHostWorkersToDelete(gi int, byName map[string]*replicaGro
 			}
 			continue
 		}
-		if !d.counted(p) {
+		if !d.counted(idx) {
 			gr.Ignore++
 			continue
 		}
 		r, ok := p.Labels[LabelReplicaName]
 		switch {
-		case ok && byName[r] != nil:
-			add(byName[r].members)
-			groups = append(groups, byName[r])
+		case ok && byName(r) != nil:
+			rg := byName(r)
+			add(rg.members)
+			groups = append(groups, rg)
 		case !ok && len(legacy) > 0:
 			add(legacy)
 		}

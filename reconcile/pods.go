@@ -190,31 +190,49 @@ type deleteVerdict struct {
 // "worker". The message texts that surface as requeue messages are
 // byte-exact; the explanations for kept pods are plancore's own.
 func shouldDeletePod(p *corev1.Pod, nodeType string) deleteVerdict {
+	// The messages are concatenated rather than formatted: this runs for
+	// every pod of every group, and Sprintf would box each argument.
 	switch p.Status.Phase {
 	case corev1.PodFailed, corev1.PodSucceeded:
 		code := ReasonWorkerTerminalPhase
 		if nodeType == NodeTypeHead {
 			code = ReasonHeadTerminalPhase
 		}
-		return deleteVerdict{true, code, fmt.Sprintf(
-			"The %s Pod %s status is %s which is a terminal state. KubeRay will delete the Pod and create new Pods in the next reconciliation if necessary.",
-			nodeType, p.Name, p.Status.Phase)}
+		return deleteVerdict{true, code,
+			"The " + nodeType + " Pod " + p.Name + " status is " + string(p.Status.Phase) +
+				" which is a terminal state. KubeRay will delete the Pod and create new Pods in the next reconciliation if necessary."}
 	case corev1.PodRunning:
+		// KubeRay looks up the Ray container's status first; only a pod that
+		// cannot restart it is deleted, so the restart policy, one field of
+		// the pod, is checked before the container statuses are searched.
+		if p.Spec.RestartPolicy != corev1.RestartPolicyNever {
+			return deleteVerdict{}
+		}
 		term := rayContainerTerminated(p)
 		if term == nil {
 			return deleteVerdict{}
 		}
-		if p.Spec.RestartPolicy == corev1.RestartPolicyNever {
-			code := ReasonWorkerContainerExited
-			if nodeType == NodeTypeHead {
-				code = ReasonHeadContainerExited
-			}
-			return deleteVerdict{true, code, fmt.Sprintf(
-				"The Pod status of the %s Pod %s is Running, and the Ray container terminated status is %v. The container is unable to restart due to its restart policy Never, so KubeRay will delete it.",
-				nodeType, p.Name, term.String())}
+		code := ReasonWorkerContainerExited
+		if nodeType == NodeTypeHead {
+			code = ReasonHeadContainerExited
 		}
+		return deleteVerdict{true, code,
+			"The Pod status of the " + nodeType + " Pod " + p.Name + " is Running, and the Ray container terminated status is " + term.String() +
+				". The container is unable to restart due to its restart policy Never, so KubeRay will delete it."}
 	}
 	return deleteVerdict{}
+}
+
+// mayDelete is the part of shouldDeletePod that reads only the pod's phase
+// and restart policy: when it is false, shouldDeletePod keeps the pod.
+func mayDelete(p *corev1.Pod) bool {
+	switch p.Status.Phase {
+	case corev1.PodFailed, corev1.PodSucceeded:
+		return true
+	case corev1.PodRunning:
+		return p.Spec.RestartPolicy == corev1.RestartPolicyNever
+	}
+	return false
 }
 
 // rayContainerTerminated finds the status entry named like the first

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -35,39 +36,57 @@ func checkStructure(c *Cluster) error {
 	seen := make(map[string]int, len(c.Spec.WorkerGroups))
 	for i := range c.Spec.WorkerGroups {
 		g := &c.Spec.WorkerGroups[i]
-		field := fmt.Sprintf("Spec.WorkerGroups[%d]", i)
-		if g.GroupName == "" {
-			return fmt.Errorf("%w: %s.GroupName is empty", ErrInvalidCluster, field)
-		}
-		if errs := validation.IsValidLabelValue(g.GroupName); len(errs) > 0 {
-			return fmt.Errorf("%w: %s.GroupName %q is not a valid label value: %s", ErrInvalidCluster, field, g.GroupName, strings.Join(errs, "; "))
-		}
-		if j, dup := seen[g.GroupName]; dup {
-			return fmt.Errorf("%w: %s.GroupName %q duplicates Spec.WorkerGroups[%d]", ErrInvalidCluster, field, g.GroupName, j)
-		}
-		seen[g.GroupName] = i
-		if len(g.Template.Spec.Containers) == 0 {
-			return fmt.Errorf("%w: %s.Template.Spec.Containers is empty (group %q; the Ray container must be first)", ErrInvalidCluster, field, g.GroupName)
-		}
-		if err := checkGeneratedName(field+".GroupName", g.GroupName, podNamePrefix(c.Name+"-"+g.GroupName, "worker", true)); err != nil {
+		if err := checkGroup(g, i, c.Name, seen); err != nil {
 			return err
-		}
-		if g.NumOfHosts > MaxNumOfHosts {
-			return fmt.Errorf("%w: %s.NumOfHosts = %d exceeds %d (group %q): a replica group is created as one unit", ErrInvalidCluster, field, g.NumOfHosts, MaxNumOfHosts, g.GroupName)
-		}
-		if g.NumOfHosts > 1 {
-			// The replica name <group>-<5 chars> is a label value (≤ 63 chars).
-			if errs := validation.IsValidLabelValue(g.GroupName + "-bbbbb"); len(errs) > 0 {
-				return fmt.Errorf("%w: %s.GroupName %q cannot produce a replica name label: %s", ErrInvalidCluster, field, g.GroupName, strings.Join(errs, "; "))
-			}
-		}
-		for k, v := range g.Labels {
-			if err := checkLabel(field+".Labels", k, v); err != nil {
-				return fmt.Errorf("%w: %v", ErrInvalidCluster, err)
-			}
 		}
 	}
 	return nil
+}
+
+// groupField names worker group i in error messages.
+func groupField(i int) string { return "Spec.WorkerGroups[" + strconv.Itoa(i) + "]" }
+
+// checkGroup is checkStructure for worker group i. Decide calls it on every
+// pass, so the group's field name is built only for an error.
+func checkGroup(g *WorkerGroup, i int, cluster string, seen map[string]int) error {
+	if g.GroupName == "" {
+		return fmt.Errorf("%w: %s.GroupName is empty", ErrInvalidCluster, groupField(i))
+	}
+	if errs := validation.IsValidLabelValue(g.GroupName); len(errs) > 0 {
+		return fmt.Errorf("%w: %s.GroupName %q is not a valid label value: %s", ErrInvalidCluster, groupField(i), g.GroupName, strings.Join(errs, "; "))
+	}
+	if j, dup := seen[g.GroupName]; dup {
+		return fmt.Errorf("%w: %s.GroupName %q duplicates %s", ErrInvalidCluster, groupField(i), g.GroupName, groupField(j))
+	}
+	seen[g.GroupName] = i
+	if len(g.Template.Spec.Containers) == 0 {
+		return fmt.Errorf("%w: %s.Template.Spec.Containers is empty (group %q; the Ray container must be first)", ErrInvalidCluster, groupField(i), g.GroupName)
+	}
+	if prefix := podNamePrefix(cluster+"-"+g.GroupName, NodeTypeWorker, true); !validGeneratedName(prefix) {
+		return checkGeneratedName(groupField(i)+".GroupName", g.GroupName, prefix)
+	}
+	if g.NumOfHosts > MaxNumOfHosts {
+		return fmt.Errorf("%w: %s.NumOfHosts = %d exceeds %d (group %q): a replica group is created as one unit", ErrInvalidCluster, groupField(i), g.NumOfHosts, MaxNumOfHosts, g.GroupName)
+	}
+	if g.NumOfHosts > 1 {
+		// The replica name <group>-<5 chars> is a label value (≤ 63 chars).
+		if errs := validation.IsValidLabelValue(g.GroupName + "-bbbbb"); len(errs) > 0 {
+			return fmt.Errorf("%w: %s.GroupName %q cannot produce a replica name label: %s", ErrInvalidCluster, groupField(i), g.GroupName, strings.Join(errs, "; "))
+		}
+	}
+	// Sorted, so that of several bad labels the same one is always reported.
+	for _, k := range sortedKeys(g.Labels) {
+		if err := checkLabel(groupField(i)+".Labels", k, g.Labels[k]); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidCluster, err)
+		}
+	}
+	return nil
+}
+
+// validGeneratedName reports whether prefix plus a 5-character suffix is a
+// valid pod name.
+func validGeneratedName(prefix string) bool {
+	return len(validation.IsDNS1123Subdomain(prefix+"bbbbb")) == 0
 }
 
 // checkGeneratedName checks that prefix plus a 5-character suffix is a valid

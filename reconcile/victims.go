@@ -115,9 +115,12 @@ func (d *decider) victims(running []int32, n int) []int32 {
 		slices.SortFunc(names, func(a, b int32) int { return cmp.Compare(d.pod(a).Name, d.pod(b).Name) })
 		return names[:n]
 	}
-	// A bounded max-heap of the n best keys.
-	heap := make([]victimKey, 0, n)
-	worse := func(i, j int) bool { return compareVictims(&heap[i], &heap[j]) > 0 }
+	// A bounded max-heap of the n best keys. The keys stay where they were
+	// first stored; the heap orders their slots, so sifting moves 4-byte
+	// slot numbers rather than whole keys.
+	keys := make([]victimKey, 0, n)
+	heap := make([]int32, 0, n)
+	worse := func(i, j int) bool { return compareVictims(&keys[heap[i]], &keys[heap[j]]) > 0 }
 	down := func(i int) {
 		for {
 			l := 2*i + 1
@@ -137,8 +140,9 @@ func (d *decider) victims(running []int32, n int) []int32 {
 	}
 	for _, i := range running {
 		k := keyOf(i, d.pod(i))
-		if len(heap) < n {
-			heap = append(heap, k)
+		if len(keys) < n {
+			keys = append(keys, k)
+			heap = append(heap, int32(len(keys)-1))
 			for c := len(heap) - 1; c > 0; {
 				par := (c - 1) / 2
 				if !worse(c, par) {
@@ -149,15 +153,19 @@ func (d *decider) victims(running []int32, n int) []int32 {
 			}
 			continue
 		}
-		if compareVictims(&k, &heap[0]) < 0 {
-			heap[0] = k
+		if compareVictims(&k, &keys[heap[0]]) < 0 {
+			keys[heap[0]] = k
 			down(0)
 		}
 	}
-	slices.SortFunc(heap, func(a, b victimKey) int { return compareVictims(&a, &b) })
+	// Popping the max-heap yields the victims worst-ranked first; filling
+	// out from the back leaves them best first.
 	out := make([]int32, len(heap))
-	for i := range heap {
-		out[i] = heap[i].idx
+	for j := len(heap) - 1; j >= 0; j-- {
+		out[j] = keys[heap[0]].idx
+		heap[0] = heap[len(heap)-1]
+		heap = heap[:len(heap)-1]
+		down(0)
 	}
 	return out
 }

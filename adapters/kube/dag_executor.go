@@ -34,12 +34,15 @@ const BatchTaskName = "job"
 // template is never touched), the flow's patch is merged in, and the plan's
 // name, labels, annotations and controller owner reference are set.
 //
-// dag.DeleteJob carries no namespace, so one JobExecutor serves the workflows
-// of one Namespace; CreateJob refuses a job of another namespace.
+// Creates and deletes act in the plan's namespace (dag.CreateJob.Namespace,
+// dag.DeleteJob.Namespace), so one JobExecutor can serve workflows of every
+// namespace; Namespace, when set, confines it to one.
 type JobExecutor struct {
 	// Client creates and deletes Jobs.
 	Client client.Client
-	// Namespace is the workflows' namespace.
+	// Namespace, when set, is the only namespace this executor acts in: a
+	// create or delete of a job in another namespace is refused. It is also
+	// the namespace of a delete whose plan names none.
 	Namespace string
 	// Template returns the template of a flow (dag.CreateJob.Template: the
 	// flow's name in the workflow's namespace). A nil template, or an error
@@ -119,7 +122,7 @@ func (e *JobExecutor) BuildJob(ctx context.Context, c dag.CreateJob) (*batchv1.J
 // CreateJob implements dag.Executor. An existing job of the same name returns
 // an error wrapping dag.ErrAlreadyExists, which dag.Apply counts as created.
 func (e *JobExecutor) CreateJob(ctx context.Context, c dag.CreateJob) error {
-	if c.Namespace != e.Namespace {
+	if c.Namespace == "" || (e.Namespace != "" && c.Namespace != e.Namespace) {
 		return fmt.Errorf("job %s: namespace %q, but this JobExecutor serves %q", c.Name, c.Namespace, e.Namespace)
 	}
 	job, err := e.BuildJob(ctx, c)
@@ -148,8 +151,16 @@ func ownerRef(namespace string, o metav1.OwnerReference) *corev1.ObjectReference
 // precondition, so a re-created job of the same name is never deleted by
 // mistake (the API server answers 409 Conflict, returned as an error so the
 // caller re-plans). A job already gone returns an error wrapping
-// dag.ErrNotFound.
+// dag.ErrNotFound. The job is looked up in d.Namespace (Namespace when the
+// plan names none).
 func (e *JobExecutor) DeleteJob(ctx context.Context, d dag.DeleteJob) error {
+	ns := d.Namespace
+	if ns == "" {
+		ns = e.Namespace
+	}
+	if ns == "" || (e.Namespace != "" && ns != e.Namespace) {
+		return fmt.Errorf("job %s: namespace %q, but this JobExecutor serves %q", d.Name, d.Namespace, e.Namespace)
+	}
 	prop := e.Propagation
 	if prop == "" {
 		prop = metav1.DeletePropagationBackground
@@ -158,12 +169,12 @@ func (e *JobExecutor) DeleteJob(ctx context.Context, d dag.DeleteJob) error {
 	if d.UID != "" {
 		opts = append(opts, client.Preconditions{UID: &d.UID})
 	}
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: d.Name}}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: d.Name}}
 	if err := e.Client.Delete(ctx, job, opts...); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("job %s/%s: %w: %v", e.Namespace, d.Name, dag.ErrNotFound, err)
+			return fmt.Errorf("job %s/%s: %w: %v", ns, d.Name, dag.ErrNotFound, err)
 		}
-		return fmt.Errorf("job %s/%s: delete (%s): %w", e.Namespace, d.Name, d.Reason, err)
+		return fmt.Errorf("job %s/%s: delete (%s): %w", ns, d.Name, d.Reason, err)
 	}
 	return nil
 }

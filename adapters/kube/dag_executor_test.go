@@ -245,8 +245,9 @@ func TestJobExecutorDiamond(t *testing.T) {
 
 // TestJobExecutorIdempotence checks the executor's contract at the edges:
 // AlreadyExists and NotFound map to dag's sentinels, a stale UID precondition
-// protects a re-created job, a missing template is ErrNoTemplate, and the
-// Created event reaches the API server.
+// protects a re-created job, a missing template is ErrNoTemplate, an executor
+// confined to one Namespace refuses another, and the Created event reaches the
+// API server.
 func TestJobExecutorIdempotence(t *testing.T) {
 	env := kubetest.Shared(t)
 	ctx := testCtx(t, time.Minute)
@@ -286,6 +287,9 @@ func TestJobExecutorIdempotence(t *testing.T) {
 	other.Namespace = "elsewhere"
 	if err := exec.CreateJob(ctx, other); err == nil {
 		t.Fatal("create in another namespace succeeded")
+	}
+	if err := exec.DeleteJob(ctx, dag.DeleteJob{Name: "wf-x", Namespace: "elsewhere"}); err == nil || errors.Is(err, dag.ErrNotFound) {
+		t.Fatalf("delete in another namespace: %v, want a refusal that is not dag.ErrNotFound", err)
 	}
 
 	var job batchv1.Job

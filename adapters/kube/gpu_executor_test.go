@@ -17,6 +17,7 @@ import (
 
 	"github.com/plancore/plancore/adapters/kube"
 	"github.com/plancore/plancore/adapters/kube/kubetest"
+	"github.com/plancore/plancore/fake"
 	"github.com/plancore/plancore/gpu"
 	"github.com/plancore/plancore/lock"
 )
@@ -151,9 +152,11 @@ func TestBindExecutor(t *testing.T) {
 	}
 }
 
+// gpuHeldBy reports whether obs is held by p, UID included (read from the
+// sidecar in HAMi's wire format), with a fencing epoch.
 func gpuHeldBy(obs lock.Observation, p *corev1.Pod) bool {
-	r, _, err := lock.Decode(obs.Raw)
-	return obs.Present && err == nil && r.Namespace == p.Namespace && r.Name == p.Name
+	r, _, err := fake.ObservedRecord(obs)
+	return obs.Present && err == nil && r.Namespace == p.Namespace && r.Name == p.Name && r.UID == string(p.UID) && r.Epoch > 0
 }
 
 // TestBindBurst binds 8 GPU pods to one node at once through BindExecutor

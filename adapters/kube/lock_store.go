@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,7 +56,11 @@ const (
 // was at the precondition's resourceVersion. It remembers the last Node it read
 // per lock, so the usual Get-then-write costs one read and one patch; a
 // precondition it has not seen costs an extra read. It is safe for concurrent
-// use. Reads go to Reader when set (use an uncached reader such as a manager's
+// use, and keeps a release from stampeding the API server when it wakes many
+// waiters of one process at once: concurrent Gets of one Node share one read
+// (never one already in flight, so each is as fresh as the caller's own), and
+// writes to one Node take turns, so the writers that lost to this store's own
+// write fail with lock.ErrConflict without a patch. Reads go to Reader when set (use an uncached reader such as a manager's
 // APIReader: a lagging cache only produces conflicts), else to Client.
 type NodeLockStore struct {
 	// Client writes (and, without Reader, reads) Nodes. It needs get and patch
@@ -69,6 +74,10 @@ type NodeLockStore struct {
 	mu    sync.Mutex
 	views map[lock.Key]nodeView
 	subs  map[string]chan struct{}
+	// writing holds one token per Node while a write to it is in flight.
+	writing map[string]chan struct{}
+	// reads are the Node reads in flight and queued, per Node.
+	reads map[string]*nodeReads
 }
 
 // nodeView is what a lock looked like on a Node at one resourceVersion.
@@ -78,6 +87,9 @@ type nodeView struct {
 	raw       string
 	sidecar   string
 	epochHigh uint64
+	// supersedes is the resourceVersion this store's own write replaced to
+	// reach version, or "": a precondition at it can no longer hold.
+	supersedes string
 }
 
 var (
@@ -117,13 +129,94 @@ func (s *NodeLockStore) remember(key lock.Key, v nodeView) {
 
 // fetch reads the Node and remembers its view of key.
 func (s *NodeLockStore) fetch(ctx context.Context, key lock.Key) (nodeView, error) {
-	var node corev1.Node
-	if err := s.reader().Get(ctx, client.ObjectKey{Name: key.Node}, &node); err != nil {
+	node, err := s.readNode(ctx, key.Node)
+	if err != nil {
 		return nodeView{}, fmt.Errorf("lock %s: get node: %w", key, err)
 	}
-	v := viewOf(&node, key)
+	v := viewOf(node, key)
 	s.remember(key, v)
 	return v, nil
+}
+
+// nodeReads is the read of one Node in flight and the one queued behind it.
+type nodeReads struct {
+	running, next *nodeRead
+}
+
+// nodeRead is one Get of a Node, shared by every caller that joined it.
+type nodeRead struct {
+	done chan struct{}
+	node *corev1.Node // read-only once done is closed
+	err  error
+	// waiters counts the callers that joined the read while it was queued.
+	waiters int
+}
+
+// readTimeout bounds one shared Node read, which no single caller's context
+// governs.
+const readTimeout = 30 * time.Second
+
+// readNode reads a Node, coalescing concurrent reads: a caller never joins a
+// read already in flight (it might have been served before the caller's call
+// began, so it could miss a write the caller already knows of), but waits for
+// it to end and shares the next one with everyone else who arrived meanwhile.
+// Each result is thus as fresh as a read of the caller's own, and when a
+// release wakes every waiter of this store at once, they cost two reads
+// instead of one each.
+func (s *NodeLockStore) readNode(ctx context.Context, name string) (*corev1.Node, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.reads == nil {
+		s.reads = map[string]*nodeReads{}
+	}
+	g := s.reads[name]
+	if g == nil {
+		g = &nodeReads{}
+		s.reads[name] = g
+	}
+	var r *nodeRead
+	switch {
+	case g.running == nil:
+		r = &nodeRead{done: make(chan struct{})}
+		g.running = r
+		go s.runRead(ctx, name, g, r)
+	default:
+		if g.next == nil {
+			g.next = &nodeRead{done: make(chan struct{})}
+		}
+		r = g.next
+		r.waiters++
+	}
+	s.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.node, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// runRead performs r, then starts the read queued behind it, if any.
+func (s *NodeLockStore) runRead(ctx context.Context, name string, g *nodeReads, r *nodeRead) {
+	for r != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+		var node corev1.Node
+		r.err = s.reader().Get(rctx, client.ObjectKey{Name: name}, &node)
+		cancel()
+		if r.err == nil {
+			r.node = &node
+		}
+		close(r.done)
+		s.mu.Lock()
+		g.running, g.next = g.next, nil
+		if g.running == nil && s.reads[name] == g {
+			delete(s.reads, name)
+		}
+		r = g.running
+		s.mu.Unlock()
+	}
 }
 
 // Get implements lock.Store. A missing Node is an error (wrapping the API
@@ -147,6 +240,11 @@ func (s *NodeLockStore) viewAt(ctx context.Context, key lock.Key, version string
 	s.mu.Unlock()
 	if ok && v.version == version {
 		return v, nil
+	}
+	if ok && version != "" && v.supersedes == version {
+		// This store's own write moved the Node past version; a
+		// resourceVersion never comes back, so no read is needed.
+		return nodeView{}, fmt.Errorf("%w: %s: node was written since resourceVersion %s", lock.ErrConflict, key, version)
 	}
 	v, err := s.fetch(ctx, key)
 	if err != nil {
@@ -178,6 +276,11 @@ func (s *NodeLockStore) CompareAndSwap(ctx context.Context, key lock.Key, pre lo
 		return fmt.Errorf("%w: record %s/%s uid %q epoch %d: a Node lock record needs namespace, name, UID and an epoch ≥ 1",
 			lock.ErrBadInput, rec.Namespace, rec.Name, rec.UID, rec.Epoch)
 	}
+	done, err := s.writeTurn(ctx, key.Node)
+	if err != nil {
+		return err
+	}
+	defer done()
 	v, err := s.viewAt(ctx, key, pre.Version)
 	if err != nil {
 		return err
@@ -205,6 +308,11 @@ func (s *NodeLockStore) CompareAndDelete(ctx context.Context, key lock.Key, pre 
 	if !pre.Present {
 		return fmt.Errorf("%w: %s: a delete needs a present value, got %s", lock.ErrConflict, key, pre)
 	}
+	done, err := s.writeTurn(ctx, key.Node)
+	if err != nil {
+		return err
+	}
+	defer done()
 	v, err := s.viewAt(ctx, key, pre.Version)
 	if err != nil {
 		return err
@@ -213,6 +321,33 @@ func (s *NodeLockStore) CompareAndDelete(ctx context.Context, key lock.Key, pre 
 		return err
 	}
 	return s.patch(ctx, key, pre.Version, map[string]*string{key.Name: nil})
+}
+
+// writeTurn waits until no other write of this store to node is in flight
+// and returns the function that ends this one. Writes to one Node cannot
+// succeed side by side anyway (each is guarded by the whole Node's
+// resourceVersion); taking turns lets the writers that lost to a write of this
+// store fail at once, from the view that write left (nodeView.supersedes),
+// instead of each sending a patch the API server refuses with 409. When a
+// release wakes many waiters of one process, only one of their grants reaches
+// the API server.
+func (s *NodeLockStore) writeTurn(ctx context.Context, node string) (done func(), err error) {
+	s.mu.Lock()
+	if s.writing == nil {
+		s.writing = map[string]chan struct{}{}
+	}
+	turn, ok := s.writing[node]
+	if !ok {
+		turn = make(chan struct{}, 1)
+		s.writing[node] = turn
+	}
+	s.mu.Unlock()
+	select {
+	case turn <- struct{}{}:
+		return func() { <-turn }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // nodePatch is a JSON merge patch of a Node's annotations guarded by its
@@ -236,7 +371,9 @@ func (s *NodeLockStore) patch(ctx context.Context, key lock.Key, version string,
 	err = s.Client.Patch(ctx, node, client.RawPatch(types.MergePatchType, body))
 	switch {
 	case err == nil:
-		s.remember(key, viewOf(node, key))
+		v := viewOf(node, key)
+		v.supersedes = version
+		s.remember(key, v)
 		s.Notify(key.Node)
 		return nil
 	case apierrors.IsConflict(err):
@@ -324,6 +461,9 @@ func (s *NodeLockStore) EventHandler(lockNames ...string) toolscache.ResourceEve
 func (s *NodeLockStore) Forget(node string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A write still in flight keeps its turn token; a new writer gets a new
+	// one. Only the fast path suffers: the resourceVersion guards every write.
+	delete(s.writing, node)
 	for k := range s.views {
 		if k.Node == node {
 			delete(s.views, k)

@@ -47,8 +47,8 @@ func rawPatch(ctx context.Context, c client.Client, node, version string, annota
 }
 
 // TestNodeLockStoreContract holds NodeLockStore to lock.Store's contract against
-// the real API server, clause by clause. (package fake has no lock-store
-// conformance suite yet; these are the clauses of lock.Store's documentation.)
+// the real API server, clause by clause, beyond what fake.CheckLockStore
+// covers (TestNodeLockStoreConformance runs that suite).
 func TestNodeLockStoreContract(t *testing.T) {
 	env := kubetest.Shared(t)
 	ctx := testCtx(t, time.Minute)
