@@ -169,12 +169,13 @@ func (s *CapacitySim) reserve(ctx context.Context, k, node int, rid string) erro
 	return nil
 }
 
-func (s *CapacitySim) reserveBatch(ctx context.Context, k int, nodes []int, mode capacity.BatchMode) error {
+func (s *CapacitySim) reserveBatch(ctx context.Context, k int, batch []simRID, mode capacity.BatchMode) error {
 	s.callNow = s.schedNow(k)
-	items := make([]capacity.Reservation, len(nodes))
-	for i, n := range nodes {
-		s.nextRID++
-		items[i] = capacity.Reservation{Node: s.ids[n], RID: fmt.Sprintf("j%d", s.nextRID), Max: s.cfg.Max, Running: s.view[n]}
+	items := make([]capacity.Reservation, len(batch))
+	nodes := make([]int, len(batch))
+	for i, b := range batch {
+		nodes[i] = b.node
+		items[i] = capacity.Reservation{Node: s.ids[b.node], RID: b.rid, Max: s.cfg.Max, Running: s.view[b.node]}
 	}
 	got, err := s.store.ReserveBatch(ctx, items, mode)
 	if err != nil {
@@ -319,13 +320,20 @@ func (s *CapacitySim) Step(ctx context.Context, pick Picker) error {
 			r := s.rids[pick("rid", len(s.rids))]
 			err = s.reserve(ctx, k, r.node, r.rid)
 		}
-	case actBatch: // a batch on random nodes
-		n := 1 + pick("batch size", 3)
-		nodes := make([]int, n)
-		for i := range nodes {
-			nodes[i] = pick("batch node", s.cfg.Nodes)
+	case actBatch: // a batch on random nodes: fresh rids, retried old ones, a rid twice
+		batch := make([]simRID, 1+pick("batch size", 4))
+		for i := range batch {
+			switch item := pick("batch item", 6); {
+			case item == 4 && len(s.rids) > 0:
+				batch[i] = s.rids[pick("rid", len(s.rids))]
+			case item == 5 && i > 0:
+				batch[i] = batch[pick("repeat", i)]
+			default:
+				s.nextRID++
+				batch[i] = simRID{node: pick("batch node", s.cfg.Nodes), rid: fmt.Sprintf("j%d", s.nextRID)}
+			}
 		}
-		err = s.reserveBatch(ctx, k, nodes, capacity.BatchMode(pick("batch mode", 2)))
+		err = s.reserveBatch(ctx, k, batch, capacity.BatchMode(pick("batch mode", 2)))
 	case actDeliver: // deliver a dispatch to its node
 		err = s.deliver(ctx, pick)
 	case actGiveUp: // the scheduler gives up on a dispatch (send failure) and releases

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -103,6 +104,10 @@ type CapacityStore struct {
 	acct  string
 	pre   string
 	clock func() time.Time
+	// Script arguments that never change, boxed once: every interface
+	// conversion of a string or a large int is an allocation, and Reserve is
+	// the hot path.
+	acctArg, hbtoArg, ttlArg any
 }
 
 var _ capacity.SlotStore = (*CapacityStore)(nil)
@@ -117,6 +122,7 @@ func NewCapacityStore(ctx context.Context, c goredis.Scripter, o CapacityStoreOp
 	if o.Accounting == capacity.SeedMax {
 		s.acct = "max"
 	}
+	s.acctArg, s.hbtoArg, s.ttlArg = s.acct, msArg(s.opts.HeartbeatTimeout), msArg(s.opts.TTL)
 	if err := s.LoadScripts(ctx); err != nil {
 		return nil, err
 	}
@@ -139,8 +145,33 @@ func unavailable(op string, err error) error {
 }
 
 func (s *CapacityStore) keys(node string) []string {
-	base := s.pre + "{n:" + node + "}:"
-	return []string{base + "hb", base + "pend", base + "acked"}
+	k := s.keys3(node)
+	return k[:]
+}
+
+// keys3 returns a node's hb, pend and acked keys as substrings of one
+// allocation.
+func (s *CapacityStore) keys3(node string) [3]string {
+	base := len(s.pre) + len(node) + 5 // <prefix>{n:<id>}:
+	var b strings.Builder
+	b.Grow(3*base + len("hbpendacked"))
+	for _, suffix := range [...]string{"hb", "pend", "acked"} {
+		b.WriteString(s.pre)
+		b.WriteString("{n:")
+		b.WriteString(node)
+		b.WriteString("}:")
+		b.WriteString(suffix)
+	}
+	all := b.String()
+	return [3]string{all[:base+2], all[base+2 : 2*base+6], all[2*base+6:]}
+}
+
+// ttl is the TTL argument of a script, boxed once for the default TTL.
+func (s *CapacityStore) ttl(d time.Duration) any {
+	if d == s.opts.TTL {
+		return s.ttlArg
+	}
+	return msArg(d)
 }
 
 func (s *CapacityStore) now() string {
@@ -161,13 +192,12 @@ func fromMS(ms int64) time.Time {
 
 // Reserve asks for a pending lease; see capacity.SlotStore.
 func (s *CapacityStore) Reserve(ctx context.Context, r capacity.Reservation) (capacity.ReserveResult, error) {
-	items, err := s.validate([]capacity.Reservation{r})
+	r, err := s.resolve(r)
 	if err != nil {
 		return capacity.ReserveResult{}, err
 	}
-	r = items[0]
-	v, err := capReserve.Run(ctx, s.c, s.keys(r.Node), r.RID, r.Max, msArg(r.TTL), msArg(s.opts.HeartbeatTimeout),
-		s.acct, r.Running, s.now()).Int64Slice()
+	v, err := capReserve.Run(ctx, s.c, s.keys(r.Node), r.RID, r.Max, s.ttl(r.TTL), s.hbtoArg,
+		s.acctArg, r.Running, s.now()).Int64Slice()
 	if err != nil {
 		return capacity.ReserveResult{}, unavailable("reserve", err)
 	}
@@ -187,16 +217,24 @@ func reserveResult(v []int64) capacity.ReserveResult {
 func (s *CapacityStore) validate(items []capacity.Reservation) ([]capacity.Reservation, error) {
 	out := make([]capacity.Reservation, len(items))
 	for i, r := range items {
-		r, err := r.Resolve(s.opts)
+		r, err := s.resolve(r)
 		if err != nil {
 			return nil, err
-		}
-		if r.TTL < time.Millisecond {
-			return nil, fmt.Errorf("%w: TTL %v for rid %q is below the store's 1ms resolution", capacity.ErrInvalidInput, r.TTL, r.RID)
 		}
 		out[i] = r
 	}
 	return out, nil
+}
+
+func (s *CapacityStore) resolve(r capacity.Reservation) (capacity.Reservation, error) {
+	r, err := r.Resolve(s.opts)
+	if err != nil {
+		return r, err
+	}
+	if r.TTL < time.Millisecond {
+		return r, fmt.Errorf("%w: TTL %v for rid %q is below the store's 1ms resolution", capacity.ErrInvalidInput, r.TTL, r.RID)
+	}
+	return r, nil
 }
 
 // ReserveBatch reserves several items in one script call; see
@@ -215,22 +253,54 @@ func (s *CapacityStore) ReserveBatch(ctx context.Context, items []capacity.Reser
 	if len(items) == 0 {
 		return capacity.BatchResult{Committed: true, Items: []capacity.ReserveResult{}}, nil
 	}
-	index := map[string]int{}
-	var keys []string
 	modeArg := "all"
 	if mode == capacity.Partial {
 		modeArg = "partial"
 	}
+	// Nodes are numbered in order of first appearance; a linear scan beats a
+	// map for the usual batch of a few distinct nodes.
+	var nodes []string
+	var index map[string]int
+	keys := make([]string, 0, 3*len(items))
 	args := make([]any, 0, 4+5*len(items))
-	args = append(args, s.now(), msArg(s.opts.HeartbeatTimeout), s.acct, modeArg)
-	for _, it := range items {
-		i, ok := index[it.Node]
-		if !ok {
-			i = len(index) + 1
-			index[it.Node] = i
-			keys = append(keys, s.keys(it.Node)...)
+	args = append(args, s.now(), s.hbtoArg, s.acctArg, modeArg)
+	var lastMax, lastTTL, lastRunning any
+	for i, it := range items {
+		n := -1
+		if index != nil {
+			if j, ok := index[it.Node]; ok {
+				n = j
+			}
+		} else {
+			n = slices.Index(nodes, it.Node)
 		}
-		args = append(args, i, it.RID, it.Max, msArg(it.TTL), it.Running)
+		if n < 0 {
+			n = len(nodes)
+			nodes = append(nodes, it.Node)
+			switch {
+			case index != nil:
+				index[it.Node] = n
+			case len(nodes) > 16:
+				index = make(map[string]int, len(items))
+				for j, id := range nodes {
+					index[id] = j
+				}
+			}
+			k := s.keys3(it.Node)
+			keys = append(keys, k[:]...)
+		}
+		// Items of one batch mostly share M, TTL and running: box each value
+		// once.
+		if i == 0 || it.Max != items[i-1].Max {
+			lastMax = it.Max
+		}
+		if i == 0 || it.TTL != items[i-1].TTL {
+			lastTTL = s.ttl(it.TTL)
+		}
+		if i == 0 || it.Running != items[i-1].Running {
+			lastRunning = it.Running
+		}
+		args = append(args, n+1, it.RID, lastMax, lastTTL, lastRunning)
 	}
 	v, err := capReserveBatch.Run(ctx, s.c, keys, args...).Int64Slice()
 	if err != nil {
@@ -259,7 +329,7 @@ func (s *CapacityStore) Ack(ctx context.Context, a capacity.Ack) (capacity.AckSt
 		fenced = "0"
 	}
 	v, err := capAck.Run(ctx, s.c, s.keys(a.Node), a.RID, strconv.FormatUint(a.Epoch, 10), strconv.FormatUint(a.Seq, 10),
-		fenced, msArg(s.opts.Lifetime), s.acct, s.now()).Int64()
+		fenced, msArg(s.opts.Lifetime), s.acctArg, s.now()).Int64()
 	if err != nil {
 		return 0, unavailable("ack", err)
 	}

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -228,3 +229,83 @@ func TestCapacityStoreRejectsBadInput(t *testing.T) {
 }
 
 func second[A any](_ A, err error) error { return err }
+
+// TestCapacityStoreBatchMatchesMemStore sends the same large batches to the
+// Redis store and to MemStore at the same instant: 49 items on 24 nodes, each
+// node twice or more (so the client numbers nodes through its map, past 16,
+// and the script takes its ZMSCORE and single-ZADD path), rids repeated
+// inside the batch, rids already held or acked, and nodes of M = 1 that
+// refuse, in both modes. Every item's answer must be the same.
+func TestCapacityStoreBatchMatchesMemStore(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	rs := newStore(t, srv.Client(), redis.CapacityStoreOptions{Clock: clock})
+	ms, err := capacity.NewMemStore(capacity.MemStoreOptions{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stores := []capacity.SlotStore{rs, ms}
+	node := func(i int) string { return fmt.Sprintf("node-%02d", i) }
+	for _, s := range stores {
+		for i := range 24 {
+			if _, err := s.Heartbeat(ctx, node(i), capacity.Heartbeat{Epoch: 1, Seq: 1, Running: i % 3}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// held on node-01, acked on node-02
+		if _, err := s.Reserve(ctx, capacity.Reservation{Node: node(1), RID: "held"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Reserve(ctx, capacity.Reservation{Node: node(2), RID: "acked"}); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := s.Ack(ctx, capacity.Ack{Node: node(2), RID: "acked", Epoch: 1, Seq: 2}); err != nil || st != capacity.AckOK {
+			t.Fatal(st, err)
+		}
+	}
+	batch := func(round int) []capacity.Reservation {
+		var items []capacity.Reservation
+		for k := range 48 {
+			n := (k * 7) % 24
+			it := capacity.Reservation{Node: node(n), RID: fmt.Sprintf("r%d-%d", round, k), Max: 1 + n%5}
+			switch k % 9 {
+			case 3:
+				it.RID = fmt.Sprintf("r%d-%d", round, k-1) // the previous item's rid, on another node
+			case 5:
+				it.Node, it.RID = node(1), "held"
+			case 7:
+				it.Node, it.RID = node(2), "acked"
+			}
+			items = append(items, it)
+		}
+		items = append(items, items[0]) // a rid twice on one node
+		return items
+	}
+	for round, mode := range []capacity.BatchMode{capacity.AllOrNothing, capacity.Partial, capacity.Partial} {
+		now = now.Add(time.Second)
+		var got [2]capacity.BatchResult
+		for i, s := range stores {
+			if got[i], err = s.ReserveBatch(ctx, batch(round), mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got[0].Committed != got[1].Committed || len(got[0].Items) != len(got[1].Items) {
+			t.Fatalf("round %d %v: redis %v, memstore %v", round, mode, got[0], got[1])
+		}
+		granted := 0
+		for i := range got[0].Items {
+			a, b := got[0].Items[i], got[1].Items[i]
+			if a.Status != b.Status || a.Epoch != b.Epoch || a.Load != b.Load || !a.Expiry.Equal(b.Expiry) || !a.EarliestExpiry.Equal(b.EarliestExpiry) {
+				t.Errorf("round %d %v item %d: redis %v, memstore %v", round, mode, i, a, b)
+			}
+			if a.Status == capacity.ReserveOK {
+				granted++
+			}
+		}
+		if mode == capacity.Partial && (granted == 0 || granted == len(got[0].Items)) {
+			t.Errorf("round %d: %d of %d granted: the batch should mix grants and refusals", round, granted, len(got[0].Items))
+		}
+	}
+}
