@@ -30,7 +30,11 @@ type fstate struct {
 	started  bool
 	ready    bool // to be created (subject to parallelism)
 	retry    bool // ready to be re-created as the next attempt
-	reasons  []Reason
+	// bucket is the status list of job's phase, known whether the phase
+	// is a Volcano phase; defaultStatus fills them once.
+	bucket  bucketID
+	known   bool
+	reasons []Reason
 }
 
 // planDefault is the plancore state machine (§2.2, §3).
@@ -50,7 +54,7 @@ func (p *planner) planDefault() error {
 
 	st := Status{State: State{Phase: phase, Reason: prev.State.Reason}}
 	if opt.SpecChange == SpecChangeReport {
-		st.SpecHash = SpecHash(*spec)
+		st.SpecHash = g.specHash
 		if prev.SpecChange != nil {
 			c := *prev.SpecChange
 			st.SpecChange = &c
@@ -647,10 +651,10 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
 	var counts [nBuckets]int
 	jobs := 0
 	for i := range g.n {
-		if j := fs[i].job; j != nil && !g.dup[i] {
+		if f := &fs[i]; f.job != nil && !g.dup[i] {
 			jobs++
-			if b, _ := bucket(j.Phase, volcano); b != bucketNone {
-				counts[b]++
+			if f.bucket, f.known = bucket(f.job.Phase, volcano); f.bucket != bucketNone {
+				counts[f.bucket]++
 			}
 		}
 	}
@@ -670,7 +674,10 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
 		}
 		name := p.names[i]
 		if j := f.job; j != nil {
-			if !l.add(name, j.Phase, volcano) {
+			if f.bucket != bucketNone {
+				l[f.bucket] = append(l[f.bucket], name)
+			}
+			if !f.known {
 				p.issue(Issue{Kind: IssueUnknownJobPhase, Flow: i, Field: "job " + name, Target: -1, Value: string(j.Phase),
 					Message: "job phase is not a Volcano job phase; bucketed as unknown"})
 			}
