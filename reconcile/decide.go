@@ -130,18 +130,28 @@ func (d *decider) run() error {
 }
 
 // sizeActions gives the plan's action list a capacity that usually fits, so
-// that the 168-byte actions are not copied while the list grows: per group the
-// gap between desired and active pods (creations capped at BurstReplicas) plus
-// the pods that may be deleted as unhealthy, and one head action. It is only a
-// hint; append still grows the list when it is short.
+// that the 168-byte actions are not copied while the list grows: per group
+// whose expectations allow actions, the gap between desired and active pods
+// (creations capped at BurstReplicas, deletions only where scale-down is
+// allowed) plus the pods that may be deleted as unhealthy, and one head
+// action. It is only a hint; append still grows the list when it is short.
 func (d *decider) sizeActions() {
 	est := 0
 	for i := range d.plan.Groups {
-		gap := int(d.plan.Groups[i].Desired) - d.activeGroup[i]
-		if gap > 0 {
-			gap = min(gap, d.o.burst())
+		gr := &d.plan.Groups[i]
+		if _, pending := d.pending[gr.Group]; pending {
+			continue
 		}
-		est += max(gap, -gap) + d.mayDelGroup[i]
+		gap := int(gr.Desired) - d.activeGroup[i]
+		switch {
+		case gap > 0:
+			gap = min(gap, d.o.burst())
+		case d.scaleDownAllowed():
+			gap = -gap
+		default:
+			gap = 0
+		}
+		est += gap + d.mayDelGroup[i]
 	}
 	if est > 0 {
 		d.plan.Actions = make([]Action, 0, est+1)
