@@ -76,6 +76,12 @@ func (p *planner) planDefault() error {
 	matched := make([]bool, len(p.s.Jobs)) // job i is some current flow's
 	own := func(i int32) bool { return matched[i] }
 	anyStarted := false
+	// Each job is read once, here: its entry, bucket and condition (with
+	// its JSON size) are built while it is in cache.
+	volcanoBuckets := opt.Buckets == BucketsVolcano
+	var counts [nBuckets]int
+	condBytes := 0
+	st.Conditions = make(map[string]Condition, len(p.s.Jobs))
 	for i := range n {
 		if g.dup[i] {
 			continue
@@ -111,6 +117,12 @@ func (p *planner) planDefault() error {
 			if startedPhase(j.Phase) {
 				f.started = true
 			}
+			if f.bucket, f.known = bucket(j.Phase, volcanoBuckets); f.bucket != bucketNone {
+				counts[f.bucket]++
+			}
+			c := condition(&p.arena, j)
+			condBytes += jsonStrLen(name) + 1 + conditionLen(&c)
+			st.Conditions[name] = c
 		} else if f.prev != nil {
 			*f.entry = *f.prev
 			f.hasEntry = true
@@ -243,7 +255,7 @@ func (p *planner) planDefault() error {
 		order, _ := p.flowJobNames()
 		p.retentionDeletes(order, own)
 	}
-	p.defaultStatus(&st, fs, own)
+	p.defaultStatus(&st, fs, own, &counts, condBytes)
 	return nil
 }
 
@@ -643,27 +655,16 @@ func (p *planner) createReady(fs []fstate, outcome string) {
 	}
 }
 
-// defaultStatus builds the Default status (§2.3).
-func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
+// defaultStatus builds the Default status (§2.3). The conditions, the bucket counts and the conditions' JSON size come
+// from planDefault's pass over the jobs.
+func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, counts *[nBuckets]int, condBytes int) {
 	g, opt := p.g, p.opt
-	volcano := opt.Buckets == BucketsVolcano
 	var l lists
-	var counts [nBuckets]int
-	jobs := 0
-	for i := range g.n {
-		if f := &fs[i]; f.job != nil && !g.dup[i] {
-			jobs++
-			if f.bucket, f.known = bucket(f.job.Phase, volcano); f.bucket != bucketNone {
-				counts[f.bucket]++
-			}
-		}
-	}
-	l.reserve(&counts)
-	st.Conditions = make(map[string]Condition, jobs)
+	l.reserve(counts)
 	// The list is compacted in place over the entries built per flow: entry
 	// k is written at an index ≤ k, after entry k was read.
 	list := p.entries[:0]
-	condBytes, entryBytes := 0, 0
+	entryBytes := 0
 	for i := range g.n {
 		f := &fs[i]
 		if g.dup[i] {
@@ -681,9 +682,6 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
 				p.issue(Issue{Kind: IssueUnknownJobPhase, Flow: i, Field: "job " + name, Target: -1, Value: string(j.Phase),
 					Message: "job phase is not a Volcano job phase; bucketed as unknown"})
 			}
-			c := condition(&p.arena, j)
-			condBytes += jsonStrLen(name) + 1 + conditionLen(&c)
-			st.Conditions[name] = c
 		}
 		if !f.hasEntry && f.outcome == OutcomeNone {
 			continue

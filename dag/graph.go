@@ -318,11 +318,34 @@ func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
 		g.specHash = h.end(spec)
 	}
 	g.checkSpecExtras(opt)
+	if g.backward() {
+		// Every flow depends only on earlier flows, the way specs are
+		// usually written: spec order is a topological order, so Kahn's
+		// reverse adjacency is not needed. The planner's decisions do not
+		// depend on which topological order it walks.
+		g.topo = make([]int32, n)
+		for i := range g.topo {
+			g.topo[i] = int32(i)
+		}
+		return g
+	}
 	g.kahn()
 	if len(g.topo) < n {
 		g.cycles()
 	}
 	return g
+}
+
+// backward reports whether every edge goes to an earlier node.
+func (g *graph) backward() bool {
+	for i := range g.n {
+		for _, t := range g.edges[g.edgeAt[i]:g.edgeAt[i+1]] {
+			if int(t) >= i {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // ref records one reference from node i to name (field sub[k], or the
