@@ -19,20 +19,21 @@ func memFactory(clock func() time.Time, o capacity.Options) (capacity.SlotStore,
 	return capacity.NewMemStore(capacity.MemStoreOptions{Options: o, Clock: clock, Shards: 4})
 }
 
-// simProperty runs the shared generator of package fake against a store: up
-// to 60 random steps of reserve, batch, dispatch, ACK (lost, retried, late),
+// simProperty runs the shared generator of package fake against a store: 30
+// to 150 random steps of reserve, batch, dispatch, ACK (lost, retried, late),
 // release, finish, heartbeats (sampled, reordered, duplicated), time, clock
 // skew and node restarts, checking safety and the differential oracle after
-// every step, then exactness at quiescence.
+// every step, then exactness at quiescence. rapid draws one seed per check
+// and the schedule follows from it (seedProperty).
 func simProperty(cfg fake.CapacitySimConfig, factory fake.StoreFactory, quiesce bool) func(*rapid.T) {
-	return func(t *rapid.T) {
+	return seedProperty(func(t *rapid.T, seed uint64) {
 		ctx := context.Background()
 		sim, err := fake.NewCapacitySim(ctx, cfg, factory)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pick := func(label string, n int) int { return rapid.IntRange(0, n-1).Draw(t, label) }
-		steps := rapid.IntRange(30, 150).Draw(t, "steps")
+		pick := fake.SeededPicker(seed)
+		steps := 30 + pick("steps", 121)
 		for range steps {
 			if err := sim.Step(ctx, pick); err != nil {
 				var over *fake.OversellError
@@ -47,7 +48,7 @@ func simProperty(cfg fake.CapacitySimConfig, factory fake.StoreFactory, quiesce 
 				t.Fatalf("%v\ntrace:\n%s", err, sim)
 			}
 		}
-	}
+	})
 }
 
 // TestPropertyNeverOversells is P1 to P10 on MemStore against the ledger:

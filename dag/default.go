@@ -30,7 +30,11 @@ type fstate struct {
 	started  bool
 	ready    bool // to be created (subject to parallelism)
 	retry    bool // ready to be re-created as the next attempt
-	reasons  []Reason
+	// bucket is the status list of job's phase, known whether the phase
+	// is a Volcano phase; defaultStatus fills them once.
+	bucket  bucketID
+	known   bool
+	reasons []Reason
 }
 
 // planDefault is the plancore state machine (§2.2, §3).
@@ -50,7 +54,7 @@ func (p *planner) planDefault() error {
 
 	st := Status{State: State{Phase: phase, Reason: prev.State.Reason}}
 	if opt.SpecChange == SpecChangeReport {
-		st.SpecHash = SpecHash(*spec)
+		st.SpecHash = g.specHash
 		if prev.SpecChange != nil {
 			c := *prev.SpecChange
 			st.SpecChange = &c
@@ -72,6 +76,12 @@ func (p *planner) planDefault() error {
 	matched := make([]bool, len(p.s.Jobs)) // job i is some current flow's
 	own := func(i int32) bool { return matched[i] }
 	anyStarted := false
+	// Each job is read once, here: its entry, bucket and condition (with
+	// its JSON size) are built while it is in cache.
+	volcanoBuckets := opt.Buckets == BucketsVolcano
+	var counts [nBuckets]int
+	condBytes := 0
+	st.Conditions = make(map[string]Condition, len(p.s.Jobs))
 	for i := range n {
 		if g.dup[i] {
 			continue
@@ -107,6 +117,12 @@ func (p *planner) planDefault() error {
 			if startedPhase(j.Phase) {
 				f.started = true
 			}
+			if f.bucket, f.known = bucket(j.Phase, volcanoBuckets); f.bucket != bucketNone {
+				counts[f.bucket]++
+			}
+			c := condition(&p.arena, j)
+			condBytes += jsonStrLen(name) + 1 + conditionLen(&c)
+			st.Conditions[name] = c
 		} else if f.prev != nil {
 			*f.entry = *f.prev
 			f.hasEntry = true
@@ -239,7 +255,7 @@ func (p *planner) planDefault() error {
 		order, _ := p.flowJobNames()
 		p.retentionDeletes(order, own)
 	}
-	p.defaultStatus(&st, fs, own)
+	p.defaultStatus(&st, fs, own, &counts, condBytes)
 	return nil
 }
 
@@ -639,27 +655,16 @@ func (p *planner) createReady(fs []fstate, outcome string) {
 	}
 }
 
-// defaultStatus builds the Default status (§2.3).
-func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
+// defaultStatus builds the Default status (§2.3). The conditions, the bucket counts and the conditions' JSON size come
+// from planDefault's pass over the jobs.
+func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, counts *[nBuckets]int, condBytes int) {
 	g, opt := p.g, p.opt
-	volcano := opt.Buckets == BucketsVolcano
 	var l lists
-	var counts [nBuckets]int
-	jobs := 0
-	for i := range g.n {
-		if j := fs[i].job; j != nil && !g.dup[i] {
-			jobs++
-			if b, _ := bucket(j.Phase, volcano); b != bucketNone {
-				counts[b]++
-			}
-		}
-	}
-	l.reserve(&counts)
-	st.Conditions = make(map[string]Condition, jobs)
+	l.reserve(counts)
 	// The list is compacted in place over the entries built per flow: entry
 	// k is written at an index ≤ k, after entry k was read.
 	list := p.entries[:0]
-	condBytes, entryBytes := 0, 0
+	entryBytes := 0
 	for i := range g.n {
 		f := &fs[i]
 		if g.dup[i] {
@@ -670,13 +675,13 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
 		}
 		name := p.names[i]
 		if j := f.job; j != nil {
-			if !l.add(name, j.Phase, volcano) {
+			if f.bucket != bucketNone {
+				l[f.bucket] = append(l[f.bucket], name)
+			}
+			if !f.known {
 				p.issue(Issue{Kind: IssueUnknownJobPhase, Flow: i, Field: "job " + name, Target: -1, Value: string(j.Phase),
 					Message: "job phase is not a Volcano job phase; bucketed as unknown"})
 			}
-			c := condition(&p.arena, j)
-			condBytes += jsonStrLen(name) + 1 + conditionLen(&c)
-			st.Conditions[name] = c
 		}
 		if !f.hasEntry && f.outcome == OutcomeNone {
 			continue

@@ -93,6 +93,8 @@ type graph struct {
 	unknown []string // names of unknown referenced flows
 	issues  []Issue
 	invalid bool
+	// specHash is SpecHash of the spec when built by buildGraphHashed.
+	specHash string
 }
 
 func (g *graph) flow(i int) *Flow {
@@ -161,7 +163,12 @@ func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' ||
 
 // buildGraph indexes and checks the spec. It never fails: everything wrong
 // is an issue. Every check runs; none stops the others.
-func buildGraph(wf *Workflow, opt Options) *graph {
+func buildGraph(wf *Workflow, opt Options) *graph { return buildGraphHashed(wf, opt, false) }
+
+// buildGraphHashed is buildGraph that, with hash, also computes SpecHash
+// into g.specHash while it reads the flows (one pass over the names and
+// targets instead of two: Plan needs both).
+func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
 	spec := &wf.Spec
 	g := &graph{wf: wf, nMain: len(spec.Flows), n: len(spec.Flows) + len(spec.Finally)}
 	n := g.n
@@ -214,9 +221,19 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 	for i := range stamp {
 		stamp[i], tstamp[i] = -1, -1
 	}
+	var h specHasher
+	if hash {
+		h.begin(spec)
+	}
 	for i := range n {
 		g.edgeAt[i] = int32(len(g.edges))
 		f := g.flow(i)
+		if hash {
+			if i == g.nMain {
+				h.int(int64(len(spec.Finally)))
+			}
+			h.flow(f)
+		}
 		g.checkFlowExtras(i, f, opt)
 		if f.DependsOn == nil {
 			continue
@@ -294,12 +311,41 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 		}
 	}
 	g.edgeAt[n] = int32(len(g.edges))
+	if hash {
+		if n == g.nMain {
+			h.int(int64(len(spec.Finally))) // no finally flow: the loop never reached it
+		}
+		g.specHash = h.end(spec)
+	}
 	g.checkSpecExtras(opt)
+	if g.backward() {
+		// Every flow depends only on earlier flows, the way specs are
+		// usually written: spec order is a topological order, so Kahn's
+		// reverse adjacency is not needed. The planner's decisions do not
+		// depend on which topological order it walks.
+		g.topo = make([]int32, n)
+		for i := range g.topo {
+			g.topo[i] = int32(i)
+		}
+		return g
+	}
 	g.kahn()
 	if len(g.topo) < n {
 		g.cycles()
 	}
 	return g
+}
+
+// backward reports whether every edge goes to an earlier node.
+func (g *graph) backward() bool {
+	for i := range g.n {
+		for _, t := range g.edges[g.edgeAt[i]:g.edgeAt[i+1]] {
+			if int(t) >= i {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // ref records one reference from node i to name (field sub[k], or the

@@ -114,8 +114,7 @@ func (h *specHasher) sum() uint64 { return h.s }
 // SpecHash returns the hash Plan stores in Status.SpecHash.
 func SpecHash(spec Spec) string {
 	var h specHasher
-	h.reset()
-	h.int(int64(len(spec.Flows)))
+	h.begin(&spec)
 	for i := range spec.Flows {
 		h.flow(&spec.Flows[i])
 	}
@@ -123,6 +122,18 @@ func SpecHash(spec Spec) string {
 	for i := range spec.Finally {
 		h.flow(&spec.Finally[i])
 	}
+	return h.end(&spec)
+}
+
+// begin starts a spec's hash; the flows follow, main flows, then the
+// number of finally flows, then finally flows; end finishes it. Plan hashes
+// the flows while buildGraph reads them, so each name is read once.
+func (h *specHasher) begin(spec *Spec) {
+	h.reset()
+	h.int(int64(len(spec.Flows)))
+}
+
+func (h *specHasher) end(spec *Spec) string {
 	h.retry(spec.Retry)
 	h.int(int64(spec.Parallelism))
 	switch {

@@ -28,7 +28,8 @@ func Plan(s Snapshot, opt Options) (Result, error) {
 	}
 	p := &planner{s: &s, wf: wf, opt: opt, now: metav1.NewTime(s.Now),
 		label: wf.Namespace + "." + wf.Name}
-	p.g = buildGraph(wf, opt)
+	// Only the plancore state machine reports spec changes (§2.4).
+	p.g = buildGraphHashed(wf, opt, !opt.volcano() && opt.SpecChange == SpecChangeReport)
 	if err := p.indexJobs(); err != nil {
 		return Result{}, err
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/plancore/plancore/fake"
 )
 
-// genSpec draws a random valid workflow: flows depend only on earlier flows,
-// through plain targets, targetsWithStatus or depends expressions (plainOnly
+// genSpec draws a random valid workflow: flows depend only on earlier flows
+// (listed in that order or shuffled), through plain targets, targetsWithStatus or depends expressions (plainOnly
 // restricts to targets), with retries, finally flows, parallelism and failFast.
 func genSpec(t *rapid.T, maxFlows int, plainOnly bool) dag.Workflow {
 	n := rapid.IntRange(0, maxFlows).Draw(t, "flows")
@@ -79,6 +79,11 @@ func genSpec(t *rapid.T, maxFlows int, plainOnly bool) dag.Workflow {
 		}
 		w.Spec.Flows = append(w.Spec.Flows, f)
 	}
+	if rapid.Bool().Draw(t, "shuffle") {
+		// Listing flows out of dependency order makes some edges point
+		// forward, so plans walk Kahn's order instead of spec order.
+		w.Spec.Flows = rapid.Permutation(w.Spec.Flows).Draw(t, "order")
+	}
 	if !plainOnly && n > 0 {
 		for k := range rapid.IntRange(0, 2).Draw(t, "finally") {
 			f := dag.Flow{Name: fmt.Sprintf("fin%d", k), Retry: retry("fretry")}
@@ -119,7 +124,16 @@ func bound(w dag.Workflow) int {
 	depth := make([]int, len(w.Spec.Flows))
 	rsum := make([]int, len(w.Spec.Flows))
 	D, R, total := 0, 0, 0
-	for i, f := range w.Spec.Flows {
+	// Flows may be listed out of dependency order: each is sized after its
+	// references (the spec is acyclic).
+	done := make([]bool, len(w.Spec.Flows))
+	var visit func(i int)
+	visit = func(i int) {
+		if done[i] {
+			return
+		}
+		done[i] = true
+		f := w.Spec.Flows[i]
 		depth[i], rsum[i] = 1, limit(f)
 		var refs []string
 		if f.DependsOn != nil {
@@ -133,9 +147,13 @@ func bound(w dag.Workflow) int {
 		}
 		for _, r := range refs {
 			j := idx[r]
+			visit(j)
 			depth[i] = max(depth[i], depth[j]+1)
 			rsum[i] = max(rsum[i], rsum[j]+limit(f))
 		}
+	}
+	for i, f := range w.Spec.Flows {
+		visit(i)
 		D, R, total = max(D, depth[i]), max(R, rsum[i]), total+limit(f)
 	}
 	fr := 0

@@ -51,7 +51,20 @@ func TestStatusLenMatchesJSON(t *testing.T) {
 					c.RunningDuration = &metav1.Duration{Duration: time.Duration(rapid.Int64().Draw(t, "dur"))}
 				}
 				if rapid.Bool().Draw(t, "tsc") {
-					c.TaskStatusCount = map[string]TaskState{str.Draw(t, "task"): {Phase: map[string]int32{str.Draw(t, "pp"): rapid.Int32().Draw(t, "pc")}}}
+					// Pod phases take taskStateLen's fast path; any other
+					// key its fallback.
+					phase := rapid.OneOf(rapid.SampledFrom([]string{"Running", "Succeeded", "Pending", "Failed", "Unknown"}), str)
+					c.TaskStatusCount = map[string]TaskState{}
+					for range rapid.IntRange(0, 2).Draw(t, "tasks") {
+						ts := TaskState{}
+						if n := rapid.IntRange(-1, 3).Draw(t, "np"); n >= 0 {
+							ts.Phase = map[string]int32{}
+							for range n {
+								ts.Phase[phase.Draw(t, "pp")] = rapid.Int32().Draw(t, "pc")
+							}
+						}
+						c.TaskStatusCount[str.Draw(t, "task")] = ts
+					}
 				}
 				s.Conditions[str.Draw(t, "ck")] = c
 			}

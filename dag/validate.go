@@ -157,6 +157,7 @@ func Topo(wf Workflow, opt Options) ([]int, error) {
 		}
 		return nil, &ValidationError{Workflow: wf.Namespace + "/" + wf.Name, Issues: errs}
 	}
+	g.kahn() // buildGraph may have taken spec order, which is no Kahn order
 	out := make([]int, len(g.topo))
 	for k, v := range g.topo {
 		out[k] = int(v)

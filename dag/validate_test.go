@@ -3,6 +3,7 @@ package dag_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -239,5 +240,27 @@ func TestValidateUpdate(t *testing.T) {
 				t.Fatalf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestTopo pins Topo's documented order: Kahn's algorithm seeded in spec
+// order, even where the planner walks plain spec order instead.
+func TestTopo(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    dag.Workflow
+		want []int
+	}{
+		{"backward edges: Kahn, not spec order", wf(fl("a"), fl("b", "a"), fl("c")), []int{0, 2, 1}},
+		{"a forward edge", wf(fl("a", "b"), fl("b")), []int{1, 0}},
+		{"finally after main", func() dag.Workflow { w := wf(fl("a"), fl("b", "a")); w.Spec.Finally = []dag.Flow{fl("z")}; return w }(), []int{0, 2, 1}},
+	} {
+		got, err := dag.Topo(tc.w, dag.Options{})
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Topo = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+	if _, err := dag.Topo(wf(fl("a", "b"), fl("b", "a")), dag.Options{}); !errors.Is(err, dag.ErrInvalidSpec) {
+		t.Fatalf("cycle: err = %v", err)
 	}
 }

@@ -62,23 +62,7 @@ const DAGConformanceTemplate = "conformance"
 // and that dag.Apply of the same plan twice succeeds both times. A deleted
 // job may stay terminating, as one with finalizers does.
 func CheckDAGExecutor(ctx context.Context, newHarness NewDAGHarness) []Violation {
-	var out []Violation
-	for _, c := range dagChecks {
-		h, err := newHarness(ctx)
-		if err != nil {
-			out = append(out, Violation{Check: c.name, Detail: fmt.Sprintf("constructor failed: %v", err)})
-			continue
-		}
-		for _, d := range c.run(ctx, h) {
-			out = append(out, Violation{Check: c.name, Detail: d})
-		}
-	}
-	return out
-}
-
-type dagCheck struct {
-	name string
-	run  func(ctx context.Context, h DAGHarness) []string
+	return runChecks(ctx, dagChecks, newHarness)
 }
 
 // conformanceJob is the create action of a flow of workflow "wf" in ns, as
@@ -148,6 +132,17 @@ func dagLive(ctx context.Context, h DAGHarness, ns, name, when string) (DAGJobOb
 	return j, ""
 }
 
+// dagCreate creates the job of flow in ns and reads it back; why says what
+// went wrong.
+func dagCreate(ctx context.Context, h DAGHarness, ns, flow string) (c dag.CreateJob, j DAGJobObject, why string) {
+	c = conformanceJob(ns, flow)
+	if err := h.Exec.CreateJob(ctx, c); err != nil {
+		return c, j, fmt.Sprintf("create in %s: %v", ns, err)
+	}
+	j, why = dagLive(ctx, h, ns, c.Name, "after create")
+	return c, j, why
+}
+
 // subset reports the keys of want that got lacks or holds with another value.
 func subset(want, got map[string]string) []string {
 	var bad []string
@@ -159,14 +154,10 @@ func subset(want, got map[string]string) []string {
 	return bad
 }
 
-var dagChecks = []dagCheck{
+var dagChecks = []check[DAGHarness]{
 	{"create stores the plan's name, namespace, labels, annotations and owner", func(ctx context.Context, h DAGHarness) []string {
 		ns := h.Namespaces[0]
-		c := conformanceJob(ns, "a")
-		if err := h.Exec.CreateJob(ctx, c); err != nil {
-			return []string{fmt.Sprintf("create: %v", err)}
-		}
-		j, why := dagLive(ctx, h, ns, c.Name, "after create")
+		c, j, why := dagCreate(ctx, h, ns, "a")
 		if why != "" {
 			return []string{why}
 		}
@@ -201,11 +192,7 @@ var dagChecks = []dagCheck{
 	}},
 	{"create of an existing job returns nil or dag.ErrAlreadyExists and keeps the first", func(ctx context.Context, h DAGHarness) []string {
 		ns := h.Namespaces[0]
-		c := conformanceJob(ns, "a")
-		if err := h.Exec.CreateJob(ctx, c); err != nil {
-			return []string{fmt.Sprintf("first create: %v", err)}
-		}
-		first, why := dagLive(ctx, h, ns, c.Name, "after the first create")
+		c, first, why := dagCreate(ctx, h, ns, "a")
 		if why != "" {
 			return []string{why}
 		}
@@ -227,11 +214,7 @@ var dagChecks = []dagCheck{
 	{"jobs of one name in two namespaces are distinct; delete acts on the plan's namespace", func(ctx context.Context, h DAGHarness) []string {
 		var uids [2]types.UID
 		for i, ns := range h.Namespaces {
-			c := conformanceJob(ns, "a")
-			if err := h.Exec.CreateJob(ctx, c); err != nil {
-				return []string{fmt.Sprintf("create in %s: %v", ns, err)}
-			}
-			j, why := dagLive(ctx, h, ns, c.Name, "after create")
+			_, j, why := dagCreate(ctx, h, ns, "a")
 			if why != "" {
 				return []string{why}
 			}
@@ -256,11 +239,7 @@ var dagChecks = []dagCheck{
 	}},
 	{"delete with the job's UID removes it", func(ctx context.Context, h DAGHarness) []string {
 		ns := h.Namespaces[0]
-		c := conformanceJob(ns, "a")
-		if err := h.Exec.CreateJob(ctx, c); err != nil {
-			return []string{fmt.Sprintf("create: %v", err)}
-		}
-		j, why := dagLive(ctx, h, ns, c.Name, "after create")
+		c, j, why := dagCreate(ctx, h, ns, "a")
 		if why != "" {
 			return []string{why}
 		}
@@ -296,11 +275,7 @@ var dagChecks = []dagCheck{
 	}},
 	{"delete twice: the second returns nil or dag.ErrNotFound", func(ctx context.Context, h DAGHarness) []string {
 		ns := h.Namespaces[0]
-		c := conformanceJob(ns, "a")
-		if err := h.Exec.CreateJob(ctx, c); err != nil {
-			return []string{fmt.Sprintf("create: %v", err)}
-		}
-		j, why := dagLive(ctx, h, ns, c.Name, "after create")
+		c, j, why := dagCreate(ctx, h, ns, "a")
 		if why != "" {
 			return []string{why}
 		}
@@ -319,11 +294,7 @@ var dagChecks = []dagCheck{
 	}},
 	{"delete with another job's UID fails, not as dag.ErrNotFound, and keeps the job", func(ctx context.Context, h DAGHarness) []string {
 		ns := h.Namespaces[0]
-		c := conformanceJob(ns, "a")
-		if err := h.Exec.CreateJob(ctx, c); err != nil {
-			return []string{fmt.Sprintf("create: %v", err)}
-		}
-		j, why := dagLive(ctx, h, ns, c.Name, "after create")
+		c, j, why := dagCreate(ctx, h, ns, "a")
 		if why != "" {
 			return []string{why}
 		}

@@ -102,6 +102,18 @@ func (e notFoundAsError) DeleteJob(ctx context.Context, d dag.DeleteJob) error {
 	}
 }
 
+// wantViolations fails t unless vs names exactly the checks want, in order.
+func wantViolations(t *testing.T, vs []fake.Violation, want []string) {
+	t.Helper()
+	var checks []string
+	for _, v := range vs {
+		checks = append(checks, v.Check)
+	}
+	if diff := cmp.Diff(want, checks); diff != "" {
+		t.Fatalf("violations (-want +got):\n%s\n%v", diff, vs)
+	}
+}
+
 func TestDAGConformanceFindsViolations(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -137,14 +149,7 @@ func TestDAGConformanceFindsViolations(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			vs := fake.CheckDAGExecutor(context.Background(), dagHarness(0, tc.wrap))
-			var checks []string
-			for _, v := range vs {
-				checks = append(checks, v.Check)
-			}
-			if diff := cmp.Diff(tc.want, checks); diff != "" {
-				t.Fatalf("violations (-want +got):\n%s\n%v", diff, vs)
-			}
+			wantViolations(t, fake.CheckDAGExecutor(context.Background(), dagHarness(0, tc.wrap)), tc.want)
 		})
 	}
 	failing := fake.CheckDAGExecutor(context.Background(), func(context.Context) (fake.DAGHarness, error) {

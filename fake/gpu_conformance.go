@@ -42,23 +42,7 @@ type NewBindHarness func(ctx context.Context) (BindHarness, error)
 // a stale UID; and that a Bind whose context has expired reports an error
 // wrapping gpu.ErrOutcomeUnknown or context.DeadlineExceeded.
 func CheckBindExecutor(ctx context.Context, newHarness NewBindHarness) []Violation {
-	var out []Violation
-	for _, c := range bindChecks {
-		h, err := newHarness(ctx)
-		if err != nil {
-			out = append(out, Violation{Check: c.name, Detail: fmt.Sprintf("constructor failed: %v", err)})
-			continue
-		}
-		for _, d := range c.run(ctx, h) {
-			out = append(out, Violation{Check: c.name, Detail: d})
-		}
-	}
-	return out
-}
-
-type bindCheck struct {
-	name string
-	run  func(ctx context.Context, h BindHarness) []string
+	return runChecks(ctx, bindChecks, newHarness)
 }
 
 // bindSetup creates one node and the named pods.
@@ -79,6 +63,17 @@ func bindSetup(ctx context.Context, h BindHarness, pods ...string) (string, []gp
 		refs = append(refs, p)
 	}
 	return node, refs, nil
+}
+
+// bindHeld sets up one node and the named pods, the first holding the node
+// lock at epoch e1; why says what went wrong.
+func bindHeld(ctx context.Context, h BindHarness, pods ...string) (node string, refs []gpu.PodRef, e1 uint64, why string) {
+	node, refs, err := bindSetup(ctx, h, pods...)
+	if err != nil {
+		return "", nil, 0, err.Error()
+	}
+	e1, why = bindLock(ctx, h, node, refs[0], "free lock")
+	return node, refs, e1, why
 }
 
 // bindLock takes the node lock for pod, reporting a failure as a string.
@@ -124,7 +119,7 @@ func keep(out []string, why ...string) []string {
 	return out
 }
 
-var bindChecks = []bindCheck{
+var bindChecks = []check[BindHarness]{
 	{"get pod returns the pod; a missing pod is an error", func(ctx context.Context, h BindHarness) []string {
 		_, pods, err := bindSetup(ctx, h, "a")
 		if err != nil {
@@ -159,11 +154,7 @@ var bindChecks = []bindCheck{
 		return out
 	}},
 	{"lock grants a free lock; the holder locking again keeps its epoch", func(ctx context.Context, h BindHarness) []string {
-		node, pods, err := bindSetup(ctx, h, "a")
-		if err != nil {
-			return []string{err.Error()}
-		}
-		e1, why := bindLock(ctx, h, node, pods[0], "free lock")
+		node, pods, e1, why := bindHeld(ctx, h, "a")
 		if why != "" {
 			return []string{why}
 		}
@@ -177,11 +168,7 @@ var bindChecks = []bindCheck{
 		return nil
 	}},
 	{"lock held by another pod fails with lock.ErrContention and stays the holder's", func(ctx context.Context, h BindHarness) []string {
-		node, pods, err := bindSetup(ctx, h, "a", "b")
-		if err != nil {
-			return []string{err.Error()}
-		}
-		e1, why := bindLock(ctx, h, node, pods[0], "free lock")
+		node, pods, e1, why := bindHeld(ctx, h, "a", "b")
 		if why != "" {
 			return []string{why}
 		}
@@ -207,11 +194,7 @@ var bindChecks = []bindCheck{
 		return keep(nil, why1, why2)
 	}},
 	{"release by the holder frees the lock; the next grant's epoch is higher", func(ctx context.Context, h BindHarness) []string {
-		node, pods, err := bindSetup(ctx, h, "a", "b")
-		if err != nil {
-			return []string{err.Error()}
-		}
-		e1, why := bindLock(ctx, h, node, pods[0], "free lock")
+		node, pods, e1, why := bindHeld(ctx, h, "a", "b")
 		if why != "" {
 			return []string{why}
 		}
@@ -228,11 +211,7 @@ var bindChecks = []bindCheck{
 		return nil
 	}},
 	{"release by another pod is a no-op that keeps the lock", func(ctx context.Context, h BindHarness) []string {
-		node, pods, err := bindSetup(ctx, h, "a", "b", "c")
-		if err != nil {
-			return []string{err.Error()}
-		}
-		e1, why := bindLock(ctx, h, node, pods[0], "free lock")
+		node, pods, e1, why := bindHeld(ctx, h, "a", "b", "c")
 		if why != "" {
 			return []string{why}
 		}

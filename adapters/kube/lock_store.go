@@ -164,6 +164,9 @@ const readTimeout = 30 * time.Second
 // release wakes every waiter of this store at once, they cost two reads
 // instead of one each.
 func (s *NodeLockStore) readNode(ctx context.Context, name string) (*corev1.Node, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	if s.reads == nil {
 		s.reads = map[string]*nodeReads{}
@@ -458,6 +461,8 @@ func (s *NodeLockStore) EventHandler(lockNames ...string) toolscache.ResourceEve
 func (s *NodeLockStore) Forget(node string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A write still in flight keeps its turn token; a new writer gets a new
+	// one. Only the fast path suffers: the resourceVersion guards every write.
 	delete(s.writing, node)
 	for k := range s.views {
 		if k.Node == node {

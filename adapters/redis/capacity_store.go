@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/plancore/plancore/capacity"
@@ -86,8 +88,10 @@ func (o CapacityStoreOptions) Validate() error {
 //
 // which share a hash tag, so a node's script touches one Cluster slot and
 // there is no global hot key. Scripts read Redis TIME (unless Clock is set),
-// run with EVALSHA and fall back to EVAL on NOSCRIPT (goredis.Script.Run), so
-// a restart or SCRIPT FLUSH costs one round trip, never a wrong answer.
+// run with EVALSHA and fall back to EVAL on NOSCRIPT, so a restart or SCRIPT
+// FLUSH costs one round trip, never a wrong answer; ScriptReloads counts
+// those fallbacks. Wrap the store in capacity.CountingStore to count its
+// answers (reserve_total, ack_total).
 //
 // Every Redis failure is an error wrapping capacity.ErrStoreUnavailable:
 // never a lease and never a "yes". The seed's wrapper maps errors to "full"
@@ -103,6 +107,11 @@ type CapacityStore struct {
 	acct  string
 	pre   string
 	clock func() time.Time
+	// Script arguments that never change, boxed once: every interface
+	// conversion of a string or a large int is an allocation, and Reserve is
+	// the hot path.
+	acctArg, hbtoArg, ttlArg any
+	reloads                  atomic.Uint64
 }
 
 var _ capacity.SlotStore = (*CapacityStore)(nil)
@@ -117,6 +126,7 @@ func NewCapacityStore(ctx context.Context, c goredis.Scripter, o CapacityStoreOp
 	if o.Accounting == capacity.SeedMax {
 		s.acct = "max"
 	}
+	s.acctArg, s.hbtoArg, s.ttlArg = s.acct, msArg(s.opts.HeartbeatTimeout), msArg(s.opts.TTL)
 	if err := s.LoadScripts(ctx); err != nil {
 		return nil, err
 	}
@@ -134,13 +144,70 @@ func (s *CapacityStore) LoadScripts(ctx context.Context) error {
 	return nil
 }
 
+// run calls sc with EVALSHA and, on NOSCRIPT (a restart, a failover, SCRIPT
+// FLUSH or, on Redis 7.4+, eviction emptied the script cache), once more with
+// EVAL, which loads it again. NOSCRIPT proves the script did not run, so the
+// retry cannot apply it twice. Each reload is counted (ScriptReloads).
+func (s *CapacityStore) run(ctx context.Context, sc *goredis.Script, keys []string, args ...any) *goredis.Cmd {
+	r := sc.EvalSha(ctx, s.c, keys, args...)
+	if noScript(r.Err()) {
+		s.reloads.Add(1)
+		return sc.Eval(ctx, s.c, keys, args...)
+	}
+	return r
+}
+
+// runRO is run with EVALSHA_RO and EVAL_RO, which a replica may serve.
+func (s *CapacityStore) runRO(ctx context.Context, sc *goredis.Script, keys []string, args ...any) *goredis.Cmd {
+	r := sc.EvalShaRO(ctx, s.c, keys, args...)
+	if noScript(r.Err()) {
+		s.reloads.Add(1)
+		return sc.EvalRO(ctx, s.c, keys, args...)
+	}
+	return r
+}
+
+func noScript(err error) bool {
+	return err != nil && (errors.Is(err, goredis.ErrNoScript) || goredis.HasErrorPrefix(err, "NOSCRIPT"))
+}
+
+// ScriptReloads is the spec's script_reloads_total: how many calls found
+// their script missing from the server's cache and sent it again. A rising
+// count means restarts, failovers or script-cache evictions.
+func (s *CapacityStore) ScriptReloads() uint64 { return s.reloads.Load() }
+
 func unavailable(op string, err error) error {
 	return fmt.Errorf("%w: redis %s: %w", capacity.ErrStoreUnavailable, op, err)
 }
 
 func (s *CapacityStore) keys(node string) []string {
-	base := s.pre + "{n:" + node + "}:"
-	return []string{base + "hb", base + "pend", base + "acked"}
+	k := s.keys3(node)
+	return k[:]
+}
+
+// keys3 returns a node's hb, pend and acked keys as substrings of one
+// allocation.
+func (s *CapacityStore) keys3(node string) [3]string {
+	base := len(s.pre) + len(node) + 5 // <prefix>{n:<id>}:
+	var b strings.Builder
+	b.Grow(3*base + len("hbpendacked"))
+	for _, suffix := range [...]string{"hb", "pend", "acked"} {
+		b.WriteString(s.pre)
+		b.WriteString("{n:")
+		b.WriteString(node)
+		b.WriteString("}:")
+		b.WriteString(suffix)
+	}
+	all := b.String()
+	return [3]string{all[:base+2], all[base+2 : 2*base+6], all[2*base+6:]}
+}
+
+// ttl is the TTL argument of a script, boxed once for the default TTL.
+func (s *CapacityStore) ttl(d time.Duration) any {
+	if d == s.opts.TTL {
+		return s.ttlArg
+	}
+	return msArg(d)
 }
 
 func (s *CapacityStore) now() string {
@@ -161,13 +228,12 @@ func fromMS(ms int64) time.Time {
 
 // Reserve asks for a pending lease; see capacity.SlotStore.
 func (s *CapacityStore) Reserve(ctx context.Context, r capacity.Reservation) (capacity.ReserveResult, error) {
-	items, err := s.validate([]capacity.Reservation{r})
+	r, err := s.resolve(r)
 	if err != nil {
 		return capacity.ReserveResult{}, err
 	}
-	r = items[0]
-	v, err := capReserve.Run(ctx, s.c, s.keys(r.Node), r.RID, r.Max, msArg(r.TTL), msArg(s.opts.HeartbeatTimeout),
-		s.acct, r.Running, s.now()).Int64Slice()
+	v, err := s.run(ctx, capReserve, s.keys(r.Node), r.RID, r.Max, s.ttl(r.TTL), s.hbtoArg,
+		s.acctArg, r.Running, s.now()).Int64Slice()
 	if err != nil {
 		return capacity.ReserveResult{}, unavailable("reserve", err)
 	}
@@ -187,16 +253,24 @@ func reserveResult(v []int64) capacity.ReserveResult {
 func (s *CapacityStore) validate(items []capacity.Reservation) ([]capacity.Reservation, error) {
 	out := make([]capacity.Reservation, len(items))
 	for i, r := range items {
-		r, err := r.Resolve(s.opts)
+		r, err := s.resolve(r)
 		if err != nil {
 			return nil, err
-		}
-		if r.TTL < time.Millisecond {
-			return nil, fmt.Errorf("%w: TTL %v for rid %q is below the store's 1ms resolution", capacity.ErrInvalidInput, r.TTL, r.RID)
 		}
 		out[i] = r
 	}
 	return out, nil
+}
+
+func (s *CapacityStore) resolve(r capacity.Reservation) (capacity.Reservation, error) {
+	r, err := r.Resolve(s.opts)
+	if err != nil {
+		return r, err
+	}
+	if r.TTL < time.Millisecond {
+		return r, fmt.Errorf("%w: TTL %v for rid %q is below the store's 1ms resolution", capacity.ErrInvalidInput, r.TTL, r.RID)
+	}
+	return r, nil
 }
 
 // ReserveBatch reserves several items in one script call; see
@@ -215,24 +289,56 @@ func (s *CapacityStore) ReserveBatch(ctx context.Context, items []capacity.Reser
 	if len(items) == 0 {
 		return capacity.BatchResult{Committed: true, Items: []capacity.ReserveResult{}}, nil
 	}
-	index := map[string]int{}
-	var keys []string
 	modeArg := "all"
 	if mode == capacity.Partial {
 		modeArg = "partial"
 	}
+	// Nodes are numbered in order of first appearance; a linear scan beats a
+	// map for the usual batch of a few distinct nodes.
+	var nodes []string
+	var index map[string]int
+	keys := make([]string, 0, 3*len(items))
 	args := make([]any, 0, 4+5*len(items))
-	args = append(args, s.now(), msArg(s.opts.HeartbeatTimeout), s.acct, modeArg)
-	for _, it := range items {
-		i, ok := index[it.Node]
-		if !ok {
-			i = len(index) + 1
-			index[it.Node] = i
-			keys = append(keys, s.keys(it.Node)...)
+	args = append(args, s.now(), s.hbtoArg, s.acctArg, modeArg)
+	var lastMax, lastTTL, lastRunning any
+	for i, it := range items {
+		n := -1
+		if index != nil {
+			if j, ok := index[it.Node]; ok {
+				n = j
+			}
+		} else {
+			n = slices.Index(nodes, it.Node)
 		}
-		args = append(args, i, it.RID, it.Max, msArg(it.TTL), it.Running)
+		if n < 0 {
+			n = len(nodes)
+			nodes = append(nodes, it.Node)
+			switch {
+			case index != nil:
+				index[it.Node] = n
+			case len(nodes) > 16:
+				index = make(map[string]int, len(items))
+				for j, id := range nodes {
+					index[id] = j
+				}
+			}
+			k := s.keys3(it.Node)
+			keys = append(keys, k[:]...)
+		}
+		// Items of one batch mostly share M, TTL and running: box each value
+		// once.
+		if i == 0 || it.Max != items[i-1].Max {
+			lastMax = it.Max
+		}
+		if i == 0 || it.TTL != items[i-1].TTL {
+			lastTTL = s.ttl(it.TTL)
+		}
+		if i == 0 || it.Running != items[i-1].Running {
+			lastRunning = it.Running
+		}
+		args = append(args, n+1, it.RID, lastMax, lastTTL, lastRunning)
 	}
-	v, err := capReserveBatch.Run(ctx, s.c, keys, args...).Int64Slice()
+	v, err := s.run(ctx, capReserveBatch, keys, args...).Int64Slice()
 	if err != nil {
 		return capacity.BatchResult{}, unavailable("reserve batch", err)
 	}
@@ -258,8 +364,8 @@ func (s *CapacityStore) Ack(ctx context.Context, a capacity.Ack) (capacity.AckSt
 	if s.opts.Unfenced {
 		fenced = "0"
 	}
-	v, err := capAck.Run(ctx, s.c, s.keys(a.Node), a.RID, strconv.FormatUint(a.Epoch, 10), strconv.FormatUint(a.Seq, 10),
-		fenced, msArg(s.opts.Lifetime), s.acct, s.now()).Int64()
+	v, err := s.run(ctx, capAck, s.keys(a.Node), a.RID, strconv.FormatUint(a.Epoch, 10), strconv.FormatUint(a.Seq, 10),
+		fenced, msArg(s.opts.Lifetime), s.acctArg, s.now()).Int64()
 	if err != nil {
 		return 0, unavailable("ack", err)
 	}
@@ -274,7 +380,7 @@ func (s *CapacityStore) Release(ctx context.Context, node, rid string) (bool, er
 	if rid == "" {
 		return false, fmt.Errorf("%w: rid (job id) is empty", capacity.ErrInvalidInput)
 	}
-	v, err := capRelease.Run(ctx, s.c, s.keys(node), rid, s.now()).Int64()
+	v, err := s.run(ctx, capRelease, s.keys(node), rid, s.now()).Int64()
 	if err != nil {
 		return false, unavailable("release", err)
 	}
@@ -296,7 +402,7 @@ func (s *CapacityStore) Heartbeat(ctx context.Context, node string, h capacity.H
 	if h.Usage.HasGPU {
 		hasGPU = "1"
 	}
-	v, err := capHeartbeat.Run(ctx, s.c, s.keys(node), strconv.FormatUint(h.Epoch, 10), strconv.FormatUint(h.Seq, 10),
+	v, err := s.run(ctx, capHeartbeat, s.keys(node), strconv.FormatUint(h.Epoch, 10), strconv.FormatUint(h.Seq, 10),
 		h.Running, h.Max, fmtFloat(h.Usage.CPU), fmtFloat(h.Usage.Memory), fmtFloat(h.Usage.GPU), hasGPU,
 		msArg(s.opts.Lifetime), s.now()).Slice()
 	if err != nil {
@@ -328,7 +434,7 @@ func (s *CapacityStore) Loads(ctx context.Context, nodes []string) ([]capacity.N
 		}
 		keys = append(keys, s.keys(n)...)
 	}
-	v, err := capLoads.RunRO(ctx, s.c, keys, s.now()).Slice()
+	v, err := s.runRO(ctx, capLoads, keys, s.now()).Slice()
 	if err != nil {
 		return nil, unavailable("loads", err)
 	}

@@ -4,7 +4,10 @@
 --       running (the caller's copy, read only by 'max'), now_ms ('' = TIME).
 -- Returns status, epoch, lease expiry, effective load, earliest pending expiry.
 local now = clock(ARGV[7])
-local n = node(KEYS[1], KEYS[2], KEYS[3], now)
-local r = decide(n, now, ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]))
-settle(n, now)
-return r
+readnode(1, KEYS[1], KEYS[2], KEYS[3], ms(now))
+local ttl = tonumber(ARGV[3])
+local out = {}
+decide(1, KEYS[2], now, ARGV[1], tonumber(ARGV[2]), ttl, ms(now + ttl), tonumber(ARGV[4]), ARGV[5] ~= 'max',
+  tonumber(ARGV[6]), out, 0)
+settle(1, now, KEYS[1], KEYS[2])
+return out
