@@ -34,6 +34,11 @@
 // takes now and returns a new ledger); MemStore and the Redis store implement
 // the same transitions and answer as it does, which the tests check.
 //
+// CheckLinearizable checks a recorded concurrent history of store calls
+// against NodeLedger (any SlotStore implementation can be held to it), and
+// CountingStore with Metrics counts the answers a scheduler should export
+// (reserve_total, ack_total, excluded nodes by reason, dispatch attempts).
+//
 // # Determinism
 //
 // Nothing here reads the clock: Select, NodeLedger and NodeGate take now, and

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/plancore/plancore/capacity"
@@ -87,8 +88,10 @@ func (o CapacityStoreOptions) Validate() error {
 //
 // which share a hash tag, so a node's script touches one Cluster slot and
 // there is no global hot key. Scripts read Redis TIME (unless Clock is set),
-// run with EVALSHA and fall back to EVAL on NOSCRIPT (goredis.Script.Run), so
-// a restart or SCRIPT FLUSH costs one round trip, never a wrong answer.
+// run with EVALSHA and fall back to EVAL on NOSCRIPT, so a restart or SCRIPT
+// FLUSH costs one round trip, never a wrong answer; ScriptReloads counts
+// those fallbacks. Wrap the store in capacity.CountingStore to count its
+// answers (reserve_total, ack_total).
 //
 // Every Redis failure is an error wrapping capacity.ErrStoreUnavailable:
 // never a lease and never a "yes". The seed's wrapper maps errors to "full"
@@ -108,6 +111,7 @@ type CapacityStore struct {
 	// conversion of a string or a large int is an allocation, and Reserve is
 	// the hot path.
 	acctArg, hbtoArg, ttlArg any
+	reloads                  atomic.Uint64
 }
 
 var _ capacity.SlotStore = (*CapacityStore)(nil)
@@ -139,6 +143,38 @@ func (s *CapacityStore) LoadScripts(ctx context.Context) error {
 	}
 	return nil
 }
+
+// run calls sc with EVALSHA and, on NOSCRIPT (a restart, a failover, SCRIPT
+// FLUSH or, on Redis 7.4+, eviction emptied the script cache), once more with
+// EVAL, which loads it again. NOSCRIPT proves the script did not run, so the
+// retry cannot apply it twice. Each reload is counted (ScriptReloads).
+func (s *CapacityStore) run(ctx context.Context, sc *goredis.Script, keys []string, args ...any) *goredis.Cmd {
+	r := sc.EvalSha(ctx, s.c, keys, args...)
+	if noScript(r.Err()) {
+		s.reloads.Add(1)
+		return sc.Eval(ctx, s.c, keys, args...)
+	}
+	return r
+}
+
+// runRO is run with EVALSHA_RO and EVAL_RO, which a replica may serve.
+func (s *CapacityStore) runRO(ctx context.Context, sc *goredis.Script, keys []string, args ...any) *goredis.Cmd {
+	r := sc.EvalShaRO(ctx, s.c, keys, args...)
+	if noScript(r.Err()) {
+		s.reloads.Add(1)
+		return sc.EvalRO(ctx, s.c, keys, args...)
+	}
+	return r
+}
+
+func noScript(err error) bool {
+	return err != nil && (errors.Is(err, goredis.ErrNoScript) || goredis.HasErrorPrefix(err, "NOSCRIPT"))
+}
+
+// ScriptReloads is the spec's script_reloads_total: how many calls found
+// their script missing from the server's cache and sent it again. A rising
+// count means restarts, failovers or script-cache evictions.
+func (s *CapacityStore) ScriptReloads() uint64 { return s.reloads.Load() }
 
 func unavailable(op string, err error) error {
 	return fmt.Errorf("%w: redis %s: %w", capacity.ErrStoreUnavailable, op, err)
@@ -196,7 +232,7 @@ func (s *CapacityStore) Reserve(ctx context.Context, r capacity.Reservation) (ca
 	if err != nil {
 		return capacity.ReserveResult{}, err
 	}
-	v, err := capReserve.Run(ctx, s.c, s.keys(r.Node), r.RID, r.Max, s.ttl(r.TTL), s.hbtoArg,
+	v, err := s.run(ctx, capReserve, s.keys(r.Node), r.RID, r.Max, s.ttl(r.TTL), s.hbtoArg,
 		s.acctArg, r.Running, s.now()).Int64Slice()
 	if err != nil {
 		return capacity.ReserveResult{}, unavailable("reserve", err)
@@ -302,7 +338,7 @@ func (s *CapacityStore) ReserveBatch(ctx context.Context, items []capacity.Reser
 		}
 		args = append(args, n+1, it.RID, lastMax, lastTTL, lastRunning)
 	}
-	v, err := capReserveBatch.Run(ctx, s.c, keys, args...).Int64Slice()
+	v, err := s.run(ctx, capReserveBatch, keys, args...).Int64Slice()
 	if err != nil {
 		return capacity.BatchResult{}, unavailable("reserve batch", err)
 	}
@@ -328,7 +364,7 @@ func (s *CapacityStore) Ack(ctx context.Context, a capacity.Ack) (capacity.AckSt
 	if s.opts.Unfenced {
 		fenced = "0"
 	}
-	v, err := capAck.Run(ctx, s.c, s.keys(a.Node), a.RID, strconv.FormatUint(a.Epoch, 10), strconv.FormatUint(a.Seq, 10),
+	v, err := s.run(ctx, capAck, s.keys(a.Node), a.RID, strconv.FormatUint(a.Epoch, 10), strconv.FormatUint(a.Seq, 10),
 		fenced, msArg(s.opts.Lifetime), s.acctArg, s.now()).Int64()
 	if err != nil {
 		return 0, unavailable("ack", err)
@@ -344,7 +380,7 @@ func (s *CapacityStore) Release(ctx context.Context, node, rid string) (bool, er
 	if rid == "" {
 		return false, fmt.Errorf("%w: rid (job id) is empty", capacity.ErrInvalidInput)
 	}
-	v, err := capRelease.Run(ctx, s.c, s.keys(node), rid, s.now()).Int64()
+	v, err := s.run(ctx, capRelease, s.keys(node), rid, s.now()).Int64()
 	if err != nil {
 		return false, unavailable("release", err)
 	}
@@ -366,7 +402,7 @@ func (s *CapacityStore) Heartbeat(ctx context.Context, node string, h capacity.H
 	if h.Usage.HasGPU {
 		hasGPU = "1"
 	}
-	v, err := capHeartbeat.Run(ctx, s.c, s.keys(node), strconv.FormatUint(h.Epoch, 10), strconv.FormatUint(h.Seq, 10),
+	v, err := s.run(ctx, capHeartbeat, s.keys(node), strconv.FormatUint(h.Epoch, 10), strconv.FormatUint(h.Seq, 10),
 		h.Running, h.Max, fmtFloat(h.Usage.CPU), fmtFloat(h.Usage.Memory), fmtFloat(h.Usage.GPU), hasGPU,
 		msArg(s.opts.Lifetime), s.now()).Slice()
 	if err != nil {
@@ -398,7 +434,7 @@ func (s *CapacityStore) Loads(ctx context.Context, nodes []string) ([]capacity.N
 		}
 		keys = append(keys, s.keys(n)...)
 	}
-	v, err := capLoads.RunRO(ctx, s.c, keys, s.now()).Slice()
+	v, err := s.runRO(ctx, capLoads, keys, s.now()).Slice()
 	if err != nil {
 		return nil, unavailable("loads", err)
 	}

@@ -199,6 +199,7 @@ func TestCapacityStoreFailsClosed(t *testing.T) {
 	if _, err := s.Heartbeat(ctx, "n1", capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
 		t.Fatal(err)
 	}
+	reloads := s.ScriptReloads()
 	srv.Stop()
 	r, err := s.Reserve(ctx, capacity.Reservation{Node: "n1", RID: "a"})
 	if !errors.Is(err, capacity.ErrStoreUnavailable) || r.Status.Granted() {
@@ -235,6 +236,11 @@ func TestCapacityStoreFailsClosed(t *testing.T) {
 	r, err = s.Reserve(ctx, capacity.Reservation{Node: "n1", RID: "a"})
 	if err != nil || r.Status != capacity.ReserveOK {
 		t.Fatalf("reserve after SCRIPT FLUSH: %v, %v", r, err)
+	}
+	// Reserve and Heartbeat after the restart, Reserve after the flush: each
+	// found its script gone and sent it again; failed calls are no reloads.
+	if got := s.ScriptReloads() - reloads; got != 3 {
+		t.Errorf("ScriptReloads rose by %d, want 3", got)
 	}
 }
 
