@@ -361,7 +361,8 @@ func (d *decider) pod(i int32) *corev1.Pod { return &d.s.Pods[i] }
 
 // counted reports whether pod i of this cluster takes part in counts, health
 // checks and victim choice: terminating pods do not (D4) unless
-// Compat.CountTerminatingPods. It reads the flag bucket recorded, not the pod.
+// Compat.CountTerminatingPods. It reads the flag the bucket pass recorded, not
+// the pod.
 func (d *decider) counted(i int32) bool {
 	term := d.flags[i]&flagTerminating != 0
 	if term && d.lingering != nil && d.lingering[d.s.Pods[i].Name] {
