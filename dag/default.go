@@ -122,7 +122,7 @@ func (p *planner) planDefault() error {
 				counts[f.bucket]++
 			}
 			c := condition(&p.arena, j)
-			condBytes += jsonStrLen(name) + 1 + conditionLen(&c)
+			condBytes += 1 + conditionLen(&c) // the key's length is added with the lists
 			st.Conditions[name] = c
 		} else if f.prev != nil {
 			*f.entry = *f.prev
@@ -666,6 +666,7 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, c
 	// k is written at an index ≤ k, after entry k was read.
 	list := p.entries[:0]
 	entryBytes := 0
+	var listBytes [nBuckets]int
 	for i := range g.n {
 		f := &fs[i]
 		if g.dup[i] {
@@ -675,9 +676,15 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, c
 			p.res.Blocked = append(p.res.Blocked, Blocked{Flow: g.names[i], Index: i, Reasons: f.reasons})
 		}
 		name := p.names[i]
+		// The job name's JSON length serves its list entry, its condition
+		// key and its status entry: it is computed once.
+		nameLen := -1
 		if j := f.job; j != nil {
+			nameLen = jsonStrLen(name)
+			condBytes += nameLen
 			if f.bucket != bucketNone {
 				l[f.bucket] = append(l[f.bucket], name)
+				listBytes[f.bucket] += nameLen
 			}
 			if !f.known {
 				p.issue(Issue{Kind: IssueUnknownJobPhase, Flow: i, Field: "job " + name, Target: -1, Value: string(j.Phase),
@@ -698,7 +705,16 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, c
 		if e.Outcome != OutcomeNone {
 			e.NextRetryAt, e.Retrying = nil, false
 		}
-		entryBytes += entryLen(e)
+		// e.Name is name: the job, the previous entry and the new entry
+		// were all found or made by that name.
+		if nameLen < 0 {
+			nameLen = jsonStrLen(name)
+		}
+		flowLen := len(e.Flow) + 2 // the flow name is the end of the job name
+		if nameLen != len(name)+2 {
+			flowLen = jsonStrLen(e.Flow) // some byte of the name is escaped
+		}
+		entryBytes += entryLenNamed(e, nameLen, flowLen)
 		if k := len(list); &p.entries[k] != e {
 			p.entries[k] = *e // compact over a skipped entry
 		}
@@ -732,7 +748,7 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, c
 	if len(st.Conditions) == 0 {
 		st.Conditions = nil
 	}
-	p.sized = &sizes{conditions: condBytes, entries: entryBytes}
+	p.sized = &sizes{conditions: condBytes, entries: entryBytes, lists: &listBytes}
 	p.res.Status = *st
 	p.res.WriteStatus = !statusEqual(&p.wf.Status, st)
 }

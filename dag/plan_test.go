@@ -603,3 +603,17 @@ func TestSpecChanged(t *testing.T) {
 		t.Fatal("Lazy must not record spec hashes")
 	}
 }
+
+// TestStatusBytesEscapedNames checks StatusBytes against encoding/json
+// when job and flow names need escaping (possible only in an invalid spec,
+// or with validation off): the planner sizes each name once and must fall
+// back to sizing the flow name on its own.
+func TestStatusBytesEscapedNames(t *testing.T) {
+	for _, name := range []string{"a<b", "a&b", "é", "a\"b"} {
+		w := wf(fl(name), fl("ok", name))
+		jobs := []dag.Job{job(name, dag.JobPhaseRunning), job("ok", dag.JobPhasePending)}
+		for _, opt := range []dag.Options{dag.Default(), {SkipValidation: true}, dag.VolcanoCompat()} {
+			plan(t, w, jobs, opt) // plan checks StatusBytes against json.Marshal
+		}
+	}
+}

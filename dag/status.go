@@ -414,6 +414,15 @@ func (z *sizer) strs(k string, v []string) {
 	}
 }
 
+// strsSized is strs for count strings whose JSON lengths sum to sum.
+func (z *sizer) strsSized(k string, count, sum int) {
+	if count == 0 {
+		return
+	}
+	z.key(k)
+	z.n += 2 + count - 1 + sum
+}
+
 func (z *sizer) obj(k string, n int) {
 	z.key(k)
 	z.n += n
@@ -430,12 +439,16 @@ func historyLen(h *RunningHistory) int {
 	return n
 }
 
-func entryLen(e *JobStatus) int {
+func entryLen(e *JobStatus) int { return entryLenNamed(e, jsonStrLen(e.Name), jsonStrLen(e.Flow)) }
+
+// entryLenNamed is entryLen with the JSON lengths of e.Name and e.Flow
+// already known (the planner sizes each job name once).
+func entryLenNamed(e *JobStatus, nameLen, flowLen int) int {
 	// startTimestamp and endTimestamp are always written, so every other
 	// field present adds its key, its value and one comma.
 	n := len(`{"startTimestamp":,"endTimestamp":}`) + timeLen(e.StartTimestamp) + timeLen(e.EndTimestamp)
 	if e.Name != "" {
-		n += len(`,"name":`) + jsonStrLen(e.Name)
+		n += len(`,"name":`) + nameLen
 	}
 	if e.State != "" {
 		n += len(`,"state":`) + jsonStrLen(string(e.State))
@@ -450,7 +463,7 @@ func entryLen(e *JobStatus) int {
 		}
 	}
 	if e.Flow != "" {
-		n += len(`,"flow":`) + jsonStrLen(e.Flow)
+		n += len(`,"flow":`) + flowLen
 	}
 	if e.Outcome != "" {
 		n += len(`,"outcome":`) + jsonStrLen(string(e.Outcome))
@@ -523,7 +536,12 @@ func conditionLen(c *Condition) int {
 
 // sizes are the JSON lengths of the job status list's entries and of the
 // conditions' values (keys included), accumulated while building them.
-type sizes struct{ conditions, entries int }
+// lists, when set, holds per bucket the summed JSON lengths of the names
+// in that status list.
+type sizes struct {
+	conditions, entries int
+	lists               *[nBuckets]int
+}
 
 // statusLen returns len(json.Marshal(s)) without encoding it.
 func statusLen(s *Status) int { return statusLenSized(s, nil) }
@@ -538,15 +556,21 @@ func statusLenSized(s *Status, known *sizes) int {
 		st.str("reason", s.State.Reason, true)
 		z.obj("state", st.done())
 	}
-	z.strs("pendingJobs", s.PendingJobs)
-	z.strs("runningJobs", s.RunningJobs)
-	z.strs("failedJobs", s.FailedJobs)
-	z.strs("completedJobs", s.CompletedJobs)
-	z.strs("terminatedJobs", s.TerminatedJobs)
-	z.strs("unKnowJobs", s.UnknownJobs)
-	z.strs("completingJobs", s.CompletingJobs)
-	z.strs("terminatingJobs", s.TerminatingJobs)
-	z.strs("abortedJobs", s.AbortedJobs)
+	for _, l := range [...]struct {
+		key   string
+		names []string
+		b     bucketID
+	}{{"pendingJobs", s.PendingJobs, bucketPending}, {"runningJobs", s.RunningJobs, bucketRunning},
+		{"failedJobs", s.FailedJobs, bucketFailed}, {"completedJobs", s.CompletedJobs, bucketCompleted},
+		{"terminatedJobs", s.TerminatedJobs, bucketTerminated}, {"unKnowJobs", s.UnknownJobs, bucketUnknown},
+		{"completingJobs", s.CompletingJobs, bucketCompleting}, {"terminatingJobs", s.TerminatingJobs, bucketTerminating},
+		{"abortedJobs", s.AbortedJobs, bucketAborted}} {
+		if known != nil && known.lists != nil {
+			z.strsSized(l.key, len(l.names), known.lists[l.b])
+		} else {
+			z.strs(l.key, l.names)
+		}
+	}
 	z.strs("orphanJobs", s.OrphanJobs)
 	if len(s.JobStatusList) > 0 {
 		n := 2 + len(s.JobStatusList) - 1
