@@ -24,17 +24,18 @@ type fstate struct {
 	foreign  *Job       // a same-named job that is not ours
 	prev     *JobStatus // the previous entry of the flow's job name
 	entry    *JobStatus // into the status list being built
-	hasEntry bool
 	outcome  Outcome
 	attempt  int
+	reasons  []Reason
+	hasEntry bool
 	started  bool
 	ready    bool // to be created (subject to parallelism)
 	retry    bool // ready to be re-created as the next attempt
 	// bucket is the status list of job's phase, known whether the phase
-	// is a Volcano phase; defaultStatus fills them once.
-	bucket  bucketID
-	known   bool
-	reasons []Reason
+	// is a Volcano phase; planDefault fills them once. The flags share
+	// one word: a plan holds one fstate per flow.
+	bucket bucketID
+	known  bool
 }
 
 // planDefault is the plancore state machine (§2.2, §3).

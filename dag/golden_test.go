@@ -32,6 +32,8 @@ type scenario struct {
 	step func(r *fake.DAGRunner, k int)
 	// render appends the Mermaid picture of the final state.
 	render bool
+	// probes returns the probe results the executor reports before round k.
+	probes func(k int, now time.Time) []dag.ProbeResult
 }
 
 func failFast(w dag.Workflow, on bool) dag.Workflow {
@@ -88,6 +90,31 @@ func scenarios() []scenario {
 			w.Faults.FailNext(fake.KindDAGCreate, 1, errors.New("apiserver unavailable"))
 			w.Faults.LoseResponseNext(fake.KindDAGStatus, 1, errors.New("timeout"))
 		}},
+		{name: "probe_ps_workers", wf: wf(fl("ps"), dag.Flow{Name: "workers", DependsOn: &dag.DependsOn{Targets: []string{"ps"}, Probe: &dag.Probe{
+			HTTPGet:    []dag.HTTPGetProbe{{Task: "ps", Path: "/healthz", Port: 8080}},
+			TaskStatus: []dag.TaskStatusProbe{{Task: "ps", Phase: "Running", Min: 1}},
+		}}}), rounds: 6, step: func(r *fake.DAGRunner, k int) {
+			switch k {
+			case 1: // the ps pod is scheduled but not running yet
+				r.SetPhase("ns", "jf-ps", dag.JobPhaseRunning)
+				r.SetTasks("ns", "jf-ps", map[string]map[string]int32{"ps": {"Pending": 1}})
+			case 2:
+				r.SetTasks("ns", "jf-ps", map[string]map[string]int32{"ps": {"Running": 1}})
+			case 4: // workers created: they run and finish
+				r.Finish()
+			case 5: // then the parameter server ends
+				r.SetTasks("ns", "jf-ps", map[string]map[string]int32{"ps": {"Succeeded": 1}})
+				r.SetPhase("ns", "jf-ps", dag.JobPhaseCompleted)
+			}
+		}, probes: func(k int, now time.Time) []dag.ProbeResult {
+			switch k {
+			case 3: // /healthz not answering yet
+				return []dag.ProbeResult{{Flow: "workers", Entry: 0, OK: false, Time: now.Add(-5 * time.Second)}}
+			case 4:
+				return []dag.ProbeResult{{Flow: "workers", Entry: 0, OK: true, Time: now.Add(-5 * time.Second)}}
+			}
+			return nil
+		}, render: true},
 		{name: "ml_pipeline_steps", wf: func() dag.Workflow {
 			w := wf(fl("data-preprocess"), fl("model-training", "data-preprocess"), fl("feature-engineering", "data-preprocess"),
 				fl("model-evaluation", "model-training", "feature-engineering"), fl("model-deploy", "model-evaluation"))
@@ -108,11 +135,17 @@ func runScenario(t *testing.T, sc scenario) string {
 	fmt.Fprintf(&b, "# %s\n", sc.name)
 	for k := 1; k <= sc.rounds; k++ {
 		s := r.Snapshot(w)
+		if sc.probes != nil {
+			s.ProbeResults = sc.probes(k, s.Now)
+		}
 		res, err := dag.Plan(s, sc.opt)
 		if err != nil {
 			t.Fatalf("round %d: %v", k, err)
 		}
 		fmt.Fprintf(&b, "\n== round %d at %s, %d jobs observed\n", k, s.Now.Format("15:04:05"), len(s.Jobs))
+		for _, pr := range s.ProbeResults {
+			fmt.Fprintf(&b, "probe result %s[%d] ok=%v at %s\n", pr.Flow, pr.Entry, pr.OK, pr.Time.Format("15:04:05"))
+		}
 		b.WriteString(res.String())
 		b.WriteString(res.Status.String())
 		rep, err := dag.Apply(context.Background(), res, r)

@@ -218,6 +218,22 @@ func (r *DAGRunner) SetPhase(namespace, name string, p dag.JobPhase) bool {
 	return ok
 }
 
+// SetTasks sets a job's task status counts (task → pod phase → pods), as a
+// Volcano job controller reports them, for probe scenarios (dag §3.5). Jobs
+// report none until it is called.
+func (r *DAGRunner) SetTasks(namespace, name string, counts map[string]map[string]int32) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, ok := r.jobs[namespace+"/"+name]
+	if ok {
+		j.job.TaskStatusCount = make(map[string]dag.TaskState, len(counts))
+		for task, phases := range counts {
+			j.job.TaskStatusCount[task] = dag.TaskState{Phase: maps.Clone(phases)}
+		}
+	}
+	return ok
+}
+
 // Objects returns the stored jobs of a namespace as CheckDAGExecutor sees
 // them, sorted by name: the labels, annotations and owner reference CreateJob
 // was given. The fake deletes at once, so none is ever terminating.
@@ -261,6 +277,12 @@ func (r *DAGRunner) current(namespace string) []dag.Job {
 		}
 		c := j.job
 		c.Labels = maps.Clone(j.job.Labels)
+		if j.job.TaskStatusCount != nil {
+			c.TaskStatusCount = make(map[string]dag.TaskState, len(j.job.TaskStatusCount))
+			for task, ts := range j.job.TaskStatusCount {
+				c.TaskStatusCount[task] = dag.TaskState{Phase: maps.Clone(ts.Phase)}
+			}
+		}
 		if j.job.RunningDuration != nil {
 			d := *j.job.RunningDuration
 			c.RunningDuration = &d

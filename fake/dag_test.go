@@ -92,3 +92,24 @@ func TestDAGRunnerInformerLag(t *testing.T) {
 		t.Fatalf("fresh view: %+v", s)
 	}
 }
+
+// TestDAGRunnerSetTasks checks that a job reports the task counts set on it
+// and that callers get copies: changing a returned job changes nothing.
+func TestDAGRunnerSetTasks(t *testing.T) {
+	r := NewDAGRunner(NewWorld(1, t0))
+	if err := r.CreateJob(context.Background(), dag.CreateJob{Name: "jf-ps", Namespace: "ns"}); err != nil {
+		t.Fatal(err)
+	}
+	if r.SetTasks("ns", "missing", nil) || !r.SetTasks("ns", "jf-ps", map[string]map[string]int32{"ps": {"Running": 1}}) {
+		t.Fatal("SetTasks found the wrong jobs")
+	}
+	got := r.Jobs("ns")[0].TaskStatusCount
+	if got["ps"].Phase["Running"] != 1 {
+		t.Fatalf("task counts = %v", got)
+	}
+	got["ps"].Phase["Running"] = 9
+	got["x"] = dag.TaskState{}
+	if again := r.Jobs("ns")[0].TaskStatusCount; again["ps"].Phase["Running"] != 1 || len(again) != 1 {
+		t.Fatalf("a caller's change leaked into the runner: %v", again)
+	}
+}

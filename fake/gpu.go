@@ -215,7 +215,7 @@ var ErrFenceRejected = errors.New("fake: allocation fenced off: the lock record 
 
 // Allocate plays HAMi's device plugin after a successful Bind: for each lock,
 // it reads the record (with its sidecar, as lock.Decide does: a store that
-// shares its key with HAMi keeps the UID and epoch there, see ObservedRecord)
+// shares its key with HAMi keeps the UID and epoch there, see lock.Observation.Record)
 // and checks gpu.VerifyFence, then writes bind-phase=success and releases the
 // locks (owner-checked) in reverse order. A failed fence writes
 // bind-phase=failed and releases nothing it does not own.
@@ -229,7 +229,7 @@ func (g *GPUBind) Allocate(ctx context.Context, ref gpu.PodRef, node string, loc
 		if err != nil {
 			return err
 		}
-		rec, _, derr := ObservedRecord(obs)
+		rec, _, derr := obs.Record()
 		if !obs.Present || derr != nil || !gpu.VerifyFence(rec, name, pod) {
 			if err := g.PatchPodAnnotations(ctx, ref, map[string]string{gpu.AnnoBindPhase: gpu.PhaseFailed}); err != nil {
 				return errors.Join(ErrFenceRejected, err)

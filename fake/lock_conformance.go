@@ -16,7 +16,7 @@ import (
 // rule (exactly high-water + 1), compare-and-delete of the observed value
 // only, that a release keeps the high-water mark, that each written record
 // reads back whole (decoded as lock.Decide does, from the value and a
-// matching sidecar, see ObservedRecord), and, for a lock.Notifier, that
+// matching sidecar, see lock.Observation.Record), and, for a lock.Notifier, that
 // Changes fires on a write to its key and not on another key's.
 func CheckLockStore(ctx context.Context, newStore func() lock.Store) []Violation {
 	var out []Violation
@@ -68,7 +68,7 @@ func CheckLockStore(ctx context.Context, newStore func() lock.Store) []Violation
 		conflict("acquire if absent", err)
 	}
 	held := get("read back")
-	if r, f, err := ObservedRecord(held); !held.Present || err != nil || !r.Equal(rec("a", 1)) {
+	if r, f, err := held.Record(); !held.Present || err != nil || !r.Equal(rec("a", 1)) {
 		fail("read back", "Get = %+v (decoded %+v %v %v), want the record written", held, r, f, err)
 	}
 	if held.EpochHigh != 1 {
@@ -94,7 +94,7 @@ func CheckLockStore(ctx context.Context, newStore func() lock.Store) []Violation
 		fail("steal the observed value", "%v", err)
 	}
 	stolen := get("steal the observed value")
-	if r, f, err := ObservedRecord(stolen); !stolen.Present || err != nil || !r.Equal(rec("b", 2)) || stolen.EpochHigh != 2 {
+	if r, f, err := stolen.Record(); !stolen.Present || err != nil || !r.Equal(rec("b", 2)) || stolen.EpochHigh != 2 {
 		fail("read back", "Get after the steal = %+v (decoded %+v %v %v), want the thief's record with EpochHigh 2", stolen, r, f, err)
 	}
 	if err := s.CompareAndSwap(ctx, key, pre(held), rec("c", 3)); err == nil {

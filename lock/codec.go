@@ -184,6 +184,23 @@ func EncodeNode(r Record) (main, sidecar string) {
 	return Encode(r, FormatHAMi), Encode(r, FormatExtended)
 }
 
+// Record decodes the lock value obs holds the way Decide reads it: the main
+// value (Raw), and, when that is in HAMi's 3-part format and Sidecar is an
+// extended record whose first three fields are exactly the main value, the
+// sidecar's UID and epoch. A sidecar that does not match (a HAMi scheduler
+// replaced the main value) is ignored, so the record names no UID and no
+// epoch. The format returned is the main value's. Stores, fakes and fenced
+// allocators use it to read back what a grant wrote.
+func (obs Observation) Record() (Record, Format, error) {
+	rec, format, err := Decode(obs.Raw)
+	if err == nil && format == FormatHAMi {
+		if uid, epoch, ok := sidecarFor(obs.Raw, obs.Sidecar); ok {
+			rec.UID, rec.Epoch = uid, epoch
+		}
+	}
+	return rec, format, err
+}
+
 // sidecarFor returns the UID and epoch of sidecar when it describes main: it
 // decodes as extended and its first three fields are exactly main.
 func sidecarFor(main, sidecar string) (uid string, epoch uint64, ok bool) {

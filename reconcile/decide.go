@@ -61,6 +61,7 @@ type decider struct {
 	activeAll    int   // non-terminating pods matching ray.io/cluster (DeleteAllOf)
 	activeGroup  []int // the same per group
 	termGroup    []int // terminating pods in each group's bucket
+	mayDelGroup  []int // pods flagged flagMayDelete in each group's bucket
 	// flags holds what the bucket pass learnt about each pod of this cluster
 	// (indexed like Snapshot.Pods), so that the group passes touch a pod's
 	// memory only for the few that need more than a flag.
@@ -117,11 +118,44 @@ func (d *decider) run() error {
 		gr.Desired = d.desiredPods(g)
 		gr.DesiredReplicas = d.desiredReplicas(g)
 	}
+	d.sizeActions()
 	if err := d.chain(); err != nil {
 		return err
 	}
+	if len(d.plan.Actions) == 0 {
+		d.plan.Actions = nil // a plan without actions has none, not an empty list
+	}
 	d.finish()
 	return nil
+}
+
+// sizeActions gives the plan's action list a capacity that usually fits, so
+// that the 168-byte actions are not copied while the list grows: per group
+// whose expectations allow actions, the gap between desired and active pods
+// (creations capped at BurstReplicas, deletions only where scale-down is
+// allowed) plus the pods that may be deleted as unhealthy, and one head
+// action. It is only a hint; append still grows the list when it is short.
+func (d *decider) sizeActions() {
+	est := 0
+	for i := range d.plan.Groups {
+		gr := &d.plan.Groups[i]
+		if _, pending := d.pending[gr.Group]; pending {
+			continue
+		}
+		gap := int(gr.Desired) - d.activeGroup[i]
+		switch {
+		case gap > 0:
+			gap = min(gap, d.o.burst())
+		case d.scaleDownAllowed():
+			gap = -gap
+		default:
+			gap = 0
+		}
+		est += gap + d.mayDelGroup[i]
+	}
+	if est > 0 {
+		d.plan.Actions = make([]Action, 0, est+1)
+	}
 }
 
 // chain runs the anchor's decision chain (§2.11).
@@ -231,8 +265,8 @@ func (d *decider) bucket() {
 	buf := make([]int32, 2*n+len(groups)+1)
 	gid, order, start := buf[:n], buf[n:2*n], buf[2*n:]
 	G := len(groups)
-	counts := make([]int, 3*G)
-	d.activeGroup, d.termGroup = counts[:G:G], counts[G:2*G:2*G]
+	counts := make([]int, 4*G)
+	d.activeGroup, d.termGroup, d.mayDelGroup = counts[:G:G], counts[G:2*G:2*G], counts[2*G:3*G:3*G]
 	d.flags = make([]podFlags, n)
 	for i := range s.Pods {
 		p := &s.Pods[i]
@@ -266,6 +300,7 @@ func (d *decider) bucket() {
 		if inSpec {
 			if mayDelete(p) {
 				d.flags[i] |= flagMayDelete
+				d.mayDelGroup[gi]++
 			}
 			gid[i] = int32(gi)
 			start[gi+1]++
@@ -282,7 +317,7 @@ func (d *decider) bucket() {
 	for g := 1; g < len(start); g++ {
 		start[g] += start[g-1]
 	}
-	fill := counts[2*len(groups):]
+	fill := counts[3*G:]
 	for g := range groups {
 		fill[g] = int(start[g])
 	}
@@ -326,7 +361,8 @@ func (d *decider) pod(i int32) *corev1.Pod { return &d.s.Pods[i] }
 
 // counted reports whether pod i of this cluster takes part in counts, health
 // checks and victim choice: terminating pods do not (D4) unless
-// Compat.CountTerminatingPods. It reads the flag bucket recorded, not the pod.
+// Compat.CountTerminatingPods. It reads the flag the bucket pass recorded, not
+// the pod.
 func (d *decider) counted(i int32) bool {
 	term := d.flags[i]&flagTerminating != 0
 	if term && d.lingering != nil && d.lingering[d.s.Pods[i].Name] {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/plancore/plancore/adapters/kube"
 	"github.com/plancore/plancore/adapters/kube/kubetest"
-	"github.com/plancore/plancore/fake"
 	"github.com/plancore/plancore/gpu"
 	"github.com/plancore/plancore/lock"
 )
@@ -155,7 +154,7 @@ func TestBindExecutor(t *testing.T) {
 // gpuHeldBy reports whether obs is held by p, UID included (read from the
 // sidecar in HAMi's wire format), with a fencing epoch.
 func gpuHeldBy(obs lock.Observation, p *corev1.Pod) bool {
-	r, _, err := fake.ObservedRecord(obs)
+	r, _, err := obs.Record()
 	return obs.Present && err == nil && r.Namespace == p.Namespace && r.Name == p.Name && r.UID == string(p.UID) && r.Epoch > 0
 }
 
