@@ -82,21 +82,10 @@ func TestCheckLinearizableTable(t *testing.T) {
 	}
 }
 
-// seedProperty turns a property of one seed into a rapid property that draws
-// the seed; the schedule follows from the seed (fake.SeededPicker,
-// fake.RunCapacityRace), so each check is one uniformly drawn schedule. A
-// seed that already passed is skipped (fake.PassedSeeds), which rapid does
-// not count, so -rapid.checks=N means N distinct schedules.
+// seedProperty draws one seed per rapid check and derives the run from it;
+// seeds that already passed are skipped and not counted (fake.SeedRuns).
 func seedProperty(prop func(t *rapid.T, seed uint64)) func(*rapid.T) {
-	var passed fake.PassedSeeds
-	return func(t *rapid.T) {
-		seed := rapid.Uint64().Draw(t, "seed")
-		if passed.Passed(seed) {
-			t.SkipNow()
-		}
-		prop(t, seed)
-		passed.Pass(seed)
-	}
+	return fake.SeedRuns(func(t *rapid.T) uint64 { return rapid.Uint64().Draw(t, "seed") }, prop)
 }
 
 // TestMemStoreLinearizable is spec P12 on MemStore, under -race in CI:

@@ -28,11 +28,14 @@
 //	pod, err := client.Create(ctx, pod)               // your API call
 //	st.Conclude(now, ref, expectations.Classify(expectations.Create, err, false), pod.Name, pod.UID)
 //	...
-//	view := expectations.NewView(cachedPods)          // once per snapshot
+//	view, _ := st.ViewFor(rc, cachedPods)             // once per snapshot
 //	res, _ := st.Satisfied(now, rc, "gpu", view)
 //	if !res.Satisfied {
 //		return requeueAfter(res.RequeueAfter(now))     // plan nothing for "gpu"
 //	}
+//
+// ViewFor indexes only the pods the owner's records can match; NewView indexes
+// every pod, for a view shared between many owners. Both give the same results.
 //
 // A pure planner holding a State in its snapshot calls Check, which decides the
 // same way and changes nothing. A live controller shares a Tracker (a State

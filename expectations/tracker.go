@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -168,4 +169,11 @@ func (t *Tracker) Stats() Stats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return Stats{Expired: t.expired, Overdue: t.overdue}
+}
+
+// ViewFor is State.ViewFor under the lock.
+func (t *Tracker) ViewFor(owner Owner, pods []corev1.Pod) (*View, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.s.ViewFor(owner, pods)
 }

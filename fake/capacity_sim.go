@@ -609,37 +609,30 @@ func SeededPicker(seed uint64) Picker {
 	return func(_ string, n int) int { return r.IntN(n) }
 }
 
-// PassedSeeds remembers the seeds whose runs passed. A property test that
-// draws a seed skips one that already passed (the run is deterministic, so it
-// would pass again): generators repeat seeds often (rapid repeats about a
-// third of 1,000 draws), and a skipped case is not counted as a check, so a
-// check count stays the number of distinct schedules. A failing seed is never
-// recorded, so the test framework can replay it.
-type PassedSeeds struct {
-	mu    sync.Mutex
-	seeds map[uint64]bool
-}
-
-// Passed reports whether seed has passed before.
-func (p *PassedSeeds) Passed(seed uint64) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.seeds[seed]
-}
-
-// Pass records that seed passed.
-func (p *PassedSeeds) Pass(seed uint64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.seeds == nil {
-		p.seeds = map[uint64]bool{}
+// SeedRuns turns a property of one seed into a property of the test
+// framework's T that draws the seed with draw (for rapid:
+// rapid.Uint64().Draw(t, "seed")) and derives the whole run from it (with
+// SeededPicker, or RunCapacityRace's Seed). A seed that already passed is
+// skipped with SkipNow: the run is deterministic, so it would pass again, and
+// generators repeat seeds often (rapid repeats about a third of 1,000
+// draws). rapid does not count a skipped case as a check, so its check count
+// stays the number of distinct schedules. A failing seed is never recorded,
+// so the framework can replay it.
+func SeedRuns[T interface{ SkipNow() }](draw func(T) uint64, prop func(t T, seed uint64)) func(T) {
+	var mu sync.Mutex
+	passed := map[uint64]bool{}
+	return func(t T) {
+		seed := draw(t)
+		mu.Lock()
+		done := passed[seed]
+		mu.Unlock()
+		if done {
+			t.SkipNow()
+			return
+		}
+		prop(t, seed)
+		mu.Lock()
+		passed[seed] = true
+		mu.Unlock()
 	}
-	p.seeds[seed] = true
-}
-
-// Len is the number of distinct seeds that passed.
-func (p *PassedSeeds) Len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.seeds)
 }

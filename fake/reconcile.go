@@ -130,7 +130,10 @@ func (l *RayClusterLoop) Kubelet() {
 func (l *RayClusterLoop) Snapshot() (reconcile.Snapshot, error) {
 	now := l.World.Clock.Now()
 	pods := l.Store.Informer().List(l.Cluster.Namespace, nil)
-	view := expectations.NewView(pods)
+	view, err := l.Tracker.ViewFor(l.Owner(), pods)
+	if err != nil {
+		return reconcile.Snapshot{}, err
+	}
 	for _, g := range l.Tracker.Groups(l.Owner()) {
 		if _, err := l.Tracker.Satisfied(now, l.Owner(), g, view); err != nil {
 			return reconcile.Snapshot{}, err

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/plancore/plancore/expectations"
 	"github.com/plancore/plancore/reconcile"
 )
 
@@ -109,3 +110,20 @@ func BenchmarkDecideSteady10k(b *testing.B) { benchDecide(b, benchCluster(false,
 
 // BenchmarkDecideScaleDown10k plans a 10 % scale-down in every group.
 func BenchmarkDecideScaleDown10k(b *testing.B) { benchDecide(b, benchCluster(false, true)) }
+
+// BenchmarkPlan10kPodsPendingDelete is BenchmarkPlan10kPods with one delete in
+// flight in group 0, so the expectations are checked against a view of all
+// 10,000 pods, as a controller does between a delete and its watch event.
+func BenchmarkPlan10kPodsPendingDelete(b *testing.B) {
+	s := benchCluster(true, false)
+	st, err := expectations.New(expectations.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	owner := expectations.Owner{Namespace: s.Cluster.Namespace, Name: s.Cluster.Name, UID: s.Cluster.UID}
+	if _, err := st.Record(t0, expectations.Record{Owner: owner, Group: "group-0", Action: expectations.Delete, Pod: "group-0-w0001"}); err != nil {
+		b.Fatal(err)
+	}
+	s.Expectations = st
+	benchDecide(b, s)
+}

@@ -408,7 +408,13 @@ func (d *decider) checkExpectations() error {
 	if len(groups) == 0 {
 		return nil
 	}
-	view := expectations.NewView(d.s.Pods)
+	// Only the pods the cluster's records name are indexed: a full view of
+	// 10,000 pods costs several plans' worth of time (see
+	// BenchmarkPlan10kPodsPendingDelete).
+	view, err := st.ViewFor(owner, d.s.Pods)
+	if err != nil {
+		return fmt.Errorf("%w: expectations: %v", ErrInvalidCluster, err)
+	}
 	for _, g := range groups {
 		res, err := st.Check(d.s.Now, owner, g, view)
 		if err != nil {

@@ -113,10 +113,17 @@ func BenchmarkRedisReserveBatchSameNode(b *testing.B) {
 func benchBatch(b *testing.B, size, perNode int) {
 	srv, s := benchStore(b)
 	m := startServerCPU(b, srv)
-	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
-	d := runClients(b, b.N, func(r *rand.Rand) error {
+	d := runClients(b, b.N, reserveBatch(s, size, perNode))
+	m.report(b, d, b.N*size)
+}
+
+// reserveBatch returns one client's all-or-nothing batch of size items,
+// perNode per node on consecutive nodes, rids drawn as reserveOne draws them.
+func reserveBatch(s *redis.CapacityStore, size, perNode int) func(r *rand.Rand) error {
+	ctx := context.Background()
+	return func(r *rand.Rand) error {
 		items := make([]capacity.Reservation, size)
 		first := r.IntN(benchNodes)
 		for k := range items {
@@ -128,8 +135,7 @@ func benchBatch(b *testing.B, size, perNode int) {
 			err = fmt.Errorf("batch not fully granted: %+v", res)
 		}
 		return err
-	})
-	m.report(b, d, b.N*size)
+	}
 }
 
 // serverCPU reads the Redis main thread's CPU time (INFO cpu), which
@@ -142,13 +148,13 @@ type serverCPU struct {
 
 var cpuRe = regexp.MustCompile(`used_cpu_(?:sys|user)_main_thread:([0-9.]+)`)
 
-func startServerCPU(b *testing.B, srv *redistest.Server) *serverCPU {
+func startServerCPU(b testing.TB, srv *redistest.Server) *serverCPU {
 	m := &serverCPU{c: srv.Client()}
 	m.start = m.read(b)
 	return m
 }
 
-func (m *serverCPU) read(b *testing.B) float64 {
+func (m *serverCPU) read(b testing.TB) float64 {
 	info, err := m.c.Info(context.Background(), "cpu").Result()
 	if err != nil {
 		b.Fatal(err)
@@ -208,19 +214,10 @@ func BenchmarkCapacityRedisSideBySide(t *testing.B) {
 		d := runClients(t, n, reserveOne(s))
 		ours = append(ours, float64(n)/d.Seconds())
 	}
-	ctx := context.Background()
 	for range 3 {
 		const size = 16
 		calls := n / size
-		d := runClients(t, calls, func(r *rand.Rand) error {
-			items := make([]capacity.Reservation, size)
-			first := r.IntN(benchNodes)
-			for k := range items {
-				items[k] = capacity.Reservation{Node: benchID((first + k) % benchNodes), RID: "job:" + benchID(r.IntN(benchNodes)), Max: benchMax}
-			}
-			_, err := s.ReserveBatch(ctx, items, capacity.AllOrNothing)
-			return err
-		})
+		d := runClients(t, calls, reserveBatch(s, size, 1))
 		batch = append(batch, float64(calls*size)/d.Seconds())
 	}
 	med := func(x []float64) float64 { y := slices.Clone(x); slices.Sort(y); return y[len(y)/2] }

@@ -81,7 +81,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	now := time.Now()
 	owner := expectations.Owner{Namespace: cluster.Namespace, Name: cluster.Name, UID: cluster.UID}
-	view := expectations.NewView(pods.Items)
+	view, err := r.Tracker.ViewFor(owner, pods.Items)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	for _, g := range r.Tracker.Groups(owner) {
 		if _, err := r.Tracker.Satisfied(now, owner, g, view); err != nil {
 			return ctrl.Result{}, err

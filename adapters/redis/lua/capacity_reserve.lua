@@ -6,7 +6,7 @@
 local now = clock(ARGV[7])
 readnode(1, KEYS[1], KEYS[2], KEYS[3], ms(now))
 local ttl = tonumber(ARGV[3])
-local out = {}
+local out = {0, 0, 0, 0, 0}
 decide(1, KEYS[2], now, ARGV[1], tonumber(ARGV[2]), ttl, ms(now + ttl), tonumber(ARGV[4]), ARGV[5] ~= 'max',
   tonumber(ARGV[6]), out, 0)
 settle(1, now, KEYS[1], KEYS[2])
