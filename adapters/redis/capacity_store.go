@@ -57,6 +57,14 @@ type CapacityStoreOptions struct {
 	capacity.Options
 	// Prefix goes before each key's {n:<id>} hash tag; it must not contain '{'.
 	Prefix string
+	// Cluster makes ReserveBatch and Loads group their nodes by hash slot and
+	// send one script call per slot, pipelined per shard, as Redis Cluster
+	// requires. A *goredis.ClusterClient (including one behind a
+	// goredis.UniversalClient) turns it on by itself; set it for another
+	// client that fronts a Cluster, such as a client of a cluster proxy that
+	// rejects cross-slot scripts. Such a client must also offer
+	// Pipeline() goredis.Pipeliner, as *goredis.Client does.
+	Cluster bool
 	// Clock, when set, makes every script use this client clock instead of
 	// Redis TIME. It reproduces the seed, whose script takes the client's now,
 	// and lets tests hit exact TTL boundaries. Leave it nil in production:
@@ -98,11 +106,15 @@ func (o CapacityStoreOptions) Validate() error {
 // (false); here the caller knows the outcome is unknown and may retry the
 // same rid safely.
 //
-// ReserveBatch and Loads send all their nodes' keys in one call, which Redis
-// Cluster accepts only when the nodes share a slot; on Cluster, reserve
-// per node (Dispatch does).
+// On standalone or Sentinel Redis, ReserveBatch and Loads send all their
+// nodes' keys in one atomic call. On Redis Cluster (a *goredis.ClusterClient,
+// or the Cluster option) a script may touch one slot only, so they group
+// their nodes by hash slot and pipeline one call per slot; an all-or-nothing
+// batch is then made good by compensation, which is not atomic (see
+// ReserveBatch).
 type CapacityStore struct {
 	c     goredis.Scripter
+	pipe  pipeliner // non-nil in Cluster mode
 	opts  capacity.Options
 	acct  string
 	pre   string
@@ -127,6 +139,15 @@ func NewCapacityStore(ctx context.Context, c goredis.Scripter, o CapacityStoreOp
 		s.acct = "max"
 	}
 	s.acctArg, s.hbtoArg, s.ttlArg = s.acct, msArg(s.opts.HeartbeatTimeout), msArg(s.opts.TTL)
+	if cc, ok := c.(*goredis.ClusterClient); ok {
+		s.pipe = cc
+	} else if o.Cluster {
+		p, ok := c.(pipeliner)
+		if !ok {
+			return nil, fmt.Errorf("%w: Cluster is set but the client %T cannot pipeline", capacity.ErrInvalidOptions, c)
+		}
+		s.pipe = p
+	}
 	if err := s.LoadScripts(ctx); err != nil {
 		return nil, err
 	}
@@ -273,8 +294,10 @@ func (s *CapacityStore) resolve(r capacity.Reservation) (capacity.Reservation, e
 	return r, nil
 }
 
-// ReserveBatch reserves several items in one script call; see
-// capacity.SlotStore.
+// ReserveBatch reserves several items; see capacity.SlotStore. On standalone
+// or Sentinel Redis it is one atomic script call. On Cluster, items are
+// grouped by the hash slot of their node and each group is one script call,
+// pipelined per shard; see reserveBatchCluster for what that changes.
 func (s *CapacityStore) ReserveBatch(ctx context.Context, items []capacity.Reservation, mode capacity.BatchMode) (capacity.BatchResult, error) {
 	if mode > capacity.Partial {
 		return capacity.BatchResult{}, fmt.Errorf("%w: batch mode %v is unknown", capacity.ErrInvalidInput, mode)
@@ -289,6 +312,36 @@ func (s *CapacityStore) ReserveBatch(ctx context.Context, items []capacity.Reser
 	if len(items) == 0 {
 		return capacity.BatchResult{Committed: true, Items: []capacity.ReserveResult{}}, nil
 	}
+	if s.pipe != nil {
+		return s.reserveBatchCluster(ctx, items, mode)
+	}
+	keys, args := s.batchCall(items, mode)
+	v, err := s.run(ctx, capReserveBatch, keys, args...).Int64Slice()
+	if err != nil {
+		return capacity.BatchResult{}, unavailable("reserve batch", err)
+	}
+	res := capacity.BatchResult{Items: make([]capacity.ReserveResult, len(items))}
+	if res.Committed, err = parseBatch(v, res.Items); err != nil {
+		return capacity.BatchResult{}, unavailable("reserve batch", err)
+	}
+	return res, nil
+}
+
+// parseBatch reads a reserve_batch reply into out, one result per item, and
+// returns its committed flag.
+func parseBatch(v []int64, out []capacity.ReserveResult) (bool, error) {
+	if len(v) != 1+5*len(out) {
+		return false, fmt.Errorf("reply of %d values for %d items", len(v), len(out))
+	}
+	for i := range out {
+		out[i] = reserveResult(v[1+5*i : 6+5*i])
+	}
+	return v[0] == 1, nil
+}
+
+// batchCall builds the keys and arguments of one reserve_batch script call
+// over items.
+func (s *CapacityStore) batchCall(items []capacity.Reservation, mode capacity.BatchMode) ([]string, []any) {
 	modeArg := "all"
 	if mode == capacity.Partial {
 		modeArg = "partial"
@@ -338,18 +391,7 @@ func (s *CapacityStore) ReserveBatch(ctx context.Context, items []capacity.Reser
 		}
 		args = append(args, n+1, it.RID, lastMax, lastTTL, lastRunning)
 	}
-	v, err := s.run(ctx, capReserveBatch, keys, args...).Int64Slice()
-	if err != nil {
-		return capacity.BatchResult{}, unavailable("reserve batch", err)
-	}
-	if len(v) != 1+5*len(items) {
-		return capacity.BatchResult{}, unavailable("reserve batch", fmt.Errorf("reply of %d values for %d items", len(v), len(items)))
-	}
-	res := capacity.BatchResult{Committed: v[0] == 1, Items: make([]capacity.ReserveResult, len(items))}
-	for i := range items {
-		res.Items[i] = reserveResult(v[1+5*i : 6+5*i])
-	}
-	return res, nil
+	return keys, args
 }
 
 // Ack commits a node's ACK; see capacity.SlotStore.
@@ -422,16 +464,22 @@ func (s *CapacityStore) Heartbeat(ctx context.Context, node string, h capacity.H
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // Loads reports nodes in the order asked, read-only (EVALSHA_RO, so a replica
-// may serve it); see capacity.SlotStore.
+// may serve it), in one call or, on Cluster, one call per hash slot; see
+// capacity.SlotStore.
 func (s *CapacityStore) Loads(ctx context.Context, nodes []string) ([]capacity.NodeLoad, error) {
 	if len(nodes) == 0 {
 		return []capacity.NodeLoad{}, nil
 	}
-	keys := make([]string, 0, 3*len(nodes))
 	for _, n := range nodes {
 		if err := capacity.ValidateNodeID(n); err != nil {
 			return nil, err
 		}
+	}
+	if s.pipe != nil {
+		return s.loadsCluster(ctx, nodes)
+	}
+	keys := make([]string, 0, 3*len(nodes))
+	for _, n := range nodes {
 		keys = append(keys, s.keys(n)...)
 	}
 	v, err := s.runRO(ctx, capLoads, keys, s.now()).Slice()

@@ -273,6 +273,11 @@ func TestCapacityStoreRejectsBadInput(t *testing.T) {
 	}
 }
 
+// sameReserve compares two answers, their times by instant.
+func sameReserve(a, b capacity.ReserveResult) bool {
+	return a.Status == b.Status && a.Epoch == b.Epoch && a.Load == b.Load && a.Expiry.Equal(b.Expiry) && a.EarliestExpiry.Equal(b.EarliestExpiry)
+}
+
 func second[A any](_ A, err error) error { return err }
 
 // TestCapacityStoreBatchMatchesMemStore sends the same large batches to the
@@ -282,11 +287,18 @@ func second[A any](_ A, err error) error { return err }
 // inside the batch, rids already held or acked, and nodes of M = 1 that
 // refuse, in both modes. Every item's answer must be the same.
 func TestCapacityStoreBatchMatchesMemStore(t *testing.T) {
-	ctx := context.Background()
 	srv := redistest.Start(t)
+	batchMatchesMemStore(t, srv.Client())
+}
+
+// batchMatchesMemStore is TestCapacityStoreBatchMatchesMemStore on the
+// server(s) behind c; it returns the nodes the batches used. After the
+// rounds, Loads of every node must match too.
+func batchMatchesMemStore(t *testing.T, c goredis.Scripter) []string {
+	ctx := context.Background()
 	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	rs := newStore(t, srv.Client(), redis.CapacityStoreOptions{Clock: clock})
+	rs := newStore(t, c, redis.CapacityStoreOptions{Clock: clock})
 	ms, err := capacity.NewMemStore(capacity.MemStoreOptions{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
@@ -342,7 +354,7 @@ func TestCapacityStoreBatchMatchesMemStore(t *testing.T) {
 		granted := 0
 		for i := range got[0].Items {
 			a, b := got[0].Items[i], got[1].Items[i]
-			if a.Status != b.Status || a.Epoch != b.Epoch || a.Load != b.Load || !a.Expiry.Equal(b.Expiry) || !a.EarliestExpiry.Equal(b.EarliestExpiry) {
+			if !sameReserve(a, b) {
 				t.Errorf("round %d %v item %d: redis %v, memstore %v", round, mode, i, a, b)
 			}
 			if a.Status == capacity.ReserveOK {
@@ -353,4 +365,27 @@ func TestCapacityStoreBatchMatchesMemStore(t *testing.T) {
 			t.Errorf("round %d: %d of %d granted: the batch should mix grants and refusals", round, granted, len(got[0].Items))
 		}
 	}
+	var nodes []string
+	for i := range 24 {
+		nodes = append(nodes, node(i))
+	}
+	var loads [2][]capacity.NodeLoad
+	for i, s := range stores {
+		if loads[i], err = s.Loads(ctx, nodes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending := 0
+	for i := range nodes {
+		a, b := loads[0][i], loads[1][i]
+		pending += a.Pending
+		if a.Pending != b.Pending || a.AckedUncounted != b.AckedUncounted || a.Running != b.Running ||
+			a.Epoch != b.Epoch || a.Seq != b.Seq || !a.HeartbeatAt.Equal(b.HeartbeatAt) {
+			t.Errorf("loads of %s: redis %+v, memstore %+v", nodes[i], a, b)
+		}
+	}
+	if pending == 0 {
+		t.Error("no pending lease left to compare")
+	}
+	return nodes
 }

@@ -1,0 +1,234 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/plancore/plancore/capacity"
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// pipeliner is what Cluster mode needs of a client besides scripting: both
+// *goredis.Client and *goredis.ClusterClient offer it, and the Cluster
+// client's pipeline splits its commands by shard and sends them concurrently.
+type pipeliner interface {
+	Pipeline() goredis.Pipeliner
+}
+
+// clusterSlots is the number of Redis Cluster hash slots.
+const clusterSlots = 16384
+
+// nodeSlot is the Cluster hash slot of a node's keys: CRC16 (XMODEM, as Redis
+// Cluster computes it) of the hash tag "n:<id>", modulo 16384. The prefix
+// holds no '{' and the id neither '{' nor '}', so the tag is always the text
+// between the key's first '{' and the following '}'.
+func nodeSlot(node string) int {
+	return int(crc16(crc16(0, "n:"), node) % clusterSlots)
+}
+
+// crc16 continues the CRC16-CCITT (XMODEM: polynomial 0x1021, initial value
+// 0) of crc over s.
+func crc16(crc uint16, s string) uint16 {
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// groupBySlot splits the indices 0..n-1 by the hash slot of node(i), groups
+// in order of first appearance and indices ascending within a group, so the
+// calls of a batch are deterministic.
+func groupBySlot(n int, node func(i int) string) (groups [][]int, slots []int) {
+	at := make(map[int]int, n)
+	for i := range n {
+		slot := nodeSlot(node(i))
+		g, ok := at[slot]
+		if !ok {
+			g = len(groups)
+			at[slot] = g
+			groups = append(groups, nil)
+			slots = append(slots, slot)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups, slots
+}
+
+// scriptCall is one script invocation of a pipeline.
+type scriptCall struct {
+	sc   *goredis.Script
+	keys []string
+	args []any
+}
+
+// runPipelined sends calls in one pipeline (on Cluster, one per shard, sent
+// concurrently) with EVALSHA, or EVALSHA_RO when ro is set, then resends
+// with EVAL (EVAL_RO) in a second pipeline exactly the calls answered
+// NOSCRIPT. A pipeline cannot reload a script between its commands, which is
+// why the spec has Cluster batches use EVAL; but each NOSCRIPT reply proves
+// that its own command did not run, and a batch's calls touch disjoint slots,
+// so resending only those is as safe as EVAL for all and spares the 10 KB
+// script text on every call while the cache is warm. Each resent call
+// counts as a reload (ScriptReloads). The returned commands hold each call's
+// reply or error.
+func (s *CapacityStore) runPipelined(ctx context.Context, calls []scriptCall, ro bool) []*goredis.Cmd {
+	cmds := make([]*goredis.Cmd, len(calls))
+	p := s.pipe.Pipeline()
+	for i, c := range calls {
+		if ro {
+			cmds[i] = c.sc.EvalShaRO(ctx, p, c.keys, c.args...)
+		} else {
+			cmds[i] = c.sc.EvalSha(ctx, p, c.keys, c.args...)
+		}
+	}
+	_, _ = p.Exec(ctx) // each command carries its own error
+	var again []int
+	for i, cmd := range cmds {
+		if noScript(cmd.Err()) {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return cmds
+	}
+	s.reloads.Add(uint64(len(again)))
+	p = s.pipe.Pipeline()
+	for _, i := range again {
+		c := calls[i]
+		if ro {
+			cmds[i] = c.sc.EvalRO(ctx, p, c.keys, c.args...)
+		} else {
+			cmds[i] = c.sc.Eval(ctx, p, c.keys, c.args...)
+		}
+	}
+	_, _ = p.Exec(ctx)
+	return cmds
+}
+
+// reserveBatchCluster is ReserveBatch on Redis Cluster, where one script may
+// touch one slot only. Items are grouped by the hash slot of their node; each
+// group is one reserve_batch call in the batch's mode, so items of one node
+// are still decided in order, atomically, and every item's answer equals the
+// standalone store's (a node's state lives in one slot, and nodes are
+// independent). The calls are pipelined per shard and run concurrently.
+//
+// AllOrNothing works by compensation: a group with a refusal commits nothing
+// by itself (its script decides in 'all' mode), and when any group refused,
+// the leases the other groups granted (status OK; a DUPLICATE is an earlier
+// lease and stays) are released again, idempotently. That is not atomic:
+// between the grant and its release another scheduler may see those leases
+// and be refused, an overcount, the safe direction; no caller ever holds them.
+//
+// Fail closed: if any call fails, the result is an error wrapping
+// capacity.ErrStoreUnavailable and never a lease, and the leases that the
+// successful groups granted are released (in Partial mode too, as the caller
+// receives none of them). A failed group's outcome is unknown: its leases, if
+// any, are left to expire after their TTL, since releasing blindly could drop
+// a lease an earlier attempt of the caller holds under the same rid. So is a
+// lease whose compensating release fails; the error then says so.
+// Compensation runs even if ctx is done, bounded by the client's timeouts.
+func (s *CapacityStore) reserveBatchCluster(ctx context.Context, items []capacity.Reservation, mode capacity.BatchMode) (capacity.BatchResult, error) {
+	groups, slots := groupBySlot(len(items), func(i int) string { return items[i].Node })
+	calls := make([]scriptCall, len(groups))
+	sub := make([]capacity.Reservation, 0, len(items))
+	for g, idx := range groups {
+		start := len(sub)
+		for _, i := range idx {
+			sub = append(sub, items[i])
+		}
+		keys, args := s.batchCall(sub[start:], mode)
+		calls[g] = scriptCall{capReserveBatch, keys, args}
+	}
+	cmds := s.runPipelined(ctx, calls, false)
+
+	res := capacity.BatchResult{Committed: true, Items: make([]capacity.ReserveResult, len(items))}
+	committed := make([]bool, len(groups)) // the group's grants hold their slots
+	part := make([]capacity.ReserveResult, len(items))
+	var errs []error
+	for g, cmd := range cmds {
+		out := part[:len(groups[g])]
+		v, err := cmd.Int64Slice()
+		if err == nil {
+			committed[g], err = parseBatch(v, out)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("slot %d: %w", slots[g], err))
+			continue
+		}
+		for k, i := range groups[g] {
+			res.Items[i] = out[k]
+		}
+		res.Committed = res.Committed && committed[g]
+	}
+	if len(errs) == 0 && res.Committed {
+		return res, nil
+	}
+	// Compensate: take back every lease this call granted and the caller will
+	// not hold.
+	var rel []scriptCall
+	var relItems []int
+	for g, idx := range groups {
+		if !committed[g] {
+			continue
+		}
+		for _, i := range idx {
+			if res.Items[i].Status == capacity.ReserveOK {
+				rel = append(rel, scriptCall{capRelease, s.keys(items[i].Node), []any{items[i].RID, s.now()}})
+				relItems = append(relItems, i)
+			}
+		}
+	}
+	if len(rel) > 0 {
+		for k, cmd := range s.runPipelined(context.WithoutCancel(ctx), rel, false) {
+			if err := cmd.Err(); err != nil {
+				it := items[relItems[k]]
+				errs = append(errs, fmt.Errorf("compensating release of rid %q on node %q failed, its lease lingers until its TTL: %w", it.RID, it.Node, err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return capacity.BatchResult{}, unavailable("reserve batch", errors.Join(errs...))
+	}
+	return res, nil
+}
+
+// loadsCluster is Loads on Redis Cluster: one read-only loads call per hash
+// slot of the nodes, pipelined per shard. Each call is consistent for its
+// slot only, which costs nothing here: Loads is advisory input to Select,
+// and reserve re-checks atomically.
+func (s *CapacityStore) loadsCluster(ctx context.Context, nodes []string) ([]capacity.NodeLoad, error) {
+	groups, slots := groupBySlot(len(nodes), func(i int) string { return nodes[i] })
+	calls := make([]scriptCall, len(groups))
+	now := s.now()
+	for g, idx := range groups {
+		keys := make([]string, 0, 3*len(idx))
+		for _, i := range idx {
+			keys = append(keys, s.keys(nodes[i])...)
+		}
+		calls[g] = scriptCall{capLoads, keys, []any{now}}
+	}
+	out := make([]capacity.NodeLoad, len(nodes))
+	for g, cmd := range s.runPipelined(ctx, calls, true) {
+		v, err := cmd.Slice()
+		if err == nil && len(v) != len(groups[g]) {
+			err = fmt.Errorf("reply of %d rows for %d nodes", len(v), len(groups[g]))
+		}
+		if err != nil {
+			return nil, unavailable("loads", fmt.Errorf("slot %d: %w", slots[g], err))
+		}
+		for k, i := range groups[g] {
+			if out[i], err = parseLoad(nodes[i], v[k]); err != nil {
+				return nil, unavailable("loads", err)
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,465 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/plancore/plancore/adapters/redis"
+	"github.com/plancore/plancore/adapters/redis/internal/redistest"
+	"github.com/plancore/plancore/capacity"
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// testCluster is a real Redis Cluster of three primaries (no replicas) on
+// loopback, persistence off, owned by one test. Shard i serves the slots
+// [i·16384/3, (i+1)·16384/3).
+type testCluster struct {
+	t     testing.TB
+	ports []int
+	procs []*clusterProc
+}
+
+type clusterProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+const clusterShards = 3
+
+// startCluster launches the shards, assigns each its slot range with CLUSTER
+// ADDSLOTSRANGE, joins them with CLUSTER MEET and waits until every shard
+// reports cluster_state:ok with all three nodes known.
+func startCluster(t testing.TB) *testCluster {
+	t.Helper()
+	bin, err := redistest.BinaryPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tc := &testCluster{t: t}
+	t.Cleanup(tc.stopAll)
+	for i := range clusterShards {
+		var err error
+		for attempt := range 5 {
+			port := clusterPort(t)
+			if err = tc.launch(bin, dir, port); err == nil {
+				break
+			}
+			if attempt == 4 {
+				t.Fatalf("shard %d: %v", i, err)
+			}
+		}
+	}
+	ctx := context.Background()
+	clients := make([]*goredis.Client, clusterShards)
+	for i, p := range tc.ports {
+		clients[i] = goredis.NewClient(&goredis.Options{Addr: clusterAddr(p), MaxRetries: -1})
+		defer clients[i].Close()
+		lo, hi := i*16384/clusterShards, (i+1)*16384/clusterShards-1
+		if err := clients[i].Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
+			t.Fatalf("shard %d: CLUSTER ADDSLOTSRANGE %d %d: %v", i, lo, hi, err)
+		}
+	}
+	for _, p := range tc.ports[1:] {
+		if err := clients[0].ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(p)).Err(); err != nil {
+			t.Fatalf("CLUSTER MEET %d: %v", p, err)
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for i := 0; i < clusterShards; {
+		info, err := clients[i].ClusterInfo(ctx).Result()
+		if err == nil && strings.Contains(info, "cluster_state:ok") &&
+			strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", clusterShards)) &&
+			strings.Contains(info, "cluster_slots_ok:16384") {
+			i++
+			continue
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shard %d never reached cluster_state:ok: %v\n%s", i, err, info)
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for gossip between real processes
+	}
+	return tc
+}
+
+// clusterPort finds a free port whose cluster bus port (+10000) is free too.
+func clusterPort(t testing.TB) int {
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if p+10000 > 65535 {
+			continue
+		}
+		if bus, err := net.Listen("tcp", clusterAddr(p+10000)); err == nil {
+			_ = bus.Close()
+			return p
+		}
+	}
+}
+
+func clusterAddr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+func (tc *testCluster) launch(bin, dir string, port int) error {
+	ps := strconv.Itoa(port)
+	log := filepath.Join(dir, "redis-"+ps+".log")
+	cmd := exec.Command(bin, "--port", ps, "--bind", "127.0.0.1",
+		"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes-"+ps+".conf"),
+		"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no",
+		"--loglevel", "warning", "--logfile", log)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	p := &clusterProc{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	c := goredis.NewClient(&goredis.Options{Addr: clusterAddr(port), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; {
+		select {
+		case <-p.done:
+			return fmt.Errorf("redis-server on port %d exited (log %s)", port, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-p.done
+			return fmt.Errorf("redis-server on port %d never answered PING", port)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a starting process
+	}
+	tc.ports = append(tc.ports, port)
+	tc.procs = append(tc.procs, p)
+	return nil
+}
+
+// stop kills shard i and waits for it to exit.
+func (tc *testCluster) stop(i int) {
+	p := tc.procs[i]
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	tc.procs[i] = nil
+}
+
+func (tc *testCluster) stopAll() {
+	for i := range tc.procs {
+		tc.stop(i)
+	}
+}
+
+// client returns a Cluster client, closed when the test ends.
+func (tc *testCluster) client(opts ...func(*goredis.ClusterOptions)) *goredis.ClusterClient {
+	o := &goredis.ClusterOptions{DialTimeout: 200 * time.Millisecond}
+	for _, p := range tc.ports {
+		o.Addrs = append(o.Addrs, clusterAddr(p))
+	}
+	for _, f := range opts {
+		f(o)
+	}
+	c := goredis.NewClusterClient(o)
+	tc.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// shardOf is the shard that serves a node's keys.
+func shardOf(node string) int { return redis.NodeSlot(node) * clusterShards / 16384 }
+
+// flush empties every shard.
+func flushCluster(t testing.TB, c *goredis.ClusterClient) {
+	t.Helper()
+	err := c.ForEachMaster(context.Background(), func(ctx context.Context, m *goredis.Client) error {
+		return m.FlushAll(ctx).Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCapacityCluster runs the Cluster store's tests on one real cluster of
+// three shards.
+func TestCapacityCluster(t *testing.T) {
+	tc := startCluster(t)
+	c := tc.client()
+
+	// The client-side slot of a node's keys is the server's.
+	t.Run("slot", func(t *testing.T) {
+		for _, n := range []string{"a", "node-07", "gpu-host-42.example", "ü", strings.Repeat("x", 300)} {
+			for _, key := range []string{"{n:" + n + "}:hb", "pre:{n:" + n + "}:acked"} {
+				got, err := c.ClusterKeySlot(context.Background(), key).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if int(got) != redis.NodeSlot(n) {
+					t.Errorf("slot of %q: server %d, client %d", key, got, redis.NodeSlot(n))
+				}
+			}
+		}
+	})
+
+	// The differential test of the standalone store, on the cluster: the
+	// same batches and Loads answer as MemStore, item by item.
+	t.Run("batch matches MemStore", func(t *testing.T) {
+		flushCluster(t, c)
+		shards := map[int]bool{}
+		for _, n := range batchMatchesMemStore(t, c) {
+			shards[shardOf(n)] = true
+		}
+		if len(shards) != clusterShards {
+			t.Errorf("the batches' nodes live on %d shards, want all %d", len(shards), clusterShards)
+		}
+	})
+
+	t.Run("all or nothing compensates", func(t *testing.T) {
+		flushCluster(t, c)
+		clusterCompensation(t, c)
+	})
+
+	t.Run("never oversells", func(t *testing.T) {
+		flushCluster(t, c)
+		clusterNeverOversells(t, c)
+	})
+
+	// Last: it stops a shard. (A Redis Cluster primary reports
+	// cluster_state:ok only 2 s after it starts, so the subtests share one
+	// cluster.)
+	t.Run("shard down", func(t *testing.T) {
+		flushCluster(t, c)
+		clusterShardDown(t, tc)
+	})
+}
+
+// slotTwin returns a node id other than node whose keys share node's slot.
+func slotTwin(node string) string {
+	for i := 0; ; i++ {
+		id := "twin-" + strconv.Itoa(i)
+		if redis.NodeSlot(id) == redis.NodeSlot(node) {
+			return id
+		}
+	}
+}
+
+// pendOf returns the rids pending on node, read from the cluster directly.
+func pendOf(t testing.TB, c *goredis.ClusterClient, node string) []string {
+	t.Helper()
+	rids, err := c.ZRange(context.Background(), "{n:"+node+"}:pend", 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rids
+}
+
+// clusterCompensation refuses one item of an all-or-nothing batch whose
+// items span every shard and, on the refused item's shard, a second node in
+// the same slot: the grants of the other slots are released again, the
+// refused slot writes nothing, every answer still equals MemStore's, and
+// nothing of the batch stays behind. Partial mode keeps the grants.
+func clusterCompensation(t *testing.T, c *goredis.ClusterClient) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	rs := newStore(t, c, redis.CapacityStoreOptions{Clock: clock})
+	ms, err := capacity.NewMemStore(capacity.MemStoreOptions{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One node per shard, then the full node and its slot twin.
+	var nodes []string
+	for i := 0; len(nodes) < clusterShards; i++ {
+		n := "n" + strconv.Itoa(i)
+		if shardOf(n) == len(nodes) {
+			nodes = append(nodes, n)
+		}
+	}
+	full := nodes[0]
+	twin := slotTwin(full)
+	for _, s := range []capacity.SlotStore{rs, ms} {
+		for _, n := range append([]string{twin}, nodes...) {
+			if _, err := s.Heartbeat(ctx, n, capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r, err := s.Reserve(ctx, capacity.Reservation{Node: full, RID: "old", Max: 1}); err != nil || r.Status != capacity.ReserveOK {
+			t.Fatal(r, err)
+		}
+	}
+	items := []capacity.Reservation{
+		{Node: nodes[1], RID: "a"}, {Node: twin, RID: "b"}, {Node: nodes[2], RID: "c"},
+		{Node: nodes[1], RID: "d"}, {Node: full, RID: "e", Max: 1}, {Node: nodes[2], RID: "f"},
+	}
+	for _, mode := range []capacity.BatchMode{capacity.AllOrNothing, capacity.Partial} {
+		var got [2]capacity.BatchResult
+		for i, s := range []capacity.SlotStore{rs, ms} {
+			if got[i], err = s.ReserveBatch(ctx, items, mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got[0].Committed != got[1].Committed || got[0].Committed != (mode == capacity.Partial) {
+			t.Fatalf("%v: committed redis %v, memstore %v", mode, got[0].Committed, got[1].Committed)
+		}
+		for i := range items {
+			if a, b := got[0].Items[i], got[1].Items[i]; !sameReserve(a, b) {
+				t.Errorf("%v item %d: redis %v, memstore %v", mode, i, a, b)
+			}
+		}
+		if s := got[0].Items[4].Status; s != capacity.ReserveFull {
+			t.Fatalf("%v: the full node answered %v", mode, s)
+		}
+		want := map[string]string{nodes[1]: "", twin: "", nodes[2]: "", full: "old"}
+		if mode == capacity.Partial {
+			want = map[string]string{nodes[1]: "a d", twin: "b", nodes[2]: "c f", full: "old"}
+		}
+		for n, w := range want {
+			if got := strings.Join(pendOf(t, c, n), " "); got != w {
+				t.Errorf("%v: node %s (shard %d) holds [%s], want [%s]", mode, n, shardOf(n), got, w)
+			}
+		}
+	}
+}
+
+// clusterNeverOversells races goroutines sending batches in both modes, on
+// Redis TIME, over nodes of every shard with small M: the leases callers
+// hold on a node never exceed M − running, although compensation briefly
+// leaves refused batches' grants in place; once every caller has released
+// its leases, no lease remains.
+func clusterNeverOversells(t *testing.T, c *goredis.ClusterClient) {
+	const (
+		workers = 8
+		rounds  = 60
+		nNodes  = 9
+		maxJobs = 3
+	)
+	ctx := context.Background()
+	s := newStore(t, c, redis.CapacityStoreOptions{Options: capacity.Options{TTL: time.Minute}})
+	nodes := make([]string, nNodes)
+	var held [nNodes]atomic.Int32
+	for i := range nodes {
+		nodes[i] = "race-" + strconv.Itoa(i)
+		if _, err := s.Heartbeat(ctx, nodes[i], capacity.Heartbeat{Epoch: 1, Seq: 1, Running: i % 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var grants, refusedBatches atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 11))
+			for round := range rounds {
+				items := make([]capacity.Reservation, 2+r.IntN(5))
+				idx := make([]int, len(items))
+				for k := range items {
+					idx[k] = r.IntN(nNodes)
+					items[k] = capacity.Reservation{Node: nodes[idx[k]], RID: fmt.Sprintf("w%d-%d-%d", w, round, k), Max: maxJobs}
+				}
+				mode := capacity.BatchMode(r.IntN(2))
+				res, err := s.ReserveBatch(ctx, items, mode)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !res.Committed {
+					refusedBatches.Add(1)
+				}
+				var mine []int
+				for k, it := range res.Items {
+					if !res.Committed || it.Status != capacity.ReserveOK {
+						continue
+					}
+					mine = append(mine, k)
+					grants.Add(1)
+					if h := held[idx[k]].Add(1); int(h) > maxJobs-idx[k]%2 {
+						t.Errorf("node %s: %d leases held, M − running = %d", nodes[idx[k]], h, maxJobs-idx[k]%2)
+					}
+				}
+				for _, k := range mine {
+					held[idx[k]].Add(-1)
+					if _, err := s.Release(ctx, items[k].Node, items[k].RID); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	loads, err := s.Loads(ctx, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range loads {
+		if l.Pending != 0 {
+			t.Errorf("node %s keeps %d leases after every caller released", l.ID, l.Pending)
+		}
+	}
+	if grants.Load() == 0 || refusedBatches.Load() == 0 {
+		t.Errorf("%d grants, %d refused batches: the race should have both", grants.Load(), refusedBatches.Load())
+	}
+	t.Logf("%d batches, %d grants, %d uncommitted", workers*rounds, grants.Load(), refusedBatches.Load())
+}
+
+// clusterShardDown stops one shard of three: a batch over nodes of every
+// shard, in either mode, is an error wrapping ErrStoreUnavailable with no
+// lease, and the leases the live shards granted are released again.
+func clusterShardDown(t *testing.T, tc *testCluster) {
+	ctx := context.Background()
+	// Fail fast: no redirect retries, one dial attempt.
+	c := tc.client(func(o *goredis.ClusterOptions) { o.MaxRedirects, o.DialerRetries = -1, 1 })
+	s := newStore(t, c, redis.CapacityStoreOptions{})
+	var nodes []string
+	for i := 0; len(nodes) < 2*clusterShards; i++ {
+		n := "d" + strconv.Itoa(i)
+		if shardOf(n) == len(nodes)%clusterShards {
+			nodes = append(nodes, n)
+		}
+	}
+	for _, n := range nodes {
+		if _, err := s.Heartbeat(ctx, n, capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tc.stop(2)
+	for _, mode := range []capacity.BatchMode{capacity.AllOrNothing, capacity.Partial} {
+		var items []capacity.Reservation
+		for i, n := range nodes {
+			items = append(items, capacity.Reservation{Node: n, RID: fmt.Sprintf("%v-%d", mode, i)})
+		}
+		start := time.Now()
+		res, err := s.ReserveBatch(ctx, items, mode)
+		if !errors.Is(err, capacity.ErrStoreUnavailable) || res.Granted() != 0 || res.Items != nil {
+			t.Fatalf("%v batch with a shard down: %+v, %v", mode, res, err)
+		}
+		t.Logf("%v: error after %v: %v", mode, time.Since(start), err)
+		for _, n := range nodes {
+			if shardOf(n) != 2 {
+				if p := pendOf(t, c, n); len(p) != 0 {
+					t.Errorf("%v: live node %s keeps %v", mode, n, p)
+				}
+			}
+		}
+	}
+	if _, err := s.Loads(ctx, nodes); !errors.Is(err, capacity.ErrStoreUnavailable) {
+		t.Fatalf("loads with a shard down: %v", err)
+	}
+	// The live shards still serve their own nodes.
+	r, err := s.Reserve(ctx, capacity.Reservation{Node: nodes[0], RID: "x"})
+	if err != nil || r.Status != capacity.ReserveOK {
+		t.Fatalf("reserve on a live shard: %v, %v", r, err)
+	}
+}
