@@ -100,7 +100,7 @@ func (p *planner) deployVolcano() {
 				if tj != nil && tj.Phase == JobPhaseCompleted && (p.opt.SkipNameConflictCheck || p.labelled(tj)) {
 					continue
 				}
-				if _, known := g.index[t]; !known {
+				if _, known := g.index.lookup(t); !known {
 					reasons = append(reasons, Reason{Kind: ReasonUnknown, Target: t, Issue: fmt.Sprintf("no flow named %q", t)})
 					continue
 				}

@@ -81,7 +81,7 @@ type graph struct {
 	nMain   int
 	n       int
 	names   []string
-	index   map[string]int32
+	index   nameIndex
 	dup     []bool
 	conds   []cond
 	atoms   []atom
@@ -173,7 +173,7 @@ func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
 	g := &graph{wf: wf, nMain: len(spec.Flows), n: len(spec.Flows) + len(spec.Finally)}
 	n := g.n
 	g.names = make([]string, n)
-	g.index = make(map[string]int32, n)
+	g.index.init(g.names, n)
 	g.dup = make([]bool, n)
 	g.conds = make([]cond, n)
 	g.handled = make([]bool, n)
@@ -191,13 +191,12 @@ func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
 			g.dup[i] = true // an empty name is no node anyone can refer to
 			continue
 		}
-		if first, ok := g.index[f.Name]; ok {
+		if first, ok := g.index.insert(f.Name, int32(i)); ok {
 			g.dup[i] = true
 			g.add(Issue{Kind: IssueDuplicateFlow, Flow: i, Field: g.field(i) + ".name", Target: int(first), Value: f.Name,
 				Message: fmt.Sprintf("flow name already used by %s", g.field(int(first)))})
 			continue
 		}
-		g.index[f.Name] = int32(i)
 		if !qualified(wf.Name, "-", f.Name) {
 			g.add(Issue{Kind: IssueNameInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: wf.Name + "-" + f.Name,
 				Message: "job name <workflow>-<flow> must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"})
@@ -270,7 +269,7 @@ func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
 			var unknown []string
 			for k, t := range d.Targets {
 				dupT := false
-				ti, known := g.index[t]
+				ti, known := g.index.lookup(t)
 				if known {
 					dupT = tstamp[ti] == int32(i)
 					tstamp[ti] = int32(i)
@@ -351,7 +350,7 @@ func (g *graph) backward() bool {
 // ref records one reference from node i to name (field sub[k], or the
 // depends expression at byte pos when sub is "depends") and returns its atom.
 func (g *graph) ref(i int, name string, res result, sub string, k, pos int, stamp []int32) atom {
-	t, ok := g.index[name]
+	t, ok := g.index.lookup(name)
 	if !ok {
 		msg := fmt.Sprintf("flow %q: no flow named %q", g.names[i], name)
 		if sub == "depends" {
@@ -407,7 +406,7 @@ func (g *graph) compile(i int, e *Expr, stamp []int32) cnode {
 	switch e.Op {
 	case OpRef:
 		tok := e.Token
-		if _, ok := g.index[tok]; ok {
+		if _, ok := g.index.lookup(tok); ok {
 			return cnode{op: OpRef, atom: g.ref(i, tok, resSucceeded, "depends", 0, e.Offset, stamp)}
 		}
 		if dot := strings.LastIndexByte(tok, '.'); dot >= 0 {
@@ -415,7 +414,7 @@ func (g *graph) compile(i int, e *Expr, stamp []int32) cnode {
 			if r, ok := resultWord(word); ok {
 				return cnode{op: OpRef, atom: g.ref(i, name, r, "depends", 0, e.Offset, stamp)}
 			}
-			if _, ok := g.index[name]; ok {
+			if _, ok := g.index.lookup(name); ok {
 				g.add(Issue{Kind: IssueUnknownResult, Flow: i, Field: g.field(i) + ".dependsOn.depends", Target: e.Offset, Value: tok,
 					Message: fmt.Sprintf("flow %q: unknown result %q at byte %d (want Succeeded, Failed, Omitted, Done or Started)", g.names[i], word, e.Offset)})
 				return cnode{op: OpRef, atom: g.unknownAtom(tok, resSucceeded)}

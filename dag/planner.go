@@ -85,7 +85,7 @@ func (p *planner) nodeOfJob(name string) int32 {
 	if len(name) <= len(pre)+1 || name[len(pre)] != '-' || name[:len(pre)] != pre {
 		return -1
 	}
-	if i, ok := p.g.index[name[len(pre)+1:]]; ok {
+	if i, ok := p.g.index.lookup(name[len(pre)+1:]); ok {
 		return i
 	}
 	return -1

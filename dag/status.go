@@ -64,7 +64,7 @@ type arena struct {
 
 // arenaMin and arenaMax bound a block's entries: small plans waste little,
 // large ones allocate one block per arenaMax entries.
-const arenaMin, arenaMax = 16, 8192
+const arenaMin, arenaMax = 16, 1024
 
 func nextBlock(next *int, need int) int {
 	*next = min(max(*next*2, arenaMin), arenaMax)
