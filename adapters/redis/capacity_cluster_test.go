@@ -217,7 +217,7 @@ func TestCapacityCluster(t *testing.T) {
 	t.Run("batch matches MemStore", func(t *testing.T) {
 		flushCluster(t, c)
 		shards := map[int]bool{}
-		for _, n := range batchMatchesMemStore(t, c) {
+		for _, n := range batchMatchesMemStore(t, c, false) {
 			shards[shardOf(n)] = true
 		}
 		if len(shards) != clusterShards {
@@ -233,6 +233,48 @@ func TestCapacityCluster(t *testing.T) {
 	t.Run("never oversells", func(t *testing.T) {
 		flushCluster(t, c)
 		clusterNeverOversells(t, c)
+	})
+
+	// Every shard loses its script cache: each slot group's call is answered
+	// NOSCRIPT and sent again with EVAL, once; nothing runs twice.
+	t.Run("script cache loss", func(t *testing.T) {
+		flushCluster(t, c)
+		ctx := context.Background()
+		s := newStore(t, c, redis.CapacityStoreOptions{})
+		var items []capacity.Reservation
+		var nodes []string
+		slots := map[int]bool{}
+		for i := range 12 {
+			n := "s" + strconv.Itoa(i)
+			nodes = append(nodes, n)
+			slots[redis.NodeSlot(n)] = true
+			if _, err := s.Heartbeat(ctx, n, capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+				t.Fatal(err)
+			}
+			items = append(items, capacity.Reservation{Node: n, RID: "a", Max: 1})
+		}
+		err := c.ForEachMaster(ctx, func(ctx context.Context, m *goredis.Client) error { return m.ScriptFlush(ctx).Err() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := s.ScriptReloads()
+		res, err := s.ReserveBatch(ctx, items, capacity.AllOrNothing)
+		if err != nil || !res.Committed || res.Granted() != len(items) {
+			t.Fatalf("batch after SCRIPT FLUSH: %+v, %v", res, err)
+		}
+		if got := s.ScriptReloads() - before; got != uint64(len(slots)) {
+			t.Errorf("ScriptReloads rose by %d, want one per slot group (%d)", got, len(slots))
+		}
+		// M = 1: had any call run twice, its node would answer duplicate.
+		loads, err := s.Loads(ctx, nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range loads {
+			if l.Pending != 1 {
+				t.Errorf("node %s: %d pending, want 1", l.ID, l.Pending)
+			}
+		}
 	})
 
 	// Last: it stops a shard. (A Redis Cluster primary reports
@@ -462,4 +504,28 @@ func clusterShardDown(t *testing.T, tc *testCluster) {
 	if err != nil || r.Status != capacity.ReserveOK {
 		t.Fatalf("reserve on a live shard: %v, %v", r, err)
 	}
+}
+
+// BenchmarkRedisReserveBatchCluster is BenchmarkRedisReserveBatch (50
+// clients, batches of 16 items on 16 distinct nodes, all-or-nothing, accept
+// path) on a three-shard Cluster: each batch is about 16 slot groups,
+// pipelined to the three shards concurrently. Compare its slots/s with
+// BenchmarkRedisReserveBatch's in one invocation:
+//
+//	go test ./redis -run '^$' -bench 'RedisReserveBatch(Cluster)?$'
+func BenchmarkRedisReserveBatchCluster(b *testing.B) {
+	tc := startCluster(b)
+	c := tc.client(func(o *goredis.ClusterOptions) { o.PoolSize = benchClients + 10 })
+	s := newStore(b, c, redis.CapacityStoreOptions{Options: capacity.Options{HeartbeatTimeout: time.Hour}})
+	ctx := context.Background()
+	for i := range benchNodes {
+		if _, err := s.Heartbeat(ctx, benchID(i), capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	d := runClients(b, b.N, reserveBatch(s, 16, 1))
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*16)/d.Seconds(), "slots/s")
 }
