@@ -149,7 +149,9 @@ func (s *CapacityStore) runOn(ctx context.Context, pl pipeliner, calls []scriptC
 // runWaited runs calls and WAIT (WaitReplicas) on the shard that owns their
 // keys: on Cluster, calls are split by their shard's primary, each shard's
 // pipeline ends with its own WAIT, and the shards run concurrently. A shard
-// that cannot be found fails its calls.
+// that cannot be found fails its calls, and so does a MOVED reply during a
+// resharding (these pipelines go to one primary and do not follow
+// redirects): closed, and the caller may retry the same rids.
 func (s *CapacityStore) runWaited(ctx context.Context, calls []scriptCall) []*goredis.Cmd {
 	cmds := make([]*goredis.Cmd, len(calls))
 	cc, ok := s.c.(*goredis.ClusterClient)
