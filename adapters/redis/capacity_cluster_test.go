@@ -115,14 +115,26 @@ func clusterPort(t testing.TB) int {
 func clusterAddr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
 func (tc *testCluster) launch(bin, dir string, port int) error {
+	p, err := launchRedis(bin, dir, port, "--cluster-enabled", "yes",
+		"--cluster-config-file", filepath.Join(dir, "nodes-"+strconv.Itoa(port)+".conf"), "--cluster-node-timeout", "2000")
+	if err != nil {
+		return err
+	}
+	tc.ports = append(tc.ports, port)
+	tc.procs = append(tc.procs, p)
+	return nil
+}
+
+// launchRedis starts a redis-server on port with persistence off and extra
+// arguments, and waits until it answers PING.
+func launchRedis(bin, dir string, port int, extra ...string) (*clusterProc, error) {
 	ps := strconv.Itoa(port)
 	log := filepath.Join(dir, "redis-"+ps+".log")
-	cmd := exec.Command(bin, "--port", ps, "--bind", "127.0.0.1",
-		"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes-"+ps+".conf"),
-		"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no",
-		"--loglevel", "warning", "--logfile", log)
+	args := append([]string{"--port", ps, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir,
+		"--daemonize", "no", "--loglevel", "warning", "--logfile", log}, extra...)
+	cmd := exec.Command(bin, args...)
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
 	p := &clusterProc{cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()
@@ -131,30 +143,31 @@ func (tc *testCluster) launch(bin, dir string, port int) error {
 	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; {
 		select {
 		case <-p.done:
-			return fmt.Errorf("redis-server on port %d exited (log %s)", port, log)
+			return nil, fmt.Errorf("redis-server on port %d exited (log %s)", port, log)
 		default:
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			<-p.done
-			return fmt.Errorf("redis-server on port %d never answered PING", port)
+			return nil, fmt.Errorf("redis-server on port %d never answered PING", port)
 		}
 		time.Sleep(10 * time.Millisecond) // polling a starting process
 	}
-	tc.ports = append(tc.ports, port)
-	tc.procs = append(tc.procs, p)
-	return nil
+	return p, nil
+}
+
+// kill stops the process and waits for it to exit.
+func (p *clusterProc) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }
 
 // stop kills shard i and waits for it to exit.
 func (tc *testCluster) stop(i int) {
-	p := tc.procs[i]
-	if p == nil {
-		return
+	if p := tc.procs[i]; p != nil {
+		p.kill()
+		tc.procs[i] = nil
 	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
-	tc.procs[i] = nil
 }
 
 func (tc *testCluster) stopAll() {
@@ -217,7 +230,7 @@ func TestCapacityCluster(t *testing.T) {
 	t.Run("batch matches MemStore", func(t *testing.T) {
 		flushCluster(t, c)
 		shards := map[int]bool{}
-		for _, n := range batchMatchesMemStore(t, c) {
+		for _, n := range batchMatchesMemStore(t, c, false) {
 			shards[shardOf(n)] = true
 		}
 		if len(shards) != clusterShards {
@@ -233,6 +246,71 @@ func TestCapacityCluster(t *testing.T) {
 	t.Run("never oversells", func(t *testing.T) {
 		flushCluster(t, c)
 		clusterNeverOversells(t, c)
+	})
+
+	// Every shard loses its script cache: each slot group's call is answered
+	// NOSCRIPT and sent again with EVAL, once; nothing runs twice.
+	t.Run("script cache loss", func(t *testing.T) {
+		flushCluster(t, c)
+		ctx := context.Background()
+		s := newStore(t, c, redis.CapacityStoreOptions{})
+		var items []capacity.Reservation
+		var nodes []string
+		slots := map[int]bool{}
+		for i := range 12 {
+			n := "s" + strconv.Itoa(i)
+			nodes = append(nodes, n)
+			slots[redis.NodeSlot(n)] = true
+			if _, err := s.Heartbeat(ctx, n, capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+				t.Fatal(err)
+			}
+			items = append(items, capacity.Reservation{Node: n, RID: "a", Max: 1})
+		}
+		err := c.ForEachMaster(ctx, func(ctx context.Context, m *goredis.Client) error { return m.ScriptFlush(ctx).Err() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := s.ScriptReloads()
+		res, err := s.ReserveBatch(ctx, items, capacity.AllOrNothing)
+		if err != nil || !res.Committed || res.Granted() != len(items) {
+			t.Fatalf("batch after SCRIPT FLUSH: %+v, %v", res, err)
+		}
+		if got := s.ScriptReloads() - before; got != uint64(len(slots)) {
+			t.Errorf("ScriptReloads rose by %d, want one per slot group (%d)", got, len(slots))
+		}
+		// M = 1: had any call run twice, its node would answer duplicate.
+		loads, err := s.Loads(ctx, nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range loads {
+			if l.Pending != 1 {
+				t.Errorf("node %s: %d pending, want 1", l.ID, l.Pending)
+			}
+		}
+	})
+
+	// WAIT runs per shard; these shards have no replica, so a waiting batch
+	// fails closed on every shard, and a waiting Reserve too.
+	t.Run("wait without replicas", func(t *testing.T) {
+		flushCluster(t, c)
+		ctx := context.Background()
+		s := newStore(t, c, redis.CapacityStoreOptions{WaitReplicas: 1, WaitTimeout: 5 * time.Millisecond})
+		var items []capacity.Reservation
+		for i := range 6 {
+			n := "w" + strconv.Itoa(i)
+			if _, err := s.Heartbeat(ctx, n, capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+				t.Fatal(err)
+			}
+			items = append(items, capacity.Reservation{Node: n, RID: "a"})
+		}
+		res, err := s.ReserveBatch(ctx, items, capacity.Partial)
+		if !errors.Is(err, capacity.ErrStoreUnavailable) || res.Granted() != 0 || strings.Count(err.Error(), "0 of 1 replicas") != len(items) {
+			t.Fatalf("waiting batch without replicas: %+v, %v", res, err)
+		}
+		if r, err := s.Reserve(ctx, capacity.Reservation{Node: "w0", RID: "b"}); !errors.Is(err, capacity.ErrStoreUnavailable) || r.Status.Granted() {
+			t.Fatalf("waiting reserve without replicas: %v, %v", r, err)
+		}
 	})
 
 	// Last: it stops a shard. (A Redis Cluster primary reports
@@ -461,5 +539,118 @@ func clusterShardDown(t *testing.T, tc *testCluster) {
 	r, err := s.Reserve(ctx, capacity.Reservation{Node: nodes[0], RID: "x"})
 	if err != nil || r.Status != capacity.ReserveOK {
 		t.Fatalf("reserve on a live shard: %v, %v", r, err)
+	}
+}
+
+// BenchmarkRedisReserveBatchCluster is BenchmarkRedisReserveBatch (50
+// clients, batches of 16 items on 16 distinct nodes, all-or-nothing, accept
+// path) on a three-shard Cluster: each batch is about 16 slot groups,
+// pipelined to the three shards concurrently. Compare its slots/s with
+// BenchmarkRedisReserveBatch's in one invocation:
+//
+//	go test ./redis -run '^$' -bench 'RedisReserveBatch(Cluster)?$'
+func BenchmarkRedisReserveBatchCluster(b *testing.B) {
+	tc := startCluster(b)
+	c := tc.client(func(o *goredis.ClusterOptions) { o.PoolSize = benchClients + 10 })
+	s := newStore(b, c, redis.CapacityStoreOptions{Options: capacity.Options{HeartbeatTimeout: time.Hour}})
+	ctx := context.Background()
+	for i := range benchNodes {
+		if _, err := s.Heartbeat(ctx, benchID(i), capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	d := runClients(b, b.N, reserveBatch(s, 16, 1))
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*16)/d.Seconds(), "slots/s")
+}
+
+// TestCapacityStoreWaitReplicas runs a standalone primary with one replica
+// (a second redis-server started with --replicaof): with WaitReplicas 1,
+// every lease Reserve and ReserveBatch return is already on the replica.
+// With the replica stopped, the same calls fail closed: an error wrapping
+// ErrStoreUnavailable after WaitTimeout, never a lease, also on retry.
+func TestCapacityStoreWaitReplicas(t *testing.T) {
+	ctx := context.Background()
+	primary := redistest.Start(t)
+	bin, err := redistest.BinaryPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Redis 7 delays a diskless initial sync by 5 s for more replicas to join.
+	if err := primary.Client().ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	port := clusterPort(t)
+	host, pport, _ := net.SplitHostPort(primary.Addr())
+	rp, err := launchRedis(bin, t.TempDir(), port, "--replicaof", host, pport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rp.kill)
+	replica := goredis.NewClient(&goredis.Options{Addr: clusterAddr(port), MaxRetries: -1})
+	defer replica.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		info, _ := replica.Info(ctx, "replication").Result()
+		if strings.Contains(info, "master_link_status:up") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica never linked: %s", info)
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for the initial sync of a real replica
+	}
+	if _, err := redis.NewCapacityStore(ctx, primary.Client(), redis.CapacityStoreOptions{WaitReplicas: 1, WaitTimeout: time.Microsecond}); !errors.Is(err, capacity.ErrInvalidOptions) {
+		t.Fatalf("WaitTimeout 1µs: %v", err)
+	}
+	s := newStore(t, primary.Client(), redis.CapacityStoreOptions{WaitReplicas: 1, WaitTimeout: 2 * time.Second})
+	onReplica := func(node, rid string) bool {
+		_, err := replica.ZScore(ctx, "{n:"+node+"}:pend", rid).Result()
+		return err == nil
+	}
+	for _, n := range []string{"n1", "n2", "n3"} {
+		if _, err := s.Heartbeat(ctx, n, capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		rid := "r" + strconv.Itoa(i)
+		r, err := s.Reserve(ctx, capacity.Reservation{Node: "n1", RID: rid, Max: 100})
+		if err != nil || r.Status != capacity.ReserveOK {
+			t.Fatalf("reserve with a replica: %v, %v", r, err)
+		}
+		if !onReplica("n1", rid) {
+			t.Fatalf("lease %s granted before the replica had it", rid)
+		}
+		items := []capacity.Reservation{{Node: "n2", RID: rid, Max: 100}, {Node: "n3", RID: rid, Max: 100}}
+		b, err := s.ReserveBatch(ctx, items, capacity.Partial)
+		if err != nil || b.Granted() != 2 {
+			t.Fatalf("batch with a replica: %+v, %v", b, err)
+		}
+		if !onReplica("n2", rid) || !onReplica("n3", rid) {
+			t.Fatalf("batch %s granted before the replica had it", rid)
+		}
+	}
+
+	rp.kill()
+	short := newStore(t, primary.Client(), redis.CapacityStoreOptions{WaitReplicas: 1, WaitTimeout: 30 * time.Millisecond})
+	for range 2 { // the retry of the same rid fails too
+		start := time.Now()
+		r, err := short.Reserve(ctx, capacity.Reservation{Node: "n1", RID: "lost", Max: 100})
+		if !errors.Is(err, capacity.ErrStoreUnavailable) || r.Status.Granted() || !strings.Contains(err.Error(), "0 of 1 replicas") {
+			t.Fatalf("reserve without the replica: %v, %v", r, err)
+		}
+		if d := time.Since(start); d < 30*time.Millisecond {
+			t.Errorf("reserve failed after %v, before WaitTimeout", d)
+		}
+		b, err := short.ReserveBatch(ctx, []capacity.Reservation{{Node: "n2", RID: "lost"}}, capacity.AllOrNothing)
+		if !errors.Is(err, capacity.ErrStoreUnavailable) || b.Granted() != 0 {
+			t.Fatalf("batch without the replica: %+v, %v", b, err)
+		}
+	}
+	// Without WaitReplicas the same store answers at once.
+	if r, err := newStore(t, primary.Client(), redis.CapacityStoreOptions{}).Reserve(ctx, capacity.Reservation{Node: "n1", RID: "x", Max: 100}); err != nil || r.Status != capacity.ReserveOK {
+		t.Fatalf("reserve without WAIT: %v, %v", r, err)
 	}
 }

@@ -65,6 +65,20 @@ type CapacityStoreOptions struct {
 	// rejects cross-slot scripts. Such a client must also offer
 	// Pipeline() goredis.Pipeliner, as *goredis.Client does.
 	Cluster bool
+	// WaitReplicas, when above zero, follows every Reserve and ReserveBatch
+	// call with WAIT WaitReplicas WaitTimeout on the connection that ran it,
+	// in the same pipeline (one round trip), and turns a call that fewer
+	// replicas acknowledged in time into an error wrapping
+	// capacity.ErrStoreUnavailable: an unknown outcome, after which retrying
+	// the same rid is safe and a lease that was written expires after its TTL
+	// or on Release. Off by default. WAIT narrows the window in which a
+	// failover loses a lease; it does not make Redis linearizable (a replica
+	// that acknowledged may still lose the promotion race), so nodes keep
+	// their hard limit. On Cluster each shard's calls wait on that shard.
+	WaitReplicas int
+	// WaitTimeout bounds each WAIT; zero means 100ms when WaitReplicas is
+	// set. It must be at least 1ms, since WAIT with 0 blocks forever.
+	WaitTimeout time.Duration
 	// Clock, when set, makes every script use this client clock instead of
 	// Redis TIME. It reproduces the seed, whose script takes the client's now,
 	// and lets tests hit exact TTL boundaries. Leave it nil in production:
@@ -80,6 +94,12 @@ func (o CapacityStoreOptions) Validate() error {
 	}
 	if o.Accounting != capacity.Sum && o.Accounting != capacity.SeedMax {
 		return fmt.Errorf("%w: Accounting %v is not offered by the Redis store", capacity.ErrInvalidOptions, o.Accounting)
+	}
+	if o.WaitReplicas < 0 {
+		return fmt.Errorf("%w: WaitReplicas %d is negative", capacity.ErrInvalidOptions, o.WaitReplicas)
+	}
+	if o.WaitTimeout != 0 && o.WaitTimeout < time.Millisecond {
+		return fmt.Errorf("%w: WaitTimeout %v is below 1ms (WAIT 0 would block forever)", capacity.ErrInvalidOptions, o.WaitTimeout)
 	}
 	if strings.Contains(o.Prefix, "{") {
 		return fmt.Errorf("%w: Prefix %q contains '{'", capacity.ErrInvalidOptions, o.Prefix)
@@ -124,6 +144,8 @@ type CapacityStore struct {
 	// the hot path.
 	acctArg, hbtoArg, ttlArg any
 	reloads                  atomic.Uint64
+	// waitN and waitMS are WAIT's arguments; waitN 0 means no WAIT.
+	waitN, waitMS int64
 }
 
 var _ capacity.SlotStore = (*CapacityStore)(nil)
@@ -147,6 +169,15 @@ func NewCapacityStore(ctx context.Context, c goredis.Scripter, o CapacityStoreOp
 			return nil, fmt.Errorf("%w: Cluster is set but the client %T cannot pipeline", capacity.ErrInvalidOptions, c)
 		}
 		s.pipe = p
+	}
+	if o.WaitReplicas > 0 {
+		if _, ok := c.(pipeliner); !ok {
+			return nil, fmt.Errorf("%w: WaitReplicas is set but the client %T cannot pipeline", capacity.ErrInvalidOptions, c)
+		}
+		s.waitN, s.waitMS = int64(o.WaitReplicas), 100
+		if o.WaitTimeout != 0 {
+			s.waitMS = o.WaitTimeout.Milliseconds()
+		}
 	}
 	if err := s.LoadScripts(ctx); err != nil {
 		return nil, err
@@ -253,8 +284,15 @@ func (s *CapacityStore) Reserve(ctx context.Context, r capacity.Reservation) (ca
 	if err != nil {
 		return capacity.ReserveResult{}, err
 	}
-	v, err := s.run(ctx, capReserve, s.keys(r.Node), r.RID, r.Max, s.ttl(r.TTL), s.hbtoArg,
-		s.acctArg, r.Running, s.now()).Int64Slice()
+	keys := s.keys(r.Node)
+	var v []int64
+	if s.waitN == 0 {
+		v, err = s.run(ctx, capReserve, keys, r.RID, r.Max, s.ttl(r.TTL), s.hbtoArg,
+			s.acctArg, r.Running, s.now()).Int64Slice()
+	} else {
+		call := scriptCall{capReserve, keys, []any{r.RID, r.Max, s.ttl(r.TTL), s.hbtoArg, s.acctArg, r.Running, s.now()}}
+		v, err = s.runWaited(ctx, []scriptCall{call})[0].Int64Slice()
+	}
 	if err != nil {
 		return capacity.ReserveResult{}, unavailable("reserve", err)
 	}
@@ -316,7 +354,12 @@ func (s *CapacityStore) ReserveBatch(ctx context.Context, items []capacity.Reser
 		return s.reserveBatchCluster(ctx, items, mode)
 	}
 	keys, args := s.batchCall(items, mode)
-	v, err := s.run(ctx, capReserveBatch, keys, args...).Int64Slice()
+	var v []int64
+	if s.waitN == 0 {
+		v, err = s.run(ctx, capReserveBatch, keys, args...).Int64Slice()
+	} else {
+		v, err = s.runWaited(ctx, []scriptCall{{capReserveBatch, keys, args}})[0].Int64Slice()
+	}
 	if err != nil {
 		return capacity.BatchResult{}, unavailable("reserve batch", err)
 	}

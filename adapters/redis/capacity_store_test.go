@@ -288,17 +288,30 @@ func second[A any](_ A, err error) error { return err }
 // refuse, in both modes. Every item's answer must be the same.
 func TestCapacityStoreBatchMatchesMemStore(t *testing.T) {
 	srv := redistest.Start(t)
-	batchMatchesMemStore(t, srv.Client())
+	batchMatchesMemStore(t, srv.Client(), false)
+}
+
+// TestCapacityStoreClusterOption turns Cluster mode on for a plain client
+// (as for a proxy in front of a Cluster): the slot-grouped, pipelined batch
+// answers as MemStore does. A client that cannot pipeline is refused.
+func TestCapacityStoreClusterOption(t *testing.T) {
+	srv := redistest.Start(t)
+	batchMatchesMemStore(t, srv.Client(), true)
+	_, err := redis.NewCapacityStore(context.Background(), struct{ goredis.Scripter }{srv.Client()}, redis.CapacityStoreOptions{Cluster: true})
+	if !errors.Is(err, capacity.ErrInvalidOptions) || !strings.Contains(err.Error(), "Cluster") {
+		t.Fatalf("Cluster with a client that cannot pipeline: %v", err)
+	}
 }
 
 // batchMatchesMemStore is TestCapacityStoreBatchMatchesMemStore on the
-// server(s) behind c; it returns the nodes the batches used. After the
-// rounds, Loads of every node must match too.
-func batchMatchesMemStore(t *testing.T, c goredis.Scripter) []string {
+// server(s) behind c, with the Cluster option as given; it returns the
+// nodes the batches used. After the rounds, Loads of every node must match
+// too.
+func batchMatchesMemStore(t *testing.T, c goredis.Scripter, cluster bool) []string {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	rs := newStore(t, c, redis.CapacityStoreOptions{Clock: clock})
+	rs := newStore(t, c, redis.CapacityStoreOptions{Clock: clock, Cluster: cluster})
 	ms, err := capacity.NewMemStore(capacity.MemStoreOptions{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
