@@ -23,7 +23,6 @@ type fstate struct {
 	job      *Job       // this flow's own observed job (labelled, not stale)
 	foreign  *Job       // a same-named job that is not ours
 	prev     *JobStatus // the previous entry of the flow's job name
-	entry    *JobStatus // into the status list being built
 	outcome  Outcome
 	attempt  int
 	reasons  []Reason
@@ -68,11 +67,9 @@ func (p *planner) planDefault() error {
 	}
 
 	fs := make([]fstate, n)
-	entries := make([]JobStatus, n) // the new status list, compacted at the end
-	for i := range fs {
-		fs[i].entry = &entries[i]
-	}
-	p.entries = entries
+	// The new status list, compacted at the end: flow i's entry is
+	// p.entries[i] until then.
+	p.entries = make([]JobStatus, n)
 	p.names = packedJobNames(wf.Name, g)
 	matched := make([]bool, len(p.s.Jobs)) // job i is some current flow's
 	own := func(i int32) bool { return matched[i] }
@@ -113,7 +110,7 @@ func (p *planner) planDefault() error {
 			f.job = j
 		}
 		if j := f.job; j != nil {
-			jobEntry(&p.arena, f.entry, j, f.prev, p.now, opt)
+			jobEntry(&p.arena, &p.entries[i], j, f.prev, p.now, opt)
 			f.hasEntry = true
 			if startedPhase(j.Phase) {
 				f.started = true
@@ -125,7 +122,7 @@ func (p *planner) planDefault() error {
 			condBytes += 1 + conditionLen(&c) // the key's length is added with the lists
 			st.Conditions[name] = c
 		} else if f.prev != nil {
-			*f.entry = *f.prev
+			p.entries[i] = *f.prev
 			f.hasEntry = true
 		}
 		// Started is sticky, so a job deleted for a retry never sends a
@@ -175,6 +172,9 @@ func (p *planner) planDefault() error {
 	stop = stop || triggered()
 
 	// Conditions, in topological order so Omitted propagates in one call.
+	// The main part's outcome is final once the main flows are decided:
+	// what follows changes only finally flows.
+	mainOK, mainKnown := false, false
 	if !terminal && !invalid {
 		for _, v := range g.topo {
 			if int(v) < g.nMain {
@@ -187,8 +187,10 @@ func (p *planner) planDefault() error {
 				nonFinal++
 			}
 		}
+		mainOK = p.mainSucceeded(fs)
+		mainKnown = true
 		outcome := "Succeeded"
-		if !p.mainSucceeded(fs) {
+		if !mainOK {
 			outcome = "Failed"
 		}
 		for i := g.nMain; i < n; i++ {
@@ -232,7 +234,10 @@ func (p *planner) planDefault() error {
 	for i := range n {
 		anyFinal = anyFinal || !g.dup[i] && fs[i].outcome != OutcomeNone
 	}
-	success := p.mainSucceeded(fs) && !p.finallyFailed(fs)
+	if !mainKnown {
+		mainOK = p.mainSucceeded(fs)
+	}
+	success := mainOK && !p.finallyFailed(fs)
 	if opt.SuccessRule == SuccessCount {
 		// Volcano's count rule (D3): duplicates and extra labelled jobs
 		// make it unreachable, and the workflow stays Running.
@@ -322,10 +327,11 @@ func retryOn(r *Retry, ph JobPhase) bool {
 func (p *planner) planRetry(i int, f *fstate) {
 	r := p.retryOf(i)
 	j := f.job
-	f.entry.Flow = p.g.names[i]
+	e := &p.entries[i]
+	e.Flow = p.g.names[i]
 	if f.prev != nil && f.prev.Retrying {
 		// The delete was planned already; plan it again until the job goes.
-		f.entry.Retrying, f.entry.RetiredUID = true, j.UID
+		e.Retrying, e.RetiredUID = true, j.UID
 		p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, Namespace: p.wf.Namespace, UID: j.UID, Reason: DeleteRetry})
 		f.reasons = append(f.reasons, Reason{Kind: ReasonRetrying, Job: j.Name})
 		return
@@ -334,21 +340,21 @@ func (p *planner) planRetry(i int, f *fstate) {
 	switch {
 	case j.RunningDuration != nil && !j.CreationTime.IsZero():
 		instant = j.CreationTime.Add(*j.RunningDuration)
-	case len(f.entry.RunningHistories) > 0 && f.entry.RunningHistories[len(f.entry.RunningHistories)-1].State == j.Phase:
-		instant = f.entry.RunningHistories[len(f.entry.RunningHistories)-1].StartTimestamp.Time
+	case len(e.RunningHistories) > 0 && e.RunningHistories[len(e.RunningHistories)-1].State == j.Phase:
+		instant = e.RunningHistories[len(e.RunningHistories)-1].StartTimestamp.Time
 	default:
 		instant = p.s.Now
 	}
 	due := instant.Add(r.Backoff.wait(f.attempt))
 	if p.s.Now.Before(due) {
 		t := metav1.NewTime(due)
-		f.entry.NextRetryAt = &t
+		e.NextRetryAt = &t
 		f.reasons = append(f.reasons, Reason{Kind: ReasonBackoff, Until: due})
 		p.res.RequeueAfter = minDur(p.res.RequeueAfter, due.Sub(p.s.Now))
 		return
 	}
-	f.entry.NextRetryAt = nil
-	f.entry.Retrying, f.entry.RetiredUID = true, j.UID
+	e.NextRetryAt = nil
+	e.Retrying, e.RetiredUID = true, j.UID
 	p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, Namespace: p.wf.Namespace, UID: j.UID, Reason: DeleteRetry})
 	f.reasons = append(f.reasons, Reason{Kind: ReasonRetrying, Job: j.Name})
 }
@@ -650,7 +656,7 @@ func (p *planner) createReady(fs []fstate, outcome string) {
 		slots--
 		if f.retry {
 			f.attempt++
-			f.entry.Retrying = false
+			p.entries[i].Retrying = false
 		}
 		p.res.Create = append(p.res.Create, p.create(g.flow(i), f.attempt, g.finally(i), outcome))
 	}
@@ -694,7 +700,7 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, c
 		if !f.hasEntry && f.outcome == OutcomeNone {
 			continue
 		}
-		e := f.entry
+		e := &p.entries[i]
 		if !f.hasEntry {
 			*e = JobStatus{Name: name}
 		}
