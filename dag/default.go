@@ -35,6 +35,9 @@ type fstate struct {
 	// one word: a plan holds one fstate per flow.
 	bucket bucketID
 	known  bool
+	// histLen is historiesLen of the entry's histories plus one, 0 when
+	// not computed.
+	histLen int
 }
 
 // planDefault is the plancore state machine (§2.2, §3).
@@ -110,7 +113,10 @@ func (p *planner) planDefault() error {
 			f.job = j
 		}
 		if j := f.job; j != nil {
-			jobEntry(&p.arena, &p.entries[i], j, f.prev, p.now, opt)
+			e := &p.entries[i]
+			jobEntry(&p.arena, e, j, f.prev, p.now, opt)
+			// Sized now, while the history just written is in cache.
+			f.histLen = historiesLen(e.RunningHistories) + 1
 			f.hasEntry = true
 			if startedPhase(j.Phase) {
 				f.started = true
@@ -720,7 +726,7 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, c
 		if nameLen != len(name)+2 {
 			flowLen = jsonStrLen(e.Flow) // some byte of the name is escaped
 		}
-		entryBytes += entryLenNamed(e, nameLen, flowLen)
+		entryBytes += entryLenNamed(e, nameLen, flowLen, f.histLen-1)
 		if k := len(list); &p.entries[k] != e {
 			p.entries[k] = *e // compact over a skipped entry
 		}

@@ -439,11 +439,26 @@ func historyLen(h *RunningHistory) int {
 	return n
 }
 
-func entryLen(e *JobStatus) int { return entryLenNamed(e, jsonStrLen(e.Name), jsonStrLen(e.Flow)) }
+func entryLen(e *JobStatus) int { return entryLenNamed(e, jsonStrLen(e.Name), jsonStrLen(e.Flow), -1) }
+
+// historiesLen is the JSON length of the runningHistories field of an
+// entry, with its key and leading comma; 0 when the field is omitted.
+func historiesLen(h []RunningHistory) int {
+	if len(h) == 0 {
+		return 0
+	}
+	n := len(`,"runningHistories":[]`) + len(h) - 1
+	for i := range h {
+		n += historyLen(&h[i])
+	}
+	return n
+}
 
 // entryLenNamed is entryLen with the JSON lengths of e.Name and e.Flow
-// already known (the planner sizes each job name once).
-func entryLenNamed(e *JobStatus, nameLen, flowLen int) int {
+// already known (the planner sizes each job name once), and histLen, the
+// historiesLen of e.RunningHistories when known (the planner sizes a new
+// history while it is in cache), else -1.
+func entryLenNamed(e *JobStatus, nameLen, flowLen, histLen int) int {
 	// startTimestamp and endTimestamp are always written, so every other
 	// field present adds its key, its value and one comma.
 	n := len(`{"startTimestamp":,"endTimestamp":}`) + timeLen(e.StartTimestamp) + timeLen(e.EndTimestamp)
@@ -456,12 +471,10 @@ func entryLenNamed(e *JobStatus, nameLen, flowLen int) int {
 	if e.RestartCount != 0 {
 		n += len(`,"restartCount":`) + intLen(int64(e.RestartCount))
 	}
-	if len(e.RunningHistories) > 0 {
-		n += len(`,"runningHistories":[]`) + len(e.RunningHistories) - 1
-		for i := range e.RunningHistories {
-			n += historyLen(&e.RunningHistories[i])
-		}
+	if histLen < 0 {
+		histLen = historiesLen(e.RunningHistories)
 	}
+	n += histLen
 	if e.Flow != "" {
 		n += len(`,"flow":`) + flowLen
 	}
