@@ -232,13 +232,12 @@ func (p *planner) planDefault() error {
 	}
 
 	// Phase (§2.2).
-	allFinal := true
+	allFinal, anyFinal := true, false
 	for i := range n {
-		allFinal = allFinal && (g.dup[i] || fs[i].outcome != OutcomeNone)
-	}
-	anyFinal := false
-	for i := range n {
-		anyFinal = anyFinal || !g.dup[i] && fs[i].outcome != OutcomeNone
+		if !g.dup[i] {
+			final := fs[i].outcome != OutcomeNone
+			allFinal, anyFinal = allFinal && final, anyFinal || final
+		}
 	}
 	if !mainKnown {
 		mainOK = p.mainSucceeded(fs)

@@ -126,19 +126,28 @@ func (g *graph) add(is Issue) {
 // qualified reports whether a+sep+b is a Kubernetes qualified name part:
 // at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends.
 func qualified(a, sep, b string) bool {
+	return qualifiedKnown(a, sep, b, identAll(a), identAll(b))
+}
+
+// qualifiedKnown is qualified with identAll of a and b already known: a
+// flow name is scanned once for its job name and its label value.
+func qualifiedKnown(a, sep, b string, identA, identB bool) bool {
 	n := len(a) + len(sep) + len(b)
-	if n == 0 || n > 63 {
+	if n == 0 || n > 63 || !identA || !identB || !identAll(sep) {
 		return false
-	}
-	for _, s := range [3]string{a, sep, b} {
-		for i := 0; i < len(s); i++ {
-			if !identByte(s[i]) {
-				return false
-			}
-		}
 	}
 	first, last := firstByte(a, sep, b), lastByte(a, sep, b)
 	return alnum(first) && alnum(last)
+}
+
+// identAll reports whether every byte of s is in [A-Za-z0-9._-].
+func identAll(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !identByte(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func firstByte(parts ...string) byte {
@@ -183,6 +192,7 @@ func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
 		g.add(Issue{Kind: IssueLabelValueInvalid, Flow: -1, Field: "metadata.name", Target: -1, Value: wf.Namespace + "." + wf.Name,
 			Message: "label value <namespace>.<workflow> must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"})
 	}
+	wfIdent, nsIdent := identAll(wf.Name), identAll(wf.Namespace)
 	for i := range n {
 		f := g.flow(i)
 		g.names[i] = f.Name
@@ -197,11 +207,12 @@ func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
 				Message: fmt.Sprintf("flow name already used by %s", g.field(int(first)))})
 			continue
 		}
-		if !qualified(wf.Name, "-", f.Name) {
+		nameIdent := identAll(f.Name)
+		if !qualifiedKnown(wf.Name, "-", f.Name, wfIdent, nameIdent) {
 			g.add(Issue{Kind: IssueNameInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: wf.Name + "-" + f.Name,
 				Message: "job name <workflow>-<flow> must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"})
 		}
-		if !qualified(wf.Namespace, ".", f.Name) {
+		if !qualifiedKnown(wf.Namespace, ".", f.Name, nsIdent, nameIdent) {
 			g.add(Issue{Kind: IssueLabelValueInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: wf.Namespace + "." + f.Name,
 				Message: "label value <namespace>.<flow> must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"})
 		}
