@@ -141,7 +141,7 @@ func (p *planner) volcanoStatus(order []string, own func(int32) bool, invalid bo
 	prev := &wf.Status
 	var labelled []int32
 	for _, name := range order {
-		if i, ok := p.jobIndex(name); ok && p.lab[i] {
+		if i, ok := p.jobIndex(name); ok && p.labelledAt(i) {
 			labelled = append(labelled, i)
 		}
 	}

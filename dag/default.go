@@ -98,7 +98,7 @@ func (p *planner) planDefault() error {
 		var j *Job
 		mine := false
 		if ji := p.jobOf[i]; ji >= 0 {
-			j, mine = &p.s.Jobs[ji], p.lab[ji]
+			j, mine = &p.s.Jobs[ji], p.labelledAt(ji)
 			matched[ji] = true
 		}
 		switch {

@@ -63,8 +63,10 @@ type planner struct {
 	prevAt map[string]int32         // nil until the cursor misses
 	// prevCursor is the next previous entry expected by prev.
 	prevCursor int
-	// lab caches labelled per job index: labels are read once.
-	lab   []bool
+	// lab caches labelled per job index (labUnknown until first asked), so
+	// labels are read once, and only when needed: Default reads a flow's
+	// job label in the same pass as the rest of the job.
+	lab   []uint8
 	g     *graph
 	names []string // job name per flow (Default)
 	// entries backs the Default status list; sized holds the JSON sizes
@@ -99,10 +101,9 @@ func (p *planner) indexJobs() error {
 	for i := range p.jobOf {
 		p.jobOf[i] = -1
 	}
-	p.lab = make([]bool, len(jobs))
+	p.lab = make([]uint8, len(jobs))
 	dup := -1 // job index of the earliest second occurrence of a name
 	for i := range jobs {
-		p.lab[i] = p.labelled(&jobs[i])
 		switch k := p.nodeOfJob(jobs[i].Name); {
 		case k < 0:
 			p.others = append(p.others, int32(i))
@@ -194,6 +195,29 @@ func (p *planner) prevIndex(name string) (int32, bool) {
 
 func (p *planner) labelled(j *Job) bool { return j.Labels[LabelCreatedByJobFlow] == p.label }
 
+// Values of planner.lab.
+const (
+	labUnknown uint8 = iota
+	labNo
+	labYes
+)
+
+// labelledAt is labelled for the job at index i, read once.
+func (p *planner) labelledAt(i int32) bool {
+	switch p.lab[i] {
+	case labYes:
+		return true
+	case labNo:
+		return false
+	}
+	l := p.labelled(&p.s.Jobs[i])
+	p.lab[i] = labNo
+	if l {
+		p.lab[i] = labYes
+	}
+	return l
+}
+
 // create builds one CreateJob (§1.1): the labels and annotations are two
 // separate maps so an executor may change one.
 func (p *planner) create(f *Flow, attempt int, finally bool, outcome string) CreateJob {
@@ -240,7 +264,7 @@ func (p *planner) issue(is Issue) {
 func (p *planner) orphans(own func(i int32) bool) []int32 {
 	var out []int32
 	for i := range p.s.Jobs {
-		if p.lab[i] && !own(int32(i)) {
+		if !own(int32(i)) && p.labelledAt(int32(i)) {
 			out = append(out, int32(i))
 		}
 	}
