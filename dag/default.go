@@ -124,9 +124,9 @@ func (p *planner) planDefault() error {
 			if f.bucket, f.known = bucket(j.Phase, volcanoBuckets); f.bucket != bucketNone {
 				counts[f.bucket]++
 			}
-			c := condition(&p.arena, j)
-			condBytes += 1 + conditionLen(&c) // the key's length is added with the lists
-			st.Conditions[name] = c
+			// Sized here, with the job in cache; the entry itself is
+			// inserted below.
+			condBytes += 1 + jobConditionLen(j) // the key's length is added with the lists
 		} else if f.prev != nil {
 			p.entries[i] = *f.prev
 			f.hasEntry = true
@@ -134,6 +134,14 @@ func (p *planner) planDefault() error {
 		// Started is sticky, so a job deleted for a retry never sends a
 		// Running workflow back to Pending.
 		anyStarted = anyStarted || f.started
+	}
+	// The conditions map is filled in a loop of its own: its inserts land
+	// anywhere in a table of 10,000 entries, which stays in cache only
+	// while nothing else streams through.
+	for i := range n {
+		if j := fs[i].job; j != nil {
+			st.Conditions[p.names[i]] = condition(&p.arena, j)
+		}
 	}
 
 	// Outcomes observed now. Retryable failures are decided once failFast is known.

@@ -530,16 +530,34 @@ func taskStateLen(t TaskState) int {
 }
 
 func conditionLen(c *Condition) int {
-	var z sizer
-	z.str("phase", string(c.Phase), true)
-	z.obj("createTime", timeLen(c.CreateTimestamp))
+	var d *time.Duration
 	if c.RunningDuration != nil {
-		// The string is ASCII but for µ, which JSON leaves unescaped.
-		z.obj("runningDuration", 2+durationLen(c.RunningDuration.Duration))
+		d = &c.RunningDuration.Duration
 	}
-	if len(c.TaskStatusCount) > 0 {
-		n := 2 + len(c.TaskStatusCount) - 1
-		for k, v := range c.TaskStatusCount {
+	return conditionLenOf(c.Phase, c.CreateTimestamp, d, c.TaskStatusCount)
+}
+
+// jobConditionLen is conditionLen(condition(nil, j)) without building the
+// condition.
+func jobConditionLen(j *Job) int {
+	var created metav1.Time
+	if !j.CreationTime.IsZero() {
+		created = metav1.NewTime(j.CreationTime)
+	}
+	return conditionLenOf(j.Phase, created, j.RunningDuration, j.TaskStatusCount)
+}
+
+func conditionLenOf(phase JobPhase, created metav1.Time, running *time.Duration, tasks map[string]TaskState) int {
+	var z sizer
+	z.str("phase", string(phase), true)
+	z.obj("createTime", timeLen(created))
+	if running != nil {
+		// The string is ASCII but for µ, which JSON leaves unescaped.
+		z.obj("runningDuration", 2+durationLen(*running))
+	}
+	if len(tasks) > 0 {
+		n := 2 + len(tasks) - 1
+		for k, v := range tasks {
 			n += jsonStrLen(k) + 1 + taskStateLen(v)
 		}
 		z.obj("taskStatusCount", n)
