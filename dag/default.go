@@ -82,6 +82,7 @@ func (p *planner) planDefault() error {
 	volcanoBuckets := opt.Buckets == BucketsVolcano
 	var counts [nBuckets]int
 	condBytes := 0
+	var tasks taskKeys
 	st.Conditions = make(map[string]Condition, len(p.s.Jobs))
 	for i := range n {
 		if g.dup[i] {
@@ -126,7 +127,7 @@ func (p *planner) planDefault() error {
 			}
 			// Sized here, with the job in cache; the entry itself is
 			// inserted below.
-			condBytes += 1 + jobConditionLen(j) // the key's length is added with the lists
+			condBytes += 1 + jobConditionLen(j, &tasks) // the key's length is added with the lists
 		} else if f.prev != nil {
 			p.entries[i] = *f.prev
 			f.hasEntry = true
