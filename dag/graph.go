@@ -51,11 +51,10 @@ func structuredWord(s string) (result, bool) {
 	return resultWord(s)
 }
 
-// atom is one `flow.result` term; flow is -1 for an unknown flow, whose
-// name is g.unknown[unk]. Atoms stay 12 bytes: a spec has one per reference.
+// atom is one `flow.result` term; flow is -1-k for an unknown flow, whose
+// name is g.unknown[k]. Atoms stay 8 bytes: a spec has one per reference.
 type atom struct {
 	flow int32
-	unk  int32
 	res  result
 }
 
@@ -401,13 +400,13 @@ func (g *graph) refKnown(i int, t int32, name string, res result, sub string, k,
 
 func (g *graph) unknownAtom(name string, res result) atom {
 	g.unknown = append(g.unknown, name)
-	return atom{flow: -1, unk: int32(len(g.unknown) - 1), res: res}
+	return atom{flow: -int32(len(g.unknown)), res: res}
 }
 
 // atomName is the flow name an atom refers to.
 func (g *graph) atomName(a atom) string {
 	if a.flow < 0 {
-		return g.unknown[a.unk]
+		return g.unknown[-1-a.flow]
 	}
 	return g.names[a.flow]
 }
