@@ -83,6 +83,7 @@ func (p *planner) planDefault() error {
 	var counts [nBuckets]int
 	condBytes := 0
 	var tasks taskKeys
+	var retryable []int // flows whose failed job may be retried
 	st.Conditions = make(map[string]Condition, len(p.s.Jobs))
 	for i := range n {
 		if g.dup[i] {
@@ -128,6 +129,20 @@ func (p *planner) planDefault() error {
 			// Sized here, with the job in cache; the entry itself is
 			// inserted below.
 			condBytes += 1 + jobConditionLen(j, &tasks) // the key's length is added with the lists
+			// The outcome observed now. Retryable failures are decided
+			// once failFast is known.
+			if f.outcome == OutcomeNone && !terminal {
+				switch ph := j.Phase; {
+				case ph == JobPhaseCompleted:
+					f.outcome = OutcomeSucceeded
+				case opt.failurePhase(ph):
+					if r := p.retryOf(i); r != nil && f.attempt <= r.Limit && retryOn(r, ph) && !invalid {
+						retryable = append(retryable, i)
+					} else {
+						f.outcome = OutcomeFailed
+					}
+				}
+			}
 		} else if f.prev != nil {
 			p.entries[i] = *f.prev
 			f.hasEntry = true
@@ -145,24 +160,6 @@ func (p *planner) planDefault() error {
 		}
 	}
 
-	// Outcomes observed now. Retryable failures are decided once failFast is known.
-	var retryable []int
-	for i := range n {
-		f := &fs[i]
-		if g.dup[i] || f.job == nil || f.outcome != OutcomeNone || terminal {
-			continue
-		}
-		switch ph := f.job.Phase; {
-		case ph == JobPhaseCompleted:
-			f.outcome = OutcomeSucceeded
-		case opt.failurePhase(ph):
-			if r := p.retryOf(i); r != nil && f.attempt <= r.Limit && retryOn(r, ph) && !invalid {
-				retryable = append(retryable, i)
-			} else {
-				f.outcome = OutcomeFailed
-			}
-		}
-	}
 	failFast := spec.FailFast == nil || *spec.FailFast
 	triggered := func() bool {
 		if !failFast {
