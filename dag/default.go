@@ -188,18 +188,36 @@ func (p *planner) planDefault() error {
 	// what follows changes only finally flows.
 	mainOK, mainKnown := false, false
 	if !terminal && !invalid {
-		for _, v := range g.topo {
-			if int(v) < g.nMain {
-				p.decide(int(v), fs, stop)
-			}
-		}
+		// One walk decides the main flows and computes mainSucceeded:
+		// deciding a flow changes only that flow, and a flow's targets
+		// come before it in topological order, so each flow's outcome and
+		// its targets' taint are final when the walk reaches it.
+		tainted := make([]bool, n)
 		nonFinal := 0
-		for i := 0; i < g.nMain; i++ {
-			if !g.dup[i] && fs[i].outcome == OutcomeNone {
-				nonFinal++
+		mainOK = true
+		for _, v := range g.topo {
+			i := int(v)
+			if i >= g.nMain {
+				continue
+			}
+			p.decide(i, fs, stop)
+			if !g.dup[i] {
+				if fs[i].outcome == OutcomeNone {
+					nonFinal++
+				}
+				mainOK = p.taint(i, fs, tainted) && mainOK
 			}
 		}
-		mainOK = p.mainSucceeded(fs)
+		if len(g.topo) < n {
+			// Flows left over by Kahn (a cycle planned with
+			// SkipValidation) are never decided but still wait.
+			nonFinal = 0
+			for i := 0; i < g.nMain; i++ {
+				if !g.dup[i] && fs[i].outcome == OutcomeNone {
+					nonFinal++
+				}
+			}
+		}
 		mainKnown = true
 		outcome := "Succeeded"
 		if !mainOK {
@@ -238,17 +256,18 @@ func (p *planner) planDefault() error {
 	}
 
 	// Phase (§2.2).
-	allFinal, anyFinal := true, false
+	allFinal, anyFinal, finallyFailed := true, false, false
 	for i := range n {
 		if !g.dup[i] {
 			final := fs[i].outcome != OutcomeNone
 			allFinal, anyFinal = allFinal && final, anyFinal || final
+			finallyFailed = finallyFailed || i >= g.nMain && fs[i].outcome == OutcomeFailed
 		}
 	}
 	if !mainKnown {
 		mainOK = p.mainSucceeded(fs)
 	}
-	success := mainOK && !p.finallyFailed(fs)
+	success := mainOK && !finallyFailed
 	if opt.SuccessRule == SuccessCount {
 		// Volcano's count rule (D3): duplicates and extra labelled jobs
 		// make it unreachable, and the workflow stays Running.
@@ -573,24 +592,28 @@ func (p *planner) mainSucceeded(fs []fstate) bool {
 	tainted := make([]bool, g.n)
 	ok := true
 	for _, v := range g.topo {
-		i := int(v)
-		if i >= g.nMain || g.dup[i] {
-			continue
-		}
-		switch fs[i].outcome {
-		case OutcomeFailed:
-			tainted[i] = true
-		case OutcomeOmitted:
-			// A probe flow is omitted only when the readiness it waited
-			// for can never come (§3.5): unlike an expression turned
-			// false, that is a failure unless something handles it.
-			tainted[i] = g.conds[i].probe != nil || p.refersTainted(i, tainted)
-		}
-		if tainted[i] && !g.handled[i] {
-			ok = false
+		if i := int(v); i < g.nMain && !g.dup[i] {
+			ok = p.taint(i, fs, tainted) && ok
 		}
 	}
 	return ok
+}
+
+// taint is mainSucceeded's step for main flow i, whose outcome and whose
+// targets' taint are known: it records whether i is failure-tainted and
+// reports false when that taint is unhandled.
+func (p *planner) taint(i int, fs []fstate, tainted []bool) bool {
+	g := p.g
+	switch fs[i].outcome {
+	case OutcomeFailed:
+		tainted[i] = true
+	case OutcomeOmitted:
+		// A probe flow is omitted only when the readiness it waited
+		// for can never come (§3.5): unlike an expression turned
+		// false, that is a failure unless something handles it.
+		tainted[i] = g.conds[i].probe != nil || p.refersTainted(i, tainted)
+	}
+	return !tainted[i] || g.handled[i]
 }
 
 func (p *planner) refersTainted(i int, tainted []bool) bool {
@@ -615,15 +638,6 @@ func (p *planner) refersTainted(i int, tainted []bool) bool {
 	}
 	for _, a := range p.g.atoms[c.lo:c.hi] {
 		if bad(a) {
-			return true
-		}
-	}
-	return false
-}
-
-func (p *planner) finallyFailed(fs []fstate) bool {
-	for i := p.g.nMain; i < p.g.n; i++ {
-		if !p.g.dup[i] && fs[i].outcome == OutcomeFailed {
 			return true
 		}
 	}

@@ -532,6 +532,16 @@ func TestFinally(t *testing.T) {
 		{"a failed finally flow fails the workflow", mk(fl("cleanup")), []dag.Job{job("a", C), job("b", C), job("cleanup", F)}, summary{Phase: "Failed", Write: true}},
 		{"all final and succeeded", mk(fl("cleanup")), []dag.Job{job("a", C), job("b", C), job("cleanup", C)}, summary{Phase: "Succeed", Write: true}},
 	})
+	// With validation skipped, main flows on a cycle are never decided,
+	// yet they are not final: finally flows keep waiting for them.
+	cyclic := wf(fl("a", "b"), fl("b", "a"), fl("c"))
+	cyclic.Spec.Finally = []dag.Flow{fl("cleanup")}
+	skip := dag.Default()
+	skip.SkipValidation = true
+	runPlanCases(t, skip, []planCase{
+		{"finally waits for main flows on a cycle", cyclic, []dag.Job{job("c", C)}, summary{Phase: "Running", Write: true,
+			Blocked: []string{"cleanup: MainNotFinal 2"}}},
+	})
 	res := plan(t, mk(fl("cleanup")), []dag.Job{job("a", F)}, dag.Default())
 	if got := res.Create[0].Annotations["plancore.io/workflow-outcome"]; got != "Failed" || !res.Create[0].Finally {
 		t.Fatalf("outcome annotation %q", got)
