@@ -83,8 +83,8 @@ func (p *planner) planDefault() error {
 	var counts [nBuckets]int
 	condBytes := 0
 	var tasks taskKeys
+	withJob := 0 // flows with a job: one condition each
 	var retryable []int // flows whose failed job may be retried
-	st.Conditions = make(map[string]Condition, len(p.s.Jobs))
 	for i := range n {
 		if g.dup[i] {
 			continue
@@ -120,6 +120,7 @@ func (p *planner) planDefault() error {
 			// Sized now, while the history just written is in cache.
 			f.histLen = historiesLen(e.RunningHistories) + 1
 			f.hasEntry = true
+			withJob++
 			if startedPhase(j.Phase) {
 				f.started = true
 			}
@@ -151,12 +152,15 @@ func (p *planner) planDefault() error {
 		// Running workflow back to Pending.
 		anyStarted = anyStarted || f.started
 	}
-	// The conditions map is filled in a loop of its own: its inserts land
-	// anywhere in a table of 10,000 entries, which stays in cache only
-	// while nothing else streams through.
-	for i := range n {
-		if j := fs[i].job; j != nil {
-			st.Conditions[p.names[i]] = condition(&p.arena, j)
+	// The conditions map is made and filled in a loop of its own: its
+	// inserts land anywhere in a table of 10,000 entries, which stays in
+	// cache (from its zeroing on) only while nothing else streams through.
+	if withJob > 0 {
+		st.Conditions = make(map[string]Condition, withJob)
+		for i := range n {
+			if j := fs[i].job; j != nil {
+				st.Conditions[p.names[i]] = condition(&p.arena, j)
+			}
 		}
 	}
 
