@@ -83,7 +83,7 @@ func (p *planner) planDefault() error {
 	var counts [nBuckets]int
 	condBytes := 0
 	var tasks taskKeys
-	withJob := 0 // flows with a job: one condition each
+	withJob := 0        // flows with a job: one condition each
 	var retryable []int // flows whose failed job may be retried
 	for i := range n {
 		if g.dup[i] {
