@@ -77,8 +77,10 @@ func (p *planner) planDefault() error {
 	matched := make([]bool, len(p.s.Jobs)) // job i is some current flow's
 	own := func(i int32) bool { return matched[i] }
 	anyStarted := false
-	// Each job is read once, here: its entry, bucket and condition (with
-	// its JSON size) are built while it is in cache.
+	// Each job is read here, in one pass: its label, entry, bucket,
+	// observed outcome and the JSON size of its condition are taken while
+	// it is in cache; only the condition itself is built in the map's own
+	// loop below.
 	volcanoBuckets := opt.Buckets == BucketsVolcano
 	var counts [nBuckets]int
 	condBytes := 0
