@@ -140,16 +140,24 @@ func reserveBatch(s *redis.CapacityStore, size, perNode int) func(r *rand.Rand) 
 
 // serverCPU reads the Redis main thread's CPU time (INFO cpu), which
 // contention from other processes on a shared machine barely disturbs,
-// unlike wall-clock rates.
+// unlike wall-clock rates, and the time spent inside scripts (INFO
+// commandstats, reset at the start), so that a report separates the
+// scripts' own cost from the server's parsing and network I/O.
 type serverCPU struct {
 	c     *goredis.Client
 	start float64
 }
 
-var cpuRe = regexp.MustCompile(`used_cpu_(?:sys|user)_main_thread:([0-9.]+)`)
+var (
+	cpuRe    = regexp.MustCompile(`used_cpu_(?:sys|user)_main_thread:([0-9.]+)`)
+	scriptRe = regexp.MustCompile(`cmdstat_eval(?:sha)?:calls=([0-9]+),usec=([0-9]+)`)
+)
 
 func startServerCPU(b testing.TB, srv *redistest.Server) *serverCPU {
 	m := &serverCPU{c: srv.Client()}
+	if err := m.c.ConfigResetStat(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
 	m.start = m.read(b)
 	return m
 }
@@ -167,12 +175,27 @@ func (m *serverCPU) read(b testing.TB) float64 {
 	return sum
 }
 
-// report records slots per second and server CPU microseconds per slot.
+// report records slots per second, server CPU microseconds per slot and
+// microseconds spent inside the script per call (EVALSHA, plus EVAL after a
+// NOSCRIPT).
 func (m *serverCPU) report(b *testing.B, d time.Duration, slots int) {
 	b.StopTimer()
 	cpu := m.read(b) - m.start
 	b.ReportMetric(float64(slots)/d.Seconds(), "slots/s")
 	b.ReportMetric(cpu*1e6/float64(slots), "server-µs/slot")
+	info, err := m.c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var calls, usec float64
+	for _, f := range scriptRe.FindAllStringSubmatch(info, -1) {
+		n, _ := strconv.ParseFloat(f[1], 64)
+		u, _ := strconv.ParseFloat(f[2], 64)
+		calls, usec = calls+n, usec+u
+	}
+	if calls > 0 {
+		b.ReportMetric(usec/calls, "script-µs/call")
+	}
 }
 
 // BenchmarkCapacityRedisSideBySide is the spec's T1 helper, a measurement
