@@ -295,11 +295,11 @@ func (s *CapacityStore) loadsCluster(ctx context.Context, nodes []string) ([]cap
 	calls := make([]scriptCall, len(groups))
 	now := s.now()
 	for g, idx := range groups {
-		keys := make([]string, 0, 3*len(idx))
-		for _, i := range idx {
-			keys = append(keys, s.keys(nodes[i])...)
+		ids := make([]string, len(idx))
+		for k, i := range idx {
+			ids[k] = nodes[i]
 		}
-		calls[g] = scriptCall{capLoads, keys, []any{now}}
+		calls[g] = scriptCall{capLoads, s.appendKeys(make([]string, 0, 3*len(ids)), ids...), []any{now}}
 	}
 	out := make([]capacity.NodeLoad, len(nodes))
 	for g, cmd := range s.runPipelined(ctx, calls, true) {

@@ -233,25 +233,37 @@ func unavailable(op string, err error) error {
 }
 
 func (s *CapacityStore) keys(node string) []string {
-	k := s.keys3(node)
-	return k[:]
+	return s.appendKeys(make([]string, 0, 3), node)
 }
 
-// keys3 returns a node's hb, pend and acked keys as substrings of one
-// allocation.
-func (s *CapacityStore) keys3(node string) [3]string {
-	base := len(s.pre) + len(node) + 5 // <prefix>{n:<id>}:
-	var b strings.Builder
-	b.Grow(3*base + len("hbpendacked"))
-	for _, suffix := range [...]string{"hb", "pend", "acked"} {
-		b.WriteString(s.pre)
-		b.WriteString("{n:")
-		b.WriteString(node)
-		b.WriteString("}:")
-		b.WriteString(suffix)
+// appendKeys appends the hb, pend and acked keys of each node to dst, all of
+// them substrings of one allocation: a batch on 16 nodes builds its 48 keys
+// with one string rather than 16.
+func (s *CapacityStore) appendKeys(dst []string, nodes ...string) []string {
+	size := 0
+	for _, n := range nodes {
+		size += 3*(len(s.pre)+len(n)+5) + len("hbpendacked") // <prefix>{n:<id>}: three times
 	}
-	all := b.String()
-	return [3]string{all[:base+2], all[base+2 : 2*base+6], all[2*base+6:]}
+	var b strings.Builder
+	b.Grow(size)
+	for _, n := range nodes {
+		for _, suffix := range [...]string{"hb", "pend", "acked"} {
+			b.WriteString(s.pre)
+			b.WriteString("{n:")
+			b.WriteString(n)
+			b.WriteString("}:")
+			b.WriteString(suffix)
+		}
+	}
+	all, off := b.String(), 0
+	for _, n := range nodes {
+		base := len(s.pre) + len(n) + 5
+		for _, l := range [...]int{base + 2, base + 4, base + 5} {
+			dst = append(dst, all[off:off+l])
+			off += l
+		}
+	}
+	return dst
 }
 
 // ttl is the TTL argument of a script, boxed once for the default TTL.
@@ -391,9 +403,8 @@ func (s *CapacityStore) batchCall(items []capacity.Reservation, mode capacity.Ba
 	}
 	// Nodes are numbered in order of first appearance; a linear scan beats a
 	// map for the usual batch of a few distinct nodes.
-	var nodes []string
+	nodes := make([]string, 0, len(items))
 	var index map[string]int
-	keys := make([]string, 0, 3*len(items))
 	args := make([]any, 0, 4+5*len(items))
 	args = append(args, s.now(), s.hbtoArg, s.acctArg, modeArg)
 	var lastMax, lastTTL, lastRunning any
@@ -418,8 +429,6 @@ func (s *CapacityStore) batchCall(items []capacity.Reservation, mode capacity.Ba
 					index[id] = j
 				}
 			}
-			k := s.keys3(it.Node)
-			keys = append(keys, k[:]...)
 		}
 		// Items of one batch mostly share M, TTL and running: box each value
 		// once.
@@ -434,7 +443,7 @@ func (s *CapacityStore) batchCall(items []capacity.Reservation, mode capacity.Ba
 		}
 		args = append(args, n+1, it.RID, lastMax, lastTTL, lastRunning)
 	}
-	return keys, args
+	return s.appendKeys(make([]string, 0, 3*len(nodes)), nodes...), args
 }
 
 // Ack commits a node's ACK; see capacity.SlotStore.
@@ -521,10 +530,7 @@ func (s *CapacityStore) Loads(ctx context.Context, nodes []string) ([]capacity.N
 	if s.pipe != nil {
 		return s.loadsCluster(ctx, nodes)
 	}
-	keys := make([]string, 0, 3*len(nodes))
-	for _, n := range nodes {
-		keys = append(keys, s.keys(n)...)
-	}
+	keys := s.appendKeys(make([]string, 0, 3*len(nodes)), nodes...)
 	v, err := s.runRO(ctx, capLoads, keys, s.now()).Slice()
 	if err != nil {
 		return nil, unavailable("loads", err)
