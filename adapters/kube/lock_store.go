@@ -276,18 +276,11 @@ func (s *NodeLockStore) CompareAndSwap(ctx context.Context, key lock.Key, pre lo
 		return fmt.Errorf("%w: record %s/%s uid %q epoch %d: a Node lock record needs namespace, name, UID and an epoch ≥ 1",
 			lock.ErrBadInput, rec.Namespace, rec.Name, rec.UID, rec.Epoch)
 	}
-	done, err := s.writeTurn(ctx, key.Node)
+	v, done, err := s.beginWrite(ctx, key, pre)
 	if err != nil {
 		return err
 	}
 	defer done()
-	v, err := s.viewAt(ctx, key, pre.Version)
-	if err != nil {
-		return err
-	}
-	if err := check(key, v, pre); err != nil {
-		return err
-	}
 	if rec.Epoch != v.epochHigh+1 {
 		return fmt.Errorf("%w: %s epoch %d is not the next after %d", lock.ErrConflict, key, rec.Epoch, v.epochHigh)
 	}
@@ -308,19 +301,31 @@ func (s *NodeLockStore) CompareAndDelete(ctx context.Context, key lock.Key, pre 
 	if !pre.Present {
 		return fmt.Errorf("%w: %s: a delete needs a present value, got %s", lock.ErrConflict, key, pre)
 	}
-	done, err := s.writeTurn(ctx, key.Node)
+	_, done, err := s.beginWrite(ctx, key, pre)
 	if err != nil {
 		return err
 	}
 	defer done()
-	v, err := s.viewAt(ctx, key, pre.Version)
-	if err != nil {
-		return err
-	}
-	if err := check(key, v, pre); err != nil {
-		return err
-	}
 	return s.patch(ctx, key, pre.Version, map[string]*string{key.Name: nil})
+}
+
+// beginWrite takes this store's turn to write key's Node and checks pre
+// against the Node's view at pre's version. On success the caller holds the
+// turn and ends it with done; on error no turn is held.
+func (s *NodeLockStore) beginWrite(ctx context.Context, key lock.Key, pre lock.Precondition) (nodeView, func(), error) {
+	done, err := s.writeTurn(ctx, key.Node)
+	if err != nil {
+		return nodeView{}, nil, err
+	}
+	v, err := s.viewAt(ctx, key, pre.Version)
+	if err == nil {
+		err = check(key, v, pre)
+	}
+	if err != nil {
+		done()
+		return nodeView{}, nil, err
+	}
+	return v, done, nil
 }
 
 // writeTurn waits until no other write of this store to node is in flight
