@@ -1,0 +1,73 @@
+// Package plancore holds the one type every core shares: the error that reports
+// invalid input or options, every problem at once.
+//
+// Each core (reconcile, expectations, dag, capacity, lock, gpu, vcluster) defines
+// its own sentinels ErrInvalidInput and ErrInvalidOptions and returns them inside an
+// *InvalidError, so a caller can both test the kind with errors.Is and read each
+// problem's field path and value:
+//
+//	plan, err := reconcile.Decide(in, reconcile.Options{})
+//	if errors.Is(err, reconcile.ErrInvalidInput) {
+//		var inv *plancore.InvalidError
+//		errors.As(err, &inv)
+//		for _, e := range inv.Errors {
+//			log.Printf("%s: %s", e.Field, e.Detail)
+//		}
+//	}
+package plancore
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// InvalidError reports every problem found in one input or options value, each
+// naming its field path and bad value. It wraps Kind, a core's ErrInvalidInput or
+// ErrInvalidOptions sentinel.
+type InvalidError struct {
+	// Kind is the sentinel the error wraps (for example dag.ErrInvalidInput).
+	Kind error
+	// Errors lists every problem, in the order validation found them.
+	Errors field.ErrorList
+}
+
+// Invalid returns an *InvalidError of kind for errs, or nil when errs is empty,
+// so that validators can end with `return plancore.Invalid(ErrInvalidInput, errs)`.
+func Invalid(kind error, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return &InvalidError{Kind: kind, Errors: errs}
+}
+
+// Error names the kind and then each problem, separated by "; ".
+func (e *InvalidError) Error() string {
+	var b strings.Builder
+	if e.Kind != nil {
+		b.WriteString(e.Kind.Error())
+	} else {
+		b.WriteString("invalid")
+	}
+	b.WriteString(": ")
+	for i, fe := range e.Errors {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(fe.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns Kind, so errors.Is(err, core.ErrInvalidInput) holds.
+func (e *InvalidError) Unwrap() error { return e.Kind }
+
+// Fields returns the field paths of every problem, in order: handy in tests that
+// assert which fields were named.
+func (e *InvalidError) Fields() []string {
+	out := make([]string, len(e.Errors))
+	for i, fe := range e.Errors {
+		out[i] = fe.Field
+	}
+	return out
+}
