@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/vcluster"
 )
 
@@ -36,9 +38,15 @@ func step(t testing.TB, s vcluster.State, p vcluster.Plan, err error) vcluster.S
 	if err != nil {
 		t.Fatalf("plan failed: %v", err)
 	}
+	if p.Refused() {
+		t.Fatalf("plan refused: %s", p.Refusal)
+	}
 	next, err := s.Apply(p)
 	if err != nil {
 		t.Fatalf("apply: %v\nplan:\n%s", err, p)
+	}
+	if !reflect.DeepEqual(next, p.After) {
+		t.Fatalf("plan.After differs from State.Apply of the plan:\n%s\nafter:\n%s", next, p.After)
 	}
 	if err := checkInvariants(next); err != nil {
 		t.Fatalf("invariants after plan:\n%s\n%v", p, err)
@@ -52,13 +60,13 @@ func create(t testing.TB, s vcluster.State, id string, divisible bool, rs vclust
 	if c, ok := s.Logical[id]; ok {
 		req.Revision = c.Revision
 	}
-	p, err := vcluster.PlanCreateOrUpdate(s, req, rev)
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: rev}, vcluster.Options{})
 	return step(t, s, p, err)
 }
 
 func createJob(t testing.TB, s vcluster.State, parent, job string, rs vcluster.ReplicaSet, rev uint64) vcluster.State {
 	t.Helper()
-	p, err := vcluster.PlanCreateJobCluster(s, vcluster.JobRequest{Parent: parent, Job: job, ReplicaSets: rs}, rev)
+	p, err := vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: parent, Job: job, ReplicaSets: rs}, Revision: rev}, vcluster.Options{})
 	return step(t, s, p, err)
 }
 
@@ -191,11 +199,33 @@ func checkInvariants(s vcluster.State) error {
 	return nil
 }
 
-func asError(t testing.TB, err error) *vcluster.Error {
+// asInvalid returns err as a *plancore.InvalidError wrapping
+// ErrInvalidInput, or fails the test.
+func asInvalid(t testing.TB, err error) *plancore.InvalidError {
 	t.Helper()
-	var e *vcluster.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v is not a *vcluster.Error", err)
+	var e *plancore.InvalidError
+	if !errors.As(err, &e) || !errors.Is(err, vcluster.ErrInvalidInput) || len(e.Errors) == 0 {
+		t.Fatalf("error %v is not an invalid-input error", err)
 	}
 	return e
+}
+
+// asRefusal returns p's refusal, or fails the test when the call did not
+// refuse (an error, or a plan that acts).
+func asRefusal(t testing.TB, p vcluster.Plan, err error) *vcluster.Refusal {
+	t.Helper()
+	if err != nil || p.Refusal == nil || !p.Empty() {
+		t.Fatalf("want a refused empty plan, got error %v, plan:\n%s", err, p)
+	}
+	return p.Refusal
+}
+
+// recoverPlan runs PlanRecover with the default options and returns the
+// recovered state and the plan; PlanRecover refuses no input.
+func recoverPlan(table []vcluster.Node, records []vcluster.Record) (vcluster.State, vcluster.Plan) {
+	p, err := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}, vcluster.Options{})
+	if err != nil {
+		panic(err)
+	}
+	return p.After, p
 }

@@ -132,11 +132,11 @@ func TestLongRandomRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, p := vcluster.PlanRecover(tableOf(s), records)
+		got, p := recoverPlan(tableOf(s), records)
 		if err := checkInvariants(got); err != nil {
 			t.Fatalf("step %d: recovered state: %v", step, err)
 		}
-		if _, err := vcluster.Apply(ctx, p, got, store); err != nil {
+		if _, err := vcluster.Apply(ctx, p, store); err != nil {
 			t.Fatal(err)
 		}
 		return restore(got, s)
@@ -188,14 +188,14 @@ func TestLongRandomRun(t *testing.T) {
 			// Crash between two writes, then restart from the store.
 			crashes++
 			cut := &cutExecutor{Executor: store, n: 1 + rng.IntN(len(p.Flush)-1)}
-			if _, err := vcluster.Apply(ctx, p, next, cut); !errors.Is(err, errCrash) {
+			if _, err := vcluster.Apply(ctx, p, cut); !errors.Is(err, errCrash) {
 				t.Fatalf("step %d: cut apply: %v", step, err)
 			}
 			s = recover(step, next)
 			checkStore(step, s)
 			continue
 		}
-		if _, err := vcluster.Apply(ctx, p, next, store); err != nil {
+		if _, err := vcluster.Apply(ctx, p, store); err != nil {
 			t.Fatalf("step %d: apply: %v", step, err)
 		}
 		s = next

@@ -1,6 +1,7 @@
 package vcluster_test
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/vcluster"
 )
 
@@ -37,7 +39,7 @@ type op struct {
 	// change (create/update and remove-nodes only).
 	target string
 	// replenish holds the options of a replenish operation.
-	replenish *vcluster.ReplenishOptions
+	replenish *vcluster.Options
 	// req is set for create/update operations.
 	req *vcluster.Request
 }
@@ -108,7 +110,9 @@ func (w *world) genOp(c chooser, s vcluster.State) op {
 		}
 		rev := w.nextRev(c)
 		return op{desc: fmt.Sprintf("create/update %s divisible=%v %v rev %d→%d prefer %v", id, req.Divisible, req.ReplicaSets, req.Revision, rev, req.Prefer),
-			plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanCreateOrUpdate(s, req, rev) }, target: id, req: &req}
+			plan: func(s vcluster.State) (vcluster.Plan, error) {
+				return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: rev}, vcluster.Options{})
+			}, target: id, req: &req}
 	case k < 10:
 		parents := append([]string{vcluster.PrimaryID}, slices.Sorted(maps.Keys(s.Logical))...)
 		parent, _ := pickFrom(c, parents, "parent")
@@ -122,12 +126,16 @@ func (w *world) genOp(c chooser, s vcluster.State) op {
 		req := vcluster.JobRequest{Parent: parent, Job: jobNames[c.intn(len(jobNames), "job")], ReplicaSets: rs}
 		rev := w.nextRev(c)
 		return op{desc: fmt.Sprintf("create job %s %v", vcluster.JobID(req.Parent, req.Job), req.ReplicaSets),
-			plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanCreateJobCluster(s, req, rev) }}
+			plan: func(s vcluster.State) (vcluster.Plan, error) {
+				return vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: req, Revision: rev}, vcluster.Options{})
+			}}
 	case k < 11:
 		ids := append(slices.Sorted(maps.Keys(s.Logical)), slices.Sorted(maps.Keys(s.Jobs))...)
 		ids = append(ids, "zz", "zz##j")
 		id, _ := pickFrom(c, ids, "remove-id")
-		return op{desc: "remove " + id, plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanRemove(s, id) }}
+		return op{desc: "remove " + id, plan: func(s vcluster.State) (vcluster.Plan, error) {
+			return vcluster.PlanRemove(vcluster.RemoveInput{State: s, ID: id}, vcluster.Options{})
+		}}
 	case k < 12:
 		id := logicalIDs[c.intn(len(logicalIDs), "id")]
 		var ids []string
@@ -141,9 +149,11 @@ func (w *world) genOp(c chooser, s vcluster.State) op {
 		}
 		rev := w.nextRev(c)
 		return op{desc: fmt.Sprintf("remove nodes %s %v", id, ids), target: id,
-			plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanRemoveNodes(s, id, ids, rev) }}
+			plan: func(s vcluster.State) (vcluster.Plan, error) {
+				return vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: id, Nodes: ids, Revision: rev}, vcluster.Options{})
+			}}
 	case k < 14:
-		opts := vcluster.ReplenishOptions{}
+		opts := vcluster.Options{}
 		switch c.intn(4, "cap") {
 		case 0:
 			opts.MaxSwaps = 1 + c.intn(4, "max-swaps")
@@ -151,9 +161,13 @@ func (w *world) genOp(c chooser, s vcluster.State) op {
 			opts.MaxSwapsPercent = 1 + c.intn(100, "pct")
 		}
 		return op{desc: "replenish " + opts.String(), replenish: &opts,
-			plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanReplenish(s, opts) }}
+			plan: func(s vcluster.State) (vcluster.Plan, error) {
+				return vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, opts)
+			}}
 	case k < 15:
-		return op{desc: "gc", plan: vcluster.PlanGC}
+		return op{desc: "gc", plan: func(s vcluster.State) (vcluster.Plan, error) {
+			return vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{})
+		}}
 	case k < 16:
 		var aliveIDs []string
 		for _, id := range nodes {
@@ -235,20 +249,27 @@ func checkOp(s vcluster.State, o op) (vcluster.State, vcluster.Plan, error) {
 		return vcluster.State{}, p, fmt.Errorf("%s: nondeterministic:\n%s\n%v\nvs\n%s\n%v", o.desc, p, err, p2, err2)
 	}
 	if err != nil {
-		// I4: refusals are coded and empty.
-		e, ok := err.(*vcluster.Error)
-		if !ok {
-			return vcluster.State{}, p, fmt.Errorf("%s: error %v is not an *Error", o.desc, err)
+		// Refusals by error are invalid input only, naming each field.
+		var inv *plancore.InvalidError
+		if !errors.As(err, &inv) || !errors.Is(err, vcluster.ErrInvalidInput) || len(inv.Errors) == 0 {
+			return vcluster.State{}, p, fmt.Errorf("%s: error %v is not an invalid-input error", o.desc, err)
 		}
-		switch e.Code {
-		case vcluster.InvalidArgument, vcluster.OutOfResource, vcluster.UnsafeToRemove, vcluster.NotFound:
+		if !p.Empty() || p.Refused() {
+			return vcluster.State{}, p, fmt.Errorf("%s: invalid input with a plan", o.desc)
+		}
+		return s, p, nil
+	}
+	if p.Refusal != nil {
+		// Refused plans are coded and empty, and their recommendation works.
+		switch p.Refusal.Reason.Code {
+		case vcluster.ReasonOutOfResource, vcluster.ReasonUnsafeToRemove:
 		default:
-			return vcluster.State{}, p, fmt.Errorf("%s: code %q", o.desc, e.Code)
+			return vcluster.State{}, p, fmt.Errorf("%s: refusal code %q", o.desc, p.Refusal.Reason.Code)
 		}
-		if !p.Empty() {
-			return vcluster.State{}, p, fmt.Errorf("%s: refused with a non-empty plan", o.desc)
+		if !p.Empty() || !reflect.DeepEqual(p.After, s) {
+			return vcluster.State{}, p, fmt.Errorf("%s: refused with a non-empty plan or another state", o.desc)
 		}
-		if err := checkRecommend(s, o, e); err != nil {
+		if err := checkRecommend(s, o, p.Refusal); err != nil {
 			return vcluster.State{}, p, err
 		}
 		return s, p, nil
@@ -267,7 +288,7 @@ func checkOp(s vcluster.State, o op) (vcluster.State, vcluster.Plan, error) {
 		return vcluster.State{}, p, fmt.Errorf("%s: %w\n%s", o.desc, err, p)
 	}
 	if o.replenish != nil {
-		if err := checkReplenished(s, next, *o.replenish == (vcluster.ReplenishOptions{})); err != nil {
+		if err := checkReplenished(s, next, *o.replenish == (vcluster.Options{})); err != nil {
 			return vcluster.State{}, p, fmt.Errorf("%s: I5: %w\n%s", o.desc, err, p)
 		}
 	}
@@ -433,8 +454,8 @@ func replaceableDead(s vcluster.State) error {
 
 // checkRecommend checks the second half of I4: for an add-only or
 // remove-only request, the request rebuilt from Recommend succeeds.
-func checkRecommend(s vcluster.State, o op, e *vcluster.Error) error {
-	if o.req == nil || (e.Code != vcluster.OutOfResource && e.Code != vcluster.UnsafeToRemove) {
+func checkRecommend(s vcluster.State, o op, e *vcluster.Refusal) error {
+	if o.req == nil || (e.Reason.Code != vcluster.ReasonOutOfResource && e.Reason.Code != vcluster.ReasonUnsafeToRemove) {
 		return nil
 	}
 	cur := s.ReplicaSet(o.req.ID)
@@ -452,14 +473,14 @@ func checkRecommend(s vcluster.State, o op, e *vcluster.Error) error {
 	rebuilt.ReplicaSets = vcluster.ReplicaSet{}
 	maps.Copy(rebuilt.ReplicaSets, o.req.ReplicaSets)
 	for t, n := range e.Recommend {
-		if e.Code == vcluster.OutOfResource {
+		if e.Reason.Code == vcluster.ReasonOutOfResource {
 			rebuilt.ReplicaSets[t] = cur[t] + n
 		} else {
 			rebuilt.ReplicaSets[t] = cur[t] - n
 		}
 	}
-	if _, err := vcluster.PlanCreateOrUpdate(s, rebuilt, 1<<40); err != nil {
-		return fmt.Errorf("%s: I4: the request rebuilt from Recommend %v fails: %v", o.desc, e.Recommend, err)
+	if p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: rebuilt, Revision: 1 << 40}, vcluster.Options{}); err != nil || p.Refused() {
+		return fmt.Errorf("%s: I4: the request rebuilt from Recommend %v fails: %v %v", o.desc, e.Recommend, err, p.Refusal)
 	}
 	return nil
 }

@@ -45,8 +45,10 @@ func TestPropertyReplenish(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s, _ := genState(t, 120, 20)
 		s = killSome(t, s)
-		full := vcluster.ReplenishOptions{}
-		healed, p, err := checkOp(s, op{desc: "replenish", replenish: &full, plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanReplenish(s, full) }})
+		full := vcluster.Options{}
+		healed, p, err := checkOp(s, op{desc: "replenish", replenish: &full, plan: func(s vcluster.State) (vcluster.Plan, error) {
+			return vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, full)
+		}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,11 +57,13 @@ func TestPropertyReplenish(t *testing.T) {
 		}
 		k := len(p.Moves) / 2
 		m := rapid.IntRange(1, 5).Draw(t, "cap")
-		capped := vcluster.ReplenishOptions{MaxSwaps: m}
+		capped := vcluster.Options{MaxSwaps: m}
 		cur := s
 		rounds := 0
 		for {
-			next, p, err := checkOp(cur, op{desc: "capped replenish", replenish: &capped, plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanReplenish(s, capped) }})
+			next, p, err := checkOp(cur, op{desc: "capped replenish", replenish: &capped, plan: func(s vcluster.State) (vcluster.Plan, error) {
+				return vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, capped)
+			}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +151,7 @@ func TestPropertyRecoverRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s, _ := genState(t, 150, 20)
 		s = killSome(t, s)
-		p, err := vcluster.PlanReplenish(s, vcluster.ReplenishOptions{})
+		p, err := vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +160,7 @@ func TestPropertyRecoverRoundTrip(t *testing.T) {
 		}
 		table := rapid.Permutation(tableOf(s)).Draw(t, "table")
 		records := rapid.Permutation(recordList(storedRecords(s))).Draw(t, "records")
-		got, plan := vcluster.PlanRecover(table, records)
+		got, plan := recoverPlan(table, records)
 		if err := got.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +224,7 @@ func TestPropertyRecoverAnything(t *testing.T) {
 		}
 		records := genRecords(t, ids, templates)
 		tableIn, recordsIn := slices.Clone(table), slices.Clone(records)
-		s, p := vcluster.PlanRecover(table, records)
+		s, p := recoverPlan(table, records)
 		if !reflect.DeepEqual(tableIn, table) || !reflect.DeepEqual(recordsIn, records) {
 			t.Fatal("PlanRecover modified its input")
 		}
@@ -230,7 +234,7 @@ func TestPropertyRecoverAnything(t *testing.T) {
 		if err := checkInvariants(s); err != nil {
 			t.Fatal(err)
 		}
-		s2, p2 := vcluster.PlanRecover(rapid.Permutation(table).Draw(t, "table order"), rapid.Permutation(records).Draw(t, "record order"))
+		s2, p2 := recoverPlan(rapid.Permutation(table).Draw(t, "table order"), rapid.Permutation(records).Draw(t, "record order"))
 		if diff := cmp.Diff(s, s2); diff != "" {
 			t.Fatalf("recovery depends on input order:\n%s", diff)
 		}
@@ -258,7 +262,7 @@ func TestPropertyRecoverAnything(t *testing.T) {
 				delete(stored, id)
 			}
 		}
-		s3, p3 := vcluster.PlanRecover(table, recordList(stored))
+		s3, p3 := recoverPlan(table, recordList(stored))
 		if diff := cmp.Diff(normalizeKeepBusy(s), normalizeKeepBusy(s3), equateEmpty); diff != "" {
 			t.Fatalf("second recovery differs:\n%s", diff)
 		}
@@ -281,8 +285,10 @@ func TestPropertyRecoverCutBetweenFlushes(t *testing.T) {
 		stored := storedRecords(s0)
 		var o op
 		if rapid.Bool().Draw(t, "replenish") {
-			opts := vcluster.ReplenishOptions{}
-			o = op{desc: "replenish", plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanReplenish(s, opts) }}
+			opts := vcluster.Options{}
+			o = op{desc: "replenish", plan: func(s vcluster.State) (vcluster.Plan, error) {
+				return vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, opts)
+			}}
 		} else {
 			o = w.genOp(rapidChooser{t}, s0)
 			if o.plan == nil {
@@ -305,7 +311,7 @@ func TestPropertyRecoverCutBetweenFlushes(t *testing.T) {
 				delete(stored, id)
 			}
 		}
-		got, rp := vcluster.PlanRecover(tableOf(s1), recordList(stored))
+		got, rp := recoverPlan(tableOf(s1), recordList(stored))
 		if err := got.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +322,7 @@ func TestPropertyRecoverCutBetweenFlushes(t *testing.T) {
 			// Everything was written: recovery gives s1 back, except the
 			// dead nodes of the primary, which replay never adds.
 			want := normalize(s1)
-			if _, err := vcluster.PlanReplenish(want, vcluster.ReplenishOptions{}); err != nil {
+			if _, err := vcluster.PlanReplenish(vcluster.ReplenishInput{State: want}, vcluster.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			for _, id := range sortedNodes(want) {
@@ -335,7 +341,7 @@ func TestPropertyRecoverCutBetweenFlushes(t *testing.T) {
 				delete(stored, id)
 			}
 		}
-		again, p2 := vcluster.PlanRecover(tableOf(s1), recordList(stored))
+		again, p2 := recoverPlan(tableOf(s1), recordList(stored))
 		if len(p2.Flush) != 0 {
 			t.Fatalf("recovery is not a fixed point:\n%s", p2)
 		}
@@ -355,8 +361,8 @@ func TestPropertyRemoveNodesOrder(t *testing.T) {
 			return
 		}
 		ids := rapid.SliceOfN(rapid.SampledFrom(members), 1, 5).Draw(t, "ids")
-		p1, err1 := vcluster.PlanRemoveNodes(s, id, ids, 7)
-		p2, err2 := vcluster.PlanRemoveNodes(s, id, rapid.Permutation(ids).Draw(t, "perm"), 7)
+		p1, err1 := vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: id, Nodes: ids, Revision: 7}, vcluster.Options{})
+		p2, err2 := vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: id, Nodes: rapid.Permutation(ids).Draw(t, "perm"), Revision: 7}, vcluster.Options{})
 		if !reflect.DeepEqual(p1, p2) || fmt.Sprint(err1) != fmt.Sprint(err2) {
 			t.Fatalf("order matters:\n%s %v\n%s %v", p1, err1, p2, err2)
 		}
@@ -388,7 +394,7 @@ func TestPropertyScaleDownDeadFirst(t *testing.T) {
 		}
 		req := vcluster.Request{ID: id, Divisible: c.Kind == vcluster.Divisible, Revision: c.Revision, ReplicaSets: rs}
 		if _, _, err := checkOp(s, op{desc: "scale down " + id, target: id, req: &req, plan: func(s vcluster.State) (vcluster.Plan, error) {
-			return vcluster.PlanCreateOrUpdate(s, req, 99)
+			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: 99}, vcluster.Options{})
 		}}); err != nil {
 			t.Fatal(err)
 		}
