@@ -88,7 +88,6 @@ func checkRevisionLeft(p *field.Path, cur Cluster) field.ErrorList {
 	return nil
 }
 
-
 const (
 	msgScaleDownShort = "No enough nodes to remove from the virtual cluster. The replica sets that gcs can remove at most are shown below. Use it as a suggestion to adjust your request or cluster."
 	msgScaleUpShort   = "No enough nodes to add to the virtual cluster. The replica sets that gcs can add at most are shown below. Use it as a suggestion to adjust your request or cluster."
