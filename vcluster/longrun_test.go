@@ -98,7 +98,7 @@ func restore(s, old vcluster.State) vcluster.State {
 // replenishment, GC — writing every plan to the fake store and a subscribed
 // worker, restarting the control plane from the store now and then, and
 // crashing it between two flushes now and then. After every step it checks
-// I1–I10, that storage holds exactly the state's records, and that the
+// every invariant of the hierarchy and its plans, that storage holds exactly the state's records, and that the
 // worker's view is exactly the indivisible and job clusters.
 func TestLongRandomRun(t *testing.T) {
 	const steps = 1500

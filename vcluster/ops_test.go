@@ -285,11 +285,11 @@ func checkOp(s vcluster.State, o op) (vcluster.State, vcluster.Plan, error) {
 		return next, vcluster.Plan{}, nil
 	}
 	p, err := o.plan(s)
-	// I10: the input is unchanged.
+	// Planning leaves its input unchanged.
 	if !reflect.DeepEqual(before, s) {
 		return vcluster.State{}, p, fmt.Errorf("%s: planning modified its input", o.desc)
 	}
-	// I9: the same input (rebuilt maps, so another iteration order) gives the
+	// Determinism: the same input (rebuilt maps, so another iteration order) gives the
 	// same plan and the same error.
 	p2, err2 := o.plan(s.Clone())
 	if !reflect.DeepEqual(p, p2) || p.String() != p2.String() || fmt.Sprint(err) != fmt.Sprint(err2) {
@@ -329,14 +329,14 @@ func checkOp(s vcluster.State, o op) (vcluster.State, vcluster.Plan, error) {
 		return vcluster.State{}, p, fmt.Errorf("%s: Apply modified its input", o.desc)
 	}
 	if err := checkInvariants(next); err != nil {
-		return vcluster.State{}, p, fmt.Errorf("%s: I1/I2: %w\n%s", o.desc, err, p)
+		return vcluster.State{}, p, fmt.Errorf("%s: leaf/division invariants: %w\n%s", o.desc, err, p)
 	}
 	if err := checkPlanRules(s, next, p, o); err != nil {
 		return vcluster.State{}, p, fmt.Errorf("%s: %w\n%s", o.desc, err, p)
 	}
 	if o.replenish != nil {
 		if err := checkReplenished(s, next, *o.replenish == (vcluster.Options{})); err != nil {
-			return vcluster.State{}, p, fmt.Errorf("%s: I5: %w\n%s", o.desc, err, p)
+			return vcluster.State{}, p, fmt.Errorf("%s: replenishment: %w\n%s", o.desc, err, p)
 		}
 	}
 	return next, p, nil
@@ -474,7 +474,7 @@ func clusterIDs(states ...vcluster.State) []string {
 	return slices.Sorted(maps.Keys(ids))
 }
 
-// checkReplenished checks I5 after Apply(s, PlanReplenish(s)).
+// checkReplenished checks the replenishment rules after Apply(s, PlanReplenish(s)).
 func checkReplenished(s, next vcluster.State, uncapped bool) error {
 	for id := range s.Logical {
 		if !reflect.DeepEqual(s.ReplicaSet(id), next.ReplicaSet(id)) {
@@ -540,7 +540,7 @@ func replaceableDead(s vcluster.State) error {
 	return nil
 }
 
-// checkRecommend checks the second half of I4: for an add-only or
+// checkRecommend checks the second half of all-or-nothing: for an add-only or
 // remove-only request, the request rebuilt from Recommend succeeds.
 func checkRecommend(s vcluster.State, o op, e *vcluster.Refusal) error {
 	if o.req == nil || (e.Reason.Code != vcluster.ReasonOutOfResource && e.Reason.Code != vcluster.ReasonUnsafeToRemove) {
@@ -568,7 +568,7 @@ func checkRecommend(s vcluster.State, o op, e *vcluster.Refusal) error {
 		}
 	}
 	if p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: rebuilt, Revision: 1 << 40}, vcluster.Options{}); err != nil || p.Refused() {
-		return fmt.Errorf("%s: I4: the request rebuilt from Recommend %v fails: %v %v", o.desc, e.Recommend, err, p.Refusal)
+		return fmt.Errorf("%s: all-or-nothing: the request rebuilt from Recommend %v fails: %v %v", o.desc, e.Recommend, err, p.Refusal)
 	}
 	return nil
 }

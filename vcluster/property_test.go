@@ -16,7 +16,9 @@ import (
 
 // TestPropertyOperations: random operation sequences (create, resize, job
 // clusters, removals, remove-nodes, replenish, GC, node deaths and joins,
-// busy, detached and job-dead flips) keep I1–I4 and I7–I10 after every step;
+// busy, detached and job-dead flips) keep every invariant (one leaf per node, division, busy safety,
+// all-or-nothing, flush/publish, revisions, determinism, input unchanged)
+// after every step;
 // genState checks each step.
 func TestPropertyOperations(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -37,7 +39,7 @@ func killSome(t *rapid.T, s vcluster.State) vcluster.State {
 	return s
 }
 
-// TestPropertyReplenish: I5. After one uncapped replenish no cluster holds a
+// TestPropertyReplenish: after one uncapped replenish no cluster holds a
 // dead node while its provider has an alive undivided node of the template,
 // the primary holds no dead node, and no replica set changes; with a cap m
 // the uncapped plan's k swaps take ⌈k/m⌉ rounds of at most m swaps.
@@ -144,7 +146,7 @@ func normalize(s vcluster.State) vcluster.State {
 
 var equateEmpty = cmpopts.EquateEmpty()
 
-// TestPropertyRecoverRoundTrip: I6, second half. Storing every record of a
+// TestPropertyRecoverRoundTrip: recovery, second half. Storing every record of a
 // valid state whose primary holds no dead node and recovering gives back the
 // same state, and writes nothing.
 func TestPropertyRecoverRoundTrip(t *testing.T) {
@@ -199,8 +201,8 @@ func genRecords(t *rapid.T, ids []string, templates []string) []vcluster.Record 
 	return out
 }
 
-// TestPropertyRecoverAnything: I6, first half. Recovery of any node table
-// and record set yields a valid state (I1, I2), never panics, does not depend
+// TestPropertyRecoverAnything: recovery, first half. Recovery of any node table
+// and record set yields a valid state (one leaf per node, division), never panics, does not depend
 // on input order, and is a fixed point: recovering again from the records
 // it writes changes nothing.
 func TestPropertyRecoverAnything(t *testing.T) {
@@ -351,7 +353,8 @@ func TestPropertyRecoverCutBetweenFlushes(t *testing.T) {
 	})
 }
 
-// TestRemoveNodesIgnoresRequestOrder: I9 for the order of requested ids.
+// TestRemoveNodesIgnoresRequestOrder: determinism for the order of
+// requested ids.
 func TestPropertyRemoveNodesOrder(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s, _ := genState(t, 60, 10)
@@ -369,7 +372,8 @@ func TestPropertyRemoveNodesOrder(t *testing.T) {
 	})
 }
 
-// TestPropertyScaleDownDeadFirst: spec §2.2. A scale-down by k of a template
+// TestPropertyScaleDownDeadFirst: a scale-down (the anchor may keep dead
+// nodes and hand back alive ones). A scale-down by k of a template
 // whose undivided bucket holds at least k dead nodes returns only dead nodes
 // (checkPlanRules asserts it for every create/update of checkOp).
 func TestPropertyScaleDownDeadFirst(t *testing.T) {

@@ -9,7 +9,8 @@ import (
 	"github.com/plancore/plancore/vcluster"
 )
 
-// TestExample1Buckets is spec §1.8 Example 1.
+// TestExample1Buckets: buckets of a primary with job clusters, and an
+// addition refused with its recommendation.
 func TestExample1Buckets(t *testing.T) {
 	var groups [][]vcluster.Node
 	for i := range 10 {
@@ -43,7 +44,8 @@ func TestExample1Buckets(t *testing.T) {
 	}
 }
 
-// TestExample2RecommendationsAndRevisions is spec §1.8 Example 2.
+// TestExample2RecommendationsAndRevisions: recommendations, stale revisions
+// and revisions assigned when the caller's clock is behind.
 func TestExample2RecommendationsAndRevisions(t *testing.T) {
 	s := mustState(t, nodesOf("s", "4c8g", 1), nodesOf("l", "8c16g", 1))
 	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", ReplicaSets: vcluster.ReplicaSet{"4c8g": 2, "8c16g": 1}}, Revision: 10}, vcluster.Options{})
@@ -76,7 +78,8 @@ func TestExample2RecommendationsAndRevisions(t *testing.T) {
 	}
 }
 
-// TestExample3OnePlanHealsAll is spec §2.3 Example 3.
+// TestExample3OnePlanHealsAll: one replenish plan heals every replaceable
+// dead node (the anchor one per template per cluster per round).
 func TestExample3OnePlanHealsAll(t *testing.T) {
 	s := mustState(t, nodesOf("n", "8c16g", 13))
 	s = create(t, s, "serve", false, vcluster.ReplicaSet{"8c16g": 8}, 1)
@@ -128,7 +131,9 @@ func mustKillServe(t *testing.T) vcluster.State {
 	return kill(t, s, "n01", "n03", "n05")
 }
 
-// TestExample4FallbackSwapIsConsistent is spec §2.4 Example 4.
+// TestExample4FallbackSwapIsConsistent: a job cluster healed from its
+// parent updates the parent's bucket too (the anchor leaves the node owned
+// twice).
 func TestExample4FallbackSwapIsConsistent(t *testing.T) {
 	s := mustState(t, nodesOf("n", "t0", 6))
 	s = create(t, s, "P", true, vcluster.ReplicaSet{"t0": 6}, 1)
@@ -161,7 +166,7 @@ func TestExample4FallbackSwapIsConsistent(t *testing.T) {
 	}
 }
 
-// TestExample5RecoverRepair is spec §2.5 Example 5: the job record is ahead
+// TestExample5RecoverRepair: the job record is ahead
 // of its parent's.
 func TestExample5RecoverRepair(t *testing.T) {
 	table := []vcluster.Node{}
