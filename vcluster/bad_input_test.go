@@ -73,7 +73,9 @@ func TestBadInput(t *testing.T) {
 		}, vcluster.ErrInvalidInput, []string{"request.replicaSets[t0]"}},
 		{"remove: empty id", func() (vcluster.Plan, error) { return vcluster.PlanRemove(vcluster.RemoveInput{State: s}, o) },
 			vcluster.ErrInvalidInput, []string{"id"}},
-		{"remove: missing cluster", func() (vcluster.Plan, error) { return vcluster.PlanRemove(vcluster.RemoveInput{State: s, ID: "nope"}, o) },
+		{"remove: missing cluster", func() (vcluster.Plan, error) {
+			return vcluster.PlanRemove(vcluster.RemoveInput{State: s, ID: "nope"}, o)
+		},
 			vcluster.ErrNotFound, []string{"id"}},
 		{"remove nodes: empty id and nil nodes", func() (vcluster.Plan, error) {
 			return vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s}, o)
@@ -198,8 +200,8 @@ func TestApplyNilExecutor(t *testing.T) {
 
 type nopExecutor struct{}
 
-func (nopExecutor) FlushRecord(context.Context, vcluster.Record) error  { return nil }
-func (nopExecutor) DeleteRecord(context.Context, string) error          { return nil }
+func (nopExecutor) FlushRecord(context.Context, vcluster.Record) error   { return nil }
+func (nopExecutor) DeleteRecord(context.Context, string) error           { return nil }
 func (nopExecutor) PublishRecord(context.Context, vcluster.Record) error { return nil }
 
 // extremeInts are the hostile counts the properties draw from.
