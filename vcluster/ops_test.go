@@ -346,6 +346,7 @@ func checkOp(s vcluster.State, o op) (vcluster.State, vcluster.Plan, error) {
 // flush/publish rules and the revision rules for a successful plan.
 func checkPlanRules(s, next vcluster.State, p vcluster.Plan, o op) error {
 	for _, check := range []func() error{
+		func() error { return checkReasons(p) },
 		func() error { return checkBusySafety(s, p) },
 		func() error { return checkDeadFirst(s, p, o) },
 		func() error { return checkFlushPublish(s, next, p) },
@@ -353,6 +354,17 @@ func checkPlanRules(s, next vcluster.State, p vcluster.Plan, o op) error {
 	} {
 		if err := check(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkReasons: every move says why it happens, with a code. (Dropping the
+// Reason of the moves of any planner makes it fail.)
+func checkReasons(p vcluster.Plan) error {
+	for _, m := range p.Moves {
+		if m.Reason.Code == "" || m.Reason.Message == "" {
+			return fmt.Errorf("reasons: move %s %s -> %s has no reason", m.Node, m.From, m.To)
 		}
 	}
 	return nil
