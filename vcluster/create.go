@@ -54,12 +54,13 @@ func (in CreateOrUpdateInput) validate() field.ErrorList {
 	req := in.Request
 	errs = append(errs, checkLogicalID(p.Child("id"), req.ID)...)
 	errs = append(errs, checkReplicaSets(p.Child("replicaSets"), req.ID, req.ReplicaSets)...)
-	errs = append(errs, req.Limits.validate(p.Child("limits"))...)
-	if len(errs) > 0 {
-		return errs
-	}
+	limitErrs := req.Limits.validate(p.Child("limits"))
+	errs = append(errs, limitErrs...)
 	if cur, exists := in.State.Logical[req.ID]; exists {
 		errs = append(errs, checkUpdate(p, req, cur)...)
+	}
+	if len(limitErrs) > 0 {
+		return errs // bounds that are themselves wrong say nothing about the counts
 	}
 	return append(errs, req.Limits.checkBounds(p.Child("replicaSets"), req.ID, req.ReplicaSets)...)
 }
