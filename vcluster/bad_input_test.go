@@ -326,7 +326,7 @@ func TestReplenishScoped(t *testing.T) {
 		if !cmp.Equal(p.Flush, tc.flush) {
 			t.Errorf("scope %q: flush %v, want %v", tc.scope, p.Flush, tc.flush)
 		}
-		if tc.purge != nil && !cmp.Equal(p.Purge, sorted(tc.purge)) {
+		if tc.purge != nil && !cmp.Equal(purgedIDs(p), sorted(tc.purge)) {
 			t.Errorf("scope %q: purge %v, want %v", tc.scope, p.Purge, tc.purge)
 		}
 		for _, m := range p.Moves {

@@ -174,9 +174,11 @@ func PlanCreateOrUpdate(in CreateOrUpdateInput, o Options) (Plan, error) {
 	newRev := nextRevision(in.Revision, cur.Revision)
 	zero := zeroTemplates(req, cur, exists)
 	if exists {
-		p.Revisions = []Revision{{Cluster: req.ID, Revision: newRev, ZeroTemplates: zero}}
+		p.Revisions = []Revision{{Cluster: req.ID, Revision: newRev, ZeroTemplates: zero,
+			Reason: Reason{Code: ReasonClusterUpdated, Message: fmt.Sprintf("virtual cluster %s resized to %s", req.ID, req.ReplicaSets)}}}
 	} else {
-		p.Creates = []Cluster{{ID: req.ID, Kind: cur.Kind, Revision: newRev, ZeroTemplates: zero}}
+		p.Creates = []Creation{{Cluster: Cluster{ID: req.ID, Kind: cur.Kind, Revision: newRev, ZeroTemplates: zero},
+			Reason: Reason{Code: ReasonClusterCreated, Message: fmt.Sprintf("virtual cluster %s created with %s", req.ID, req.ReplicaSets)}}}
 	}
 	if cur.Kind == Indivisible {
 		p.Publish = []string{req.ID}

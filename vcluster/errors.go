@@ -49,24 +49,34 @@ const (
 	// back, or the cluster is in use (the anchor's UnsafeToRemove status).
 	ReasonUnsafeToRemove ReasonCode = "UnsafeToRemove"
 
+	// ReasonClusterCreated creates a logical cluster.
+	ReasonClusterCreated ReasonCode = "ClusterCreated"
+	// ReasonClusterUpdated sets the new revision of a resized cluster.
+	ReasonClusterUpdated ReasonCode = "ClusterUpdated"
+	// ReasonDeadNodePurged drops a dead node of the primary from the model:
+	// replay after a restart would not bring it back either.
+	ReasonDeadNodePurged ReasonCode = "DeadNodePurged"
+	// ReasonRecordDropped deletes a stored record PlanRecover did not keep.
+	ReasonRecordDropped ReasonCode = "RecordDropped"
+
 	// ReasonScaleUp moves a node from the primary into a cluster that grows.
 	ReasonScaleUp ReasonCode = "ScaleUp"
 	// ReasonScaleDown moves a node out of a cluster that shrinks.
 	ReasonScaleDown ReasonCode = "ScaleDown"
-	// ReasonDivideJob moves a node into a new job cluster's bucket.
+	// ReasonDivideJob creates a job cluster and moves a node into its bucket.
 	ReasonDivideJob ReasonCode = "DivideJob"
-	// ReasonClusterRemoved returns a node of a removed cluster to where it
-	// came from.
+	// ReasonClusterRemoved removes a cluster and returns its nodes to where
+	// they came from.
 	ReasonClusterRemoved ReasonCode = "ClusterRemoved"
 	// ReasonNodeRemoved returns a node named by PlanRemoveNodes to the
-	// primary.
+	// primary, and sets the cluster's new revision.
 	ReasonNodeRemoved ReasonCode = "NodeRemoved"
 	// ReasonReplaceDead moves an alive node into a dead node's bucket.
 	ReasonReplaceDead ReasonCode = "ReplaceDeadNode"
 	// ReasonReturnDead moves the dead node it replaces to the provider.
 	ReasonReturnDead ReasonCode = "ReturnDeadNode"
-	// ReasonJobFinished returns a finished job cluster's node to its parent
-	// (PlanGC).
+	// ReasonJobFinished removes a finished job cluster and returns its nodes
+	// to its parent (PlanGC).
 	ReasonJobFinished ReasonCode = "JobFinished"
 )
 

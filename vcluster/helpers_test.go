@@ -245,3 +245,21 @@ func recoverPlan(table []vcluster.Node, records []vcluster.Record) (vcluster.Sta
 	}
 	return p.After, p
 }
+
+// removedIDs returns the ids of the clusters p removes, in plan order.
+func removedIDs(p vcluster.Plan) []string {
+	var out []string
+	for _, r := range p.Removes {
+		out = append(out, r.Cluster)
+	}
+	return out
+}
+
+// purgedIDs returns the nodes p purges, in plan order.
+func purgedIDs(p vcluster.Plan) []string {
+	var out []string
+	for _, n := range p.Purge {
+		out = append(out, n.Node)
+	}
+	return out
+}

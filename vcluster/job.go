@@ -97,7 +97,8 @@ func PlanCreateJobCluster(in CreateJobClusterInput, o Options) (Plan, error) {
 		return p, nil
 	}
 	return finish(s, Plan{
-		Creates: []Cluster{{ID: id, Kind: Job, Revision: in.Revision}},
+		Creates: []Creation{{Cluster: Cluster{ID: id, Kind: Job, Revision: in.Revision},
+			Reason: Reason{Code: ReasonDivideJob, Message: fmt.Sprintf("job cluster %s divided from %s with %s", id, req.Parent, req.ReplicaSets)}}},
 		Moves:   moves,
 		Flush:   []string{id},
 		Publish: []string{id},
@@ -177,7 +178,7 @@ func PlanRemove(in RemoveInput, o Options) (Plan, error) {
 		p.After = s
 		return p, nil
 	}
-	p := Plan{Removes: []string{id}, Flush: []string{id}}
+	p := Plan{Removes: []Removal{{Cluster: id, Reason: Reason{Code: ReasonClusterRemoved, Message: "virtual cluster " + id + " is removed"}}}, Flush: []string{id}}
 	for _, t := range templates(c) {
 		for _, n := range bucket(c, t, Undivided) {
 			p.Moves = append(p.Moves, Move{Node: n, Template: t, From: Place{id, Undivided}, To: Place{PrimaryID, Undivided},
@@ -193,11 +194,11 @@ func PlanRemove(in RemoveInput, o Options) (Plan, error) {
 // removeJob returns the plan removing job cluster id of parent: its bucket
 // goes back to the parent's undivided bucket.
 func removeJob(parent Cluster, id string, code ReasonCode) Plan {
-	p := Plan{Removes: []string{id}, Flush: []string{id}, Publish: []string{id}}
 	msg := "job cluster " + id + " is removed"
 	if code == ReasonJobFinished {
 		msg = "the job of job cluster " + id + " has finished"
 	}
+	p := Plan{Removes: []Removal{{Cluster: id, Reason: Reason{Code: code, Message: msg}}}, Flush: []string{id}, Publish: []string{id}}
 	for _, t := range templates(parent) {
 		for _, n := range bucket(parent, t, id) {
 			p.Moves = append(p.Moves, Move{Node: n, Template: t, From: Place{parent.ID, id}, To: Place{parent.ID, Undivided},
@@ -239,7 +240,7 @@ func PlanGC(in GCInput, o Options) (Plan, error) {
 		parent, _ := s.Cluster(parentID)
 		p := removeJob(parent, id, ReasonJobFinished)
 		out.Moves = append(out.Moves, p.Moves...)
-		out.Removes = append(out.Removes, id)
+		out.Removes = append(out.Removes, p.Removes...)
 		out.Flush = append(out.Flush, id)
 		out.Publish = append(out.Publish, id)
 	}
@@ -322,7 +323,8 @@ func PlanRemoveNodes(in RemoveNodesInput, o Options) (Plan, error) {
 		return p, nil
 	}
 	p := Plan{
-		Revisions: []Revision{{Cluster: id, Revision: nextRevision(in.Revision, c.Revision), ZeroTemplates: slices.Clone(c.ZeroTemplates)}},
+		Revisions: []Revision{{Cluster: id, Revision: nextRevision(in.Revision, c.Revision), ZeroTemplates: slices.Clone(c.ZeroTemplates),
+			Reason: Reason{Code: ReasonNodeRemoved, Message: fmt.Sprintf("%d node(s) removed from virtual cluster %s", len(ids), id)}}},
 		Flush:     []string{id},
 	}
 	for _, n := range ids {

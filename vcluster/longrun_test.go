@@ -47,7 +47,7 @@ func withoutDeadPrimary(t *testing.T, s vcluster.State) vcluster.State {
 	for _, tpl := range sortedTemplates(s.Primary) {
 		for _, id := range s.Primary.Buckets[tpl][vcluster.Undivided] {
 			if !s.Nodes[id].Alive {
-				p.Purge = append(p.Purge, id)
+				p.Purge = append(p.Purge, vcluster.PurgedNode{Node: id})
 			}
 		}
 	}

@@ -359,12 +359,29 @@ func checkPlanRules(s, next vcluster.State, p vcluster.Plan, o op) error {
 	return nil
 }
 
-// checkReasons: every move says why it happens, with a code. (Dropping the
-// Reason of the moves of any planner makes it fail.)
+// checkReasons: every action (move, create, remove, purge, revision) says
+// why it happens, with a code. (Dropping the Reason of any planner's moves
+// or revisions makes it fail.)
 func checkReasons(p vcluster.Plan) error {
+	var reasons []vcluster.Reason
 	for _, m := range p.Moves {
-		if m.Reason.Code == "" || m.Reason.Message == "" {
-			return fmt.Errorf("reasons: move %s %s -> %s has no reason", m.Node, m.From, m.To)
+		reasons = append(reasons, m.Reason)
+	}
+	for _, c := range p.Creates {
+		reasons = append(reasons, c.Reason)
+	}
+	for _, r := range p.Removes {
+		reasons = append(reasons, r.Reason)
+	}
+	for _, n := range p.Purge {
+		reasons = append(reasons, n.Reason)
+	}
+	for _, r := range p.Revisions {
+		reasons = append(reasons, r.Reason)
+	}
+	for i, r := range reasons {
+		if r.Code == "" || r.Message == "" {
+			return fmt.Errorf("reasons: action %d of the plan has no reason:\n%s", i, p)
 		}
 	}
 	return nil
@@ -378,7 +395,7 @@ func checkBusySafety(s vcluster.State, p vcluster.Plan) error {
 		n := s.Nodes[m.Node]
 		from, _ := s.Cluster(m.From.Cluster)
 		if m.From.Bucket != vcluster.Undivided {
-			if n.Alive && !slices.Contains(p.Removes, m.From.Bucket) {
+			if n.Alive && !p.Removed(m.From.Bucket) {
 				return fmt.Errorf("busy safety: alive node %s moved out of job bucket %s", m.Node, m.From)
 			}
 			if n.Alive && n.Busy {

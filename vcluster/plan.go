@@ -29,11 +29,31 @@ type Move struct {
 }
 
 // Revision is the new revision (and zero templates) of a cluster the plan
-// updates.
+// updates, for a reason.
 type Revision struct {
 	Cluster       string
 	Revision      uint64
 	ZeroTemplates []string
+	Reason        Reason
+}
+
+// Creation is a cluster the plan adds (attributes only; nodes arrive by
+// Moves), for a reason.
+type Creation struct {
+	Cluster
+	Reason Reason
+}
+
+// Removal is a cluster the plan deletes, for a reason.
+type Removal struct {
+	Cluster string
+	Reason  Reason
+}
+
+// PurgedNode is a dead node that leaves the model, for a reason.
+type PurgedNode struct {
+	Node   string
+	Reason Reason
 }
 
 // Unreplaced lists the dead nodes of one template of one cluster that
@@ -112,14 +132,14 @@ type Plan struct {
 	Moves []Move
 	// Creates are the clusters the plan adds (attributes only; nodes arrive by
 	// Moves).
-	Creates []Cluster
-	// Removes are the ids of clusters the plan deletes; they are empty after
-	// the Moves. An id absent from the state (a stored record being deleted
-	// by PlanRecover) is a no-op for State.Apply.
-	Removes []string
+	Creates []Creation
+	// Removes are the clusters the plan deletes; they are empty after the
+	// Moves. An id absent from the state (a stored record being deleted by
+	// PlanRecover) is a no-op for State.Apply.
+	Removes []Removal
 	// Purge are dead nodes that leave the model, State.Nodes included. They
 	// are in the primary's undivided bucket once Moves are applied.
-	Purge []string
+	Purge []PurgedNode
 	// Revisions are the clusters whose revision (and zero templates) change.
 	Revisions []Revision
 	// Flush are the clusters whose stored record must be written, or deleted
@@ -151,6 +171,11 @@ type Plan struct {
 	// state). Apply writes its records; the caller keeps it as the next
 	// state. It is not rendered by String.
 	After State
+}
+
+// Removed reports whether p removes cluster id.
+func (p Plan) Removed(id string) bool {
+	return slices.ContainsFunc(p.Removes, func(r Removal) bool { return r.Cluster == id })
 }
 
 // Refused reports whether p is a refusal.
@@ -248,11 +273,11 @@ func (p Plan) String() string {
 	for _, m := range p.Moves {
 		fmt.Fprintf(&b, "move %s (%s) %s -> %s\n", m.Node, m.Template, m.From, m.To)
 	}
-	for _, id := range p.Removes {
-		fmt.Fprintf(&b, "remove %s\n", id)
+	for _, r := range p.Removes {
+		fmt.Fprintf(&b, "remove %s\n", r.Cluster)
 	}
-	for _, id := range p.Purge {
-		fmt.Fprintf(&b, "purge %s\n", id)
+	for _, n := range p.Purge {
+		fmt.Fprintf(&b, "purge %s\n", n.Node)
 	}
 	for _, r := range p.Revisions {
 		fmt.Fprintf(&b, "revision %s %d", r.Cluster, r.Revision)

@@ -380,7 +380,7 @@ func (r *recoverer) plan(s State, ids []string) Plan {
 		if _, ok := s.Cluster(id); ok {
 			continue // a removed tombstone beside a live record of the same id
 		}
-		plan.Removes = append(plan.Removes, id)
+		plan.Removes = append(plan.Removes, Removal{Cluster: id, Reason: Reason{Code: ReasonRecordDropped, Message: "stored record of " + id + " is not kept"}})
 		flush = append(flush, id)
 		if r.deletedPublish[id] {
 			publish = append(publish, id)

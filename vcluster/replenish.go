@@ -263,7 +263,9 @@ func (r *replenisher) purgePrimary() {
 func (r *replenisher) plan() Plan {
 	out := r.out
 	slices.Sort(r.purge)
-	out.Purge = slices.Compact(r.purge)
+	for _, id := range slices.Compact(r.purge) {
+		out.Purge = append(out.Purge, PurgedNode{Node: id, Reason: Reason{Code: ReasonDeadNodePurged, Message: "dead node " + id + " leaves the primary"}})
+	}
 	for k, ids := range r.unreplaced {
 		out.Unreplaced = append(out.Unreplaced, Unreplaced{Cluster: k.provider, Template: k.template, Nodes: ids})
 	}

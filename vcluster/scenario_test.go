@@ -263,7 +263,7 @@ func TestGCRemovesDeadJobsNotInUse(t *testing.T) {
 	s, _ = s.SetDetached("P##b", 1)
 	p, err := vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{})
 	s = step(t, s, p, err)
-	if diff := cmp.Diff([]string{"P##a", vcluster.PrimaryID + "##c"}, p.Removes); diff != "" {
+	if diff := cmp.Diff([]string{"P##a", vcluster.PrimaryID + "##c"}, removedIDs(p)); diff != "" {
 		t.Errorf("removes (-want +got):\n%s", diff)
 	}
 	if _, ok := s.Jobs["P##b"]; !ok {

@@ -62,10 +62,10 @@ func (a *applier) creates(p Plan) error {
 		c.ZeroTemplates = slices.Clone(c.ZeroTemplates)
 		switch {
 		case c.Kind == Job && IsJobID(c.ID):
-			a.out.Jobs[c.ID] = c
+			a.out.Jobs[c.ID] = c.Cluster
 		case (c.Kind == Divisible || c.Kind == Indivisible) && c.ID != "" && c.ID != PrimaryID && !IsJobID(c.ID):
 			c.Buckets = map[string]map[string][]string{}
-			a.out.Logical[c.ID] = c
+			a.out.Logical[c.ID] = c.Cluster
 		default:
 			return mismatch("create %s: kind %q does not fit the id", c.ID, c.Kind)
 		}
@@ -196,7 +196,8 @@ func (a *applier) purge(p Plan) error {
 		a.out.Nodes = maps.Clone(a.s.Nodes)
 		gone := map[string]bool{}
 		byTemplate := map[string]bool{}
-		for _, id := range p.Purge {
+		for _, pn := range p.Purge {
+			id := pn.Node
 			n, ok := a.out.Nodes[id]
 			if !ok || n.Alive {
 				return mismatch("purge %s: not a dead node", id)
@@ -226,7 +227,8 @@ func (a *applier) purge(p Plan) error {
 // removes deletes the removed clusters, which must be empty by now.
 func (a *applier) removes(p Plan) error {
 	out := a.out
-	for _, id := range p.Removes {
+	for _, r := range p.Removes {
+		id := r.Cluster
 		c, ok := out.Cluster(id)
 		if !ok {
 			continue // a stored record of a cluster the state does not hold
