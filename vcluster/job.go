@@ -325,7 +325,7 @@ func PlanRemoveNodes(in RemoveNodesInput, o Options) (Plan, error) {
 	p := Plan{
 		Revisions: []Revision{{Cluster: id, Revision: nextRevision(in.Revision, c.Revision), ZeroTemplates: slices.Clone(c.ZeroTemplates),
 			Reason: Reason{Code: ReasonNodeRemoved, Message: fmt.Sprintf("%d node(s) removed from virtual cluster %s", len(ids), id)}}},
-		Flush:     []string{id},
+		Flush: []string{id},
 	}
 	for _, n := range ids {
 		p.Moves = append(p.Moves, Move{Node: n, Template: s.Nodes[n].Template, From: Place{id, Undivided}, To: Place{PrimaryID, Undivided},
