@@ -54,25 +54,25 @@ func TestVClusterApplyRetriesAfterAFailedFlush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"t": 3}}, 1)
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"t": 3}}, Revision: 1}, vcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := s.Apply(p)
-	if err != nil {
-		t.Fatal(err)
+	next := p.After
+	if _, err := vcluster.Apply(ctx, p, nil); !errors.Is(err, vcluster.ErrNilExecutor) {
+		t.Fatalf("nil executor: %v", err)
 	}
 	errDown := errors.New("redis down")
 	w.Faults.FailNext(fake.VClusterFlushKind, 1, errDown)
-	rep, err := vcluster.Apply(ctx, p, next, store)
+	rep, err := vcluster.Apply(ctx, p, store)
 	if !errors.Is(err, errDown) || len(rep.Flushed) != 0 || len(store.Published()) != 0 {
 		t.Fatalf("first apply: report %+v err %v, published %d", rep, err, len(store.Published()))
 	}
 	w.Faults.LoseResponseNext(fake.VClusterPublishKind, 1, errors.New("timeout"))
-	if _, err := vcluster.Apply(ctx, p, next, store); err == nil {
+	if _, err := vcluster.Apply(ctx, p, store); err == nil {
 		t.Fatal("lost publish response not reported")
 	}
-	if _, err := vcluster.Apply(ctx, p, next, store); err != nil {
+	if _, err := vcluster.Apply(ctx, p, store); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := vcluster.RecordOf(next, "serve")
@@ -87,15 +87,11 @@ func TestVClusterApplyRetriesAfterAFailedFlush(t *testing.T) {
 	}
 
 	// Removal: the record is deleted and workers drop the cluster.
-	p, err = vcluster.PlanRemove(next, "serve")
+	p, err = vcluster.PlanRemove(vcluster.RemoveInput{State: next, ID: "serve"}, vcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := next.Apply(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err = vcluster.Apply(ctx, p, after, store)
+	rep, err = vcluster.Apply(ctx, p, store)
 	if err != nil || !cmp.Equal(rep.Deleted, []string{"serve"}) {
 		t.Fatalf("report %+v err %v", rep, err)
 	}

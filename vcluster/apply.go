@@ -2,6 +2,7 @@ package vcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -20,56 +21,104 @@ type Executor interface {
 	PublishRecord(ctx context.Context, r Record) error
 }
 
-// Report says what Apply did, in call order.
+// WriteAction is what Apply did with one record.
+type WriteAction string
+
+const (
+	// WriteFlush stored a record.
+	WriteFlush WriteAction = "flush"
+	// WriteDelete deleted a stored record.
+	WriteDelete WriteAction = "delete"
+	// WritePublish sent a record to every worker.
+	WritePublish WriteAction = "publish"
+)
+
+// WriteResult is the outcome of one write: Err is nil when it succeeded.
+type WriteResult struct {
+	Cluster string
+	Action  WriteAction
+	Err     error
+}
+
+// Report says what Apply did, in call order: one result per write it
+// attempted, and the ids of the writes that succeeded by kind.
 type Report struct {
+	Results   []WriteResult
 	Flushed   []string
 	Deleted   []string
 	Published []string
 }
 
-// Apply writes plan out through exec. after is the state the plan leads to
-// (State.Apply of the plan on the state it was made from; for PlanRecover,
-// the state it returned).
+func (r *Report) record(id string, a WriteAction, err error) error {
+	r.Results = append(r.Results, WriteResult{Cluster: id, Action: a, Err: err})
+	if err != nil {
+		return fmt.Errorf("vcluster: %s %s: %w", a, id, err)
+	}
+	switch a {
+	case WriteFlush:
+		r.Flushed = append(r.Flushed, id)
+	case WriteDelete:
+		r.Deleted = append(r.Deleted, id)
+	default:
+		r.Published = append(r.Published, id)
+	}
+	return nil
+}
+
+// Apply writes plan p out through exec, reading the records from p.After.
 //
-// For each id of plan.Flush in order, Apply writes RecordOf(after, id), or
-// deletes the record when after has no such cluster, and then, only if that
-// write succeeded and id is in plan.Publish, publishes the record (a removal
-// record for a deleted cluster). It stops at the first error and returns it
-// with the report of what succeeded; every call is idempotent, so the caller
-// retries by applying the same plan with the same state again. Apply never
-// re-plans.
-func Apply(ctx context.Context, plan Plan, after State, exec Executor) (Report, error) {
+// For each id of p.Flush in order, Apply writes RecordOf(p.After, id), or
+// deletes the record when p.After has no such cluster, and then, only if
+// that write succeeded and id is in p.Publish, publishes the record (a
+// removal record for a deleted cluster). It stops at the first failure, so a
+// job record is never published ahead of its write, and returns it (joined
+// with the context's error when cancelled) with the report of what was
+// attempted; every call is idempotent, so the caller retries by applying the
+// same plan again. Apply never re-plans. A refused or empty plan writes
+// nothing; a nil exec is an error wrapping ErrNilExecutor.
+func Apply(ctx context.Context, p Plan, exec Executor) (Report, error) {
 	var rep Report
-	for _, id := range plan.Flush {
+	if exec == nil {
+		return rep, ErrNilExecutor
+	}
+	if p.Refusal != nil || len(p.Flush) == 0 {
+		return rep, nil
+	}
+	if p.After.Primary.ID != PrimaryID {
+		return rep, fmt.Errorf("%w: the plan has no After state; plan it with a planning function", ErrPlanMismatch)
+	}
+	for _, id := range p.Flush {
 		if err := ctx.Err(); err != nil {
-			return rep, err
+			return rep, errors.Join(err)
 		}
-		if id == PrimaryID {
-			return rep, fmt.Errorf("%w: the primary is never flushed", ErrPlanMismatch)
+		if err := applyOne(ctx, &rep, p, id, exec); err != nil {
+			return rep, errors.Join(err)
 		}
-		rec, ok := RecordOf(after, id)
-		if ok {
-			if err := exec.FlushRecord(ctx, rec); err != nil {
-				return rep, fmt.Errorf("vcluster: flush %s: %w", id, err)
-			}
-			rep.Flushed = append(rep.Flushed, id)
-		} else {
-			rec = Record{ID: id, Removed: true, Nodes: map[string]RecordNode{}}
-			if err := exec.DeleteRecord(ctx, id); err != nil {
-				return rep, fmt.Errorf("vcluster: delete %s: %w", id, err)
-			}
-			rep.Deleted = append(rep.Deleted, id)
-		}
-		if !slices.Contains(plan.Publish, id) {
-			continue
-		}
-		if rec.Divisible {
-			return rep, fmt.Errorf("%w: divisible cluster %s is never published", ErrPlanMismatch, id)
-		}
-		if err := exec.PublishRecord(ctx, rec); err != nil {
-			return rep, fmt.Errorf("vcluster: publish %s: %w", id, err)
-		}
-		rep.Published = append(rep.Published, id)
 	}
 	return rep, nil
+}
+
+// applyOne writes (or deletes) the record of id and publishes it when asked.
+func applyOne(ctx context.Context, rep *Report, p Plan, id string, exec Executor) error {
+	if id == PrimaryID {
+		return fmt.Errorf("%w: the primary is never flushed", ErrPlanMismatch)
+	}
+	rec, ok := RecordOf(p.After, id)
+	if ok {
+		if err := rep.record(id, WriteFlush, exec.FlushRecord(ctx, rec)); err != nil {
+			return err
+		}
+	} else {
+		rec = Record{ID: id, Removed: true, Nodes: map[string]RecordNode{}}
+		if err := rep.record(id, WriteDelete, exec.DeleteRecord(ctx, id)); err != nil {
+			return err
+		}
+	}
+	if !slices.Contains(p.Publish, id) {
+		return nil
+	}
+	if rec.Divisible {
+		return fmt.Errorf("%w: divisible cluster %s is never published", ErrPlanMismatch, id)
+	}
+	return rep.record(id, WritePublish, exec.PublishRecord(ctx, rec))
 }

@@ -31,15 +31,15 @@ func bigState(tb testing.TB, dead int) vcluster.State {
 	rev := uint64(0)
 	for i := range 20 {
 		rev++
-		p, err := vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: fmt.Sprintf("ind-%02d", i), ReplicaSets: per(150)}, rev)
+		p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: fmt.Sprintf("ind-%02d", i), ReplicaSets: per(150)}, Revision: rev}, vcluster.Options{})
 		s = step(tb, s, p, err)
 		rev++
 		id := fmt.Sprintf("div-%02d", i)
-		p, err = vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: id, Divisible: true, ReplicaSets: per(200)}, rev)
+		p, err = vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: id, Divisible: true, ReplicaSets: per(200)}, Revision: rev}, vcluster.Options{})
 		s = step(tb, s, p, err)
 		for j := range 3 {
 			rev++
-			p, err := vcluster.PlanCreateJobCluster(s, vcluster.JobRequest{Parent: id, Job: fmt.Sprintf("job-%d", j), ReplicaSets: per(50)}, rev)
+			p, err := vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: id, Job: fmt.Sprintf("job-%d", j), ReplicaSets: per(50)}, Revision: rev}, vcluster.Options{})
 			s = step(tb, s, p, err)
 		}
 	}
@@ -80,14 +80,14 @@ func BenchmarkReplenish10k(b *testing.B) {
 	var p vcluster.Plan
 	for b.Loop() {
 		var err error
-		if p, err = vcluster.PlanReplenish(s, vcluster.ReplenishOptions{}); err != nil {
+		if p, err = vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.StopTimer()
 	rounds, cur := 0, s
 	for {
-		p, err := vcluster.PlanReplenish(cur, vcluster.ReplenishOptions{})
+		p, err := vcluster.PlanReplenish(vcluster.ReplenishInput{State: cur}, vcluster.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func BenchmarkCreate(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := vcluster.PlanCreateOrUpdate(s, req, 1); err != nil {
+		if _, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: 1}, vcluster.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -129,7 +129,7 @@ func BenchmarkCreate(b *testing.B) {
 // BenchmarkReplenish10k: copying only the touched clusters.
 func BenchmarkApplyReplenish10k(b *testing.B) {
 	s := bigState(b, 1000)
-	p, err := vcluster.PlanReplenish(s, vcluster.ReplenishOptions{})
+	p, err := vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func BenchmarkRecover10k(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		vcluster.PlanRecover(table, records)
+		_, _ = vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}, vcluster.Options{})
 	}
 }
 
@@ -163,7 +163,7 @@ func BenchmarkGC10k(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := vcluster.PlanGC(s); err != nil {
+		if _, err := vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

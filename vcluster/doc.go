@@ -17,40 +17,51 @@
 //
 // # Usage
 //
-// Keep the current State; plan a change, apply the plan to the state, and
-// write the plan out through an Executor (package fake has an in-memory one,
-// adapters/redis a Redis one):
+// Keep the current State; plan a change with one of the PlanX functions,
+// each of the form PlanX(in XInput, o Options) (Plan, error); write the plan
+// out through an Executor with Apply (package fake has an in-memory one,
+// adapters/redis a Redis one); keep plan.After as the next state:
 //
 //	s, _ := vcluster.NewState(nodes)
-//	plan, err := vcluster.PlanCreateOrUpdate(s, vcluster.Request{
-//		ID: "serve", ReplicaSets: vcluster.ReplicaSet{"8c16g": 8},
-//	}, rev)
-//	var e *vcluster.Error
-//	if errors.As(err, &e) {
-//		// e.Code, e.Message (the anchor's text), e.Recommend, e.FailedNodes
+//	plan, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{
+//		State:    s,
+//		Request:  vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"8c16g": 8}},
+//		Revision: rev,
+//	}, vcluster.AntRay())
+//	switch {
+//	case err != nil: // invalid input: errors.Is(err, vcluster.ErrInvalidInput)
+//	case plan.Refused(): // plan.Refusal.Reason, .Recommend, .FailedNodes
+//	default:
+//		_, err = vcluster.Apply(ctx, plan, exec) // flush, then publish
+//		s = plan.After
 //	}
-//	next, _ := s.Apply(plan)
-//	_, err = vcluster.Apply(ctx, plan, next, exec) // flush, then publish
-//	s = next
 //
-// Every round (the anchor uses 30 s) the caller plans PlanReplenish and
-// PlanGC the same way. After a restart, PlanRecover rebuilds the state from
-// the node table and the stored records and says which records to rewrite.
-// Node events (Join, SetNode) and the caller's detached-object counts and job
-// liveness (SetDetached, SetJobDead) return new states and write nothing.
+// The operations are PlanCreateOrUpdate, PlanCreateJobCluster, PlanRemove,
+// PlanRemoveNodes, PlanReplenish, PlanGC, PlanScale and PlanRecover. Every
+// round (the anchor uses 30 s) the caller plans PlanReplenish and PlanGC
+// the same way; PlanReplenish can be scoped to one cluster's subtree. After
+// a restart, PlanRecover rebuilds the state from the node table and the
+// stored records (in its plan's After) and says which records to rewrite.
+// Node events (Join, SetNode) and the caller's detached-object counts and
+// job liveness (SetDetached, SetJobDead) return new states and write
+// nothing.
+//
+// Invalid input (the anchor's InvalidArgument and NotFound statuses) is an
+// error: a *plancore.InvalidError wrapping ErrInvalidInput (and ErrNotFound
+// when only missing clusters or nodes are at fault) that names every field
+// path at fault with the anchor's message as detail. A call that is valid
+// but cannot act now (the anchor's OutOfResource and UnsafeToRemove) is not
+// an error: its plan is a Refusal with a Reason (the anchor's message byte
+// for byte), the replica sets to recommend and the failed and busy nodes,
+// and nothing moves (all-or-nothing). Every move carries a Reason too.
 //
 // Beyond the anchor, and off unless asked for: Limits (per-cluster bounds
-// and the primary's MinFree/MaxFree reserve) on create and update, PlanScale
-// for an autoscaler (demand clamped to bounds, planned best effort, with the
-// nodes to Launch and the idle primary nodes to Release), swap and move
-// budgets (ReplenishOptions, ScaleRequest.MaxMoves), BusyNodes on refused
-// node removals, and Plan.Deltas for executors that publish deltas.
-//
-// A refused call returns an *Error with one of the anchor's four codes
-// (InvalidArgument, OutOfResource, UnsafeToRemove, NotFound), wrapping the
-// matching sentinel (ErrInvalidArgument, ...), the anchor's message byte for
-// byte, the field at fault, and the replica sets to recommend; the plan is
-// empty then, so nothing moves (all-or-nothing).
+// and the primary's MinFree/MaxFree reserve) on create and update,
+// PlanScale for an autoscaler (demand clamped to bounds, planned best
+// effort, with the nodes to Launch and the idle primary nodes to Release),
+// swap and move budgets (Options.MaxSwaps, ScaleRequest.MaxMoves), BusyNodes
+// on refused node removals, and Plan.Deltas for executors that publish
+// deltas.
 //
 // # Determinism
 //
@@ -58,20 +69,46 @@
 // package-level state, and no input is modified (maps and slices reachable
 // from a State are shared between states and never written). Revisions come
 // from the caller. Nodes are chosen by ascending id after an optional
-// caller-given preference, never in map order, so equal inputs give deep-equal
-// plans whose String renderings are equal byte for byte.
+// caller-given preference, never in map order, so equal inputs give
+// deep-equal plans whose String renderings are equal byte for byte.
 //
 // # Compatibility
 //
-// Messages, codes, the four replenishment scenarios, the flush and publish
-// rules and the record layout follow the anchor. Where the anchor is
-// nondeterministic or inconsistent, plancore differs, and the function
-// comments say where: nodes are picked in sorted order (the anchor uses hash
-// order); scale-down returns dead nodes first; one replenish plan heals every
-// replaceable dead node (the anchor one per template per cluster per round);
-// a job cluster healed from its parent updates the parent's bucket; failover
-// repair takes repaired nodes out of the primary and flushes the parent;
-// logical ids containing "##" are refused; remove-nodes ignores job buckets
-// and bumps the revision; revisions are stored and survive a restart; job
-// churn never changes a parent's revision.
+// Messages, status codes (as reason codes and invalid-input errors), the
+// four replenishment scenarios, the flush and publish rules and the record
+// layout follow ant-ray's virtual cluster manager. AntRay() sets its pacing.
+// Where the anchor is nondeterministic or inconsistent, plancore differs,
+// and the function comments say where:
+//
+//   - Nodes are picked in sorted order; the anchor uses hash order.
+//   - A scale-down returns dead nodes first; the anchor may keep dead nodes
+//     and hand back alive ones.
+//   - One replenish plan heals every replaceable dead node; the anchor heals
+//     one per template per cluster per round (AntRay() restores that).
+//   - A job cluster healed from its parent updates the parent's bucket; the
+//     anchor leaves the node owned twice.
+//   - The primary's dead undivided nodes are purged from the model; the
+//     anchor swaps them against the primary itself and its counts go stale.
+//   - Failover repair takes repaired nodes out of the primary and flushes the
+//     parent; the anchor leaves them in both and repeats the repair at every
+//     restart.
+//   - Logical ids containing "##" are refused; the anchor accepts them and
+//     reloads them as job clusters after a restart.
+//   - Remove-nodes (ant-ray #557, #599) ignores job buckets, bumps the
+//     revision, and reports a missing cluster as not found; the anchor can
+//     move a job's node out from under it, keeps the revision, and
+//     dereferences null for a missing cluster.
+//   - Revisions are stored and survive a restart; the anchor resets them to
+//     the load time. Job churn never changes a parent's revision. A cluster
+//     whose revision is already the largest uint64 is refused rather than
+//     wrapped to 0.
+//   - A job cluster request with a negative count or an empty job name is
+//     invalid input; the anchor skips negative counts and accepts the name.
+//   - Removing a job cluster that is in use is refused as unsafe to remove;
+//     the anchor returns a generic invalid status.
+//   - Replica counts above 2^31-1 are invalid input (the anchor's counts are
+//     32-bit).
+//   - Out of resource and unsafe to remove are plan outcomes, not errors,
+//     and invalid input names every fault at once, not the first.
+//   - Limits and PlanScale follow the autoscaling proposal of ant-ray #579.
 package vcluster

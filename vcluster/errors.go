@@ -4,97 +4,136 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
-)
 
-// Code classifies a refused planning call, with the anchor's status codes.
-type Code string
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
-const (
-	// InvalidArgument: the request or the state is malformed, stale or
-	// incompatible.
-	InvalidArgument Code = "InvalidArgument"
-	// OutOfResource: not enough alive undivided nodes to add.
-	OutOfResource Code = "OutOfResource"
-	// UnsafeToRemove: not enough idle nodes to remove, or the cluster is in use.
-	UnsafeToRemove Code = "UnsafeToRemove"
-	// NotFound: the named cluster does not exist.
-	NotFound Code = "NotFound"
+	"github.com/plancore/plancore"
 )
 
 var (
-	// ErrInvalidArgument is wrapped by every *Error with Code InvalidArgument.
-	ErrInvalidArgument = errors.New("vcluster: invalid argument")
-	// ErrOutOfResource is wrapped by every *Error with Code OutOfResource.
-	ErrOutOfResource = errors.New("vcluster: out of resource")
-	// ErrUnsafeToRemove is wrapped by every *Error with Code UnsafeToRemove.
-	ErrUnsafeToRemove = errors.New("vcluster: unsafe to remove")
-	// ErrNotFound is wrapped by every *Error with Code NotFound.
-	ErrNotFound = errors.New("vcluster: not found")
+	// ErrInvalidInput is wrapped by every error that refuses an input: a
+	// malformed, stale or incompatible request or state (the anchor's
+	// InvalidArgument) and a missing cluster or node (ErrNotFound). The error
+	// is a *plancore.InvalidError that names every field at fault.
+	ErrInvalidInput = errors.New("vcluster: invalid input")
+	// ErrInvalidOptions is wrapped by every error Options.Validate returns.
+	ErrInvalidOptions = errors.New("vcluster: invalid options")
+	// ErrNotFound is the kind of an invalid-input error whose every problem is
+	// a cluster or node that does not exist (the anchor's NotFound). It wraps
+	// ErrInvalidInput, so errors.Is(err, ErrInvalidInput) holds too.
+	ErrNotFound = fmt.Errorf("%w: not found", ErrInvalidInput)
+	// ErrNilExecutor is returned by Apply when it is given no executor.
+	ErrNilExecutor = errors.New("vcluster: nil executor")
 	// ErrPlanMismatch is returned by State.Apply when a plan does not fit the
 	// state it is applied to (a node is not where a move says it is): the
-	// plan was made from a different state.
+	// plan was made from a different state. Apply returns it for a plan that
+	// no planning function made.
 	ErrPlanMismatch = errors.New("vcluster: plan does not fit the state")
 	// ErrBadRecord is wrapped by UnmarshalRecord for undecodable input.
 	ErrBadRecord = errors.New("vcluster: bad record")
 )
 
-// Error is a refused planning call. A call that returns an *Error returns an
-// empty plan: nothing moves (all-or-nothing).
-type Error struct {
-	// Code is one of the four codes.
-	Code Code
-	// Field names the input at fault ("id", "replica_sets[4c8g]",
-	// "revision", "divisible", "node_ids", ...).
-	Field string
-	// Message is the anchor's message, byte for byte where the anchor has one.
-	Message string
-	// Recommend holds, for OutOfResource and UnsafeToRemove on a replica-set
-	// request, the count per template of the requested delta that could be
-	// found (at most the amount asked; 0 entries included).
-	Recommend ReplicaSet
-	// FailedNodes are the requested nodes that could not be removed, sorted.
-	FailedNodes []string
-	// BusyNodes is the subset of FailedNodes that are in the cluster but busy:
-	// drain them and retry.
-	BusyNodes []string
+// ReasonCode says, in one word, why a plan moves a node or refuses to act.
+// The codes are part of the API: match on them, never on Message.
+type ReasonCode string
+
+const (
+	// ReasonOutOfResource refuses an addition: not enough alive undivided
+	// nodes (the anchor's OutOfResource status).
+	ReasonOutOfResource ReasonCode = "OutOfResource"
+	// ReasonUnsafeToRemove refuses a removal: not enough idle nodes to give
+	// back, or the cluster is in use (the anchor's UnsafeToRemove status).
+	ReasonUnsafeToRemove ReasonCode = "UnsafeToRemove"
+
+	// ReasonClusterCreated creates a logical cluster.
+	ReasonClusterCreated ReasonCode = "ClusterCreated"
+	// ReasonClusterUpdated sets the new revision of a resized cluster.
+	ReasonClusterUpdated ReasonCode = "ClusterUpdated"
+	// ReasonDeadNodePurged drops a dead node of the primary from the model:
+	// replay after a restart would not bring it back either.
+	ReasonDeadNodePurged ReasonCode = "DeadNodePurged"
+	// ReasonRecordDropped deletes a stored record PlanRecover did not keep.
+	ReasonRecordDropped ReasonCode = "RecordDropped"
+
+	// ReasonScaleUp moves a node from the primary into a cluster that grows.
+	ReasonScaleUp ReasonCode = "ScaleUp"
+	// ReasonScaleDown moves a node out of a cluster that shrinks.
+	ReasonScaleDown ReasonCode = "ScaleDown"
+	// ReasonDivideJob creates a job cluster and moves a node into its bucket.
+	ReasonDivideJob ReasonCode = "DivideJob"
+	// ReasonClusterRemoved removes a cluster and returns its nodes to where
+	// they came from.
+	ReasonClusterRemoved ReasonCode = "ClusterRemoved"
+	// ReasonNodeRemoved returns a node named by PlanRemoveNodes to the
+	// primary, and sets the cluster's new revision.
+	ReasonNodeRemoved ReasonCode = "NodeRemoved"
+	// ReasonReplaceDead moves an alive node into a dead node's bucket.
+	ReasonReplaceDead ReasonCode = "ReplaceDeadNode"
+	// ReasonReturnDead moves the dead node it replaces to the provider.
+	ReasonReturnDead ReasonCode = "ReturnDeadNode"
+	// ReasonJobFinished removes a finished job cluster and returns its nodes
+	// to its parent (PlanGC).
+	ReasonJobFinished ReasonCode = "JobFinished"
+)
+
+// Reason is the code and the human-readable explanation of one move or one
+// refusal. Message carries the anchor's text byte for byte where it has one.
+type Reason struct {
+	Code    ReasonCode `json:"code"`
+	Message string     `json:"message"`
 }
 
-// Error renders the code, the field and the message, then any recommendation
-// and failed nodes, in a stable order.
-func (e *Error) Error() string {
+func (r Reason) String() string { return string(r.Code) + ": " + r.Message }
+
+// Refusal is a planning call that cannot act now: the input is valid, but
+// there are not enough nodes to add or the nodes or cluster cannot be given
+// back safely. A refused plan moves nothing (all-or-nothing).
+type Refusal struct {
+	// Reason is ReasonOutOfResource or ReasonUnsafeToRemove, with the
+	// anchor's message.
+	Reason Reason `json:"reason"`
+	// Field is the path of the input the refusal is about
+	// ("request.replicaSets", "request.id", "request.nodes").
+	Field string `json:"field"`
+	// Recommend holds, for a refused replica-set request, the count per
+	// template of the requested delta that could be found (at most the
+	// amount asked; 0 entries included): the request to retry with.
+	Recommend ReplicaSet `json:"recommend,omitempty"`
+	// FailedNodes are the requested nodes that could not be removed, sorted.
+	FailedNodes []string `json:"failedNodes,omitempty"`
+	// BusyNodes is the subset of FailedNodes that are in the cluster but
+	// busy: drain them and retry.
+	BusyNodes []string `json:"busyNodes,omitempty"`
+}
+
+// String renders the code, the field and the message, then any
+// recommendation and failed nodes, in a stable order.
+func (r Refusal) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "vcluster: %s", e.Code)
-	if e.Field != "" {
-		fmt.Fprintf(&b, " (%s)", e.Field)
+	fmt.Fprintf(&b, "%s", r.Reason.Code)
+	if r.Field != "" {
+		fmt.Fprintf(&b, " (%s)", r.Field)
 	}
-	fmt.Fprintf(&b, ": %s", e.Message)
-	if e.Recommend != nil {
-		fmt.Fprintf(&b, " recommend %s", e.Recommend)
+	fmt.Fprintf(&b, ": %s", r.Reason.Message)
+	if r.Recommend != nil {
+		fmt.Fprintf(&b, " recommend %s", r.Recommend)
 	}
-	if len(e.FailedNodes) > 0 {
-		fmt.Fprintf(&b, " failed_nodes %v", e.FailedNodes)
+	if len(r.FailedNodes) > 0 {
+		fmt.Fprintf(&b, " failed_nodes %v", r.FailedNodes)
 	}
-	if len(e.BusyNodes) > 0 {
-		fmt.Fprintf(&b, " busy_nodes %v", e.BusyNodes)
+	if len(r.BusyNodes) > 0 {
+		fmt.Fprintf(&b, " busy_nodes %v", r.BusyNodes)
 	}
 	return b.String()
 }
 
-// Unwrap returns the sentinel of e's code, so errors.Is(err, ErrNotFound)
-// works.
-func (e *Error) Unwrap() error {
-	switch e.Code {
-	case OutOfResource:
-		return ErrOutOfResource
-	case UnsafeToRemove:
-		return ErrUnsafeToRemove
-	case NotFound:
-		return ErrNotFound
-	default:
-		return ErrInvalidArgument
-	}
+// refused returns the plan that refuses with code, field and message.
+func refused(code ReasonCode, fld *field.Path, msg string) Plan {
+	return Plan{Refusal: &Refusal{Reason: Reason{Code: code, Message: msg}, Field: fld.String()}}
 }
 
 // String renders rs as {a: 1, b: 2} in template order.
@@ -111,6 +150,39 @@ func (rs ReplicaSet) String() string {
 	return b.String()
 }
 
-func newError(code Code, field, format string, args ...any) *Error {
-	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+// invalid returns a field error of type Invalid whose detail is the anchor's
+// message.
+func invalid(p *field.Path, value any, format string, args ...any) *field.Error {
+	return field.Invalid(p, value, fmt.Sprintf(format, args...))
+}
+
+// revisionValue is a revision as a field error's bad value: a decimal
+// number (uint64 values would render in hexadecimal).
+func revisionValue(r uint64) any {
+	if r <= math.MaxInt64 {
+		return int64(r)
+	}
+	return strconv.FormatUint(r, 10)
+}
+
+// notFound returns a field error of type NotFound whose detail is the
+// anchor's message.
+func notFound(p *field.Path, value any, format string, args ...any) *field.Error {
+	return &field.Error{Type: field.ErrorTypeNotFound, Field: p.String(), BadValue: value, Detail: fmt.Sprintf(format, args...)}
+}
+
+// invalidInput wraps errs: in ErrNotFound when every problem is a missing
+// cluster or node, in ErrInvalidInput otherwise; nil when errs is empty.
+func invalidInput(errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	kind := ErrNotFound
+	for _, e := range errs {
+		if e.Type != field.ErrorTypeNotFound {
+			kind = ErrInvalidInput
+			break
+		}
+	}
+	return plancore.Invalid(kind, errs)
 }

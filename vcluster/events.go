@@ -3,18 +3,22 @@ package vcluster
 import (
 	"maps"
 	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Join returns s with node n registered: it joins the primary's undivided
 // bucket, as every new node does. A node id is never reused, so an id
-// already in the node table is InvalidArgument. Node events cause no flush
+// already in the node table is invalid input. Node events cause no flush
 // and no publish.
 func (s State) Join(n Node) (State, error) {
-	if err := validNode(n, 0); err != nil {
-		return State{}, err
+	p := field.NewPath("node")
+	errs := validNode(p, n)
+	if _, dup := s.Nodes[n.ID]; dup && n.ID != "" {
+		errs = append(errs, invalid(p.Child("id"), n.ID, "Invalid request, node %s already exists; node ids are never reused.", n.ID))
 	}
-	if _, dup := s.Nodes[n.ID]; dup {
-		return State{}, newError(InvalidArgument, "node", "Invalid request, node %s already exists; node ids are never reused.", n.ID)
+	if err := invalidInput(errs); err != nil {
+		return State{}, err
 	}
 	out := s
 	out.Nodes = maps.Clone(s.Nodes)
@@ -43,9 +47,9 @@ func (s State) SetNode(id string, alive, busy bool) (State, error) {
 	n, ok := s.Nodes[id]
 	switch {
 	case !ok:
-		return State{}, newError(NotFound, "node", "The node %s does not exist.", id)
+		return State{}, invalidInput(field.ErrorList{notFound(field.NewPath("id"), id, "The node %s does not exist.", id)})
 	case alive && !n.Alive:
-		return State{}, newError(InvalidArgument, "node", "Invalid request, node %s is dead and can not come back alive.", id)
+		return State{}, invalidInput(field.ErrorList{invalid(field.NewPath("alive"), alive, "Invalid request, node %s is dead and can not come back alive.", id)})
 	}
 	n.Alive, n.Busy = alive, busy && alive
 	out := s
@@ -60,11 +64,11 @@ func (s State) SetDetached(id string, count int) (State, error) {
 	c, ok := s.Cluster(id)
 	switch {
 	case !ok:
-		return State{}, newError(NotFound, "id", "The virtual cluster %s does not exist.", id)
+		return State{}, invalidInput(field.ErrorList{notFound(field.NewPath("id"), id, "The virtual cluster %s does not exist.", id)})
 	case c.Kind.divisible():
-		return State{}, newError(InvalidArgument, "id", "Invalid request, divisible cluster %s holds no detached objects.", id)
+		return State{}, invalidInput(field.ErrorList{invalid(field.NewPath("id"), id, "Invalid request, divisible cluster %s holds no detached objects.", id)})
 	case count < 0:
-		return State{}, newError(InvalidArgument, "detached", "Invalid request, detached(%d) must >= 0, virtual_cluster_id: %s", count, id)
+		return State{}, invalidInput(field.ErrorList{invalid(field.NewPath("count"), count, "Invalid request, detached(%d) must >= 0, virtual_cluster_id: %s", count, id)})
 	}
 	c.Detached = count
 	return s.withCluster(c), nil
@@ -74,7 +78,7 @@ func (s State) SetDetached(id string, count int) (State, error) {
 func (s State) SetJobDead(id string, dead bool) (State, error) {
 	c, ok := s.Jobs[id]
 	if !ok {
-		return State{}, newError(NotFound, "id", "The job cluster %s does not exist.", id)
+		return State{}, invalidInput(field.ErrorList{notFound(field.NewPath("id"), id, "The job cluster %s does not exist.", id)})
 	}
 	c.JobDead = dead
 	return s.withCluster(c), nil

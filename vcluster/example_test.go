@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/fake"
 	"github.com/plancore/plancore/vcluster"
 )
@@ -18,21 +19,23 @@ func exampleNodes() []vcluster.Node {
 	return nodes
 }
 
-// Carve an indivisible cluster out of the primary, apply the plan to the
-// state, and write it out through an executor (here the in-memory fake).
+// Carve an indivisible cluster out of the primary, write the plan out
+// through an executor (here the in-memory fake), and keep plan.After as the
+// next state.
 func ExamplePlanCreateOrUpdate() {
 	s, _ := vcluster.NewState(exampleNodes())
-	plan, err := vcluster.PlanCreateOrUpdate(s, vcluster.Request{
+	plan, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{
 		ID:          "serve",
 		ReplicaSets: vcluster.ReplicaSet{"8c16g": 4},
-	}, 1)
+	}, Revision: 1}, vcluster.Options{})
+
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	next, _ := s.Apply(plan)
+	next := plan.After
 	store := fake.NewVClusterStore(fake.NewWorld(1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
-	rep, _ := vcluster.Apply(context.Background(), plan, next, store)
+	rep, _ := vcluster.Apply(context.Background(), plan, store)
 	fmt.Print(plan)
 	fmt.Println("flushed", rep.Flushed, "published", rep.Published)
 	fmt.Println("serve", next.ReplicaSet("serve"), "primary", next.ReplicaSet(vcluster.PrimaryID))
@@ -48,15 +51,19 @@ func ExamplePlanCreateOrUpdate() {
 	// serve {8c16g: 4} primary {8c16g: 2}
 }
 
-// A request that cannot be met moves nothing and says what could be done.
-func ExampleError() {
+// A request that cannot be met is not an error: the plan refuses, moves
+// nothing and says what could be done.
+func ExampleRefusal() {
 	s, _ := vcluster.NewState(exampleNodes())
-	_, err := vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "big", ReplicaSets: vcluster.ReplicaSet{"8c16g": 9}}, 1)
-	var e *vcluster.Error
-	if errors.As(err, &e) {
-		fmt.Println(e.Code, errors.Is(err, vcluster.ErrOutOfResource))
-		fmt.Println(e.Message)
-		fmt.Println("recommend", e.Recommend)
+	plan, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "big", ReplicaSets: vcluster.ReplicaSet{"8c16g": 9}}, Revision: 1}, vcluster.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if r := plan.Refusal; r != nil {
+		fmt.Println(r.Reason.Code, plan.Empty())
+		fmt.Println(r.Reason.Message)
+		fmt.Println("recommend", r.Recommend)
 	}
 	// Output:
 	// OutOfResource true
@@ -64,15 +71,27 @@ func ExampleError() {
 	// recommend {8c16g: 6}
 }
 
+// Invalid input is an error naming every field at fault.
+func ExampleErrInvalidInput() {
+	s, _ := vcluster.NewState(exampleNodes())
+	_, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "a##b", ReplicaSets: vcluster.ReplicaSet{"8c16g": -1}}}, vcluster.Options{})
+	var inv *plancore.InvalidError
+	if errors.As(err, &inv) {
+		fmt.Println(errors.Is(err, vcluster.ErrInvalidInput), inv.Fields())
+	}
+	// Output:
+	// true [request.id request.replicaSets[8c16g]]
+}
+
 // Dead nodes are swapped for alive ones of the same template, all in one
 // plan; the dead nodes leave the model.
 func ExamplePlanReplenish() {
 	s, _ := vcluster.NewState(exampleNodes())
-	plan, _ := vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"8c16g": 3}}, 1)
+	plan, _ := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"8c16g": 3}}, Revision: 1}, vcluster.Options{})
 	s, _ = s.Apply(plan)
 	s, _ = s.SetNode("n0", false, false)
 	s, _ = s.SetNode("n2", false, false)
-	plan, _ = vcluster.PlanReplenish(s, vcluster.ReplenishOptions{})
+	plan, _ = vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{})
 	fmt.Print(plan)
 	// Output:
 	// move n3 (8c16g) kPrimaryClusterID/NIL -> serve/NIL
@@ -89,9 +108,9 @@ func ExamplePlanReplenish() {
 // parent's bucket named after it.
 func ExamplePlanCreateJobCluster() {
 	s, _ := vcluster.NewState(exampleNodes())
-	plan, _ := vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "train", Divisible: true, ReplicaSets: vcluster.ReplicaSet{"8c16g": 4}}, 1)
+	plan, _ := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "train", Divisible: true, ReplicaSets: vcluster.ReplicaSet{"8c16g": 4}}, Revision: 1}, vcluster.Options{})
 	s, _ = s.Apply(plan)
-	plan, _ = vcluster.PlanCreateJobCluster(s, vcluster.JobRequest{Parent: "train", Job: "job1", ReplicaSets: vcluster.ReplicaSet{"8c16g": 2}}, 2)
+	plan, _ = vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "train", Job: "job1", ReplicaSets: vcluster.ReplicaSet{"8c16g": 2}}, Revision: 2}, vcluster.Options{})
 	s, _ = s.Apply(plan)
 	fmt.Print(s)
 	// Output:
@@ -117,7 +136,8 @@ func ExamplePlanRecover() {
 			"n0": {Template: "8c16g", Hostname: "host-0"}, "n5": {Template: "8c16g", Hostname: "host-5"},
 		}},
 	}
-	s, plan := vcluster.PlanRecover(table, records)
+	plan, _ := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}, vcluster.Options{})
+	s := plan.After
 	fmt.Print(plan)
 	fmt.Println("train", s.Members("train"))
 	// Output:

@@ -74,14 +74,14 @@ func FuzzPlanRecover(f *testing.F) {
 			}
 			records = append(records, r)
 		}
-		s, p := vcluster.PlanRecover(table, records)
+		s, p := recoverPlan(table, records)
 		if err := s.Validate(); err != nil {
 			t.Fatalf("%v\n%s", err, p)
 		}
 		if err := checkInvariants(s); err != nil {
 			t.Fatal(err)
 		}
-		again, p2 := vcluster.PlanRecover(tableOf(s), recordList(storedRecords(s)))
+		again, p2 := recoverPlan(tableOf(s), recordList(storedRecords(s)))
 		if len(p2.Flush) != 0 || again.String() != s.String() {
 			t.Fatalf("recovery from its own records is not a fixed point:\n%s\n%s\nvs\n%s", p2, s, again)
 		}

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/vcluster"
 )
 
@@ -36,9 +38,15 @@ func step(t testing.TB, s vcluster.State, p vcluster.Plan, err error) vcluster.S
 	if err != nil {
 		t.Fatalf("plan failed: %v", err)
 	}
+	if p.Refused() {
+		t.Fatalf("plan refused: %s", p.Refusal)
+	}
 	next, err := s.Apply(p)
 	if err != nil {
 		t.Fatalf("apply: %v\nplan:\n%s", err, p)
+	}
+	if !reflect.DeepEqual(next, p.After) {
+		t.Fatalf("plan.After differs from State.Apply of the plan:\n%s\nafter:\n%s", next, p.After)
 	}
 	if err := checkInvariants(next); err != nil {
 		t.Fatalf("invariants after plan:\n%s\n%v", p, err)
@@ -52,13 +60,13 @@ func create(t testing.TB, s vcluster.State, id string, divisible bool, rs vclust
 	if c, ok := s.Logical[id]; ok {
 		req.Revision = c.Revision
 	}
-	p, err := vcluster.PlanCreateOrUpdate(s, req, rev)
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: rev}, vcluster.Options{})
 	return step(t, s, p, err)
 }
 
 func createJob(t testing.TB, s vcluster.State, parent, job string, rs vcluster.ReplicaSet, rev uint64) vcluster.State {
 	t.Helper()
-	p, err := vcluster.PlanCreateJobCluster(s, vcluster.JobRequest{Parent: parent, Job: job, ReplicaSets: rs}, rev)
+	p, err := vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: parent, Job: job, ReplicaSets: rs}, Revision: rev}, vcluster.Options{})
 	return step(t, s, p, err)
 }
 
@@ -89,54 +97,19 @@ func bucketOf(s vcluster.State, holder, template, b string) []string {
 	return c.Buckets[template][b]
 }
 
-// checkInvariants is a reference check of I1 and I2 written independently of
+// checkInvariants is a reference check of the hierarchy's two invariants,
+// one leaf per node and division, written independently of
 // State.Validate: every node of the table in exactly one leaf, every member
 // known with its bucket's template, job buckets one to one with job
 // clusters, no empty bucket or template, buckets sorted.
 func checkInvariants(s vcluster.State) error {
-	count := map[string]int{}
 	holders := map[string]vcluster.Cluster{vcluster.PrimaryID: s.Primary}
 	maps.Copy(holders, s.Logical)
+	count := map[string]int{}
 	jobBuckets := map[string]bool{}
 	for hid, c := range holders {
-		if c.Kind == vcluster.Indivisible || c.Kind == vcluster.Job {
-			for _, byBucket := range c.Buckets {
-				for b := range byBucket {
-					if b != vcluster.Undivided {
-						return fmt.Errorf("indivisible %s has bucket %s", hid, b)
-					}
-				}
-			}
-		}
-		for t, byBucket := range c.Buckets {
-			if len(byBucket) == 0 {
-				return fmt.Errorf("%s: empty template entry %s", hid, t)
-			}
-			for b, ids := range byBucket {
-				if len(ids) == 0 {
-					return fmt.Errorf("%s: empty bucket %s/%s", hid, t, b)
-				}
-				if !slices.IsSorted(ids) {
-					return fmt.Errorf("%s: bucket %s/%s unsorted", hid, t, b)
-				}
-				if b != vcluster.Undivided {
-					parent, _, _ := vcluster.SplitJobID(b)
-					if _, ok := s.Jobs[b]; !ok || parent != hid {
-						return fmt.Errorf("%s: bucket %s has no job cluster", hid, b)
-					}
-					jobBuckets[b] = true
-				}
-				for _, id := range ids {
-					n, ok := s.Nodes[id]
-					if !ok {
-						return fmt.Errorf("%s: member %s not in the node table", hid, id)
-					}
-					if n.Template != t {
-						return fmt.Errorf("%s: member %s of template %s under %s", hid, id, n.Template, t)
-					}
-					count[id]++
-				}
-			}
+		if err := checkHolder(s, hid, c, count, jobBuckets); err != nil {
+			return err
 		}
 	}
 	for id := range s.Nodes {
@@ -149,6 +122,52 @@ func checkInvariants(s vcluster.State) error {
 			return fmt.Errorf("member %s unknown", id)
 		}
 	}
+	if err := checkJobs(s, holders, jobBuckets); err != nil {
+		return err
+	}
+	return checkDivision(s, holders)
+}
+
+// checkHolder checks the buckets of holder c, counting each member.
+func checkHolder(s vcluster.State, hid string, c vcluster.Cluster, count map[string]int, jobBuckets map[string]bool) error {
+	for t, byBucket := range c.Buckets {
+		if len(byBucket) == 0 {
+			return fmt.Errorf("%s: empty template entry %s", hid, t)
+		}
+		for b, ids := range byBucket {
+			if b != vcluster.Undivided && (c.Kind == vcluster.Indivisible || c.Kind == vcluster.Job) {
+				return fmt.Errorf("indivisible %s has bucket %s", hid, b)
+			}
+			if len(ids) == 0 {
+				return fmt.Errorf("%s: empty bucket %s/%s", hid, t, b)
+			}
+			if !slices.IsSorted(ids) {
+				return fmt.Errorf("%s: bucket %s/%s unsorted", hid, t, b)
+			}
+			if b != vcluster.Undivided {
+				parent, _, _ := vcluster.SplitJobID(b)
+				if _, ok := s.Jobs[b]; !ok || parent != hid {
+					return fmt.Errorf("%s: bucket %s has no job cluster", hid, b)
+				}
+				jobBuckets[b] = true
+			}
+			for _, id := range ids {
+				n, ok := s.Nodes[id]
+				if !ok {
+					return fmt.Errorf("%s: member %s not in the node table", hid, id)
+				}
+				if n.Template != t {
+					return fmt.Errorf("%s: member %s of template %s under %s", hid, id, n.Template, t)
+				}
+				count[id]++
+			}
+		}
+	}
+	return nil
+}
+
+// checkJobs checks every job cluster against its parent's bucket.
+func checkJobs(s vcluster.State, holders map[string]vcluster.Cluster, jobBuckets map[string]bool) error {
 	for jid, j := range s.Jobs {
 		parent, _, _ := vcluster.SplitJobID(jid)
 		p, ok := holders[parent]
@@ -163,6 +182,11 @@ func checkInvariants(s vcluster.State) error {
 			return fmt.Errorf("job %s: members and bucket disagree", jid)
 		}
 	}
+	return nil
+}
+
+// checkDivision checks V_divisible = V_undivided + Σ V_job.
+func checkDivision(s vcluster.State, holders map[string]vcluster.Cluster) error {
 	// V_divisible = V_undivided + Σ V_job, disjoint: the record of each
 	// divisible cluster is the union of its buckets.
 	for hid, c := range holders {
@@ -191,11 +215,51 @@ func checkInvariants(s vcluster.State) error {
 	return nil
 }
 
-func asError(t testing.TB, err error) *vcluster.Error {
+// asInvalid returns err as a *plancore.InvalidError wrapping
+// ErrInvalidInput, or fails the test.
+func asInvalid(t testing.TB, err error) *plancore.InvalidError {
 	t.Helper()
-	var e *vcluster.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v is not a *vcluster.Error", err)
+	var e *plancore.InvalidError
+	if !errors.As(err, &e) || !errors.Is(err, vcluster.ErrInvalidInput) || len(e.Errors) == 0 {
+		t.Fatalf("error %v is not an invalid-input error", err)
 	}
 	return e
+}
+
+// asRefusal returns p's refusal, or fails the test when the call did not
+// refuse (an error, or a plan that acts).
+func asRefusal(t testing.TB, p vcluster.Plan, err error) *vcluster.Refusal {
+	t.Helper()
+	if err != nil || p.Refusal == nil || !p.Empty() {
+		t.Fatalf("want a refused empty plan, got error %v, plan:\n%s", err, p)
+	}
+	return p.Refusal
+}
+
+// recoverPlan runs PlanRecover with the default options and returns the
+// recovered state and the plan; PlanRecover refuses no input.
+func recoverPlan(table []vcluster.Node, records []vcluster.Record) (vcluster.State, vcluster.Plan) {
+	p, err := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}, vcluster.Options{})
+	if err != nil {
+		panic(err)
+	}
+	return p.After, p
+}
+
+// removedIDs returns the ids of the clusters p removes, in plan order.
+func removedIDs(p vcluster.Plan) []string {
+	var out []string
+	for _, r := range p.Removes {
+		out = append(out, r.Cluster)
+	}
+	return out
+}
+
+// purgedIDs returns the nodes p purges, in plan order.
+func purgedIDs(p vcluster.Plan) []string {
+	var out []string
+	for _, n := range p.Purge {
+		out = append(out, n.Node)
+	}
+	return out
 }

@@ -47,7 +47,7 @@ func withoutDeadPrimary(t *testing.T, s vcluster.State) vcluster.State {
 	for _, tpl := range sortedTemplates(s.Primary) {
 		for _, id := range s.Primary.Buckets[tpl][vcluster.Undivided] {
 			if !s.Nodes[id].Alive {
-				p.Purge = append(p.Purge, id)
+				p.Purge = append(p.Purge, vcluster.PurgedNode{Node: id})
 			}
 		}
 	}
@@ -98,7 +98,7 @@ func restore(s, old vcluster.State) vcluster.State {
 // replenishment, GC — writing every plan to the fake store and a subscribed
 // worker, restarting the control plane from the store now and then, and
 // crashing it between two flushes now and then. After every step it checks
-// I1–I10, that storage holds exactly the state's records, and that the
+// every invariant of the hierarchy and its plans, that storage holds exactly the state's records, and that the
 // worker's view is exactly the indivisible and job clusters.
 func TestLongRandomRun(t *testing.T) {
 	const steps = 1500
@@ -132,11 +132,11 @@ func TestLongRandomRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, p := vcluster.PlanRecover(tableOf(s), records)
+		got, p := recoverPlan(tableOf(s), records)
 		if err := checkInvariants(got); err != nil {
 			t.Fatalf("step %d: recovered state: %v", step, err)
 		}
-		if _, err := vcluster.Apply(ctx, p, got, store); err != nil {
+		if _, err := vcluster.Apply(ctx, p, store); err != nil {
 			t.Fatal(err)
 		}
 		return restore(got, s)
@@ -188,14 +188,14 @@ func TestLongRandomRun(t *testing.T) {
 			// Crash between two writes, then restart from the store.
 			crashes++
 			cut := &cutExecutor{Executor: store, n: 1 + rng.IntN(len(p.Flush)-1)}
-			if _, err := vcluster.Apply(ctx, p, next, cut); !errors.Is(err, errCrash) {
+			if _, err := vcluster.Apply(ctx, p, cut); !errors.Is(err, errCrash) {
 				t.Fatalf("step %d: cut apply: %v", step, err)
 			}
 			s = recover(step, next)
 			checkStore(step, s)
 			continue
 		}
-		if _, err := vcluster.Apply(ctx, p, next, store); err != nil {
+		if _, err := vcluster.Apply(ctx, p, store); err != nil {
 			t.Fatalf("step %d: apply: %v", step, err)
 		}
 		s = next

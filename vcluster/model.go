@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // PrimaryID is the id of the primary cluster, spelled as in the anchor.
@@ -114,8 +116,9 @@ func SplitJobID(id string) (parent, job string, ok bool) {
 func IsJobID(id string) bool { return strings.Contains(id, JobSeparator) }
 
 // NewState returns a state whose primary holds every given node in its
-// undivided bucket, as after the anchor's node-table replay. It fails with
-// InvalidArgument on an empty id or template or a duplicate id.
+// undivided bucket, as after the anchor's node-table replay. It refuses, in
+// an error wrapping ErrInvalidInput, every empty id or template, dead busy
+// node and duplicate id.
 func NewState(nodes []Node) (State, error) {
 	s := State{
 		Nodes:   make(map[string]Node, len(nodes)),
@@ -123,14 +126,21 @@ func NewState(nodes []Node) (State, error) {
 		Logical: map[string]Cluster{},
 		Jobs:    map[string]Cluster{},
 	}
+	var errs field.ErrorList
+	p := field.NewPath("nodes")
 	for i, n := range nodes {
-		if err := validNode(n, i); err != nil {
-			return State{}, err
+		if e := validNode(p.Index(i), n); len(e) > 0 {
+			errs = append(errs, e...)
+			continue
 		}
 		if _, dup := s.Nodes[n.ID]; dup {
-			return State{}, newError(InvalidArgument, "nodes", "Invalid request, duplicate node id %s.", n.ID)
+			errs = append(errs, field.Duplicate(p.Index(i).Child("id"), n.ID))
+			continue
 		}
 		s.Nodes[n.ID] = n
+	}
+	if err := invalidInput(errs); err != nil {
+		return State{}, err
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.Nodes)) {
 		t := s.Nodes[id].Template
@@ -142,16 +152,19 @@ func NewState(nodes []Node) (State, error) {
 	return s, nil
 }
 
-func validNode(n Node, i int) error {
-	switch {
-	case n.ID == "":
-		return newError(InvalidArgument, "nodes", "Invalid request, node %d has an empty id.", i)
-	case n.Template == "":
-		return newError(InvalidArgument, "nodes", "Invalid request, node %s has an empty template.", n.ID)
-	case !n.Alive && n.Busy:
-		return newError(InvalidArgument, "nodes", "Invalid request, node %s is dead and busy.", n.ID)
+// validNode returns the faults of node n at path p.
+func validNode(p *field.Path, n Node) field.ErrorList {
+	var errs field.ErrorList
+	if n.ID == "" {
+		errs = append(errs, field.Required(p.Child("id"), "Invalid request, the node id is empty."))
 	}
-	return nil
+	if n.Template == "" {
+		errs = append(errs, field.Required(p.Child("template"), "Invalid request, node "+n.ID+" has an empty template."))
+	}
+	if !n.Alive && n.Busy {
+		errs = append(errs, invalid(p.Child("busy"), n.Busy, "Invalid request, node %s is dead and busy.", n.ID))
+	}
+	return errs
 }
 
 // Cluster returns the cluster with id: the primary, a logical cluster or a

@@ -19,19 +19,41 @@ type Place struct {
 
 func (p Place) String() string { return p.Cluster + "/" + p.Bucket }
 
-// Move takes one node from one bucket to another.
+// Move takes one node from one bucket to another, for a reason.
 type Move struct {
 	Node     string
 	Template string
 	From, To Place
+	// Reason says why the node moves (ReasonScaleUp, ReasonReplaceDead, ...).
+	Reason Reason
 }
 
 // Revision is the new revision (and zero templates) of a cluster the plan
-// updates. It is the spec's "Revisions" entry.
+// updates, for a reason.
 type Revision struct {
 	Cluster       string
 	Revision      uint64
 	ZeroTemplates []string
+	Reason        Reason
+}
+
+// Creation is a cluster the plan adds (attributes only; nodes arrive by
+// Moves), for a reason.
+type Creation struct {
+	Cluster
+	Reason Reason
+}
+
+// Removal is a cluster the plan deletes, for a reason.
+type Removal struct {
+	Cluster string
+	Reason  Reason
+}
+
+// PurgedNode is a dead node that leaves the model, for a reason.
+type PurgedNode struct {
+	Node   string
+	Reason Reason
 }
 
 // Unreplaced lists the dead nodes of one template of one cluster that
@@ -43,14 +65,45 @@ type Unreplaced struct {
 	Nodes    []string
 }
 
+// AnomalyKind says, machine-readably, what PlanRecover did not trust.
+type AnomalyKind string
+
+const (
+	// AnomalyDuplicateRecord: two records share one id; the higher revision
+	// wins.
+	AnomalyDuplicateRecord AnomalyKind = "duplicate-record"
+	// AnomalyRemovedRecord: a removal tombstone was stored; it is deleted.
+	AnomalyRemovedRecord AnomalyKind = "removed-record"
+	// AnomalyBadRecordID: a record without id, or of the primary, is ignored.
+	AnomalyBadRecordID AnomalyKind = "bad-record-id"
+	// AnomalyTemplateMismatch: a record's template disagrees with the node
+	// table; the table wins.
+	AnomalyTemplateMismatch AnomalyKind = "template-mismatch"
+	// AnomalyUnknownTemplate: a node missing from the table has no template
+	// in its record; it is dropped.
+	AnomalyUnknownTemplate AnomalyKind = "unknown-template"
+	// AnomalyClaimedTwice: two records list one node; the first keeps it.
+	AnomalyClaimedTwice AnomalyKind = "claimed-twice"
+	// AnomalyOrphanJob: a job record without a divisible parent is deleted.
+	AnomalyOrphanJob AnomalyKind = "orphan-job"
+	// AnomalyRepair: a job cluster's node missing from its parent's record is
+	// added to the parent.
+	AnomalyRepair AnomalyKind = "repair"
+	// AnomalyUnbalancedRepair: a repaired parent had too few dead undivided
+	// nodes to drop, so it grew.
+	AnomalyUnbalancedRepair AnomalyKind = "unbalanced-repair"
+	// AnomalyBadNode: a node-table row or record entry without id or
+	// template is ignored.
+	AnomalyBadNode AnomalyKind = "bad-node"
+	// AnomalyDuplicateNode: the node table lists one id twice.
+	AnomalyDuplicateNode AnomalyKind = "duplicate-node"
+)
+
 // Anomaly is one stored record (or node-table row) PlanRecover did not trust,
 // and how it was resolved.
 type Anomaly struct {
-	// Kind is a machine-readable reason: "duplicate-record", "removed-record",
-	// "bad-record-id", "template-mismatch", "unknown-template",
-	// "claimed-twice", "orphan-job", "repair", "unbalanced-repair",
-	// "bad-node", "duplicate-node".
-	Kind string
+	// Kind says what was found.
+	Kind AnomalyKind
 	// Cluster is the record the anomaly was found in ("" for the node table).
 	Cluster string
 	// Node is the node concerned, if any.
@@ -63,32 +116,37 @@ func (a Anomaly) String() string {
 	return fmt.Sprintf("%s %s %s: %s", a.Kind, orDash(a.Cluster), orDash(a.Node), a.Message)
 }
 
-// Plan is the outcome of one planning call. Apply it to the state it was
-// made from with State.Apply, then write it out with Apply and an Executor.
+// Plan is the outcome of one planning call: the moves and writes that carry
+// it out, or a Refusal. After is the state it leads to; write the plan out
+// with Apply and an Executor, then keep After as the current state.
 //
 // Every list is in a deterministic order. Plans are values; an empty Plan
 // changes nothing.
 type Plan struct {
+	// Refusal is set when the call cannot act now (out of resource, unsafe
+	// to remove): nothing moves and nothing is written, and After is the
+	// state the call was given.
+	Refusal *Refusal
 	// Moves are applied in order. Creates of the clusters moved into are
 	// applied before them, Removes after them.
 	Moves []Move
 	// Creates are the clusters the plan adds (attributes only; nodes arrive by
 	// Moves).
-	Creates []Cluster
-	// Removes are the ids of clusters the plan deletes; they are empty after
-	// the Moves. An id absent from the state (a stored record being deleted
-	// by PlanRecover) is a no-op for State.Apply.
-	Removes []string
+	Creates []Creation
+	// Removes are the clusters the plan deletes; they are empty after the
+	// Moves. An id absent from the state (a stored record being deleted by
+	// PlanRecover) is a no-op for State.Apply.
+	Removes []Removal
 	// Purge are dead nodes that leave the model, State.Nodes included. They
 	// are in the primary's undivided bucket once Moves are applied.
-	Purge []string
+	Purge []PurgedNode
 	// Revisions are the clusters whose revision (and zero templates) change.
 	Revisions []Revision
 	// Flush are the clusters whose stored record must be written, or deleted
 	// when the id is in Removes or absent from the state after the plan.
 	// Job clusters come first, then logical clusters, each group in id
 	// order, so a crash between two writes leaves a job record ahead of its
-	// parent's: the cut PlanRecover repairs (spec §1.13). The primary is
+	// parent's: the cut PlanRecover repairs. The primary is
 	// never listed. WRITE EACH RECORD BEFORE PUBLISHING IT.
 	Flush []string
 	// Publish is the subset of Flush sent to every worker: indivisible and
@@ -101,7 +159,27 @@ type Plan struct {
 	Truncated bool
 	// Anomalies is set by PlanRecover only.
 	Anomalies []Anomaly
+	// Launch is set by PlanScale only: per template, how many nodes to
+	// start (additions the primary could not supply plus dead nodes that
+	// cannot be replaced).
+	Launch ReplicaSet
+	// Release is set by PlanScale only: idle alive nodes of the primary's
+	// undivided bucket above MaxFree, in ascending id order; the autoscaler
+	// may terminate them.
+	Release []string
+	// After is the state the plan leads to (for PlanRecover, the recovered
+	// state). Apply writes its records; the caller keeps it as the next
+	// state. It is not rendered by String.
+	After State
 }
+
+// Removed reports whether p removes cluster id.
+func (p Plan) Removed(id string) bool {
+	return slices.ContainsFunc(p.Removes, func(r Removal) bool { return r.Cluster == id })
+}
+
+// Refused reports whether p is a refusal.
+func (p Plan) Refused() bool { return p.Refusal != nil }
 
 // Empty reports whether p changes nothing and writes nothing.
 func (p Plan) Empty() bool {
@@ -178,7 +256,10 @@ func (p Plan) Deltas() []Delta {
 // String renders p one item per line, in plan order, for logs and golden
 // transcripts. An empty plan renders as "(empty plan)".
 func (p Plan) String() string {
-	if p.Empty() && len(p.Unreplaced) == 0 && len(p.Anomalies) == 0 && !p.Truncated {
+	if p.Refusal != nil {
+		return "refused " + p.Refusal.String() + "\n"
+	}
+	if p.Empty() && len(p.Unreplaced) == 0 && len(p.Anomalies) == 0 && !p.Truncated && p.Launch == nil && p.Release == nil {
 		return "(empty plan)\n"
 	}
 	var b strings.Builder
@@ -192,11 +273,11 @@ func (p Plan) String() string {
 	for _, m := range p.Moves {
 		fmt.Fprintf(&b, "move %s (%s) %s -> %s\n", m.Node, m.Template, m.From, m.To)
 	}
-	for _, id := range p.Removes {
-		fmt.Fprintf(&b, "remove %s\n", id)
+	for _, r := range p.Removes {
+		fmt.Fprintf(&b, "remove %s\n", r.Cluster)
 	}
-	for _, id := range p.Purge {
-		fmt.Fprintf(&b, "purge %s\n", id)
+	for _, n := range p.Purge {
+		fmt.Fprintf(&b, "purge %s\n", n.Node)
 	}
 	for _, r := range p.Revisions {
 		fmt.Fprintf(&b, "revision %s %d", r.Cluster, r.Revision)
@@ -215,6 +296,9 @@ func (p Plan) String() string {
 		fmt.Fprintf(&b, "anomaly %s\n", a)
 	}
 	fmt.Fprintf(&b, "flush %v\npublish %v\n", p.Flush, p.Publish)
+	if p.Launch != nil || p.Release != nil {
+		fmt.Fprintf(&b, "launch %s\nrelease %s\n", p.Launch, fmtIDs(p.Release))
+	}
 	return b.String()
 }
 

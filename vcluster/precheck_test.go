@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/vcluster"
 )
 
@@ -26,32 +27,63 @@ func baseState(t *testing.T) vcluster.State {
 	return s
 }
 
+// outcome says how a call must fail: invalidArg and notFound are errors
+// (wrapping ErrInvalidInput, and ErrNotFound for notFound) naming the field
+// path with the anchor's message as detail; outOfResource and
+// unsafeToRemove are refused plans carrying the reason and the
+// recommendation.
+type outcome string
+
+const (
+	invalidArg     outcome = "InvalidArgument"
+	notFound       outcome = "NotFound"
+	outOfResource  outcome = "OutOfResource"
+	unsafeToRemove outcome = "UnsafeToRemove"
+)
+
 type wantErr struct {
-	code        vcluster.Code
-	field       string
-	msg         string
-	recommend   vcluster.ReplicaSet
-	failed      []string
-	busy        []string
-	sentinelErr error
+	code      outcome
+	field     string
+	msg       string
+	recommend vcluster.ReplicaSet
+	failed    []string
+	busy      []string
 }
 
-func checkErr(t *testing.T, err error, want wantErr) {
+// checkErr checks that a call refused as want says: an error for invalid
+// input (its first problem names want.field with want.msg), or a refused
+// plan that moves nothing for a refusal.
+func checkErr(t *testing.T, p vcluster.Plan, err error, want wantErr) {
 	t.Helper()
-	e := asError(t, err)
-	got := wantErr{code: e.Code, field: e.Field, msg: e.Message, recommend: e.Recommend, failed: e.FailedNodes, busy: e.BusyNodes}
-	want.sentinelErr = nil
-	if diff := cmp.Diff(want, got, cmp.AllowUnexported(wantErr{}), cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("error mismatch (-want +got):\n%s", diff)
+	var got wantErr
+	switch want.code {
+	case invalidArg, notFound:
+		var inv *plancore.InvalidError
+		if !errors.As(err, &inv) || len(inv.Errors) == 0 {
+			t.Fatalf("error %v is not a *plancore.InvalidError; plan:\n%s", err, p)
+		}
+		got = wantErr{code: invalidArg, field: inv.Errors[0].Field, msg: inv.Errors[0].Detail}
+		if errors.Is(err, vcluster.ErrNotFound) {
+			got.code = notFound
+		}
+		if !errors.Is(err, vcluster.ErrInvalidInput) {
+			t.Errorf("errors.Is(%v, ErrInvalidInput) = false", err)
+		}
+		if !p.Empty() || p.Refused() {
+			t.Errorf("invalid input returned a plan:\n%s", p)
+		}
+	default:
+		if err != nil || p.Refusal == nil {
+			t.Fatalf("want a refused plan, got err %v, plan:\n%s", err, p)
+		}
+		r := p.Refusal
+		got = wantErr{code: outcome(r.Reason.Code), field: r.Field, msg: r.Reason.Message, recommend: r.Recommend, failed: r.FailedNodes, busy: r.BusyNodes}
+		if !p.Empty() {
+			t.Errorf("refused plan is not empty:\n%s", p)
+		}
 	}
-	sentinel := map[vcluster.Code]error{
-		vcluster.InvalidArgument: vcluster.ErrInvalidArgument,
-		vcluster.OutOfResource:   vcluster.ErrOutOfResource,
-		vcluster.UnsafeToRemove:  vcluster.ErrUnsafeToRemove,
-		vcluster.NotFound:        vcluster.ErrNotFound,
-	}[e.Code]
-	if !errors.Is(err, sentinel) {
-		t.Errorf("errors.Is(%v, %v) = false", err, sentinel)
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(wantErr{}), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("outcome mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -62,31 +94,25 @@ func TestCreateOrUpdatePrechecks(t *testing.T) {
 		req  vcluster.Request
 		want wantErr
 	}{
-		{"empty id", vcluster.Request{ID: ""}, wantErr{code: vcluster.InvalidArgument, field: "id", msg: "Invalid request, the virtual cluster id is empty."}},
-		{"primary id", vcluster.Request{ID: vcluster.PrimaryID}, wantErr{code: vcluster.InvalidArgument, field: "id", msg: "Invalid request, kPrimaryClusterID can not be created or updated."}},
-		{"job separator", vcluster.Request{ID: "a##b"}, wantErr{code: vcluster.InvalidArgument, field: "id", msg: `Invalid request, the virtual cluster id a##b must not contain "##".`}},
-		{"negative replicas", vcluster.Request{ID: "x", ReplicaSets: vcluster.ReplicaSet{"t0": 1, "t1": -2}}, wantErr{code: vcluster.InvalidArgument, field: "replica_sets[t1]", msg: "Invalid request, replicas(-2) must >= 0, virtual_cluster_id: x"}},
-		{"empty template", vcluster.Request{ID: "x", ReplicaSets: vcluster.ReplicaSet{"": 1}}, wantErr{code: vcluster.InvalidArgument, field: "replica_sets", msg: "Invalid request, template_id is empty, virtual_cluster_id: x"}},
-		{"negative before empty template of a later entry", vcluster.Request{ID: "x", ReplicaSets: vcluster.ReplicaSet{"": -1}}, wantErr{code: vcluster.InvalidArgument, field: "replica_sets[]", msg: "Invalid request, replicas(-1) must >= 0, virtual_cluster_id: x"}},
-		{"stale revision", vcluster.Request{ID: "ind", Revision: 4, ReplicaSets: vcluster.ReplicaSet{"t1": 2}}, wantErr{code: vcluster.InvalidArgument, field: "revision", msg: "The revision (4) is expired, the latest revision of the virtual cluster ind is 5"}},
-		{"divisibility change", vcluster.Request{ID: "ind", Revision: 5, Divisible: true}, wantErr{code: vcluster.InvalidArgument, field: "divisible", msg: "The requested attributes are incompatible with virtual cluster ind. expect: (0), actual: (1)."}},
-		{"divisibility change to indivisible", vcluster.Request{ID: "div", Revision: 1}, wantErr{code: vcluster.InvalidArgument, field: "divisible", msg: "The requested attributes are incompatible with virtual cluster div. expect: (1), actual: (0)."}},
-		{"scale-down of a busy node", vcluster.Request{ID: "ind", Revision: 5, ReplicaSets: vcluster.ReplicaSet{}}, wantErr{code: vcluster.UnsafeToRemove, field: "replica_sets", msg: "No enough nodes to remove from the virtual cluster. The replica sets that gcs can remove at most are shown below. Use it as a suggestion to adjust your request or cluster.", recommend: vcluster.ReplicaSet{"t1": 1}}},
-		{"scale-down into job buckets", vcluster.Request{ID: "div", Revision: 1, Divisible: true}, wantErr{code: vcluster.UnsafeToRemove, field: "replica_sets", msg: "No enough nodes to remove from the virtual cluster. The replica sets that gcs can remove at most are shown below. Use it as a suggestion to adjust your request or cluster.", recommend: vcluster.ReplicaSet{"t0": 1}}},
-		{"scale-up short, every template evaluated", vcluster.Request{ID: "x", ReplicaSets: vcluster.ReplicaSet{"t0": 3, "t1": 1, "t9": 0}}, wantErr{code: vcluster.OutOfResource, field: "replica_sets", msg: "No enough nodes to add to the virtual cluster. The replica sets that gcs can add at most are shown below. Use it as a suggestion to adjust your request or cluster.", recommend: vcluster.ReplicaSet{"t0": 2, "t1": 1}}},
-		{"scale-down short skips the add side", vcluster.Request{ID: "ind", Revision: 5, ReplicaSets: vcluster.ReplicaSet{"t0": 99}}, wantErr{code: vcluster.UnsafeToRemove, field: "replica_sets", msg: "No enough nodes to remove from the virtual cluster. The replica sets that gcs can remove at most are shown below. Use it as a suggestion to adjust your request or cluster.", recommend: vcluster.ReplicaSet{"t1": 1}}},
+		{"empty id", vcluster.Request{ID: ""}, wantErr{code: invalidArg, field: "request.id", msg: "Invalid request, the virtual cluster id is empty."}},
+		{"primary id", vcluster.Request{ID: vcluster.PrimaryID}, wantErr{code: invalidArg, field: "request.id", msg: "Invalid request, kPrimaryClusterID can not be created or updated."}},
+		{"job separator", vcluster.Request{ID: "a##b"}, wantErr{code: invalidArg, field: "request.id", msg: `Invalid request, the virtual cluster id a##b must not contain "##".`}},
+		{"negative replicas", vcluster.Request{ID: "x", ReplicaSets: vcluster.ReplicaSet{"t0": 1, "t1": -2}}, wantErr{code: invalidArg, field: "request.replicaSets[t1]", msg: "Invalid request, replicas(-2) must >= 0, virtual_cluster_id: x"}},
+		{"empty template", vcluster.Request{ID: "x", ReplicaSets: vcluster.ReplicaSet{"": 1}}, wantErr{code: invalidArg, field: "request.replicaSets", msg: "Invalid request, template_id is empty, virtual_cluster_id: x"}},
+		{"negative before empty template of a later entry", vcluster.Request{ID: "x", ReplicaSets: vcluster.ReplicaSet{"": -1}}, wantErr{code: invalidArg, field: "request.replicaSets[]", msg: "Invalid request, replicas(-1) must >= 0, virtual_cluster_id: x"}},
+		{"stale revision", vcluster.Request{ID: "ind", Revision: 4, ReplicaSets: vcluster.ReplicaSet{"t1": 2}}, wantErr{code: invalidArg, field: "request.revision", msg: "The revision (4) is expired, the latest revision of the virtual cluster ind is 5"}},
+		{"divisibility change", vcluster.Request{ID: "ind", Revision: 5, Divisible: true}, wantErr{code: invalidArg, field: "request.divisible", msg: "The requested attributes are incompatible with virtual cluster ind. expect: (0), actual: (1)."}},
+		{"divisibility change to indivisible", vcluster.Request{ID: "div", Revision: 1}, wantErr{code: invalidArg, field: "request.divisible", msg: "The requested attributes are incompatible with virtual cluster div. expect: (1), actual: (0)."}},
+		{"scale-down of a busy node", vcluster.Request{ID: "ind", Revision: 5, ReplicaSets: vcluster.ReplicaSet{}}, wantErr{code: unsafeToRemove, field: "request.replicaSets", msg: "No enough nodes to remove from the virtual cluster. The replica sets that gcs can remove at most are shown below. Use it as a suggestion to adjust your request or cluster.", recommend: vcluster.ReplicaSet{"t1": 1}}},
+		{"scale-down into job buckets", vcluster.Request{ID: "div", Revision: 1, Divisible: true}, wantErr{code: unsafeToRemove, field: "request.replicaSets", msg: "No enough nodes to remove from the virtual cluster. The replica sets that gcs can remove at most are shown below. Use it as a suggestion to adjust your request or cluster.", recommend: vcluster.ReplicaSet{"t0": 1}}},
+		{"scale-up short, every template evaluated", vcluster.Request{ID: "x", ReplicaSets: vcluster.ReplicaSet{"t0": 3, "t1": 1, "t9": 0}}, wantErr{code: outOfResource, field: "request.replicaSets", msg: "No enough nodes to add to the virtual cluster. The replica sets that gcs can add at most are shown below. Use it as a suggestion to adjust your request or cluster.", recommend: vcluster.ReplicaSet{"t0": 2, "t1": 1}}},
+		{"scale-down short skips the add side", vcluster.Request{ID: "ind", Revision: 5, ReplicaSets: vcluster.ReplicaSet{"t0": 99}}, wantErr{code: unsafeToRemove, field: "request.replicaSets", msg: "No enough nodes to remove from the virtual cluster. The replica sets that gcs can remove at most are shown below. Use it as a suggestion to adjust your request or cluster.", recommend: vcluster.ReplicaSet{"t1": 1}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := s.Clone()
-			p, err := vcluster.PlanCreateOrUpdate(s, tc.req, 100)
-			if err == nil {
-				t.Fatalf("no error; plan:\n%s", p)
-			}
-			if !p.Empty() {
-				t.Errorf("refused call returned a non-empty plan:\n%s", p)
-			}
-			checkErr(t, err, tc.want)
+			p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: tc.req, Revision: 100}, vcluster.Options{})
+			checkErr(t, p, err, tc.want)
 			if diff := cmp.Diff(before, s); diff != "" {
 				t.Errorf("input modified:\n%s", diff)
 			}
@@ -101,23 +127,20 @@ func TestJobClusterPrechecks(t *testing.T) {
 		req  vcluster.JobRequest
 		want wantErr
 	}{
-		{"empty job name", vcluster.JobRequest{Parent: "div"}, wantErr{code: vcluster.InvalidArgument, field: "job", msg: "Invalid request, the job name is empty, virtual_cluster_id: div"}},
-		{"negative replicas", vcluster.JobRequest{Parent: "div", Job: "k", ReplicaSets: vcluster.ReplicaSet{"t0": -1}}, wantErr{code: vcluster.InvalidArgument, field: "replica_sets[t0]", msg: "Invalid request, replicas(-1) must >= 0, virtual_cluster_id: div##k"}},
-		{"empty template", vcluster.JobRequest{Parent: "div", Job: "k", ReplicaSets: vcluster.ReplicaSet{"": 1}}, wantErr{code: vcluster.InvalidArgument, field: "replica_sets", msg: "Invalid request, template_id is empty, virtual_cluster_id: div##k"}},
-		{"parent missing", vcluster.JobRequest{Parent: "nope", Job: "k"}, wantErr{code: vcluster.NotFound, field: "parent", msg: "virtual cluster not exists: nope"}},
-		{"parent is a job", vcluster.JobRequest{Parent: "div##j", Job: "k"}, wantErr{code: vcluster.NotFound, field: "parent", msg: "virtual cluster not exists: div##j"}},
-		{"parent indivisible", vcluster.JobRequest{Parent: "ind", Job: "k"}, wantErr{code: vcluster.InvalidArgument, field: "parent", msg: " virtual cluster is not exclusive: ind"}},
-		{"duplicate", vcluster.JobRequest{Parent: "div", Job: "j"}, wantErr{code: vcluster.InvalidArgument, field: "job", msg: "The job cluster div##j already exists."}},
-		{"short: only undivided nodes count", vcluster.JobRequest{Parent: "div", Job: "k", ReplicaSets: vcluster.ReplicaSet{"t0": 2}}, wantErr{code: vcluster.OutOfResource, field: "replica_sets", msg: "No enough node instances to create the job cluster div##k", recommend: vcluster.ReplicaSet{"t0": 1}}},
-		{"short in the primary", vcluster.JobRequest{Parent: vcluster.PrimaryID, Job: "k", ReplicaSets: vcluster.ReplicaSet{"t0": 3, "t1": 2}}, wantErr{code: vcluster.OutOfResource, field: "replica_sets", msg: "No enough node instances to create the job cluster kPrimaryClusterID##k", recommend: vcluster.ReplicaSet{"t0": 2, "t1": 1}}},
+		{"empty job name", vcluster.JobRequest{Parent: "div"}, wantErr{code: invalidArg, field: "request.job", msg: "Invalid request, the job name is empty, virtual_cluster_id: div"}},
+		{"negative replicas", vcluster.JobRequest{Parent: "div", Job: "k", ReplicaSets: vcluster.ReplicaSet{"t0": -1}}, wantErr{code: invalidArg, field: "request.replicaSets[t0]", msg: "Invalid request, replicas(-1) must >= 0, virtual_cluster_id: div##k"}},
+		{"empty template", vcluster.JobRequest{Parent: "div", Job: "k", ReplicaSets: vcluster.ReplicaSet{"": 1}}, wantErr{code: invalidArg, field: "request.replicaSets", msg: "Invalid request, template_id is empty, virtual_cluster_id: div##k"}},
+		{"parent missing", vcluster.JobRequest{Parent: "nope", Job: "k"}, wantErr{code: notFound, field: "request.parent", msg: "virtual cluster not exists: nope"}},
+		{"parent is a job", vcluster.JobRequest{Parent: "div##j", Job: "k"}, wantErr{code: notFound, field: "request.parent", msg: "virtual cluster not exists: div##j"}},
+		{"parent indivisible", vcluster.JobRequest{Parent: "ind", Job: "k"}, wantErr{code: invalidArg, field: "request.parent", msg: " virtual cluster is not exclusive: ind"}},
+		{"duplicate", vcluster.JobRequest{Parent: "div", Job: "j"}, wantErr{code: invalidArg, field: "request.job", msg: "The job cluster div##j already exists."}},
+		{"short: only undivided nodes count", vcluster.JobRequest{Parent: "div", Job: "k", ReplicaSets: vcluster.ReplicaSet{"t0": 2}}, wantErr{code: outOfResource, field: "request.replicaSets", msg: "No enough node instances to create the job cluster div##k", recommend: vcluster.ReplicaSet{"t0": 1}}},
+		{"short in the primary", vcluster.JobRequest{Parent: vcluster.PrimaryID, Job: "k", ReplicaSets: vcluster.ReplicaSet{"t0": 3, "t1": 2}}, wantErr{code: outOfResource, field: "request.replicaSets", msg: "No enough node instances to create the job cluster kPrimaryClusterID##k", recommend: vcluster.ReplicaSet{"t0": 2, "t1": 1}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := vcluster.PlanCreateJobCluster(s, tc.req, 9)
-			if err == nil || !p.Empty() {
-				t.Fatalf("err %v, plan:\n%s", err, p)
-			}
-			checkErr(t, err, tc.want)
+			p, err := vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: tc.req, Revision: 9}, vcluster.Options{})
+			checkErr(t, p, err, tc.want)
 		})
 	}
 }
@@ -145,25 +168,22 @@ func TestRemovePrechecks(t *testing.T) {
 		id    string
 		want  wantErr
 	}{
-		{"empty id", s, "", wantErr{code: vcluster.InvalidArgument, field: "id", msg: "Invalid request, the virtual cluster id is empty."}},
-		{"primary", s, vcluster.PrimaryID, wantErr{code: vcluster.InvalidArgument, field: "id", msg: "Invalid request, kPrimaryClusterID can not be removed."}},
-		{"logical missing", s, "nope", wantErr{code: vcluster.NotFound, field: "id", msg: "The logical cluster nope does not exist."}},
-		{"divisible with a job is in use", s, "div", wantErr{code: vcluster.UnsafeToRemove, field: "id", msg: "The virtual cluster div can not be removed as it is still in use. "}},
-		{"indivisible with a busy node is in use", s, "ind", wantErr{code: vcluster.UnsafeToRemove, field: "id", msg: "The virtual cluster ind can not be removed as it is still in use. "}},
-		{"indivisible with detached objects is in use", indDetached, "ind", wantErr{code: vcluster.UnsafeToRemove, field: "id", msg: "The virtual cluster ind can not be removed as it is still in use. "}},
-		{"job: parent missing", s, "nope##j", wantErr{code: vcluster.NotFound, field: "id", msg: "Failed to remove virtual cluster, parent cluster not exists, virtual cluster id: nope##j"}},
-		{"job: parent indivisible", s, "ind##j", wantErr{code: vcluster.InvalidArgument, field: "id", msg: "Failed to remove virtual cluster, parent cluster is not divisible, virtual cluster id: ind##j"}},
-		{"job: detached objects", detached, "div##j", wantErr{code: vcluster.UnsafeToRemove, field: "id", msg: "Failed to remove virtual cluster, job cluster is in use, virtual cluster id: div##j"}},
-		{"job: busy node", busyJob, vcluster.PrimaryID + "##pj", wantErr{code: vcluster.UnsafeToRemove, field: "id", msg: "Failed to remove virtual cluster, job cluster is in use, virtual cluster id: kPrimaryClusterID##pj"}},
-		{"job: missing", s, "div##zz", wantErr{code: vcluster.NotFound, field: "id", msg: "The job cluster div##zz does not exist."}},
+		{"empty id", s, "", wantErr{code: invalidArg, field: "id", msg: "Invalid request, the virtual cluster id is empty."}},
+		{"primary", s, vcluster.PrimaryID, wantErr{code: invalidArg, field: "id", msg: "Invalid request, kPrimaryClusterID can not be removed."}},
+		{"logical missing", s, "nope", wantErr{code: notFound, field: "id", msg: "The logical cluster nope does not exist."}},
+		{"divisible with a job is in use", s, "div", wantErr{code: unsafeToRemove, field: "id", msg: "The virtual cluster div can not be removed as it is still in use. "}},
+		{"indivisible with a busy node is in use", s, "ind", wantErr{code: unsafeToRemove, field: "id", msg: "The virtual cluster ind can not be removed as it is still in use. "}},
+		{"indivisible with detached objects is in use", indDetached, "ind", wantErr{code: unsafeToRemove, field: "id", msg: "The virtual cluster ind can not be removed as it is still in use. "}},
+		{"job: parent missing", s, "nope##j", wantErr{code: notFound, field: "id", msg: "Failed to remove virtual cluster, parent cluster not exists, virtual cluster id: nope##j"}},
+		{"job: parent indivisible", s, "ind##j", wantErr{code: invalidArg, field: "id", msg: "Failed to remove virtual cluster, parent cluster is not divisible, virtual cluster id: ind##j"}},
+		{"job: detached objects", detached, "div##j", wantErr{code: unsafeToRemove, field: "id", msg: "Failed to remove virtual cluster, job cluster is in use, virtual cluster id: div##j"}},
+		{"job: busy node", busyJob, vcluster.PrimaryID + "##pj", wantErr{code: unsafeToRemove, field: "id", msg: "Failed to remove virtual cluster, job cluster is in use, virtual cluster id: kPrimaryClusterID##pj"}},
+		{"job: missing", s, "div##zz", wantErr{code: notFound, field: "id", msg: "The job cluster div##zz does not exist."}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := vcluster.PlanRemove(tc.state, tc.id)
-			if err == nil || !p.Empty() {
-				t.Fatalf("err %v, plan:\n%s", err, p)
-			}
-			checkErr(t, err, tc.want)
+			p, err := vcluster.PlanRemove(vcluster.RemoveInput{State: tc.state, ID: tc.id}, vcluster.Options{})
+			checkErr(t, p, err, tc.want)
 		})
 	}
 }
@@ -177,21 +197,18 @@ func TestRemoveNodesPrechecks(t *testing.T) {
 		nodes []string
 		want  wantErr
 	}{
-		{"empty id", "", []string{"a00"}, wantErr{code: vcluster.InvalidArgument, field: "id", msg: "Invalid request, the virtual cluster id is empty."}},
-		{"primary", vcluster.PrimaryID, []string{"a00"}, wantErr{code: vcluster.InvalidArgument, field: "id", msg: "Invalid request, kPrimaryClusterID should not be updated via this API."}},
-		{"missing cluster", "nope", []string{"a00"}, wantErr{code: vcluster.NotFound, field: "id", msg: "The logical cluster nope does not exist."}},
-		{"job id", "div##j", []string{"a01"}, wantErr{code: vcluster.NotFound, field: "id", msg: "The logical cluster div##j does not exist."}},
-		{"no nodes", "div", nil, wantErr{code: vcluster.InvalidArgument, field: "node_ids", msg: "Invalid request, no node to remove from the virtual cluster div."}},
-		{"busy, unknown, foreign and job-bucket nodes", "ind", []string{"b00", "zz", "a02", "b01", "b01"}, wantErr{code: vcluster.UnsafeToRemove, field: "node_ids", msg: failMsg, failed: []string{"a02", "b00", "zz"}, busy: []string{"b00"}}},
-		{"node inside a job bucket", "div", []string{"a01", "a00"}, wantErr{code: vcluster.UnsafeToRemove, field: "node_ids", msg: failMsg, failed: []string{"a00"}}},
+		{"empty id", "", []string{"a00"}, wantErr{code: invalidArg, field: "id", msg: "Invalid request, the virtual cluster id is empty."}},
+		{"primary", vcluster.PrimaryID, []string{"a00"}, wantErr{code: invalidArg, field: "id", msg: "Invalid request, kPrimaryClusterID should not be updated via this API."}},
+		{"missing cluster", "nope", []string{"a00"}, wantErr{code: notFound, field: "id", msg: "The logical cluster nope does not exist."}},
+		{"job id", "div##j", []string{"a01"}, wantErr{code: notFound, field: "id", msg: "The logical cluster div##j does not exist."}},
+		{"no nodes", "div", nil, wantErr{code: invalidArg, field: "nodes", msg: "Invalid request, no node to remove from the virtual cluster div."}},
+		{"busy, unknown, foreign and job-bucket nodes", "ind", []string{"b00", "zz", "a02", "b01", "b01"}, wantErr{code: unsafeToRemove, field: "nodes", msg: failMsg, failed: []string{"a02", "b00", "zz"}, busy: []string{"b00"}}},
+		{"node inside a job bucket", "div", []string{"a01", "a00"}, wantErr{code: unsafeToRemove, field: "nodes", msg: failMsg, failed: []string{"a00"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := vcluster.PlanRemoveNodes(s, tc.id, tc.nodes, 50)
-			if err == nil || !p.Empty() {
-				t.Fatalf("err %v, plan:\n%s", err, p)
-			}
-			checkErr(t, err, tc.want)
+			p, err := vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: tc.id, Nodes: tc.nodes, Revision: 50}, vcluster.Options{})
+			checkErr(t, p, err, tc.want)
 		})
 	}
 }

@@ -16,7 +16,9 @@ import (
 
 // TestPropertyOperations: random operation sequences (create, resize, job
 // clusters, removals, remove-nodes, replenish, GC, node deaths and joins,
-// busy, detached and job-dead flips) keep I1–I4 and I7–I10 after every step;
+// busy, detached and job-dead flips) keep every invariant (one leaf per node, division, busy safety,
+// all-or-nothing, flush/publish, revisions, determinism, input unchanged)
+// after every step;
 // genState checks each step.
 func TestPropertyOperations(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -37,7 +39,7 @@ func killSome(t *rapid.T, s vcluster.State) vcluster.State {
 	return s
 }
 
-// TestPropertyReplenish: I5. After one uncapped replenish no cluster holds a
+// TestPropertyReplenish: after one uncapped replenish no cluster holds a
 // dead node while its provider has an alive undivided node of the template,
 // the primary holds no dead node, and no replica set changes; with a cap m
 // the uncapped plan's k swaps take ⌈k/m⌉ rounds of at most m swaps.
@@ -45,8 +47,10 @@ func TestPropertyReplenish(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s, _ := genState(t, 120, 20)
 		s = killSome(t, s)
-		full := vcluster.ReplenishOptions{}
-		healed, p, err := checkOp(s, op{desc: "replenish", replenish: &full, plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanReplenish(s, full) }})
+		full := vcluster.Options{}
+		healed, p, err := checkOp(s, op{desc: "replenish", replenish: &full, plan: func(s vcluster.State) (vcluster.Plan, error) {
+			return vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, full)
+		}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,11 +59,13 @@ func TestPropertyReplenish(t *testing.T) {
 		}
 		k := len(p.Moves) / 2
 		m := rapid.IntRange(1, 5).Draw(t, "cap")
-		capped := vcluster.ReplenishOptions{MaxSwaps: m}
+		capped := vcluster.Options{MaxSwaps: m}
 		cur := s
 		rounds := 0
 		for {
-			next, p, err := checkOp(cur, op{desc: "capped replenish", replenish: &capped, plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanReplenish(s, capped) }})
+			next, p, err := checkOp(cur, op{desc: "capped replenish", replenish: &capped, plan: func(s vcluster.State) (vcluster.Plan, error) {
+				return vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, capped)
+			}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,14 +146,14 @@ func normalize(s vcluster.State) vcluster.State {
 
 var equateEmpty = cmpopts.EquateEmpty()
 
-// TestPropertyRecoverRoundTrip: I6, second half. Storing every record of a
+// TestPropertyRecoverRoundTrip: recovery, second half. Storing every record of a
 // valid state whose primary holds no dead node and recovering gives back the
 // same state, and writes nothing.
 func TestPropertyRecoverRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s, _ := genState(t, 150, 20)
 		s = killSome(t, s)
-		p, err := vcluster.PlanReplenish(s, vcluster.ReplenishOptions{})
+		p, err := vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +162,7 @@ func TestPropertyRecoverRoundTrip(t *testing.T) {
 		}
 		table := rapid.Permutation(tableOf(s)).Draw(t, "table")
 		records := rapid.Permutation(recordList(storedRecords(s))).Draw(t, "records")
-		got, plan := vcluster.PlanRecover(table, records)
+		got, plan := recoverPlan(table, records)
 		if err := got.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -195,8 +201,8 @@ func genRecords(t *rapid.T, ids []string, templates []string) []vcluster.Record 
 	return out
 }
 
-// TestPropertyRecoverAnything: I6, first half. Recovery of any node table
-// and record set yields a valid state (I1, I2), never panics, does not depend
+// TestPropertyRecoverAnything: recovery, first half. Recovery of any node table
+// and record set yields a valid state (one leaf per node, division), never panics, does not depend
 // on input order, and is a fixed point: recovering again from the records
 // it writes changes nothing.
 func TestPropertyRecoverAnything(t *testing.T) {
@@ -220,7 +226,7 @@ func TestPropertyRecoverAnything(t *testing.T) {
 		}
 		records := genRecords(t, ids, templates)
 		tableIn, recordsIn := slices.Clone(table), slices.Clone(records)
-		s, p := vcluster.PlanRecover(table, records)
+		s, p := recoverPlan(table, records)
 		if !reflect.DeepEqual(tableIn, table) || !reflect.DeepEqual(recordsIn, records) {
 			t.Fatal("PlanRecover modified its input")
 		}
@@ -230,7 +236,7 @@ func TestPropertyRecoverAnything(t *testing.T) {
 		if err := checkInvariants(s); err != nil {
 			t.Fatal(err)
 		}
-		s2, p2 := vcluster.PlanRecover(rapid.Permutation(table).Draw(t, "table order"), rapid.Permutation(records).Draw(t, "record order"))
+		s2, p2 := recoverPlan(rapid.Permutation(table).Draw(t, "table order"), rapid.Permutation(records).Draw(t, "record order"))
 		if diff := cmp.Diff(s, s2); diff != "" {
 			t.Fatalf("recovery depends on input order:\n%s", diff)
 		}
@@ -258,7 +264,7 @@ func TestPropertyRecoverAnything(t *testing.T) {
 				delete(stored, id)
 			}
 		}
-		s3, p3 := vcluster.PlanRecover(table, recordList(stored))
+		s3, p3 := recoverPlan(table, recordList(stored))
 		if diff := cmp.Diff(normalizeKeepBusy(s), normalizeKeepBusy(s3), equateEmpty); diff != "" {
 			t.Fatalf("second recovery differs:\n%s", diff)
 		}
@@ -281,8 +287,10 @@ func TestPropertyRecoverCutBetweenFlushes(t *testing.T) {
 		stored := storedRecords(s0)
 		var o op
 		if rapid.Bool().Draw(t, "replenish") {
-			opts := vcluster.ReplenishOptions{}
-			o = op{desc: "replenish", plan: func(s vcluster.State) (vcluster.Plan, error) { return vcluster.PlanReplenish(s, opts) }}
+			opts := vcluster.Options{}
+			o = op{desc: "replenish", plan: func(s vcluster.State) (vcluster.Plan, error) {
+				return vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, opts)
+			}}
 		} else {
 			o = w.genOp(rapidChooser{t}, s0)
 			if o.plan == nil {
@@ -305,7 +313,7 @@ func TestPropertyRecoverCutBetweenFlushes(t *testing.T) {
 				delete(stored, id)
 			}
 		}
-		got, rp := vcluster.PlanRecover(tableOf(s1), recordList(stored))
+		got, rp := recoverPlan(tableOf(s1), recordList(stored))
 		if err := got.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +324,7 @@ func TestPropertyRecoverCutBetweenFlushes(t *testing.T) {
 			// Everything was written: recovery gives s1 back, except the
 			// dead nodes of the primary, which replay never adds.
 			want := normalize(s1)
-			if _, err := vcluster.PlanReplenish(want, vcluster.ReplenishOptions{}); err != nil {
+			if _, err := vcluster.PlanReplenish(vcluster.ReplenishInput{State: want}, vcluster.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			for _, id := range sortedNodes(want) {
@@ -335,7 +343,7 @@ func TestPropertyRecoverCutBetweenFlushes(t *testing.T) {
 				delete(stored, id)
 			}
 		}
-		again, p2 := vcluster.PlanRecover(tableOf(s1), recordList(stored))
+		again, p2 := recoverPlan(tableOf(s1), recordList(stored))
 		if len(p2.Flush) != 0 {
 			t.Fatalf("recovery is not a fixed point:\n%s", p2)
 		}
@@ -345,7 +353,8 @@ func TestPropertyRecoverCutBetweenFlushes(t *testing.T) {
 	})
 }
 
-// TestRemoveNodesIgnoresRequestOrder: I9 for the order of requested ids.
+// TestRemoveNodesIgnoresRequestOrder: determinism for the order of
+// requested ids.
 func TestPropertyRemoveNodesOrder(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s, _ := genState(t, 60, 10)
@@ -355,15 +364,16 @@ func TestPropertyRemoveNodesOrder(t *testing.T) {
 			return
 		}
 		ids := rapid.SliceOfN(rapid.SampledFrom(members), 1, 5).Draw(t, "ids")
-		p1, err1 := vcluster.PlanRemoveNodes(s, id, ids, 7)
-		p2, err2 := vcluster.PlanRemoveNodes(s, id, rapid.Permutation(ids).Draw(t, "perm"), 7)
+		p1, err1 := vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: id, Nodes: ids, Revision: 7}, vcluster.Options{})
+		p2, err2 := vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: id, Nodes: rapid.Permutation(ids).Draw(t, "perm"), Revision: 7}, vcluster.Options{})
 		if !reflect.DeepEqual(p1, p2) || fmt.Sprint(err1) != fmt.Sprint(err2) {
 			t.Fatalf("order matters:\n%s %v\n%s %v", p1, err1, p2, err2)
 		}
 	})
 }
 
-// TestPropertyScaleDownDeadFirst: spec §2.2. A scale-down by k of a template
+// TestPropertyScaleDownDeadFirst: a scale-down (the anchor may keep dead
+// nodes and hand back alive ones). A scale-down by k of a template
 // whose undivided bucket holds at least k dead nodes returns only dead nodes
 // (checkPlanRules asserts it for every create/update of checkOp).
 func TestPropertyScaleDownDeadFirst(t *testing.T) {
@@ -388,7 +398,7 @@ func TestPropertyScaleDownDeadFirst(t *testing.T) {
 		}
 		req := vcluster.Request{ID: id, Divisible: c.Kind == vcluster.Divisible, Revision: c.Revision, ReplicaSets: rs}
 		if _, _, err := checkOp(s, op{desc: "scale down " + id, target: id, req: &req, plan: func(s vcluster.State) (vcluster.Plan, error) {
-			return vcluster.PlanCreateOrUpdate(s, req, 99)
+			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: 99}, vcluster.Options{})
 		}}); err != nil {
 			t.Fatal(err)
 		}

@@ -19,7 +19,7 @@ type Record struct {
 	ID        string `json:"id"`
 	Divisible bool   `json:"divisible"`
 	// Revision is stored so that it survives a restart (the anchor resets
-	// every revision to the load time; spec §2.9).
+	// every revision to the load time).
 	Revision uint64 `json:"revision"`
 	// Nodes maps member node id → template and hostname.
 	Nodes map[string]RecordNode `json:"nodes"`

@@ -7,12 +7,25 @@ import (
 	"slices"
 )
 
+// RecoverInput is everything PlanRecover reads.
+type RecoverInput struct {
+	// Nodes is the node table: every node the control plane knows, alive or
+	// dead, with its template and hostname.
+	Nodes []Node
+	// Records are the stored records, as read back from storage.
+	Records []Record
+}
+
+// Validate accepts every input: PlanRecover trusts nothing stored and
+// reports what it could not use as Anomalies instead of refusing.
+func (in RecoverInput) Validate() error { return nil }
+
 // PlanRecover rebuilds the hierarchy after a control-plane restart from the
 // node table and the stored records (the anchor's PrimaryCluster::Initialize)
-// and returns it with the plan that brings storage in line with it. The
-// returned State already includes every repair: State.Apply of the plan on it
-// changes nothing, and Apply(ctx, plan, state, exec) writes the repaired
-// records.
+// and returns the plan that brings storage in line with it; the plan's After
+// is the recovered state. It already includes every repair: State.Apply of
+// the plan on it changes nothing, and Apply(ctx, plan, exec) writes the
+// repaired records.
 //
 // Replay follows the seed: the primary takes every alive node of the table;
 // each logical record takes its nodes (a node missing from the table, or dead
@@ -23,56 +36,100 @@ import (
 // the job's flush and its parent's) are added to P, the same number of dead
 // undivided nodes of P per template are dropped, alive ones leave the
 // primary, and P is flushed. The anchor adds D to P but leaves those nodes in
-// the primary too and never flushes P, so the repair repeats at every restart
-// (spec §2.5).
+// the primary too and never flushes P, so the repair repeats at every
+// restart.
 //
-// Nothing stored is trusted blindly, and no input makes it fail or panic.
-// Each resolution is reported in Anomalies: a node claimed by two records
-// stays with the first by id (logical records before job records); a job
-// record whose parent is missing or indivisible is deleted and its alive
-// nodes stay in the primary; a record template that disagrees with the node
-// table yields to the table; removed, duplicate and unnamed records are
-// dropped. Every record whose content changes is flushed; removed clusters'
-// records are deleted.
+// Nothing stored is trusted blindly, and no input makes it fail or panic
+// (only invalid Options are an error). Each resolution is reported in
+// Anomalies: a node claimed by two records stays with the first by id
+// (logical records before job records); a job record whose parent is
+// missing or indivisible is deleted and its alive nodes stay in the primary;
+// a record template that disagrees with the node table yields to the table;
+// removed, duplicate and unnamed records are dropped. Every record whose
+// content changes is flushed; removed clusters' records are deleted.
 //
 // Revisions come from the records unchanged (the anchor resets them to the
-// load time; spec §2.9). Detached counts and JobDead flags are the caller's
-// to restore from its own tables.
-func PlanRecover(table []Node, records []Record) (State, Plan) {
-	var anomalies []Anomaly
-	note := func(kind, cluster, node, format string, args ...any) {
-		anomalies = append(anomalies, Anomaly{Kind: kind, Cluster: cluster, Node: node, Message: fmt.Sprintf(format, args...)})
+// load time). Detached counts and JobDead flags are the caller's to restore
+// from its own tables.
+func PlanRecover(in RecoverInput, o Options) (Plan, error) {
+	if err := o.Validate(); err != nil {
+		return Plan{}, err
 	}
+	if err := in.Validate(); err != nil {
+		return Plan{}, err
+	}
+	r := &recoverer{deletedPublish: map[string]bool{}, nodes: map[string]Node{}, at: map[string]place{},
+		logical: map[string]Cluster{}, jobs: map[string]Cluster{}}
+	r.readTable(in.Nodes)
+	r.pickRecords(in.Records)
+	ids := slices.Sorted(maps.Keys(r.byID))
+	r.replayPrimary()
+	r.replayLogical(ids)
+	r.replayJobs(ids)
+	r.repair()
+	s := r.build()
+	p := r.plan(s, ids)
+	p.After = s
+	return p, nil
+}
 
-	// The node table. Rows are ordered so that duplicates resolve the same
-	// way whatever the input order: a dead row wins (a dead node never comes
-	// back), then the smaller template and hostname.
+// place is where a node sits during recovery: a holder and a bucket.
+type place struct{ holder, bucket string }
+
+// pending is a node a job record lists that its parent's record lacks.
+type pending struct {
+	job  string
+	node Node
+}
+
+// recoverer carries PlanRecover's findings from one step to the next.
+type recoverer struct {
+	anomalies      []Anomaly
+	known          map[string]Node
+	byID           map[string]Record
+	deleted        []string
+	deletedPublish map[string]bool
+	nodes          map[string]Node
+	at             map[string]place
+	logical        map[string]Cluster
+	jobs           map[string]Cluster
+	d              []pending
+}
+
+func (r *recoverer) note(kind AnomalyKind, cluster, node, format string, args ...any) {
+	r.anomalies = append(r.anomalies, Anomaly{Kind: kind, Cluster: cluster, Node: node, Message: fmt.Sprintf(format, args...)})
+}
+
+// readTable reads the node table. Rows are ordered so that duplicates
+// resolve the same way whatever the input order: a dead row wins (a dead
+// node never comes back), then the smaller template and hostname.
+func (r *recoverer) readTable(table []Node) {
 	rows := slices.Clone(table)
 	slices.SortFunc(rows, func(a, b Node) int {
 		return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(b2i(a.Alive), b2i(b.Alive)),
 			cmp.Compare(a.Template, b.Template), cmp.Compare(a.Hostname, b.Hostname), cmp.Compare(b2i(a.Busy), b2i(b.Busy)))
 	})
-	known := map[string]Node{}
+	r.known = map[string]Node{}
 	for _, n := range rows {
 		switch {
 		case n.ID == "" || n.Template == "":
-			note("bad-node", "", n.ID, "node table row with an empty id or template ignored")
+			r.note(AnomalyBadNode, "", n.ID, "node table row with an empty id or template ignored")
 			continue
-		case known[n.ID].ID != "":
-			note("duplicate-node", "", n.ID, "node table lists the node twice; kept %s", describeNode(known[n.ID]))
+		case r.known[n.ID].ID != "":
+			r.note(AnomalyDuplicateNode, "", n.ID, "node table lists the node twice; kept %s", describeNode(r.known[n.ID]))
 			continue
 		}
 		if !n.Alive {
 			n.Busy = false
 		}
-		known[n.ID] = n
+		r.known[n.ID] = n
 	}
+}
 
-	// The stored records: one per id, the highest revision winning, then the
-	// smallest encoding, so the choice never depends on input order.
-	byID := map[string]Record{}
-	var deleted []string
-	deletedPublish := map[string]bool{}
+// pickRecords keeps one record per id, the highest revision winning, then
+// the smallest encoding, so the choice never depends on input order.
+func (r *recoverer) pickRecords(records []Record) {
+	r.byID = map[string]Record{}
 	sorted := slices.Clone(records)
 	slices.SortStableFunc(sorted, func(a, b Record) int {
 		if c := cmp.Compare(a.ID, b.ID); c != 0 {
@@ -86,136 +143,136 @@ func PlanRecover(table []Node, records []Record) (State, Plan) {
 		}
 		return 0
 	})
-	for _, r := range sorted {
+	for _, rec := range sorted {
 		switch {
-		case r.ID == "" || r.ID == PrimaryID:
-			note("bad-record-id", r.ID, "", "record with id %q ignored: the primary has no record", r.ID)
+		case rec.ID == "" || rec.ID == PrimaryID:
+			r.note(AnomalyBadRecordID, rec.ID, "", "record with id %q ignored: the primary has no record", rec.ID)
 			continue
-		case r.Removed:
-			note("removed-record", r.ID, "", "removed record deleted")
-			deleted = append(deleted, r.ID)
+		case rec.Removed:
+			r.note(AnomalyRemovedRecord, rec.ID, "", "removed record deleted")
+			r.deleted = append(r.deleted, rec.ID)
 			continue
 		}
-		if _, dup := byID[r.ID]; dup {
+		if _, dup := r.byID[rec.ID]; dup {
 			// Sorted: the first record of an id is the winner.
-			note("duplicate-record", r.ID, "", "two records with one id; the higher revision wins")
+			r.note(AnomalyDuplicateRecord, rec.ID, "", "two records with one id; the higher revision wins")
 			continue
 		}
-		byID[r.ID] = r
+		r.byID[rec.ID] = rec
 	}
+}
 
-	nodes := map[string]Node{}
-	type place struct{ holder, bucket string }
-	at := map[string]place{}
-	for id, n := range known {
+// replayPrimary puts every alive node of the table in the primary.
+func (r *recoverer) replayPrimary() {
+	for id, n := range r.known {
 		if n.Alive {
-			nodes[id] = n
-			at[id] = place{PrimaryID, Undivided}
+			r.nodes[id] = n
+			r.at[id] = place{PrimaryID, Undivided}
 		}
 	}
-	logical := map[string]Cluster{}
-	jobs := map[string]Cluster{}
-	// admit brings node id listed by record r into the model, or reports why
-	// it cannot: it returns the node and whether it may be placed.
-	admit := func(r Record, id string) (Node, bool) {
-		rn := r.Nodes[id]
-		if id == "" {
-			note("bad-node", r.ID, id, "empty node id dropped")
-			return Node{}, false
-		}
-		if n, ok := nodes[id]; ok {
-			if rn.Template != n.Template {
-				note("template-mismatch", r.ID, id, "record says template %q, node table says %q; the table wins", rn.Template, n.Template)
-			}
-			return n, true
-		}
-		if n, ok := known[id]; ok { // dead in the table
-			if rn.Template != n.Template {
-				note("template-mismatch", r.ID, id, "record says template %q, node table says %q; the table wins", rn.Template, n.Template)
-			}
-			return n, true
-		}
-		if rn.Template == "" {
-			note("unknown-template", r.ID, id, "node missing from the table and without a template in the record dropped")
-			return Node{}, false
-		}
-		return Node{ID: id, Hostname: rn.Hostname, Template: rn.Template}, true
-	}
+}
 
-	ids := slices.Sorted(maps.Keys(byID))
+// admit brings node id listed by record rec into the model, or reports why
+// it cannot: it returns the node and whether it may be placed.
+func (r *recoverer) admit(rec Record, id string) (Node, bool) {
+	rn := rec.Nodes[id]
+	if id == "" {
+		r.note(AnomalyBadNode, rec.ID, id, "empty node id dropped")
+		return Node{}, false
+	}
+	n, ok := r.nodes[id]
+	if !ok {
+		n, ok = r.known[id] // dead in the table
+	}
+	if ok {
+		if rn.Template != n.Template {
+			r.note(AnomalyTemplateMismatch, rec.ID, id, "record says template %q, node table says %q; the table wins", rn.Template, n.Template)
+		}
+		return n, true
+	}
+	if rn.Template == "" {
+		r.note(AnomalyUnknownTemplate, rec.ID, id, "node missing from the table and without a template in the record dropped")
+		return Node{}, false
+	}
+	return Node{ID: id, Hostname: rn.Hostname, Template: rn.Template}, true
+}
+
+// replayLogical loads each logical record with its nodes undivided.
+func (r *recoverer) replayLogical(ids []string) {
 	for _, cid := range ids {
-		r := byID[cid]
+		rec := r.byID[cid]
 		if IsJobID(cid) {
 			continue
 		}
-		c := Cluster{ID: cid, Kind: Indivisible, Revision: r.Revision}
-		if r.Divisible {
+		c := Cluster{ID: cid, Kind: Indivisible, Revision: rec.Revision}
+		if rec.Divisible {
 			c.Kind = Divisible
 		}
-		logical[cid] = c
-		for _, id := range slices.Sorted(maps.Keys(r.Nodes)) {
-			n, ok := admit(r, id)
+		r.logical[cid] = c
+		for _, id := range slices.Sorted(maps.Keys(rec.Nodes)) {
+			n, ok := r.admit(rec, id)
 			if !ok {
 				continue
 			}
-			if p, owned := at[id]; owned && p.holder != PrimaryID {
-				note("claimed-twice", cid, id, "node already in %s; it stays there", p.holder)
+			if p, owned := r.at[id]; owned && p.holder != PrimaryID {
+				r.note(AnomalyClaimedTwice, cid, id, "node already in %s; it stays there", p.holder)
 				continue
 			}
-			nodes[id] = n
-			at[id] = place{cid, Undivided}
+			r.nodes[id] = n
+			r.at[id] = place{cid, Undivided}
 		}
 	}
+}
 
-	type pending struct {
-		job  string
-		node Node
-	}
-	var d []pending
+// replayJobs moves each job record's nodes from its parent's undivided
+// bucket into the job's bucket, setting aside the nodes the parent lacks.
+func (r *recoverer) replayJobs(ids []string) {
 	for _, jid := range ids {
 		if !IsJobID(jid) {
 			continue
 		}
-		r := byID[jid]
+		rec := r.byID[jid]
 		parent, job, _ := SplitJobID(jid)
-		if job == "" || (parent != PrimaryID && logical[parent].Kind != Divisible) {
-			note("orphan-job", jid, "", "job record without a divisible parent deleted")
-			deleted = append(deleted, jid)
-			deletedPublish[jid] = true
+		if job == "" || (parent != PrimaryID && r.logical[parent].Kind != Divisible) {
+			r.note(AnomalyOrphanJob, jid, "", "job record without a divisible parent deleted")
+			r.deleted = append(r.deleted, jid)
+			r.deletedPublish[jid] = true
 			continue
 		}
-		jobs[jid] = Cluster{ID: jid, Kind: Job, Revision: r.Revision}
-		for _, id := range slices.Sorted(maps.Keys(r.Nodes)) {
-			n, ok := admit(r, id)
+		r.jobs[jid] = Cluster{ID: jid, Kind: Job, Revision: rec.Revision}
+		for _, id := range slices.Sorted(maps.Keys(rec.Nodes)) {
+			n, ok := r.admit(rec, id)
 			if !ok {
 				continue
 			}
-			p, owned := at[id]
+			p, owned := r.at[id]
 			switch {
 			case owned && p == (place{parent, Undivided}):
-				at[id] = place{parent, jid}
+				r.at[id] = place{parent, jid}
 			case !owned || (p == place{PrimaryID, Undivided}):
-				d = append(d, pending{jid, n})
+				r.d = append(r.d, pending{jid, n})
 			default:
-				note("claimed-twice", jid, id, "node already in %s; it stays there", orJob(p.holder, p.bucket))
+				r.note(AnomalyClaimedTwice, jid, id, "node already in %s; it stays there", orJob(p.holder, p.bucket))
 			}
 		}
 	}
+}
 
-	// Repair: D joins its job's bucket; the parent drops as many dead
-	// undivided nodes per template (best effort).
+// repair adds D to its job's bucket; the parent drops as many dead
+// undivided nodes per template (best effort).
+func (r *recoverer) repair() {
 	dCount := map[string]map[string]int{}
-	for _, pd := range d {
+	for _, pd := range r.d {
 		parent, _, _ := SplitJobID(pd.job)
 		id := pd.node.ID
-		if p, owned := at[id]; owned && p != (place{PrimaryID, Undivided}) {
-			note("claimed-twice", pd.job, id, "node already in %s; it stays there", orJob(p.holder, p.bucket))
+		if p, owned := r.at[id]; owned && p != (place{PrimaryID, Undivided}) {
+			r.note(AnomalyClaimedTwice, pd.job, id, "node already in %s; it stays there", orJob(p.holder, p.bucket))
 			continue
 		}
-		nodes[id] = pd.node
-		at[id] = place{parent, pd.job}
+		r.nodes[id] = pd.node
+		r.at[id] = place{parent, pd.job}
 		if parent != PrimaryID {
-			note("repair", parent, id, "node of job cluster %s missing from its parent's record added", pd.job)
+			r.note(AnomalyRepair, parent, id, "node of job cluster %s missing from its parent's record added", pd.job)
 			if dCount[parent] == nil {
 				dCount[parent] = map[string]int{}
 			}
@@ -223,47 +280,55 @@ func PlanRecover(table []Node, records []Record) (State, Plan) {
 		}
 	}
 	for _, parent := range slices.Sorted(maps.Keys(dCount)) {
-		var undivided []string
-		for id, p := range at {
-			if p == (place{parent, Undivided}) && !nodes[id].Alive {
-				undivided = append(undivided, id)
-			}
-		}
-		slices.Sort(undivided)
-		for _, t := range slices.Sorted(maps.Keys(dCount[parent])) {
-			want := dCount[parent][t]
-			for _, id := range undivided {
-				if want > 0 && nodes[id].Template == t {
-					delete(at, id)
-					delete(nodes, id)
-					want--
-				}
-			}
-			if want > 0 {
-				note("unbalanced-repair", parent, "", "%d dead undivided node(s) of template %s were missing; the cluster grew", want, t)
-			}
+		r.dropDead(parent, dCount[parent])
+	}
+}
+
+// dropDead drops, per template, count dead undivided nodes of parent.
+func (r *recoverer) dropDead(parent string, count map[string]int) {
+	var undivided []string
+	for id, p := range r.at {
+		if p == (place{parent, Undivided}) && !r.nodes[id].Alive {
+			undivided = append(undivided, id)
 		}
 	}
+	slices.Sort(undivided)
+	for _, t := range slices.Sorted(maps.Keys(count)) {
+		want := count[t]
+		for _, id := range undivided {
+			if want > 0 && r.nodes[id].Template == t {
+				delete(r.at, id)
+				delete(r.nodes, id)
+				want--
+			}
+		}
+		if want > 0 {
+			r.note(AnomalyUnbalancedRepair, parent, "", "%d dead undivided node(s) of template %s were missing; the cluster grew", want, t)
+		}
+	}
+}
 
+// build assembles the recovered state from the placed nodes.
+func (r *recoverer) build() State {
 	s := State{
-		Nodes:   nodes,
+		Nodes:   r.nodes,
 		Primary: Cluster{ID: PrimaryID, Kind: Primary, Buckets: map[string]map[string][]string{}},
-		Logical: logical,
-		Jobs:    jobs,
+		Logical: r.logical,
+		Jobs:    r.jobs,
 	}
 	holders := map[string]*Cluster{PrimaryID: &s.Primary}
-	for _, id := range slices.Sorted(maps.Keys(at)) {
-		p := at[id]
+	for _, id := range slices.Sorted(maps.Keys(r.at)) {
+		p := r.at[id]
 		h, ok := holders[p.holder]
 		if !ok {
-			c := logical[p.holder]
+			c := r.logical[p.holder]
 			h = &c
 			holders[p.holder] = h
 		}
 		if h.Buckets == nil {
 			h.Buckets = map[string]map[string][]string{}
 		}
-		t := nodes[id].Template
+		t := r.nodes[id].Template
 		if h.Buckets[t] == nil {
 			h.Buckets[t] = map[string][]string{}
 		}
@@ -271,14 +336,14 @@ func PlanRecover(table []Node, records []Record) (State, Plan) {
 	}
 	for id, h := range holders {
 		if id != PrimaryID {
-			logical[id] = *h
+			r.logical[id] = *h
 		}
 	}
-	for _, cid := range slices.Sorted(maps.Keys(logical)) {
-		c := logical[cid]
+	for _, cid := range slices.Sorted(maps.Keys(r.logical)) {
+		c := r.logical[cid]
 		rs := s.ReplicaSet(cid)
 		var zero []string
-		for _, t := range byID[cid].ZeroTemplates {
+		for _, t := range r.byID[cid].ZeroTemplates {
 			if _, has := rs[t]; !has && t != "" {
 				zero = append(zero, t)
 			}
@@ -288,10 +353,14 @@ func PlanRecover(table []Node, records []Record) (State, Plan) {
 		if c.Buckets == nil {
 			c.Buckets = map[string]map[string][]string{}
 		}
-		logical[cid] = c
+		r.logical[cid] = c
 	}
+	return s
+}
 
-	// Flush every record whose content changed; delete the dropped ones.
+// plan flushes every record whose content changed and deletes the dropped
+// ones.
+func (r *recoverer) plan(s State, ids []string) Plan {
 	var plan Plan
 	var flush, publish []string
 	for _, id := range ids {
@@ -299,29 +368,28 @@ func PlanRecover(table []Node, records []Record) (State, Plan) {
 		if !ok {
 			continue // deleted above
 		}
-		if !sameRecord(rec, byID[id]) {
+		if !sameRecord(rec, r.byID[id]) {
 			flush = append(flush, id)
 			if c, _ := s.Cluster(id); c.Kind == Job || c.Kind == Indivisible {
 				publish = append(publish, id)
 			}
 		}
 	}
-	slices.Sort(deleted)
-	deleted = slices.Compact(deleted)
-	for _, id := range deleted {
+	slices.Sort(r.deleted)
+	for _, id := range slices.Compact(r.deleted) {
 		if _, ok := s.Cluster(id); ok {
 			continue // a removed tombstone beside a live record of the same id
 		}
-		plan.Removes = append(plan.Removes, id)
+		plan.Removes = append(plan.Removes, Removal{Cluster: id, Reason: Reason{Code: ReasonRecordDropped, Message: "stored record of " + id + " is not kept"}})
 		flush = append(flush, id)
-		if deletedPublish[id] {
+		if r.deletedPublish[id] {
 			publish = append(publish, id)
 		}
 	}
 	plan.Flush = flushOrder(flush)
 	plan.Publish = flushOrder(publish)
-	plan.Anomalies = anomalies
-	return s, plan
+	plan.Anomalies = r.anomalies
+	return plan
 }
 
 // recordBefore reports whether a should win over b as the record of one id:

@@ -4,34 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
-
-// ReplenishOptions tunes PlanReplenish. The zero value heals every dead node
-// that can be replaced, in one plan.
-type ReplenishOptions struct {
-	// MaxSwaps caps the swaps of one plan (a disruption budget); 0 means no
-	// cap. With a cap m, k replaceable dead nodes heal in ⌈k/m⌉ rounds.
-	MaxSwaps int
-	// MaxSwapsPercent caps the swaps per consumer cluster at this percentage
-	// of the cluster's node count, rounded up (so at least one); 0 means no
-	// cap. It mirrors Karpenter's "nodes: 10%" disruption budget.
-	MaxSwapsPercent int
-	// OnePerTemplatePerCluster replaces at most one dead node per template
-	// per cluster per plan: the anchor's pacing (spec §2.3), for callers that
-	// want its exact round-by-round behaviour.
-	OnePerTemplatePerCluster bool
-}
-
-// Validate reports a negative cap or a percentage above 100.
-func (o ReplenishOptions) Validate() error {
-	switch {
-	case o.MaxSwaps < 0:
-		return newError(InvalidArgument, "MaxSwaps", "Invalid options, MaxSwaps(%d) must >= 0", o.MaxSwaps)
-	case o.MaxSwapsPercent < 0 || o.MaxSwapsPercent > 100:
-		return newError(InvalidArgument, "MaxSwapsPercent", "Invalid options, MaxSwapsPercent(%d) must be within [0, 100]", o.MaxSwapsPercent)
-	}
-	return nil
-}
 
 // pool hands out the alive undivided nodes of one template of one provider,
 // idle before busy, each by ascending id.
@@ -50,6 +25,30 @@ func (p *pool) take() (string, bool) {
 
 type poolKey struct{ provider, template string }
 
+// ReplenishInput is everything PlanReplenish reads.
+type ReplenishInput struct {
+	// State is the current hierarchy.
+	State State
+	// Cluster scopes the plan: "" for every cluster, PrimaryID or a logical
+	// cluster id for that cluster and its job clusters.
+	Cluster string
+}
+
+// Validate reports every fault of the input, in an error wrapping
+// ErrInvalidInput (ErrNotFound for an unknown scope).
+func (in ReplenishInput) Validate() error { return invalidInput(in.validate()) }
+
+func (in ReplenishInput) validate() field.ErrorList {
+	errs := in.State.validate(field.NewPath("state"))
+	if in.Cluster == "" || in.Cluster == PrimaryID {
+		return errs
+	}
+	if _, ok := in.State.Logical[in.Cluster]; !ok {
+		errs = append(errs, notFound(field.NewPath("cluster"), in.Cluster, "The logical cluster %s does not exist.", in.Cluster))
+	}
+	return errs
+}
+
 // PlanReplenish plans swapping every dead node of a logical or job cluster
 // for an alive node of the same template from its provider, in one plan. A
 // swap puts the replacement in the dead node's bucket and the dead node in
@@ -60,7 +59,7 @@ type poolKey struct{ provider, template string }
 //     (Purge), together with every dead node the plan swaps into it: the
 //     state a restart would produce, since replay only adds alive nodes. The
 //     anchor swaps them against the primary itself without fixing its
-//     counters (spec §2.8).
+//     counters.
 //  2. A logical divisible cluster's undivided dead nodes are replaced from
 //     the primary; the cluster is flushed, not published.
 //  3. A logical indivisible cluster's dead nodes are replaced from the
@@ -68,146 +67,214 @@ type poolKey struct{ provider, template string }
 //  4. A job cluster J of P is healed from the primary first and otherwise
 //     from P's undivided nodes. Either way P's bucket J takes the
 //     replacement, so P and J stay consistent; the anchor's fallback path
-//     leaves P's bucket unchanged and the node owned twice (spec §2.4). J is
+//     leaves P's bucket unchanged and the node owned twice. J is
 //     flushed and published, and P is flushed when it is logical.
 //
 // Clusters that run work (indivisible and job clusters) are healed first,
 // then the undivided buckets of divisible clusters, each group in id order,
 // templates and dead nodes in ascending order; replacements are taken idle
 // before busy, by ascending id. The anchor heals one dead node per template
-// per cluster per 30 s round (spec §2.3); here every replaceable node heals
-// at once unless opts caps it (then Truncated is set). Dead nodes without a
-// replacement are listed in Unreplaced.
-func PlanReplenish(s State, opts ReplenishOptions) (Plan, error) {
-	if err := opts.Validate(); err != nil {
+// per cluster per 30 s round (AntRay() does too); here every replaceable
+// node heals at once unless o caps it (then Truncated is set). Dead nodes
+// without a replacement are listed in Unreplaced.
+//
+// in.Cluster scopes the plan to one subtree, as the anchor's failover
+// replenishes one virtual cluster at a time: a logical cluster and its job
+// clusters, or (PrimaryID) the primary's job clusters and its own dead
+// nodes. "" heals every cluster.
+func PlanReplenish(in ReplenishInput, o Options) (Plan, error) {
+	if err := o.Validate(); err != nil {
 		return Plan{}, err
 	}
-	if err := s.Validate(); err != nil {
+	if err := in.Validate(); err != nil {
 		return Plan{}, err
 	}
-	pools := map[poolKey]*pool{}
-	poolOf := func(provider Cluster, t string) *pool {
-		k := poolKey{provider.ID, t}
-		if p, ok := pools[k]; ok {
-			return p
-		}
-		ids := bucket(provider, t, Undivided)
-		p := &pool{}
-		for _, busy := range []bool{false, true} {
-			for _, id := range ids {
-				if n := s.Nodes[id]; n.Alive && n.Busy == busy {
-					p.ids = append(p.ids, id)
-				}
-			}
-		}
-		pools[k] = p
+	r := &replenisher{s: in.State, o: o, pools: map[poolKey]*pool{}, flush: map[string]bool{}, publish: map[string]bool{}, unreplaced: map[poolKey][]string{}}
+	r.healWorking(in.Cluster)
+	r.healDivisible(in.Cluster)
+	if in.Cluster == "" || in.Cluster == PrimaryID {
+		r.purgePrimary()
+	}
+	return finish(in.State, r.plan())
+}
+
+// inScope reports whether cluster id (a logical or job id) is in scope.
+func inScope(scope, id string) bool {
+	if scope == "" || id == scope {
+		return true
+	}
+	parent, _, isJob := SplitJobID(id)
+	return isJob && parent == scope
+}
+
+// replenisher carries PlanReplenish's pools, budget and findings.
+type replenisher struct {
+	s          State
+	o          Options
+	pools      map[poolKey]*pool
+	out        Plan
+	flush      map[string]bool
+	publish    map[string]bool
+	purge      []string
+	unreplaced map[poolKey][]string
+	swaps      int
+}
+
+// poolOf returns the pool of template t of provider.
+func (r *replenisher) poolOf(provider Cluster, t string) *pool {
+	k := poolKey{provider.ID, t}
+	if p, ok := r.pools[k]; ok {
 		return p
 	}
-
-	var out Plan
-	flush, publish := map[string]bool{}, map[string]bool{}
-	var purge []string
-	unreplaced := map[poolKey][]string{}
-	swaps := 0
-
-	// heal swaps the dead nodes of one consumer: the nodes of bucket b of
-	// holder h, which are the members of cluster consumer.
-	heal := func(consumer string, h Cluster, b string, fallback bool) {
-		budget := -1
-		if opts.MaxSwapsPercent > 0 {
-			size := 0
-			for _, t := range templates(h) {
-				for bb, ids := range h.Buckets[t] {
-					if b == Undivided && h.Kind == Divisible || bb == b {
-						size += len(ids)
-					}
-				}
-			}
-			budget = (size*opts.MaxSwapsPercent + 99) / 100
-		}
-		for _, t := range templates(h) {
-			healedT := false
-			for _, d := range bucket(h, t, b) {
-				if s.Nodes[d].Alive {
-					continue
-				}
-				if (opts.MaxSwaps > 0 && swaps == opts.MaxSwaps) || budget == 0 || (opts.OnePerTemplatePerCluster && healedT) {
-					out.Truncated = true
-					continue
-				}
-				provider := s.Primary
-				x, ok := poolOf(s.Primary, t).take()
-				if !ok && fallback {
-					provider = h
-					x, ok = poolOf(h, t).take()
-				}
-				if !ok {
-					k := poolKey{consumer, t}
-					unreplaced[k] = append(unreplaced[k], d)
-					continue
-				}
-				swaps++
-				budget--
-				healedT = true
-				out.Moves = append(out.Moves,
-					Move{Node: x, Template: t, From: Place{provider.ID, Undivided}, To: Place{h.ID, b}},
-					Move{Node: d, Template: t, From: Place{h.ID, b}, To: Place{provider.ID, Undivided}})
-				if provider.ID == PrimaryID {
-					purge = append(purge, d)
-				}
-				flush[consumer] = true
-				if h.Kind != Divisible || b != Undivided {
-					publish[consumer] = true
-				}
-				if h.ID != PrimaryID {
-					flush[h.ID] = true
-				}
+	ids := bucket(provider, t, Undivided)
+	p := &pool{}
+	for _, busy := range []bool{false, true} {
+		for _, id := range ids {
+			if n := r.s.Nodes[id]; n.Alive && n.Busy == busy {
+				p.ids = append(p.ids, id)
 			}
 		}
 	}
+	r.pools[k] = p
+	return p
+}
 
-	// Clusters that run work first: logical indivisible and job clusters.
+// healWorking heals the clusters that run work first: logical indivisible
+// and job clusters, in id order.
+func (r *replenisher) healWorking(scope string) {
 	var working []string
-	for _, id := range sortedClusterIDs(s.Logical) {
-		if s.Logical[id].Kind == Indivisible {
+	for _, id := range sortedClusterIDs(r.s.Logical) {
+		if r.s.Logical[id].Kind == Indivisible && inScope(scope, id) {
 			working = append(working, id)
 		}
 	}
-	working = append(working, sortedClusterIDs(s.Jobs)...)
+	for _, id := range sortedClusterIDs(r.s.Jobs) {
+		if inScope(scope, id) {
+			working = append(working, id)
+		}
+	}
 	slices.Sort(working)
 	for _, id := range working {
 		if IsJobID(id) {
 			parentID, _, _ := SplitJobID(id)
-			parent, _ := s.Cluster(parentID)
-			heal(id, parent, id, parentID != PrimaryID)
+			parent, _ := r.s.Cluster(parentID)
+			r.heal(id, parent, id, parentID != PrimaryID)
 			continue
 		}
-		heal(id, s.Logical[id], Undivided, false)
+		r.heal(id, r.s.Logical[id], Undivided, false)
 	}
-	for _, id := range sortedClusterIDs(s.Logical) {
-		if c := s.Logical[id]; c.Kind == Divisible {
-			heal(id, c, Undivided, false)
+}
+
+// healDivisible heals the undivided buckets of divisible clusters.
+func (r *replenisher) healDivisible(scope string) {
+	for _, id := range sortedClusterIDs(r.s.Logical) {
+		if c := r.s.Logical[id]; c.Kind == Divisible && inScope(scope, id) {
+			r.heal(id, c, Undivided, false)
 		}
 	}
+}
 
-	for _, t := range templates(s.Primary) {
-		for _, id := range bucket(s.Primary, t, Undivided) {
-			if !s.Nodes[id].Alive {
-				purge = append(purge, id)
+// budgetOf returns the percentage budget of the consumer whose nodes are
+// bucket b of holder h, or -1 for no budget.
+func (r *replenisher) budgetOf(h Cluster, b string) int {
+	if r.o.MaxSwapsPercent <= 0 {
+		return -1
+	}
+	size := 0
+	for _, t := range templates(h) {
+		for bb, ids := range h.Buckets[t] {
+			if b == Undivided && h.Kind == Divisible || bb == b {
+				size += len(ids)
 			}
 		}
 	}
-	slices.Sort(purge)
-	out.Purge = purge
-	for k, ids := range unreplaced {
+	return (size*r.o.MaxSwapsPercent + 99) / 100
+}
+
+// heal swaps the dead nodes of one consumer: the nodes of bucket b of
+// holder h, which are the members of cluster consumer.
+func (r *replenisher) heal(consumer string, h Cluster, b string, fallback bool) {
+	budget := r.budgetOf(h, b)
+	for _, t := range templates(h) {
+		healedT := false
+		for _, d := range bucket(h, t, b) {
+			if r.s.Nodes[d].Alive {
+				continue
+			}
+			if (r.o.MaxSwaps > 0 && r.swaps == r.o.MaxSwaps) || budget == 0 || (r.o.OnePerTemplatePerCluster && healedT) {
+				r.out.Truncated = true
+				continue
+			}
+			if !r.swap(consumer, h, b, t, d, fallback) {
+				k := poolKey{consumer, t}
+				r.unreplaced[k] = append(r.unreplaced[k], d)
+				continue
+			}
+			budget--
+			healedT = true
+		}
+	}
+}
+
+// swap replaces dead node d of template t in bucket b of h by an alive node
+// of the primary, or of h itself when fallback is set; it reports whether a
+// replacement was found.
+func (r *replenisher) swap(consumer string, h Cluster, b, t, d string, fallback bool) bool {
+	provider := r.s.Primary
+	x, ok := r.poolOf(r.s.Primary, t).take()
+	if !ok && fallback {
+		provider = h
+		x, ok = r.poolOf(h, t).take()
+	}
+	if !ok {
+		return false
+	}
+	r.swaps++
+	r.out.Moves = append(r.out.Moves,
+		Move{Node: x, Template: t, From: Place{provider.ID, Undivided}, To: Place{h.ID, b},
+			Reason: Reason{Code: ReasonReplaceDead, Message: fmt.Sprintf("replaces dead node %s of %s", d, consumer)}},
+		Move{Node: d, Template: t, From: Place{h.ID, b}, To: Place{provider.ID, Undivided},
+			Reason: Reason{Code: ReasonReturnDead, Message: fmt.Sprintf("dead node of %s replaced by %s", consumer, x)}})
+	if provider.ID == PrimaryID {
+		r.purge = append(r.purge, d)
+	}
+	r.flush[consumer] = true
+	if h.Kind != Divisible || b != Undivided {
+		r.publish[consumer] = true
+	}
+	if h.ID != PrimaryID {
+		r.flush[h.ID] = true
+	}
+	return true
+}
+
+// purgePrimary purges every dead node of the primary's undivided bucket.
+func (r *replenisher) purgePrimary() {
+	for _, t := range templates(r.s.Primary) {
+		for _, id := range bucket(r.s.Primary, t, Undivided) {
+			if !r.s.Nodes[id].Alive {
+				r.purge = append(r.purge, id)
+			}
+		}
+	}
+}
+
+// plan assembles the plan in its deterministic order.
+func (r *replenisher) plan() Plan {
+	out := r.out
+	slices.Sort(r.purge)
+	for _, id := range slices.Compact(r.purge) {
+		out.Purge = append(out.Purge, PurgedNode{Node: id, Reason: Reason{Code: ReasonDeadNodePurged, Message: "dead node " + id + " leaves the primary"}})
+	}
+	for k, ids := range r.unreplaced {
 		out.Unreplaced = append(out.Unreplaced, Unreplaced{Cluster: k.provider, Template: k.template, Nodes: ids})
 	}
 	slices.SortFunc(out.Unreplaced, func(a, b Unreplaced) int {
 		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Template, b.Template))
 	})
-	out.Flush = flushOrder(setKeys(flush))
-	out.Publish = flushOrder(setKeys(publish))
-	return out, nil
+	out.Flush = flushOrder(setKeys(r.flush))
+	out.Publish = flushOrder(setKeys(r.publish))
+	return out
 }
 
 func setKeys(m map[string]bool) []string {
@@ -216,9 +283,4 @@ func setKeys(m map[string]bool) []string {
 		out = append(out, k)
 	}
 	return out
-}
-
-// String renders the options for transcripts.
-func (o ReplenishOptions) String() string {
-	return fmt.Sprintf("MaxSwaps=%d MaxSwapsPercent=%d OnePerTemplatePerCluster=%v", o.MaxSwaps, o.MaxSwapsPercent, o.OnePerTemplatePerCluster)
 }

@@ -19,29 +19,26 @@ func TestLimitsRefusals(t *testing.T) {
 		want wantErr
 	}{
 		{"above max", vcluster.Request{ID: "vc", Revision: 1, ReplicaSets: vcluster.ReplicaSet{"t0": 4}, Limits: bounded},
-			wantErr{code: vcluster.InvalidArgument, field: "replica_sets[t0]", msg: "Invalid request, replicas(4) of template t0 is outside the bounds [1, 3] of virtual cluster vc"}},
+			wantErr{code: invalidArg, field: "request.replicaSets[t0]", msg: "Invalid request, replicas(4) of template t0 is outside the bounds [1, 3] of virtual cluster vc"}},
 		{"below min", vcluster.Request{ID: "vc", Revision: 1, ReplicaSets: vcluster.ReplicaSet{}, Limits: bounded},
-			wantErr{code: vcluster.InvalidArgument, field: "replica_sets[t0]", msg: "Invalid request, replicas(0) of template t0 is outside the bounds [1, 3] of virtual cluster vc"}},
+			wantErr{code: invalidArg, field: "request.replicaSets[t0]", msg: "Invalid request, replicas(0) of template t0 is outside the bounds [1, 3] of virtual cluster vc"}},
 		{"crossed bounds", vcluster.Request{ID: "vc", Revision: 1, Limits: vcluster.Limits{Clusters: map[string]map[string]vcluster.Bounds{"vc": {"t0": {Min: 3, Max: 2}}}}},
-			wantErr{code: vcluster.InvalidArgument, field: "limits[vc][t0]", msg: "Invalid limits, bounds [3, 2] of template t0 of virtual cluster vc are negative or crossed"}},
+			wantErr{code: invalidArg, field: "request.limits.clusters[vc][t0]", msg: "Invalid limits, bounds [3, 2] of template t0 of virtual cluster vc are negative or crossed"}},
 		{"negative reserve", vcluster.Request{ID: "vc", Revision: 1, Limits: vcluster.Limits{MinFree: vcluster.ReplicaSet{"t0": -1}}},
-			wantErr{code: vcluster.InvalidArgument, field: "MinFree[t0]", msg: "Invalid limits, MinFree(-1) of template t0 must >= 0"}},
+			wantErr{code: invalidArg, field: "request.limits.minFree[t0]", msg: "Invalid limits, MinFree(-1) of template t0 must >= 0"}},
 		{"MaxFree below MinFree", vcluster.Request{ID: "vc", Revision: 1, Limits: vcluster.Limits{MinFree: vcluster.ReplicaSet{"t0": 2}, MaxFree: vcluster.ReplicaSet{"t0": 1}}},
-			wantErr{code: vcluster.InvalidArgument, field: "MaxFree[t0]", msg: "Invalid limits, MaxFree(1) of template t0 is below MinFree(2)"}},
+			wantErr{code: invalidArg, field: "request.limits.maxFree[t0]", msg: "Invalid limits, MaxFree(1) of template t0 is below MinFree(2)"}},
 		{"addition into the reserve", vcluster.Request{ID: "vc", Revision: 1, ReplicaSets: vcluster.ReplicaSet{"t0": 4}, Limits: vcluster.Limits{MinFree: vcluster.ReplicaSet{"t0": 2}}},
-			wantErr{code: vcluster.OutOfResource, field: "replica_sets", msg: "No enough nodes to add to the virtual cluster. The replica sets that gcs can add at most are shown below. Use it as a suggestion to adjust your request or cluster.", recommend: vcluster.ReplicaSet{"t0": 2}}},
+			wantErr{code: outOfResource, field: "request.replicaSets", msg: "No enough nodes to add to the virtual cluster. The replica sets that gcs can add at most are shown below. Use it as a suggestion to adjust your request or cluster.", recommend: vcluster.ReplicaSet{"t0": 2}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := vcluster.PlanCreateOrUpdate(s, tc.req, 2)
-			if err == nil || !p.Empty() {
-				t.Fatalf("err %v plan\n%s", err, p)
-			}
-			checkErr(t, err, tc.want)
+			p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: tc.req, Revision: 2}, vcluster.Options{})
+			checkErr(t, p, err, tc.want)
 		})
 	}
 	// The recommendation respects the reserve: asking for it succeeds.
-	p, err := vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "vc", Revision: 1, ReplicaSets: vcluster.ReplicaSet{"t0": 3}, Limits: vcluster.Limits{MinFree: vcluster.ReplicaSet{"t0": 2}}}, 2)
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc", Revision: 1, ReplicaSets: vcluster.ReplicaSet{"t0": 3}, Limits: vcluster.Limits{MinFree: vcluster.ReplicaSet{"t0": 2}}}, Revision: 2}, vcluster.Options{})
 	s = step(t, s, p, err)
 	if got := len(bucketOf(s, vcluster.PrimaryID, "t0", vcluster.Undivided)); got != 2 {
 		t.Fatalf("primary keeps %d, want the reserve of 2", got)
@@ -59,11 +56,11 @@ func TestPlanScale(t *testing.T) {
 		MaxFree:  vcluster.ReplicaSet{"t0": 1},
 	}
 	// web wants 9: clamped to 6, so 4 more, from 8 free minus the reserve.
-	sp, err := vcluster.PlanScale(s, vcluster.ScaleRequest{Demand: map[string]vcluster.ReplicaSet{"web": {"t0": 9}}, Limits: limits}, 5)
+	sp, err := vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: vcluster.ScaleRequest{Demand: map[string]vcluster.ReplicaSet{"web": {"t0": 9}}, Limits: limits}, Revision: 5}, vcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := step(t, s, sp.Plan, nil)
+	next := step(t, s, sp, nil)
 	if got := next.ReplicaSet("web"); !cmp.Equal(got, vcluster.ReplicaSet{"t0": 6}) {
 		t.Errorf("web %v, want {t0: 6}", got)
 	}
@@ -80,11 +77,11 @@ func TestPlanScale(t *testing.T) {
 	}
 	// Demand beyond what the primary holds: take what is there above the
 	// reserve and launch the rest.
-	sp, err = vcluster.PlanScale(next, vcluster.ScaleRequest{Demand: map[string]vcluster.ReplicaSet{"ml": {"gpu": 4}, "web": {"t0": 0}}, Limits: limits, MaxMoves: 3}, 6)
+	sp, err = vcluster.PlanScale(vcluster.ScaleInput{State: next, Request: vcluster.ScaleRequest{Demand: map[string]vcluster.ReplicaSet{"ml": {"gpu": 4}, "web": {"t0": 0}}, Limits: limits, MaxMoves: 3}, Revision: 6}, vcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := step(t, next, sp.Plan, nil)
+	after := step(t, next, sp, nil)
 	if diff := cmp.Diff(vcluster.ReplicaSet{"gpu": 2 + 1}, sp.Launch); diff != "" {
 		t.Errorf("launch (-want +got):\n%s", diff)
 	}
@@ -92,7 +89,7 @@ func TestPlanScale(t *testing.T) {
 	if got := after.ReplicaSet("web"); !cmp.Equal(got, vcluster.ReplicaSet{"t0": 3}) || !sp.Truncated {
 		t.Errorf("web %v truncated %v", got, sp.Truncated)
 	}
-	if _, err := vcluster.PlanScale(s, vcluster.ScaleRequest{Demand: map[string]vcluster.ReplicaSet{"nope": {}}}, 1); err == nil {
+	if _, err := vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: vcluster.ScaleRequest{Demand: map[string]vcluster.ReplicaSet{"nope": {}}}, Revision: 1}, vcluster.Options{}); err == nil {
 		t.Error("unknown cluster accepted")
 	}
 }
@@ -122,12 +119,12 @@ func TestPropertyScale(t *testing.T) {
 			req.Limits.MaxFree[tpl] = req.Limits.MinFree[tpl] + rapid.IntRange(0, 10).Draw(t, "maxfree")
 		}
 		req.MaxMoves = rapid.IntRange(0, 10).Draw(t, "maxmoves")
-		sp, _, err := func() (vcluster.ScalePlan, vcluster.State, error) {
-			var sp vcluster.ScalePlan
+		sp, _, err := func() (vcluster.Plan, vcluster.State, error) {
+			var sp vcluster.Plan
 			_, _, err := checkOp(s, op{desc: "scale", plan: func(s vcluster.State) (vcluster.Plan, error) {
 				var err error
-				sp, err = vcluster.PlanScale(s, req, 1000)
-				return sp.Plan, err
+				sp, err = vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: req, Revision: 1000}, vcluster.Options{})
+				return sp, err
 			}, target: "*"})
 			return sp, s, err
 		}()
@@ -137,7 +134,7 @@ func TestPropertyScale(t *testing.T) {
 		if req.MaxMoves > 0 && len(sp.Moves) > req.MaxMoves {
 			t.Fatalf("%d moves with MaxMoves %d", len(sp.Moves), req.MaxMoves)
 		}
-		next, err := s.Apply(sp.Plan)
+		next, err := s.Apply(sp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +162,7 @@ func TestPropertyScale(t *testing.T) {
 		if sp.Truncated {
 			return
 		}
-		again, err := vcluster.PlanScale(next, req, 1001)
+		again, err := vcluster.PlanScale(vcluster.ScaleInput{State: next, Request: req, Revision: 1001}, vcluster.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,8 @@ import (
 	"github.com/plancore/plancore/vcluster"
 )
 
-// TestExample1Buckets is spec §1.8 Example 1.
+// TestExample1Buckets: buckets of a primary with job clusters, and an
+// addition refused with its recommendation.
 func TestExample1Buckets(t *testing.T) {
 	var groups [][]vcluster.Node
 	for i := range 10 {
@@ -37,51 +38,53 @@ func TestExample1Buckets(t *testing.T) {
 	if rs["0"] != 15 || rs["1"] != 10 || rs["2"] != 20 {
 		t.Errorf("primary replica set %v", rs)
 	}
-	_, err := vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "vc1", ReplicaSets: vcluster.ReplicaSet{"1": 1}}, 3)
-	if e := asError(t, err); e.Code != vcluster.OutOfResource || !cmp.Equal(e.Recommend, vcluster.ReplicaSet{"1": 0}) {
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", ReplicaSets: vcluster.ReplicaSet{"1": 1}}, Revision: 3}, vcluster.Options{})
+	if e := asRefusal(t, p, err); e.Reason.Code != vcluster.ReasonOutOfResource || !cmp.Equal(e.Recommend, vcluster.ReplicaSet{"1": 0}) {
 		t.Errorf("got %v, want OutOfResource recommending {1: 0}", err)
 	}
 }
 
-// TestExample2RecommendationsAndRevisions is spec §1.8 Example 2.
+// TestExample2RecommendationsAndRevisions: recommendations, stale revisions
+// and revisions assigned when the caller's clock is behind.
 func TestExample2RecommendationsAndRevisions(t *testing.T) {
 	s := mustState(t, nodesOf("s", "4c8g", 1), nodesOf("l", "8c16g", 1))
-	_, err := vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "vc1", ReplicaSets: vcluster.ReplicaSet{"4c8g": 2, "8c16g": 1}}, 10)
-	if e := asError(t, err); e.Code != vcluster.OutOfResource || !cmp.Equal(e.Recommend, vcluster.ReplicaSet{"4c8g": 1, "8c16g": 1}) {
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", ReplicaSets: vcluster.ReplicaSet{"4c8g": 2, "8c16g": 1}}, Revision: 10}, vcluster.Options{})
+	if e := asRefusal(t, p, err); e.Reason.Code != vcluster.ReasonOutOfResource || !cmp.Equal(e.Recommend, vcluster.ReplicaSet{"4c8g": 1, "8c16g": 1}) {
 		t.Fatalf("got %v", err)
 	}
-	p, err := vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "vc1", ReplicaSets: vcluster.ReplicaSet{"4c8g": 1}}, 10)
+	p, err = vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", ReplicaSets: vcluster.ReplicaSet{"4c8g": 1}}, Revision: 10}, vcluster.Options{})
 	s = step(t, s, p, err)
 	r1 := s.Logical["vc1"].Revision
 	if r1 != 10 {
 		t.Fatalf("revision %d, want 10", r1)
 	}
-	_, err = vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "vc1", Revision: 0, ReplicaSets: vcluster.ReplicaSet{"4c8g": 1}}, 11)
-	if e := asError(t, err); e.Message != "The revision (0) is expired, the latest revision of the virtual cluster vc1 is 10" {
+	_, err = vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", Revision: 0, ReplicaSets: vcluster.ReplicaSet{"4c8g": 1}}, Revision: 11}, vcluster.Options{})
+	if e := asInvalid(t, err); e.Errors[0].Detail != "The revision (0) is expired, the latest revision of the virtual cluster vc1 is 10" {
 		t.Fatalf("got %v", err)
 	}
 	before := s.Clone()
-	p, err = vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "vc1", Revision: r1, ReplicaSets: vcluster.ReplicaSet{"4c8g": 2, "8c16g": 2}}, 12)
-	if e := asError(t, err); e.Code != vcluster.OutOfResource || !cmp.Equal(e.Recommend, vcluster.ReplicaSet{"4c8g": 0, "8c16g": 1}) || !p.Empty() {
+	p, err = vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", Revision: r1, ReplicaSets: vcluster.ReplicaSet{"4c8g": 2, "8c16g": 2}}, Revision: 12}, vcluster.Options{})
+	if e := asRefusal(t, p, err); e.Reason.Code != vcluster.ReasonOutOfResource || !cmp.Equal(e.Recommend, vcluster.ReplicaSet{"4c8g": 0, "8c16g": 1}) || !p.Empty() {
 		t.Fatalf("got %v", err)
 	}
 	if diff := cmp.Diff(before, s); diff != "" || s.Logical["vc1"].Revision != r1 {
 		t.Fatalf("vc1 changed:\n%s", diff)
 	}
 	// A successful update with a caller clock behind still moves forward.
-	p, err = vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "vc1", Revision: r1, ReplicaSets: vcluster.ReplicaSet{"4c8g": 1}}, 3)
+	p, err = vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", Revision: r1, ReplicaSets: vcluster.ReplicaSet{"4c8g": 1}}, Revision: 3}, vcluster.Options{})
 	s = step(t, s, p, err)
 	if got := s.Logical["vc1"].Revision; got != 11 {
 		t.Fatalf("revision after a no-op update with rev 3 = %d, want 11", got)
 	}
 }
 
-// TestExample3OnePlanHealsAll is spec §2.3 Example 3.
+// TestExample3OnePlanHealsAll: one replenish plan heals every replaceable
+// dead node (the anchor one per template per cluster per round).
 func TestExample3OnePlanHealsAll(t *testing.T) {
 	s := mustState(t, nodesOf("n", "8c16g", 13))
 	s = create(t, s, "serve", false, vcluster.ReplicaSet{"8c16g": 8}, 1)
 	s = kill(t, s, "n01", "n03", "n05")
-	p, err := vcluster.PlanReplenish(s, vcluster.ReplenishOptions{})
+	p, err := vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,17 +109,17 @@ func TestExample3OnePlanHealsAll(t *testing.T) {
 	}
 
 	// With MaxSwaps = 2: two swaps now, one next round.
-	p, err = vcluster.PlanReplenish(s, vcluster.ReplenishOptions{MaxSwaps: 2})
+	p, err = vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{MaxSwaps: 2})
 	if err != nil || len(p.Moves) != 4 || !p.Truncated {
 		t.Fatalf("capped plan: err %v truncated %v\n%s", err, p.Truncated, p)
 	}
 	s = step(t, s, p, nil)
-	p, err = vcluster.PlanReplenish(s, vcluster.ReplenishOptions{MaxSwaps: 2})
+	p, err = vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{MaxSwaps: 2})
 	if err != nil || len(p.Moves) != 2 || p.Truncated {
 		t.Fatalf("second round: err %v\n%s", err, p)
 	}
 	// The anchor's pacing: one per template per cluster per round.
-	p, err = vcluster.PlanReplenish(mustKillServe(t), vcluster.ReplenishOptions{OnePerTemplatePerCluster: true})
+	p, err = vcluster.PlanReplenish(vcluster.ReplenishInput{State: mustKillServe(t)}, vcluster.Options{OnePerTemplatePerCluster: true})
 	if err != nil || len(p.Moves) != 2 || !p.Truncated {
 		t.Fatalf("anchor pacing: err %v\n%s", err, p)
 	}
@@ -128,18 +131,20 @@ func mustKillServe(t *testing.T) vcluster.State {
 	return kill(t, s, "n01", "n03", "n05")
 }
 
-// TestExample4FallbackSwapIsConsistent is spec §2.4 Example 4.
+// TestExample4FallbackSwapIsConsistent: a job cluster healed from its
+// parent updates the parent's bucket too (the anchor leaves the node owned
+// twice).
 func TestExample4FallbackSwapIsConsistent(t *testing.T) {
 	s := mustState(t, nodesOf("n", "t0", 6))
 	s = create(t, s, "P", true, vcluster.ReplicaSet{"t0": 6}, 1)
-	p, err := vcluster.PlanCreateJobCluster(s, vcluster.JobRequest{Parent: "P", Job: "J", ReplicaSets: vcluster.ReplicaSet{"t0": 4}, Prefer: []string{"n03", "n04", "n05", "n06"}}, 2)
+	p, err := vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "P", Job: "J", ReplicaSets: vcluster.ReplicaSet{"t0": 4}, Prefer: []string{"n03", "n04", "n05", "n06"}}, Revision: 2}, vcluster.Options{})
 	s = step(t, s, p, err)
 	// Prefer picked n03..n05 and then the lowest id left, n00.
 	if diff := cmp.Diff(map[string][]string{"t0": {"n00", "n03", "n04", "n05"}}, members(s, "P##J")); diff != "" {
 		t.Fatalf("job members (-want +got):\n%s", diff)
 	}
 	s = kill(t, s, "n04")
-	p, err = vcluster.PlanReplenish(s, vcluster.ReplenishOptions{})
+	p, err = vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{})
 	s = step(t, s, p, err)
 	if diff := cmp.Diff([]string{"n02", "n04"}, bucketOf(s, "P", "t0", vcluster.Undivided)); diff != "" {
 		t.Errorf("P NIL (-want +got):\n%s", diff)
@@ -154,14 +159,14 @@ func TestExample4FallbackSwapIsConsistent(t *testing.T) {
 		t.Errorf("publish (-want +got):\n%s", diff)
 	}
 	// Removing J later gives P exactly its 6 nodes back.
-	p, err = vcluster.PlanRemove(s, "P##J")
+	p, err = vcluster.PlanRemove(vcluster.RemoveInput{State: s, ID: "P##J"}, vcluster.Options{})
 	s = step(t, s, p, err)
 	if got := s.ReplicaSet("P"); !cmp.Equal(got, vcluster.ReplicaSet{"t0": 6}) {
 		t.Errorf("P replica set %v, want {t0: 6}", got)
 	}
 }
 
-// TestExample5RecoverRepair is spec §2.5 Example 5: the job record is ahead
+// TestExample5RecoverRepair: the job record is ahead
 // of its parent's.
 func TestExample5RecoverRepair(t *testing.T) {
 	table := []vcluster.Node{}
@@ -179,7 +184,7 @@ func TestExample5RecoverRepair(t *testing.T) {
 		rec("P##J", false, 7, "n3", "X", "n5", "n6"),
 		rec("P", true, 3, "n1", "n2", "n3", "n4", "n5", "n6"),
 	}
-	s, p := vcluster.PlanRecover(table, records)
+	s, p := recoverPlan(table, records)
 	if err := checkInvariants(s); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +209,7 @@ func TestExample5RecoverRepair(t *testing.T) {
 		r, _ := vcluster.RecordOf(s, id)
 		again = append(again, r)
 	}
-	s2, p2 := vcluster.PlanRecover(table, again)
+	s2, p2 := recoverPlan(table, again)
 	if !p2.Empty() || len(p2.Anomalies) != 0 {
 		t.Errorf("second recovery not idle:\n%s", p2)
 	}
@@ -218,7 +223,7 @@ func TestScaleDownReturnsDeadNodesFirst(t *testing.T) {
 	s = create(t, s, "vc", false, vcluster.ReplicaSet{"t0": 5}, 1)
 	s = kill(t, s, "n04", "n02")
 	s, _ = s.SetNode("n00", true, true)
-	p, err := vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "vc", Revision: 1, ReplicaSets: vcluster.ReplicaSet{"t0": 2}}, 2)
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc", Revision: 1, ReplicaSets: vcluster.ReplicaSet{"t0": 2}}, Revision: 2}, vcluster.Options{})
 	s = step(t, s, p, err)
 	// Dead n02 and n04 first, then the lowest idle id n01; busy n00 stays.
 	if diff := cmp.Diff(map[string][]string{"t0": {"n00", "n03"}}, members(s, "vc")); diff != "" {
@@ -230,7 +235,7 @@ func TestRemoveNodes(t *testing.T) {
 	s := mustState(t, nodesOf("n", "t0", 4))
 	s = create(t, s, "vc", false, vcluster.ReplicaSet{"t0": 3}, 4)
 	s = kill(t, s, "n01")
-	p, err := vcluster.PlanRemoveNodes(s, "vc", []string{"n02", "n01", "n02"}, 1)
+	p, err := vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: "vc", Nodes: []string{"n02", "n01", "n02"}, Revision: 1}, vcluster.Options{})
 	s = step(t, s, p, err)
 	if diff := cmp.Diff(map[string][]string{"t0": {"n00"}}, members(s, "vc")); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -256,9 +261,9 @@ func TestGCRemovesDeadJobsNotInUse(t *testing.T) {
 		s, _ = s.SetJobDead(id, true)
 	}
 	s, _ = s.SetDetached("P##b", 1)
-	p, err := vcluster.PlanGC(s)
+	p, err := vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{})
 	s = step(t, s, p, err)
-	if diff := cmp.Diff([]string{"P##a", vcluster.PrimaryID + "##c"}, p.Removes); diff != "" {
+	if diff := cmp.Diff([]string{"P##a", vcluster.PrimaryID + "##c"}, removedIDs(p)); diff != "" {
 		t.Errorf("removes (-want +got):\n%s", diff)
 	}
 	if _, ok := s.Jobs["P##b"]; !ok {
@@ -269,7 +274,7 @@ func TestGCRemovesDeadJobsNotInUse(t *testing.T) {
 	}
 	// The detached actor goes away: the next GC collects it.
 	s, _ = s.SetDetached("P##b", 0)
-	p, err = vcluster.PlanGC(s)
+	p, err = vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{})
 	s = step(t, s, p, err)
 	if len(s.Jobs) != 0 || !cmp.Equal(s.ReplicaSet("P"), vcluster.ReplicaSet{"t0": 4}) {
 		t.Errorf("jobs %v, P %v", s.Jobs, s.ReplicaSet("P"))

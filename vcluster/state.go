@@ -8,138 +8,100 @@ import (
 
 // Apply returns the state p leads to from s. It copies only the clusters p
 // touches (and the node table only when p purges nodes); everything else is
-// shared with s, which is never modified.
+// shared with s, which is never modified. (A plan made by a planning
+// function already carries this state in p.After.)
 //
 // A plan made from s always applies. A plan that does not fit s (a node not
 // where a move says it is, a cluster created twice, a removed cluster still
 // holding nodes) returns an error wrapping ErrPlanMismatch and the zero State.
 func (s State) Apply(p Plan) (State, error) {
-	out := State{
+	a := &applier{s: s, out: State{
 		Nodes:   s.Nodes,
 		Primary: s.Primary,
 		Logical: maps.Clone(s.Logical),
 		Jobs:    maps.Clone(s.Jobs),
+	}, touched: map[tkey]bool{}, copied: map[string]bool{}}
+	if a.out.Logical == nil {
+		a.out.Logical = map[string]Cluster{}
 	}
-	if out.Logical == nil {
-		out.Logical = map[string]Cluster{}
+	if a.out.Jobs == nil {
+		a.out.Jobs = map[string]Cluster{}
 	}
-	if out.Jobs == nil {
-		out.Jobs = map[string]Cluster{}
+	for _, step := range []func(Plan) error{a.creates, a.moves, a.purge, a.removes, a.revisions} {
+		if err := step(p); err != nil {
+			return State{}, err
+		}
 	}
-	mismatch := func(format string, args ...any) (State, error) {
-		return State{}, fmt.Errorf("%w: %s", ErrPlanMismatch, fmt.Sprintf(format, args...))
-	}
+	return a.out, nil
+}
+
+// bkey names one bucket of one template of one holder cluster.
+type bkey struct{ cluster, template, bucket string }
+
+// tkey names one template of one holder cluster.
+type tkey struct{ cluster, template string }
+
+// applier carries State.Apply's copy-on-write bookkeeping.
+type applier struct {
+	s, out  State
+	touched map[tkey]bool
+	copied  map[string]bool
+}
+
+func mismatch(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrPlanMismatch, fmt.Sprintf(format, args...))
+}
+
+// creates adds the clusters p creates, without nodes.
+func (a *applier) creates(p Plan) error {
 	for _, c := range p.Creates {
-		if _, exists := out.Cluster(c.ID); exists {
+		if _, exists := a.out.Cluster(c.ID); exists {
 			return mismatch("create %s: cluster exists", c.ID)
 		}
 		c.Buckets = nil
 		c.ZeroTemplates = slices.Clone(c.ZeroTemplates)
 		switch {
 		case c.Kind == Job && IsJobID(c.ID):
-			out.Jobs[c.ID] = c
+			a.out.Jobs[c.ID] = c.Cluster
 		case (c.Kind == Divisible || c.Kind == Indivisible) && c.ID != "" && c.ID != PrimaryID && !IsJobID(c.ID):
 			c.Buckets = map[string]map[string][]string{}
-			out.Logical[c.ID] = c
+			a.out.Logical[c.ID] = c.Cluster
 		default:
 			return mismatch("create %s: kind %q does not fit the id", c.ID, c.Kind)
 		}
 	}
+	return nil
+}
 
-	// Follow every moved node to its final place, checking each step.
-	type key struct{ cluster, template, bucket string }
+// moves follows every moved node to its final place, checking each step,
+// then rebuilds each touched bucket once: O(bucket + changes log changes).
+func (a *applier) moves(p Plan) error {
 	start := map[string]Place{}
 	at := map[string]Place{}
 	var order []string
 	for _, m := range p.Moves {
-		n, ok := s.Nodes[m.Node]
-		if !ok || n.Template != m.Template {
-			return mismatch("move %s: no node of template %s", m.Node, m.Template)
-		}
-		if cur, seen := at[m.Node]; seen {
-			if cur != m.From {
-				return mismatch("move %s: it is in %s, not %s", m.Node, cur, m.From)
-			}
-		} else {
-			c, ok := out.Cluster(m.From.Cluster)
-			if !ok || c.Kind == Job {
-				return mismatch("move %s: no cluster %s", m.Node, m.From.Cluster)
-			}
-			if _, found := slices.BinarySearch(bucket(c, m.Template, m.From.Bucket), m.Node); !found {
-				return mismatch("move %s: not in %s", m.Node, m.From)
-			}
-			start[m.Node] = m.From
-			order = append(order, m.Node)
-		}
-		to, ok := out.Cluster(m.To.Cluster)
-		if !ok || to.Kind == Job {
-			return mismatch("move %s: no cluster %s", m.Node, m.To.Cluster)
-		}
-		if m.To.Bucket != Undivided {
-			parent, _, isJob := SplitJobID(m.To.Bucket)
-			if _, ok := out.Jobs[m.To.Bucket]; !ok || !isJob || parent != m.To.Cluster || !to.Kind.divisible() {
-				return mismatch("move %s: no job cluster %s in %s", m.Node, m.To.Bucket, m.To.Cluster)
-			}
+		if err := a.checkMove(m, start, at, &order); err != nil {
+			return err
 		}
 		at[m.Node] = m.To
 	}
-	removed := map[key]map[string]bool{}
-	added := map[key][]string{}
+	removed := map[bkey]map[string]bool{}
+	added := map[bkey][]string{}
 	for _, id := range order {
 		from, to := start[id], at[id]
 		if from == to {
 			continue
 		}
-		t := s.Nodes[id].Template
-		kf := key{from.Cluster, t, from.Bucket}
+		t := a.s.Nodes[id].Template
+		kf := bkey{from.Cluster, t, from.Bucket}
 		if removed[kf] == nil {
 			removed[kf] = map[string]bool{}
 		}
 		removed[kf][id] = true
-		kt := key{to.Cluster, t, to.Bucket}
+		kt := bkey{to.Cluster, t, to.Bucket}
 		added[kt] = append(added[kt], id)
 	}
-
-	// Copy each touched cluster's bucket maps once, then rebuild each touched
-	// bucket once: O(bucket + changes log changes).
-	type tkey struct{ cluster, template string }
-	touched := map[tkey]bool{}
-	copied := map[string]bool{}
-	holderOf := func(clusterID string) map[string]map[string][]string {
-		if clusterID == PrimaryID {
-			if !copied[clusterID] {
-				out.Primary.Buckets = maps.Clone(out.Primary.Buckets)
-			}
-			if out.Primary.Buckets == nil {
-				out.Primary.Buckets = map[string]map[string][]string{}
-			}
-			copied[clusterID] = true
-			return out.Primary.Buckets
-		}
-		c := out.Logical[clusterID]
-		if !copied[clusterID] {
-			c.Buckets = maps.Clone(c.Buckets)
-		}
-		if c.Buckets == nil {
-			c.Buckets = map[string]map[string][]string{}
-		}
-		copied[clusterID] = true
-		out.Logical[clusterID] = c
-		return c.Buckets
-	}
-	mutable := func(clusterID, t string) map[string][]string {
-		buckets := holderOf(clusterID)
-		k := tkey{clusterID, t}
-		if !touched[k] {
-			touched[k] = true
-			buckets[t] = maps.Clone(buckets[t])
-		}
-		if buckets[t] == nil {
-			buckets[t] = map[string][]string{}
-		}
-		return buckets[t]
-	}
-	keys := map[key]bool{}
+	keys := map[bkey]bool{}
 	for k := range removed {
 		keys[k] = true
 	}
@@ -147,41 +109,126 @@ func (s State) Apply(p Plan) (State, error) {
 		keys[k] = true
 	}
 	for k := range keys {
-		byBucket := mutable(k.cluster, k.template)
+		byBucket := a.mutable(k.cluster, k.template)
 		byBucket[k.bucket] = rebuild(byBucket[k.bucket], removed[k], added[k])
 		prune(byBucket, k.bucket)
 	}
+	return nil
+}
 
+// checkMove checks that move m starts where its node is and ends in a
+// bucket that exists, recording the node's first place.
+func (a *applier) checkMove(m Move, start, at map[string]Place, order *[]string) error {
+	n, ok := a.s.Nodes[m.Node]
+	if !ok || n.Template != m.Template {
+		return mismatch("move %s: no node of template %s", m.Node, m.Template)
+	}
+	if cur, seen := at[m.Node]; seen {
+		if cur != m.From {
+			return mismatch("move %s: it is in %s, not %s", m.Node, cur, m.From)
+		}
+	} else {
+		c, ok := a.out.Cluster(m.From.Cluster)
+		if !ok || c.Kind == Job {
+			return mismatch("move %s: no cluster %s", m.Node, m.From.Cluster)
+		}
+		if _, found := slices.BinarySearch(bucket(c, m.Template, m.From.Bucket), m.Node); !found {
+			return mismatch("move %s: not in %s", m.Node, m.From)
+		}
+		start[m.Node] = m.From
+		*order = append(*order, m.Node)
+	}
+	to, ok := a.out.Cluster(m.To.Cluster)
+	if !ok || to.Kind == Job {
+		return mismatch("move %s: no cluster %s", m.Node, m.To.Cluster)
+	}
+	if m.To.Bucket != Undivided {
+		parent, _, isJob := SplitJobID(m.To.Bucket)
+		if _, ok := a.out.Jobs[m.To.Bucket]; !ok || !isJob || parent != m.To.Cluster || !to.Kind.divisible() {
+			return mismatch("move %s: no job cluster %s in %s", m.Node, m.To.Bucket, m.To.Cluster)
+		}
+	}
+	return nil
+}
+
+// holderOf returns the bucket map of a holder cluster, copied once.
+func (a *applier) holderOf(clusterID string) map[string]map[string][]string {
+	if clusterID == PrimaryID {
+		if !a.copied[clusterID] {
+			a.out.Primary.Buckets = maps.Clone(a.out.Primary.Buckets)
+		}
+		if a.out.Primary.Buckets == nil {
+			a.out.Primary.Buckets = map[string]map[string][]string{}
+		}
+		a.copied[clusterID] = true
+		return a.out.Primary.Buckets
+	}
+	c := a.out.Logical[clusterID]
+	if !a.copied[clusterID] {
+		c.Buckets = maps.Clone(c.Buckets)
+	}
+	if c.Buckets == nil {
+		c.Buckets = map[string]map[string][]string{}
+	}
+	a.copied[clusterID] = true
+	a.out.Logical[clusterID] = c
+	return c.Buckets
+}
+
+// mutable returns the buckets of template t of a holder, copied once.
+func (a *applier) mutable(clusterID, t string) map[string][]string {
+	buckets := a.holderOf(clusterID)
+	k := tkey{clusterID, t}
+	if !a.touched[k] {
+		a.touched[k] = true
+		buckets[t] = maps.Clone(buckets[t])
+	}
+	if buckets[t] == nil {
+		buckets[t] = map[string][]string{}
+	}
+	return buckets[t]
+}
+
+// purge drops the purged dead nodes from the primary and the node table,
+// then deletes the templates the plan emptied.
+func (a *applier) purge(p Plan) error {
 	if len(p.Purge) > 0 {
-		out.Nodes = maps.Clone(s.Nodes)
+		a.out.Nodes = maps.Clone(a.s.Nodes)
 		gone := map[string]bool{}
 		byTemplate := map[string]bool{}
-		for _, id := range p.Purge {
-			n, ok := out.Nodes[id]
+		for _, pn := range p.Purge {
+			id := pn.Node
+			n, ok := a.out.Nodes[id]
 			if !ok || n.Alive {
 				return mismatch("purge %s: not a dead node", id)
 			}
-			if _, found := slices.BinarySearch(bucket(out.Primary, n.Template, Undivided), id); !found {
+			if _, found := slices.BinarySearch(bucket(a.out.Primary, n.Template, Undivided), id); !found {
 				return mismatch("purge %s: not in the primary's undivided bucket", id)
 			}
 			gone[id] = true
 			byTemplate[n.Template] = true
-			delete(out.Nodes, id)
+			delete(a.out.Nodes, id)
 		}
 		for t := range byTemplate {
-			byBucket := mutable(PrimaryID, t)
+			byBucket := a.mutable(PrimaryID, t)
 			byBucket[Undivided] = rebuild(byBucket[Undivided], gone, nil)
 			prune(byBucket, Undivided)
 		}
 	}
-	for k := range touched {
-		buckets := holderOf(k.cluster)
+	for k := range a.touched {
+		buckets := a.holderOf(k.cluster)
 		if len(buckets[k.template]) == 0 {
 			delete(buckets, k.template)
 		}
 	}
+	return nil
+}
 
-	for _, id := range p.Removes {
+// removes deletes the removed clusters, which must be empty by now.
+func (a *applier) removes(p Plan) error {
+	out := a.out
+	for _, r := range p.Removes {
+		id := r.Cluster
 		c, ok := out.Cluster(id)
 		if !ok {
 			continue // a stored record of a cluster the state does not hold
@@ -194,36 +241,36 @@ func (s State) Apply(p Plan) (State, error) {
 		}
 		if c.Kind == Job {
 			delete(out.Jobs, id)
-		} else {
-			for jid := range out.Jobs {
-				if p, _, _ := SplitJobID(jid); p == id {
-					return mismatch("remove %s: job cluster %s remains", id, jid)
-				}
-			}
-			delete(out.Logical, id)
+			continue
 		}
+		for jid := range out.Jobs {
+			if p, _, _ := SplitJobID(jid); p == id {
+				return mismatch("remove %s: job cluster %s remains", id, jid)
+			}
+		}
+		delete(out.Logical, id)
 	}
+	return nil
+}
+
+// revisions sets the new revisions and zero templates.
+func (a *applier) revisions(p Plan) error {
 	for _, r := range p.Revisions {
+		m := a.out.Logical
 		switch {
 		case r.Cluster == PrimaryID:
 			return mismatch("revision %s: the primary has no revision to set", r.Cluster)
 		case IsJobID(r.Cluster):
-			c, ok := out.Jobs[r.Cluster]
-			if !ok {
-				return mismatch("revision %s: no such cluster", r.Cluster)
-			}
-			c.Revision, c.ZeroTemplates = r.Revision, slices.Clone(r.ZeroTemplates)
-			out.Jobs[r.Cluster] = c
-		default:
-			c, ok := out.Logical[r.Cluster]
-			if !ok {
-				return mismatch("revision %s: no such cluster", r.Cluster)
-			}
-			c.Revision, c.ZeroTemplates = r.Revision, slices.Clone(r.ZeroTemplates)
-			out.Logical[r.Cluster] = c
+			m = a.out.Jobs
 		}
+		c, ok := m[r.Cluster]
+		if !ok {
+			return mismatch("revision %s: no such cluster", r.Cluster)
+		}
+		c.Revision, c.ZeroTemplates = r.Revision, slices.Clone(r.ZeroTemplates)
+		m[r.Cluster] = c
 	}
-	return out, nil
+	return nil
 }
 
 // rebuild returns ids without the removed ones and with the added ones, in

@@ -1,113 +1,168 @@
 package vcluster
 
 import (
+	"maps"
 	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Validate checks that s is a well-formed hierarchy: every node in exactly
 // one leaf bucket under its own template, buckets sorted, job buckets matching
-// job clusters one to one, kinds and ids consistent. Every planning function
-// calls it first, so a hand-built or corrupted state is refused with an
-// InvalidArgument naming the fault instead of producing a wrong plan or a
-// panic.
+// job clusters one to one, kinds and ids consistent, counts not negative.
+// Every planning function runs it first, so a hand-built or corrupted state
+// is refused, naming every fault, instead of producing a wrong plan or a
+// panic. Field paths start at "state", as in the planners' inputs.
 func (s State) Validate() error {
-	bad := func(format string, args ...any) error {
-		return newError(InvalidArgument, "state", "Invalid state, "+format, args...)
-	}
+	return invalidInput(s.validate(field.NewPath("state")))
+}
+
+// validate returns every fault of s, in a stable order, one step per part of
+// the state.
+func (s State) validate(p *field.Path) field.ErrorList {
+	errs := s.validatePrimary(p.Child("primary"))
+	errs = append(errs, s.validateNodes(p.Child("nodes"))...)
+	errs = append(errs, s.validateLogical(p.Child("logical"))...)
+	errs = append(errs, s.validateJobs(p.Child("jobs"))...)
+	errs = append(errs, s.validateMembership(p)...)
+	return errs
+}
+
+func (s State) validatePrimary(p *field.Path) field.ErrorList {
 	if s.Primary.ID != PrimaryID || s.Primary.Kind != Primary {
-		return bad("the primary must have id %s and kind %s, not %q and %q.", PrimaryID, Primary, s.Primary.ID, s.Primary.Kind)
+		return field.ErrorList{invalid(p, s.Primary.ID, "Invalid state, the primary must have id %s and kind %s, not %q and %q.", PrimaryID, Primary, s.Primary.ID, s.Primary.Kind)}
 	}
-	for id, n := range s.Nodes {
+	return nil
+}
+
+func (s State) validateNodes(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, id := range sortedNodeIDs(s.Nodes) {
+		n := s.Nodes[id]
 		if n.ID != id {
-			return bad("node key %q holds node %q.", id, n.ID)
+			errs = append(errs, invalid(p.Key(id).Child("id"), n.ID, "Invalid state, node key %q holds node %q.", id, n.ID))
+			continue
 		}
-		if err := validNode(n, 0); err != nil {
-			return bad("%s", err.(*Error).Message)
-		}
+		errs = append(errs, validNode(p.Key(id), n)...)
 	}
+	return errs
+}
+
+func (s State) validateLogical(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	for _, id := range sortedClusterIDs(s.Logical) {
-		c := s.Logical[id]
+		c, fp := s.Logical[id], p.Key(id)
 		switch {
 		case c.ID != id:
-			return bad("logical key %q holds cluster %q.", id, c.ID)
+			errs = append(errs, invalid(fp.Child("id"), c.ID, "Invalid state, logical key %q holds cluster %q.", id, c.ID))
 		case id == "" || id == PrimaryID || IsJobID(id):
-			return bad("%q is not a logical cluster id.", id)
+			errs = append(errs, invalid(fp.Child("id"), id, "Invalid state, %q is not a logical cluster id.", id))
 		case c.Kind != Divisible && c.Kind != Indivisible:
-			return bad("logical cluster %s has kind %q.", id, c.Kind)
-		case c.Detached < 0:
-			return bad("cluster %s has Detached %d.", id, c.Detached)
+			errs = append(errs, invalid(fp.Child("kind"), c.Kind, "Invalid state, logical cluster %s has kind %q.", id, c.Kind))
 		}
+		errs = append(errs, validDetached(fp, c)...)
 	}
+	return errs
+}
+
+func (s State) validateJobs(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	for _, id := range sortedClusterIDs(s.Jobs) {
-		c := s.Jobs[id]
+		c, fp := s.Jobs[id], p.Key(id)
 		parent, job, _ := SplitJobID(id)
-		p, ok := s.Cluster(parent)
+		par, ok := s.Cluster(parent)
 		switch {
 		case c.ID != id:
-			return bad("job key %q holds cluster %q.", id, c.ID)
+			errs = append(errs, invalid(fp.Child("id"), c.ID, "Invalid state, job key %q holds cluster %q.", id, c.ID))
 		case !IsJobID(id) || job == "":
-			return bad("%q is not a job cluster id.", id)
+			errs = append(errs, invalid(fp.Child("id"), id, "Invalid state, %q is not a job cluster id.", id))
 		case c.Kind != Job:
-			return bad("job cluster %s has kind %q.", id, c.Kind)
-		case !ok || !p.Kind.divisible():
-			return bad("job cluster %s has no divisible parent.", id)
+			errs = append(errs, invalid(fp.Child("kind"), c.Kind, "Invalid state, job cluster %s has kind %q.", id, c.Kind))
+		case !ok || !par.Kind.divisible():
+			errs = append(errs, invalid(fp.Child("id"), id, "Invalid state, job cluster %s has no divisible parent.", id))
 		case len(c.Buckets) > 0:
-			return bad("job cluster %s holds buckets of its own; its nodes are its parent's bucket.", id)
-		case c.Detached < 0:
-			return bad("cluster %s has Detached %d.", id, c.Detached)
+			errs = append(errs, invalid(fp.Child("buckets"), len(c.Buckets), "Invalid state, job cluster %s holds buckets of its own; its nodes are its parent's bucket.", id))
 		}
+		errs = append(errs, validDetached(fp, c)...)
 	}
+	return errs
+}
+
+func validDetached(p *field.Path, c Cluster) field.ErrorList {
+	if c.Detached < 0 {
+		return field.ErrorList{invalid(p.Child("detached"), c.Detached, "Invalid state, cluster %s has Detached %d.", c.ID, c.Detached)}
+	}
+	return nil
+}
+
+// validateMembership checks that every node is in exactly one bucket of
+// the primary or a logical cluster, under its own template.
+func (s State) validateMembership(p *field.Path) field.ErrorList {
 	seen := make(map[string]bool, len(s.Nodes))
-	check := func(c Cluster) error {
-		for t, byBucket := range c.Buckets {
-			for b, ids := range byBucket {
-				if b != Undivided {
-					if !c.Kind.divisible() {
-						return bad("indivisible cluster %s has bucket %s.", c.ID, b)
-					}
-					if parent, _, _ := SplitJobID(b); parent != c.ID {
-						return bad("cluster %s has bucket %s of another parent.", c.ID, b)
-					}
-					if _, ok := s.Jobs[b]; !ok {
-						return bad("cluster %s has bucket %s but no such job cluster.", c.ID, b)
-					}
-				}
-				for i, id := range ids {
-					if i > 0 && ids[i-1] >= id {
-						return bad("bucket %s/%s of template %s is not strictly ascending at %s.", c.ID, b, t, id)
-					}
-					n, ok := s.Nodes[id]
-					if !ok {
-						return bad("node %s of %s/%s is not in the node table.", id, c.ID, b)
-					}
-					if n.Template != t {
-						return bad("node %s of template %s is listed under template %s in %s.", id, n.Template, t, c.ID)
-					}
-					if seen[id] {
-						return bad("node %s is in more than one bucket.", id)
-					}
-					seen[id] = true
-				}
-			}
-		}
-		return nil
-	}
-	if err := check(s.Primary); err != nil {
-		return err
-	}
+	errs := s.validateBuckets(p.Child("primary", "buckets"), s.Primary, seen)
 	for _, id := range sortedClusterIDs(s.Logical) {
-		if err := check(s.Logical[id]); err != nil {
-			return err
-		}
+		errs = append(errs, s.validateBuckets(p.Child("logical").Key(id).Child("buckets"), s.Logical[id], seen)...)
 	}
 	if len(seen) != len(s.Nodes) {
 		for _, id := range sortedNodeIDs(s.Nodes) {
 			if !seen[id] {
-				return bad("node %s is in no bucket.", id)
+				errs = append(errs, invalid(p.Child("nodes").Key(id), id, "Invalid state, node %s is in no bucket.", id))
 			}
 		}
 	}
+	return errs
+}
+
+// validateBuckets checks the buckets of c, marking each listed node in seen.
+func (s State) validateBuckets(p *field.Path, c Cluster, seen map[string]bool) field.ErrorList {
+	var errs field.ErrorList
+	for _, t := range templates(c) {
+		byBucket := c.Buckets[t]
+		for _, b := range slices.Sorted(maps.Keys(byBucket)) {
+			bp := p.Key(t).Key(b)
+			if b != Undivided {
+				errs = append(errs, s.validateJobBucket(bp, c, b)...)
+			}
+			errs = append(errs, s.validateBucketNodes(bp, c, t, b, byBucket[b], seen)...)
+		}
+	}
+	return errs
+}
+
+func (s State) validateJobBucket(p *field.Path, c Cluster, b string) field.ErrorList {
+	parent, _, _ := SplitJobID(b)
+	_, ok := s.Jobs[b]
+	switch {
+	case !c.Kind.divisible():
+		return field.ErrorList{invalid(p, b, "Invalid state, indivisible cluster %s has bucket %s.", c.ID, b)}
+	case parent != c.ID:
+		return field.ErrorList{invalid(p, b, "Invalid state, cluster %s has bucket %s of another parent.", c.ID, b)}
+	case !ok:
+		return field.ErrorList{invalid(p, b, "Invalid state, cluster %s has bucket %s but no such job cluster.", c.ID, b)}
+	}
 	return nil
+}
+
+func (s State) validateBucketNodes(p *field.Path, c Cluster, t, b string, ids []string, seen map[string]bool) field.ErrorList {
+	var errs field.ErrorList
+	for i, id := range ids {
+		ip := p.Index(i)
+		if i > 0 && ids[i-1] >= id {
+			errs = append(errs, invalid(ip, id, "Invalid state, bucket %s/%s of template %s is not strictly ascending at %s.", c.ID, b, t, id))
+			continue
+		}
+		n, ok := s.Nodes[id]
+		switch {
+		case !ok:
+			errs = append(errs, invalid(ip, id, "Invalid state, node %s of %s/%s is not in the node table.", id, c.ID, b))
+		case n.Template != t:
+			errs = append(errs, invalid(ip, id, "Invalid state, node %s of template %s is listed under template %s in %s.", id, n.Template, t, c.ID))
+		case seen[id]:
+			errs = append(errs, invalid(ip, id, "Invalid state, node %s is in more than one bucket.", id))
+		}
+		seen[id] = true
+	}
+	return errs
 }
 
 func sortedNodeIDs(m map[string]Node) []string {
@@ -159,3 +214,18 @@ func pick(nodes map[string]Node, ids []string, k int, eligible func(Node) bool, 
 func alive(n Node) bool    { return n.Alive }
 func anyNode(Node) bool    { return true }
 func idleNode(n Node) bool { return n.Idle() }
+
+// satAdd returns a+b for non-negative counts, saturating at the largest int
+// instead of wrapping.
+func satAdd(a, b int) int {
+	if b > 0 && a > maxInt-b {
+		return maxInt
+	}
+	return a + b
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+// maxReplicas is the largest count a replica set may hold: the anchor's
+// replica counts are 32-bit.
+const maxReplicas = 1<<31 - 1

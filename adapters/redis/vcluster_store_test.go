@@ -74,7 +74,7 @@ func TestVClusterStoreEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := vcluster.Apply(ctx, p, next, st)
+		rep, err := vcluster.Apply(ctx, p, st)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,17 +97,17 @@ func TestVClusterStoreEndToEnd(t *testing.T) {
 		}
 		s = next
 	}
-	run(vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "train", Divisible: true, ReplicaSets: vcluster.ReplicaSet{"t0": 4, "t1": 4}}, 1))
-	run(vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"t0": 3}}, 2))
-	run(vcluster.PlanCreateJobCluster(s, vcluster.JobRequest{Parent: "train", Job: "job1", ReplicaSets: vcluster.ReplicaSet{"t0": 2, "t1": 1}}, 3))
-	run(vcluster.PlanCreateJobCluster(s, vcluster.JobRequest{Parent: vcluster.PrimaryID, Job: "job2", ReplicaSets: vcluster.ReplicaSet{"t1": 1}}, 4))
+	run(vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "train", Divisible: true, ReplicaSets: vcluster.ReplicaSet{"t0": 4, "t1": 4}}, Revision: 1}, vcluster.Options{}))
+	run(vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"t0": 3}}, Revision: 2}, vcluster.Options{}))
+	run(vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "train", Job: "job1", ReplicaSets: vcluster.ReplicaSet{"t0": 2, "t1": 1}}, Revision: 3}, vcluster.Options{}))
+	run(vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: vcluster.PrimaryID, Job: "job2", ReplicaSets: vcluster.ReplicaSet{"t1": 1}}, Revision: 4}, vcluster.Options{}))
 	for _, id := range append(s.Members("train##job1")[:1], s.Members("serve")[:2]...) {
 		if s, err = s.SetNode(id, false, false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	run(vcluster.PlanReplenish(s, vcluster.ReplenishOptions{}))
-	run(vcluster.PlanRemove(s, "kPrimaryClusterID##job2"))
+	run(vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{}))
+	run(vcluster.PlanRemove(vcluster.RemoveInput{State: s, ID: "kPrimaryClusterID##job2"}, vcluster.Options{}))
 	if published != 6 {
 		t.Fatalf("%d records published, want 6", published)
 	}
@@ -121,7 +121,11 @@ func TestVClusterStoreEndToEnd(t *testing.T) {
 	for _, n := range vclusterNodes(20) {
 		table = append(table, s.Nodes[n.ID])
 	}
-	got, plan := vcluster.PlanRecover(table, records)
+	plan, err := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}, vcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := plan.After
 	if !plan.Empty() {
 		t.Fatalf("recovery from a consistent store planned:\n%s", plan)
 	}
@@ -164,7 +168,7 @@ func TestVClusterStoreFailsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"t0": 1}}, 1)
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"t0": 1}}, Revision: 1}, vcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,12 +177,12 @@ func TestVClusterStoreFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Stop()
-	rep, err := vcluster.Apply(ctx, p, next, st)
+	rep, err := vcluster.Apply(ctx, p, st)
 	if err == nil || len(rep.Flushed) != 0 {
 		t.Fatalf("apply with Redis down: report %+v, err %v", rep, err)
 	}
 	srv.Restart()
-	if _, err := vcluster.Apply(ctx, p, next, st); err != nil {
+	if _, err := vcluster.Apply(ctx, p, st); err != nil {
 		t.Fatal(err)
 	}
 	records, err := st.LoadRecords(ctx)

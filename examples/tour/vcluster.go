@@ -45,19 +45,15 @@ func runVCluster(w io.Writer) error {
 	// do plans, applies and writes one step, narrating it.
 	do := func(what string, p vcluster.Plan, err error) error {
 		fmt.Fprintf(w, "\n%s\n", what)
-		var e *vcluster.Error
-		if errors.As(err, &e) {
-			fmt.Fprintf(w, "  refused: %s %q\n  recommend %s; nothing moved\n", e.Code, e.Message, e.Recommend)
+		if err != nil {
+			return err
+		}
+		if e := p.Refusal; e != nil {
+			fmt.Fprintf(w, "  refused: %s %q\n  recommend %s; nothing moved\n", e.Reason.Code, e.Reason.Message, e.Recommend)
 			return nil
 		}
-		if err != nil {
-			return err
-		}
-		next, err := s.Apply(p)
-		if err != nil {
-			return err
-		}
-		rep, err := vcluster.Apply(ctx, p, next, store)
+		next := p.After
+		rep, err := vcluster.Apply(ctx, p, store)
 		if err != nil {
 			return err
 		}
@@ -71,16 +67,16 @@ func runVCluster(w io.Writer) error {
 		plan func() (vcluster.Plan, error)
 	}{
 		{"Carve a divisible cluster \"train\" (lends nodes to jobs) of {8c16g: 4, gpu: 2}.", func() (vcluster.Plan, error) {
-			return vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "train", Divisible: true, ReplicaSets: vcluster.ReplicaSet{"8c16g": 4, "gpu": 2}}, 1)
+			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "train", Divisible: true, ReplicaSets: vcluster.ReplicaSet{"8c16g": 4, "gpu": 2}}, Revision: 1}, vcluster.Options{})
 		}},
 		{"Carve an indivisible cluster \"serve\" of {8c16g: 2}: published to every worker.", func() (vcluster.Plan, error) {
-			return vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"8c16g": 2}}, 2)
+			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"8c16g": 2}}, Revision: 2}, vcluster.Options{})
 		}},
 		{"Ask \"serve\" for {8c16g: 2, gpu: 3}: only 2 gpu nodes are left.", func() (vcluster.Plan, error) {
-			return vcluster.PlanCreateOrUpdate(s, vcluster.Request{ID: "serve", Revision: 2, ReplicaSets: vcluster.ReplicaSet{"8c16g": 2, "gpu": 3}}, 3)
+			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", Revision: 2, ReplicaSets: vcluster.ReplicaSet{"8c16g": 2, "gpu": 3}}, Revision: 3}, vcluster.Options{})
 		}},
 		{"Divide job cluster train##job1 of {8c16g: 3, gpu: 1} out of \"train\".", func() (vcluster.Plan, error) {
-			return vcluster.PlanCreateJobCluster(s, vcluster.JobRequest{Parent: "train", Job: "job1", ReplicaSets: vcluster.ReplicaSet{"8c16g": 3, "gpu": 1}}, 4)
+			return vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "train", Job: "job1", ReplicaSets: vcluster.ReplicaSet{"8c16g": 3, "gpu": 1}}, Revision: 4}, vcluster.Options{})
 		}},
 	}
 	for _, st := range steps {
@@ -97,7 +93,7 @@ func runVCluster(w io.Writer) error {
 			return err
 		}
 	}
-	p, err := vcluster.PlanReplenish(s, vcluster.ReplenishOptions{})
+	p, err := vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{})
 	if err := do("Three nodes die. One replenish plan heals all of them (ant-ray heals one per type per cluster per 30 s round); the job cluster's parent bucket swaps with it.", p, err); err != nil {
 		return err
 	}
@@ -106,18 +102,18 @@ func runVCluster(w io.Writer) error {
 	// The job finishes while a detached actor still lives.
 	s, _ = s.SetJobDead("train##job1", true)
 	s, _ = s.SetDetached("train##job1", 1)
-	p, err = vcluster.PlanGC(s)
+	p, err = vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{})
 	if err := do("job1 finishes, but a detached actor lives on: GC keeps its cluster.", p, err); err != nil {
 		return err
 	}
 	s, _ = s.SetDetached("train##job1", 0)
-	p, err = vcluster.PlanGC(s)
+	p, err = vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{})
 	if err := do("The detached actor exits: GC returns the job's nodes to \"train\".", p, err); err != nil {
 		return err
 	}
 
 	// A crash between the two flushes of a job-cluster heal.
-	p, err = vcluster.PlanCreateJobCluster(s, vcluster.JobRequest{Parent: "train", Job: "job2", ReplicaSets: vcluster.ReplicaSet{"8c16g": 2}}, 5)
+	p, err = vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "train", Job: "job2", ReplicaSets: vcluster.ReplicaSet{"8c16g": 2}}, Revision: 5}, vcluster.Options{})
 	if err := do("Divide train##job2 of {8c16g: 2}.", p, err); err != nil {
 		return err
 	}
@@ -129,16 +125,13 @@ func runVCluster(w io.Writer) error {
 	if s, err = s.SetNode(victim, false, false); err != nil {
 		return err
 	}
-	p, err = vcluster.PlanReplenish(s, vcluster.ReplenishOptions{})
+	p, err = vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{})
 	if err != nil {
 		return err
 	}
-	next, err := s.Apply(p)
-	if err != nil {
-		return err
-	}
+	next := p.After
 	fmt.Fprintf(w, "\nNode %s of job2 dies; the heal must flush %v. The control plane crashes after the first write.\n", victim, p.Flush)
-	if _, err := vcluster.Apply(ctx, p, next, &crashAfter{store, 1}); err == nil {
+	if _, err := vcluster.Apply(ctx, p, &crashAfter{store, 1}); err == nil {
 		return errors.New("the crash did not happen")
 	}
 	records, err := store.LoadRecords(ctx)
@@ -149,9 +142,13 @@ func runVCluster(w io.Writer) error {
 	for _, id := range slices.Sorted(maps.Keys(next.Nodes)) {
 		table = append(table, next.Nodes[id])
 	}
-	recovered, rp := vcluster.PlanRecover(table, records)
+	rp, err := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}, vcluster.Options{})
+	if err != nil {
+		return err
+	}
+	recovered := rp.After
 	fmt.Fprintf(w, "Restart: PlanRecover replays the node table and %d stored records.\n%s", len(records), indent(rp.String()))
-	if _, err := vcluster.Apply(ctx, rp, recovered, store); err != nil {
+	if _, err := vcluster.Apply(ctx, rp, store); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "Recovered:\n%s", indent(recovered.String()))
@@ -166,7 +163,7 @@ func runVCluster(w io.Writer) error {
 	if records, err = store.LoadRecords(ctx); err != nil {
 		return err
 	}
-	if _, again := vcluster.PlanRecover(table, records); !again.Empty() {
+	if again, err := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}, vcluster.Options{}); err != nil || !again.Empty() {
 		return fmt.Errorf("a second restart still repairs:\n%s", again)
 	}
 	fmt.Fprintln(w, "Alive members and replica sets equal those before the crash; train was rewritten, so a second restart finds nothing to repair.")
