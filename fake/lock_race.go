@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/plancore/plancore/lock"
 )
 
@@ -17,17 +19,17 @@ import (
 // lock.Locker, or any other implementation under test (e.g. a HAMi-like one).
 type LockClient interface {
 	Acquire(ctx context.Context, key lock.Key, req lock.Requester) (lock.Grant, error)
-	Release(ctx context.Context, key lock.Key, req lock.Requester) (lock.ReleaseDecision, error)
+	Release(ctx context.Context, key lock.Key, req lock.Requester) (lock.Plan, error)
 }
 
 // LockRaceEnv is what a LockRace hands a client: a store whose every call is a
-// scheduling point, the process's own (skewed) clock, a truthful holder oracle
-// (also a scheduling point), a sleep that is a scheduling point, and a seed.
+// scheduling point, the process's own (skewed) clock whose every timer is a
+// scheduling point (it fires when the run resumes the process, whatever its
+// duration), a truthful holder oracle (also a scheduling point), and a seed.
 type LockRaceEnv struct {
 	Store  lock.Store
-	Now    func() time.Time
+	Clock  clock.Clock
 	Holder func(ctx context.Context, key lock.Key, rec lock.Record) lock.Holder
-	Sleep  func(ctx context.Context, d time.Duration, wake <-chan struct{}) error
 	Seed   uint64
 }
 
@@ -105,6 +107,7 @@ type raceProc struct {
 	client     LockClient
 	busy       bool
 	cancel     context.CancelFunc
+	ctx        context.Context // the running call's context
 	parked     *raceGate
 	beliefs    map[int]raceBelief
 }
@@ -132,7 +135,7 @@ type raceEvent struct {
 	op   string
 	node int
 	g    lock.Grant
-	rd   lock.ReleaseDecision
+	rd   lock.Plan
 	err  error
 }
 
@@ -179,7 +182,7 @@ func (r LockRace) Run(c Chooser) (LockRaceReport, error) {
 		fenced:  map[int]uint64{},
 		ttl:     r.Options.EffectiveTTL(),
 	}
-	if r.Options.ExpiryClock == lock.WriterClock {
+	if r.Options.ExpiryClock != lock.ObservationClock {
 		run.margins = 2 * r.MaxSkew
 	}
 	for i := range r.Processes {
@@ -226,13 +229,9 @@ func (r *raceRun) spawn(p *raceProc) {
 	p.beliefs = map[int]raceBelief{}
 	env := LockRaceEnv{
 		Store: &raceStore{r: r, p: p},
-		Now:   func() time.Time { return r.now.Add(p.offset) },
+		Clock: &raceClock{r: r, p: p},
 		Holder: func(ctx context.Context, key lock.Key, rec lock.Record) lock.Holder {
 			return r.holder(ctx, p, key, rec)
-		},
-		Sleep: func(ctx context.Context, _ time.Duration, _ <-chan struct{}) error {
-			_, err := r.park(ctx, p, "sleep", lock.Key{})
-			return err
 		},
 		Seed: uint64(p.id)<<32 | uint64(p.gen),
 	}
@@ -240,12 +239,52 @@ func (r *raceRun) spawn(p *raceProc) {
 		p.client = r.NewClient(env, r.Options)
 	} else {
 		p.client = &lock.Locker{
-			Store: env.Store, Options: r.Options, Now: env.Now, Holder: env.Holder, Sleep: env.Sleep,
+			Store: env.Store, Options: r.Options, Clock: env.Clock, Holder: env.Holder,
 			Backoff: lock.Backoff{Wait: 2 * time.Second},
 			Rand:    rand.New(rand.NewPCG(env.Seed, 1)),
 		}
 	}
 }
+
+// raceClock is one process's clock: the run's time plus the process's offset.
+// Every timer is a scheduling point: creating one parks the process, and the
+// timer has fired when the run resumes it (or never fires when the run kills
+// the process, whose context is then cancelled).
+type raceClock struct {
+	r *raceRun
+	p *raceProc
+}
+
+var _ clock.Clock = (*raceClock)(nil)
+
+func (c *raceClock) Now() time.Time                  { return c.r.now.Add(c.p.offset) }
+func (c *raceClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c *raceClock) After(d time.Duration) <-chan time.Time {
+	return c.NewTimer(d).C()
+}
+func (c *raceClock) Sleep(d time.Duration) { <-c.After(d) }
+func (c *raceClock) Tick(d time.Duration) <-chan time.Time {
+	return c.After(d)
+}
+
+// NewTimer parks the process; the returned timer has fired once it resumes.
+func (c *raceClock) NewTimer(time.Duration) clock.Timer {
+	t := &raceTimer{ch: make(chan time.Time, 1)}
+	ctx := c.p.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if _, err := c.r.park(ctx, c.p, "sleep", lock.Key{}); err == nil {
+		t.ch <- c.Now()
+	}
+	return t
+}
+
+type raceTimer struct{ ch chan time.Time }
+
+func (t *raceTimer) C() <-chan time.Time      { return t.ch }
+func (t *raceTimer) Stop() bool               { return false }
+func (t *raceTimer) Reset(time.Duration) bool { return false }
 
 // park blocks the calling process until the run resumes it.
 func (r *raceRun) park(ctx context.Context, p *raceProc, op string, key lock.Key) (raceResume, error) {
@@ -271,7 +310,7 @@ func (r *raceRun) holder(ctx context.Context, self *raceProc, key lock.Key, rec 
 		if q.req.Namespace != rec.Namespace || q.req.Name != rec.Name {
 			continue
 		}
-		if rec.UID != "" && rec.UID != q.req.UID && r.Options.Identity == lock.UIDThenName {
+		if rec.UID != "" && rec.UID != q.req.UID && r.Options.Identity != lock.NameOnly {
 			return lock.Holder{State: lock.HolderNotFound, Replaced: q.alive}
 		}
 		switch {
@@ -307,7 +346,7 @@ func (r *raceRun) wait() {
 			return
 		}
 		rec := ev.g.Record()
-		switch ev.g.Decision.Kind {
+		switch ev.g.Plan.Kind {
 		case lock.AlreadyHeld:
 			r.rep.AlreadyHeld++
 		case lock.StealExpired, lock.StealDangling:
@@ -316,7 +355,7 @@ func (r *raceRun) wait() {
 			r.rep.Grants++
 		}
 		b := raceBelief{rec: rec, until: rec.Time.Add(r.ttl - r.margins)}
-		r.logf("p%d acquire %s: %s epoch %d, believes until %s (own clock)", p.id, key.Node, ev.g.Decision.Kind, rec.Epoch, b.until.Format("15:04:05"))
+		r.logf("p%d acquire %s: %s epoch %d, believes until %s (own clock)", p.id, key.Node, ev.g.Plan.Kind, rec.Epoch, b.until.Format("15:04:05"))
 		if !p.believes(b, r.now) {
 			return
 		}
@@ -347,7 +386,7 @@ func (p *raceProc) believes(b raceBelief, globalNow time.Time) bool {
 // start runs op for p in a goroutine and waits for its first event.
 func (r *raceRun) start(p *raceProc, op string, node int) {
 	ctx, cancel := context.WithCancel(context.Background())
-	p.busy, p.cancel = true, cancel
+	p.busy, p.cancel, p.ctx = true, cancel, ctx
 	key := r.key(node)
 	if op == "release" {
 		delete(p.beliefs, node) // a process stops using the resource before releasing

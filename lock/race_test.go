@@ -16,12 +16,12 @@ import (
 
 // genOptions draws the lock options the race property covers. Identity stays
 // UIDThenName: under the NameOnly compat option a re-created pod with the
-// holder's name inherits its lock (HAMi's D4 defect, kept on purpose), so the
+// holder's name inherits its lock (HAMi's behaviour, kept on purpose), so the
 // harness, which re-creates pods, rightly finds two holders there.
 func genOptions(t *rapid.T) lock.Options {
 	return lock.Options{
 		TTL:                       time.Minute,
-		ExpiryClock:               lock.ExpiryClock(rapid.IntRange(0, 1).Draw(t, "clock")),
+		ExpiryClock:               rapid.SampledFrom([]lock.ExpiryClock{lock.WriterClock, lock.ObservationClock}).Draw(t, "clock"),
 		StealFromAllocatingHolder: rapid.Bool().Draw(t, "stealFromAllocating"),
 		TerminalHolderAlive:       rapid.Bool().Draw(t, "terminalAlive"),
 	}
@@ -69,10 +69,10 @@ type hamiClient struct {
 }
 
 func newHAMiClient(env fake.LockRaceEnv, opts lock.Options) fake.LockClient {
-	return &hamiClient{env: env, opts: opts, rel: &lock.Locker{Store: env.Store, Options: opts, Now: env.Now, Sleep: env.Sleep}}
+	return &hamiClient{env: env, opts: opts, rel: &lock.Locker{Store: env.Store, Options: opts, Clock: env.Clock}}
 }
 
-func (c *hamiClient) Release(ctx context.Context, key lock.Key, req lock.Requester) (lock.ReleaseDecision, error) {
+func (c *hamiClient) Release(ctx context.Context, key lock.Key, req lock.Requester) (lock.Plan, error) {
 	return c.rel.Release(ctx, key, req)
 }
 
@@ -81,20 +81,20 @@ func (c *hamiClient) Acquire(ctx context.Context, key lock.Key, req lock.Request
 	if err != nil {
 		return lock.Grant{}, err
 	}
-	now := c.env.Now()
+	now := c.env.Clock.Now()
 	obs.FirstObservedAt = now
-	d, err := lock.Decide(obs, req, now, c.opts, lock.Holder{})
+	d, err := decide(obs, req, now, c.opts, lock.Holder{})
 	if err != nil {
 		return lock.Grant{}, err
 	}
-	if d.Kind == lock.Refuse && d.Reason == lock.ReasonHolderUnknown {
-		if d, err = lock.Decide(obs, req, now, c.opts, c.env.Holder(ctx, key, d.Record)); err != nil {
+	if d.Kind == lock.Refuse && d.Reason.Code == lock.ReasonHolderUnknown {
+		if d, err = decide(obs, req, now, c.opts, c.env.Holder(ctx, key, d.Record)); err != nil {
 			return lock.Grant{}, err
 		}
 	}
 	switch d.Kind {
 	case lock.AlreadyHeld:
-		return lock.Grant{Decision: d}, nil
+		return lock.Grant{Plan: d}, nil
 	case lock.Acquire:
 		return c.set(ctx, key, req)
 	case lock.StealExpired, lock.StealDangling:
@@ -124,11 +124,11 @@ func (c *hamiClient) set(ctx context.Context, key lock.Key, req lock.Requester) 
 	if obs.Present {
 		return lock.Grant{}, lock.ErrContention
 	}
-	rec := lock.Record{Time: c.env.Now().UTC().Truncate(time.Second), Namespace: req.Namespace, Name: req.Name, UID: req.UID, Epoch: obs.EpochHigh + 1}
+	rec := lock.Record{Time: c.env.Clock.Now().UTC().Truncate(time.Second), Namespace: req.Namespace, Name: req.Name, UID: req.UID, Epoch: obs.EpochHigh + 1}
 	if err := c.env.Store.CompareAndSwap(ctx, key, lock.Precondition{Version: obs.Version}, rec); err != nil {
 		return lock.Grant{}, err
 	}
-	return lock.Grant{Decision: lock.Decision{Kind: lock.Acquire, Key: key, Record: rec}}, nil
+	return lock.Grant{Plan: lock.Plan{Kind: lock.Acquire, Key: key, Record: rec}}, nil
 }
 
 // raceSeeds is how many seeded runs the D1 demonstration makes per client.

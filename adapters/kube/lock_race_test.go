@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/utils/clock"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -147,7 +148,7 @@ func TestNodeLockRace(t *testing.T) {
 			Store:   store,
 			Options: opts,
 			Backoff: lock.Backoff{Initial: 20 * time.Millisecond, Max: 250 * time.Millisecond, Wait: 30 * time.Second},
-			Now:     func() time.Time { return time.Now().Add(offset) },
+			Clock:   skewedClock{offset: offset},
 			Rand:    rand.New(rand.NewPCG(uint64(p), 7)),
 			Holder: func(ctx context.Context, _ lock.Key, rec lock.Record) lock.Holder {
 				var pod corev1.Pod
@@ -185,11 +186,11 @@ func TestNodeLockRace(t *testing.T) {
 					errs <- fmt.Errorf("%s: Acquire: %w", name, err)
 					return
 				}
-				if g.Decision.Kind == lock.AlreadyHeld {
-					errs <- fmt.Errorf("%s: AlreadyHeld on a fresh acquire: %v", name, g.Decision)
+				if g.Plan.Kind == lock.AlreadyHeld {
+					errs <- fmt.Errorf("%s: AlreadyHeld on a fresh acquire: %v", name, g.Plan)
 					return
 				}
-				count(g.Decision.Kind)
+				count(g.Plan.Kind)
 				// The record's time is on this process's clock; the
 				// deadline is turned back into real time.
 				deadline := g.Record().Time.Add(-offsets[p]).Add(ttl - margin)
@@ -291,3 +292,13 @@ func TestNodeLockRace(t *testing.T) {
 		t.Errorf("only %d of %d grants were checked against live beliefs", track.checks, grants.Load())
 	}
 }
+
+// skewedClock is the real clock read offset ahead (or behind): one process of
+// a cluster whose clocks disagree. Its timers are the real ones.
+type skewedClock struct {
+	clock.RealClock
+	offset time.Duration
+}
+
+func (c skewedClock) Now() time.Time                  { return time.Now().Add(c.offset) }
+func (c skewedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }

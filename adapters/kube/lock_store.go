@@ -272,9 +272,8 @@ func (s *NodeLockStore) CompareAndSwap(ctx context.Context, key lock.Key, pre lo
 	if err := key.Validate(); err != nil {
 		return err
 	}
-	if rec.Namespace == "" || rec.Name == "" || rec.UID == "" || rec.Epoch == 0 {
-		return fmt.Errorf("%w: record %s/%s uid %q epoch %d: a Node lock record needs namespace, name, UID and an epoch ≥ 1",
-			lock.ErrBadInput, rec.Namespace, rec.Name, rec.UID, rec.Epoch)
+	if err := rec.ValidateExtended(); err != nil {
+		return err
 	}
 	v, done, err := s.beginWrite(ctx, key, pre)
 	if err != nil {

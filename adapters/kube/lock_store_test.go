@@ -16,6 +16,7 @@ import (
 
 	"github.com/plancore/plancore/adapters/kube"
 	"github.com/plancore/plancore/adapters/kube/kubetest"
+	"github.com/plancore/plancore/fake"
 	"github.com/plancore/plancore/lock"
 )
 
@@ -77,8 +78,8 @@ func TestNodeLockStoreContract(t *testing.T) {
 		t.Fatalf("CAS expecting a value on an unlocked node: %v, want ErrConflict", err)
 	}
 	// A record without UID cannot be written: the sidecar needs it.
-	if err := store.CompareAndSwap(ctx, key, absent, lock.Record{Time: t0, Namespace: "default", Name: "p1", Epoch: 1}); !errors.Is(err, lock.ErrBadInput) {
-		t.Fatalf("CAS without UID: %v, want ErrBadInput", err)
+	if err := store.CompareAndSwap(ctx, key, absent, lock.Record{Time: t0, Namespace: "default", Name: "p1", Epoch: 1}); !errors.Is(err, lock.ErrInvalidInput) {
+		t.Fatalf("CAS without UID: %v, want ErrInvalidInput", err)
 	}
 	if got := nodeAnnotations(t, env, node); len(got) != 0 {
 		t.Fatalf("refused writes left annotations %v", got)
@@ -174,7 +175,7 @@ func TestNodeLockStoreExtendedFormat(t *testing.T) {
 	node := newNode(t, env).Name
 	key := lock.Key{Name: lock.CambriconLockName, Node: node}
 	store := &kube.NodeLockStore{Client: env.Client, Format: kube.WireExtended}
-	l := &lock.Locker{Store: store, Now: func() time.Time { return t0 }}
+	l := &lock.Locker{Store: store, Clock: fake.NewClock(t0)}
 	req := lock.Requester{Namespace: "ml", Name: "p1", UID: "u1"}
 	g, err := l.Acquire(ctx, key, req)
 	if err != nil {
@@ -241,10 +242,10 @@ func TestNodeLockStoreHAMiInterop(t *testing.T) {
 	hamiPod := newPod(t, env, ns, "hami-pod")
 	ourPod := newPod(t, env, ns, "our-pod")
 	req := lock.Requester{Namespace: ns, Name: ourPod.Name, UID: string(ourPod.UID)}
-	now := time.Now()
+	clk := fake.NewClock(time.Now())
 	l := &lock.Locker{
 		Store: &kube.NodeLockStore{Client: env.Client},
-		Now:   func() time.Time { return now },
+		Clock: clk,
 		Holder: func(ctx context.Context, _ lock.Key, rec lock.Record) lock.Holder {
 			var p corev1.Pod
 			err := env.Client.Get(ctx, client.ObjectKey{Namespace: rec.Namespace, Name: rec.Name}, &p)
@@ -254,7 +255,7 @@ func TestNodeLockStoreHAMiInterop(t *testing.T) {
 
 	// HAMi's scheduler holds the lock (local zone, no sidecar): plancore sees
 	// contention while the holder pod lives.
-	if err := hamiLockNode(ctx, env.Client, node, ns, hamiPod.Name, now); err != nil {
+	if err := hamiLockNode(ctx, env.Client, node, ns, hamiPod.Name, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Acquire(ctx, key, req); !errors.Is(err, lock.ErrContention) {
@@ -269,10 +270,10 @@ func TestNodeLockStoreHAMiInterop(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Acquire after HAMi's release: %v", err)
 	}
-	if g.Decision.Kind != lock.Acquire || g.Record().Epoch != 1 {
-		t.Fatalf("grant %v", g.Decision)
+	if g.Plan.Kind != lock.Acquire || g.Record().Epoch != 1 {
+		t.Fatalf("grant %v", g.Plan)
 	}
-	if err := hamiLockNode(ctx, env.Client, node, ns, hamiPod.Name, now); !errors.Is(err, lock.ErrContention) {
+	if err := hamiLockNode(ctx, env.Client, node, ns, hamiPod.Name, clk.Now()); !errors.Is(err, lock.ErrContention) {
 		t.Fatalf("HAMi scheduler on a plancore-held lock: %v, want contention", err)
 	}
 	// HAMi's device plugin, allocating our pod, releases plancore's lock by the
@@ -282,7 +283,7 @@ func TestNodeLockStoreHAMiInterop(t *testing.T) {
 	}
 	// HAMi takes it again; its holder pod then disappears: plancore steals the
 	// dangling lock with an epoch above the sidecar's, which HAMi never touches.
-	if err := hamiLockNode(ctx, env.Client, node, ns, hamiPod.Name, now); err != nil {
+	if err := hamiLockNode(ctx, env.Client, node, ns, hamiPod.Name, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.Client.Delete(ctx, hamiPod); err != nil {
@@ -292,8 +293,8 @@ func TestNodeLockStoreHAMiInterop(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Acquire with HAMi's holder gone: %v", err)
 	}
-	if g.Decision.Kind != lock.StealDangling || g.Record().Epoch != 2 {
-		t.Fatalf("grant %v, want StealDangling with epoch 2", g.Decision)
+	if g.Plan.Kind != lock.StealDangling || g.Record().Epoch != 2 {
+		t.Fatalf("grant %v, want StealDangling with epoch 2", g.Plan)
 	}
 	// Our own release is owner-checked and leaves the sidecar.
 	if d, err := l.Release(ctx, key, req); err != nil || d.Kind != lock.Release {

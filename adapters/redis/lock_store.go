@@ -141,11 +141,8 @@ func (s *LockStore) CompareAndSwap(ctx context.Context, key lock.Key, pre lock.P
 	if err := key.Validate(); err != nil {
 		return err
 	}
-	switch {
-	case rec.Namespace == "" || rec.Name == "" || rec.UID == "":
-		return fmt.Errorf("%w: Record needs namespace, name and UID for the extended format, got %q/%q uid %q", lock.ErrBadInput, rec.Namespace, rec.Name, rec.UID)
-	case rec.Epoch == 0:
-		return fmt.Errorf("%w: Record.Epoch must be at least 1", lock.ErrBadInput)
+	if err := rec.ValidateExtended(); err != nil {
+		return err
 	}
 	present := "0"
 	if pre.Present {
