@@ -58,7 +58,7 @@ func (c RandChooser) Choose(_ string, n int) int { return c.R.IntN(n) }
 // A process believes it holds a lock from a successful Acquire until the
 // first of its Release call, its death, or its own-clock deadline
 // Record.Time + TTL − margin, where margin is 2×MaxSkew on the writer's clock
-// and 0 on the observation clock. (The spec counts from the grant and adds a
+// and 0 on the observation clock. (Counting from the grant would need an extra
 // second for whole-second timestamps; counting from the record's own
 // timestamp, which is never later than the decision, needs no such second,
 // so the check here is tighter. A margin of 0 on the writer's clock is caught

@@ -69,13 +69,13 @@ func TestDecide(t *testing.T) {
 		want   wantPlan
 	}{
 		{
-			name: "absent: acquire at EpochHigh+1, absent at the observed version (spec example 1)",
+			name: "absent: acquire at EpochHigh+1, absent at the observed version",
 			obs:  Observation{Key: n1, Version: "100", EpochHigh: 6},
 			now:  at("10:00:00").Add(900 * time.Millisecond),
 			want: wantPlan{Kind: Acquire, Reason: ReasonUnlocked, Key: n1, TTL: DefaultTTL, Record: rec("10:00:00", "default", "p1", "u1", 7), Precondition: Precondition{Version: "100"}},
 		},
 		{
-			name: "age == TTL is not expired: HAMi's strict > (spec example 2)",
+			name: "age == TTL is not expired: HAMi's strict >",
 			obs:  held(p0), now: at("10:00:00"), holder: exists,
 			want: refuse(Refuse, ReasonHeldByOther, p0rec, at("10:00:00").Add(1)),
 		},
@@ -105,12 +105,12 @@ func TestDecide(t *testing.T) {
 			want: steal(StealDangling, ReasonHolderGone, p0, "09:59:00", 7),
 		},
 		{
-			name: "held, holder replaced by a same-name pod: steal dangling (D4)",
+			name: "held, holder replaced by a same-name pod: steal dangling (UID identity)",
 			obs:  held(p0), now: at("09:59:00"), holder: Holder{State: HolderNotFound, Replaced: true},
 			want: steal(StealDangling, ReasonHolderReplaced, p0, "09:59:00", 7),
 		},
 		{
-			name: "held, holder terminal: steal dangling (D6)",
+			name: "held, holder terminal: steal dangling, unlike HAMi #1368",
 			obs:  held(p0), now: at("09:59:00"), holder: Holder{State: HolderTerminal},
 			want: steal(StealDangling, ReasonHolderTerminal, p0, "09:59:00", 7),
 		},
@@ -145,7 +145,7 @@ func TestDecide(t *testing.T) {
 			want: refuse(Refuse, ReasonHeldByOther, rec("09:58:00", "", "", "", 0), at("10:03:00").Add(1)),
 		},
 		{
-			name: "malformed, first seen now: invalid until seen for TTL (D2; spec example 3)",
+			name: "malformed, first seen now: invalid until seen for TTL (HAMi blocks forever)",
 			obs:  held("lock"), now: at("10:00:00"),
 			want: refuse(Invalid, ReasonMalformed, Record{}, at("10:05:00").Add(1)),
 		},
@@ -175,7 +175,7 @@ func TestDecide(t *testing.T) {
 			want: refuse(Invalid, ReasonMalformed, Record{Namespace: "default", Name: "p0"}, at("10:05:00").Add(1)),
 		},
 		{
-			name: "timestamp more than TTL in the future: malformed on the writer clock (D3)",
+			name: "timestamp more than TTL in the future: malformed on the writer clock",
 			obs:  held("2026-06-14T10:05:01Z,default,p0"), now: at("10:00:00"), holder: exists,
 			// At 10:00:01 the timestamp is no longer more than TTL ahead.
 			want: refuse(Invalid, ReasonFutureTimestamp, rec("10:05:01", "default", "p0", "", 0), at("10:00:01")),
@@ -191,7 +191,7 @@ func TestDecide(t *testing.T) {
 			want: refuse(Refuse, ReasonHeldByOther, Record{Time: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), Namespace: "default", Name: "p0"}, time.Date(2027, 1, 1, 0, 5, 0, 1, time.UTC)),
 		},
 		{
-			name: "expired, holder allocating: protected up to 3×TTL (D7)",
+			name: "expired, holder allocating: protected up to 3×TTL, unlike HAMi #3096",
 			obs:  held(p0), now: at("10:00:01"), holder: allocating,
 			want: refuse(Refuse, ReasonHolderAllocating, p0rec, at("10:10:00").Add(1)),
 		},
@@ -221,7 +221,7 @@ func TestDecide(t *testing.T) {
 			want: refuse(Refuse, ReasonHolderUnknown, p0rec, time.Time{}),
 		},
 		{
-			name: "extended record, same name, other UID: not the owner (D4)",
+			name: "extended record, same name, other UID: not the owner (HAMi #2570)",
 			obs:  held("2026-06-14T09:58:00Z,default,p1,u0,6"), now: at("09:59:00"), holder: Holder{State: HolderNotFound, Replaced: true},
 			want: steal(StealDangling, ReasonHolderReplaced, "2026-06-14T09:58:00Z,default,p1,u0,6", "09:59:00", 7),
 		},
@@ -357,7 +357,7 @@ func TestPlanRelease(t *testing.T) {
 		want Plan
 	}{
 		{"absent", Observation{Key: n1, Version: "5"}, teamA, Options{}, noop(ReasonNotLocked)},
-		{"owner suffix needs the leading comma (#1433, spec example 5)", held(abc123), teamA, Options{}, noop(ReasonNotOwner)},
+		{"owner suffix needs the leading comma (#1433)", held(abc123), teamA, Options{}, noop(ReasonNotOwner)},
 		{"owner", held("2026-06-14T10:00:00Z,team-a,abc"), teamA, Options{}, release(ReasonOwner, "2026-06-14T10:00:00Z,team-a,abc")},
 		{"other namespace", held("2026-06-14T10:00:00Z,team-b,abc"), teamA, Options{}, noop(ReasonNotOwner)},
 		{"namespace that ends like the requester's: the leading comma matters", held("2026-06-14T10:00:00Z,my-team-a,abc"), teamA, Options{}, noop(ReasonNotOwner)},
@@ -365,12 +365,12 @@ func TestPlanRelease(t *testing.T) {
 		{"bad timestamp, owner suffix still applies", held("later,team-a,abc"), teamA, Options{}, release(ReasonOwner, "later,team-a,abc")},
 		{"4 parts ending in the owner: HAMi's suffix rule", held("x,y,team-a,abc"), teamA, Options{}, release(ReasonOwner, "x,y,team-a,abc")},
 		{"unnamed T,,", held("2026-06-14T10:00:00Z,,"), teamA, Options{}, noop(ReasonNotOwner)},
-		{"legacy: not releasable by just anyone (D10)", held("2026-06-14T10:00:00Z"), teamA, Options{}, noop(ReasonNotOwner)},
+		{"legacy: not releasable by just anyone, unlike HAMi #2054", held("2026-06-14T10:00:00Z"), teamA, Options{}, noop(ReasonNotOwner)},
 		{"legacy, compat: anyone (#2054)", held("2026-06-14T10:00:00Z"), teamA, Options{LegacyReleasableByAnyone: true}, release(ReasonLegacyReleasable, "2026-06-14T10:00:00Z")},
 		{"malformed without comma", held("lock"), teamA, Options{}, noop(ReasonNotOwner)},
 		{"malformed without comma, compat", held("lock"), teamA, Options{LegacyReleasableByAnyone: true}, release(ReasonLegacyReleasable, "lock")},
 		{"extended, same UID", held("2026-06-14T10:00:00Z,default,p1,u1,3"), p1, Options{}, release(ReasonOwner, "2026-06-14T10:00:00Z,default,p1,u1,3")},
-		{"extended, other UID (D4)", held("2026-06-14T10:00:00Z,default,p1,u0,3"), p1, Options{}, noop(ReasonNotOwner)},
+		{"extended, other UID", held("2026-06-14T10:00:00Z,default,p1,u0,3"), p1, Options{}, noop(ReasonNotOwner)},
 		{"extended, other UID, NameOnly", held("2026-06-14T10:00:00Z,default,p1,u0,3"), p1, Options{Identity: NameOnly}, release(ReasonOwner, "2026-06-14T10:00:00Z,default,p1,u0,3")},
 		{"extended, requester without UID", held("2026-06-14T10:00:00Z,default,p1,u0,3"), Requester{Namespace: "default", Name: "p1"}, Options{}, release(ReasonOwner, "2026-06-14T10:00:00Z,default,p1,u0,3")},
 		{"extended, other name", held("2026-06-14T10:00:00Z,default,p2,u1,3"), p1, Options{}, noop(ReasonNotOwner)},

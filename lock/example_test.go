@@ -10,7 +10,7 @@ import (
 	"github.com/plancore/plancore/lock"
 )
 
-// Decide at HAMi's expiry boundary (spec example 2): a lock exactly TTL old is
+// Decide at HAMi's expiry boundary: a lock exactly TTL old is
 // still held; one second later it is stolen by one compare-and-swap of the
 // observed value.
 func ExamplePlanAcquire() {

@@ -18,7 +18,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/")
 
-// goldenScenarios are narrated runs of the spec's examples (§6) and of the
+// goldenScenarios are narrated runs of typical lock scenarios and of the
 // defects plancore fixes, rendered through the decisions' String methods.
 var goldenScenarios = []struct {
 	name string

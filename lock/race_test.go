@@ -27,8 +27,8 @@ func genOptions(t *rapid.T) lock.Options {
 	}
 }
 
-// TestPropertyMutualExclusion is the spec's invariants 1, 4 and 6 under
-// concurrency: many processes with skewed clocks acquire, steal and release
+// TestPropertyMutualExclusion checks mutual exclusion, rising epochs and
+// fencing under concurrency: many processes with skewed clocks acquire, steal and release
 // through lock.Locker against the in-memory store, with holder deaths,
 // re-created pods, spurious conflicts and lost responses. No two ever believe
 // they hold the same node's lock, epochs strictly increase per node, and a
@@ -60,8 +60,8 @@ func TestPropertyMutualExclusion(t *testing.T) {
 // releases with the owner check skipped, which re-reads the value and deletes
 // whatever it finds (conditioned only on that re-read), and then sets the lock
 // if absent. The steal is the only difference from lock.Locker, so any
-// violation it shows is D1. It exists to show that the race harness catches
-// D1; it is not part of the library.
+// violation it shows is the double-holder race of that steal. It exists to
+// show that the race harness catches that race; it is not part of the library.
 type hamiClient struct {
 	env  fake.LockRaceEnv
 	opts lock.Options
@@ -131,7 +131,7 @@ func (c *hamiClient) set(ctx context.Context, key lock.Key, req lock.Requester) 
 	return lock.Grant{Plan: lock.Plan{Kind: lock.Acquire, Key: key, Record: rec}}, nil
 }
 
-// raceSeeds is how many seeded runs the D1 demonstration makes per client.
+// raceSeeds is how many seeded runs the double-holder demonstration makes per client.
 const raceSeeds = 600
 
 // TestHAMiLikeStealAllowsDoubleHolders is the demonstration: the same
@@ -165,7 +165,7 @@ func TestHAMiLikeStealAllowsDoubleHolders(t *testing.T) {
 		t.Errorf("plancore's CAS steal broke an invariant:\n%v", firstPlancore)
 	}
 	if hami == 0 {
-		t.Fatal("the HAMi-like steal never produced two holders: the harness cannot see D1")
+		t.Fatal("the HAMi-like steal never produced two holders: the harness cannot see the double-holder race")
 	}
 	if !strings.Contains(firstHAMi.Error(), "both believe they hold") && !strings.Contains(firstHAMi.Error(), "resource has seen") {
 		t.Errorf("the HAMi-like failure is not a double holder:\n%v", firstHAMi)

@@ -95,7 +95,7 @@ func TestLockerSpuriousConflictIsNotContention(t *testing.T) {
 	var sleeps []time.Duration
 	l := &lock.Locker{Store: store, Clock: stepClock{Clock: w.Clock, sleeps: &sleeps}}
 	// HAMi turns 409s from unrelated Node writes into failed attempts and,
-	// after five, into an error (D11); plancore re-reads at once.
+	// after five, into an error; plancore re-reads at once.
 	w.Faults.FailNext(fake.LockCAS, 9, lock.ErrConflict)
 	g, err := l.Acquire(ctx, node1, podA)
 	if err != nil || g.Record().Epoch != 1 || g.Attempts != 10 || len(sleeps) != 0 {

@@ -78,8 +78,8 @@ func (b *beliefs) end(id string) {
 // kept (an expiring lock). A requester believes it holds the lock from a
 // successful grant until it releases or dies, or until its own-clock deadline
 // T + TTL − 2S, where T is the timestamp of the record it wrote (its own
-// clock, truncated to the second: the spec's grantTime + TTL − (2S + 1 s) is
-// never later). At no moment may two requesters believe they hold it, and grant
+// clock, truncated to the second: a deadline counted from the grant,
+// grantTime + TTL − (2S + 1 s), is never later). At no moment may two requesters believe they hold it, and grant
 // epochs must strictly increase.
 func TestNodeLockRace(t *testing.T) {
 	env := kubetest.Shared(t)

@@ -42,9 +42,9 @@ const (
 // at the observed resourceVersion and answers 409 Conflict otherwise, which the
 // store reports as lock.ErrConflict. A steal is therefore a compare-and-swap
 // against the observed value; HAMi releases the re-read value and then sets
-// (D1). Because resourceVersion covers the whole Node, unrelated Node writes
+// (HAMi steals by a release and a set, so two stealers can both win). Because resourceVersion covers the whole Node, unrelated Node writes
 // (kubelet status, device handshakes) also cause conflicts; lock.Locker re-reads
-// and re-decides at once and does not count them as contention (D11).
+// and re-decides at once and does not count them as contention.
 //
 // The epoch high-water mark lives in the sidecar annotation, which a release
 // keeps, so epochs keep rising across releases. A HAMi scheduler that steals

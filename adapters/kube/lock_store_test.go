@@ -309,7 +309,7 @@ func TestNodeLockStoreHAMiInterop(t *testing.T) {
 	}
 }
 
-// TestNodeLockStoreConflictIsNotContention checks D11 on a real API server:
+// TestNodeLockStoreConflictIsNotContention checks that a conflict caused by an unrelated Node write is not contention, on a real API server:
 // unrelated Node writes racing the lock produce 409s that the Locker absorbs,
 // and the lock is still granted.
 func TestNodeLockStoreConflictIsNotContention(t *testing.T) {

@@ -35,7 +35,7 @@ type LockStoreOptions struct {
 	// ServerTTL, when positive, makes Redis expire a lock value on its own, a
 	// backstop for a store whose clients all vanished. It is off by default:
 	// the decision owns expiry, and a server-side expiry would bypass the
-	// protection of holders still allocating (D7). It must be at least the
+	// protection of holders still allocating. It must be at least the
 	// allocating ceiling of Lock (3 × TTL by default).
 	ServerTTL time.Duration
 	// Lock are the lock options the store is used with, to check ServerTTL.
