@@ -72,7 +72,7 @@ func NewGPUBind(w *World, pods *PodStore, opts lock.Options) *GPUBind {
 			return lock.ClassifyHolder(&p, nil, rec, opts.Identity)
 		},
 		Clock: advancingClock{w.Clock},
-		Rand: rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d)),
+		Rand:  rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d)),
 	}
 	return g
 }

@@ -163,7 +163,6 @@ func sameOwner(rec Record, req Requester, o Options) bool {
 	return true
 }
 
-
 // protects reports whether the allocating-holder protection covers an expired
 // lock of this age, if its holder turns out to be allocating.
 func (v view) protects(opts Options) bool {

@@ -399,7 +399,9 @@ func TestPlanRelease(t *testing.T) {
 }
 
 func TestForceRelease(t *testing.T) {
-	force := func(obs Observation) (Plan, error) { return PlanRelease(ReleaseInput{Observation: obs, Force: true}, Options{}) }
+	force := func(obs Observation) (Plan, error) {
+		return PlanRelease(ReleaseInput{Observation: obs, Force: true}, Options{})
+	}
 	got, err := force(held("lock"))
 	want := Plan{Kind: Release, Reason: reason(ReasonForced), Key: n1, Precondition: Precondition{Present: true, Raw: "lock", Version: "200"}}
 	if err != nil || got != want {
