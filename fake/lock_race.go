@@ -415,109 +415,136 @@ func (r *raceRun) kill(p *raceProc) {
 	r.wait()
 }
 
-func (r *raceRun) step() {
-	var idle, parked, alive, dead, believers []*raceProc
+// raceGroups sorts the processes by what a step may do with them.
+type raceGroups struct {
+	idle, parked, alive, dead, believers []*raceProc
+}
+
+func (r *raceRun) groups() raceGroups {
+	var g raceGroups
 	for _, p := range r.procs {
 		switch {
 		case !p.alive:
-			dead = append(dead, p)
+			g.dead = append(g.dead, p)
 		case p.busy:
-			parked = append(parked, p)
+			g.parked = append(g.parked, p)
 		default:
-			idle = append(idle, p)
+			g.idle = append(g.idle, p)
 		}
 		if p.alive {
-			alive = append(alive, p)
+			g.alive = append(g.alive, p)
 			for _, b := range p.beliefs {
 				if p.believes(b, r.now) {
-					believers = append(believers, p)
+					g.believers = append(g.believers, p)
 					break
 				}
 			}
 		}
 	}
-	pick := func(label string, ps []*raceProc) *raceProc { return ps[r.c.Choose(label, len(ps))] }
+	return g
+}
+
+func (r *raceRun) pick(label string, ps []*raceProc) *raceProc { return ps[r.c.Choose(label, len(ps))] }
+
+func (r *raceRun) step() {
+	g := r.groups()
 	// Weights: time 2, time to a boundary 1, acquire 3, release 1, resume 6,
 	// death 1, re-creation 1, use 1. An action that does not apply (nobody
 	// idle, ...) does nothing.
 	action := []int{0, 0, 5, 1, 1, 1, 3, 4, 4, 4, 4, 4, 4, 7, 8, 9}[r.c.Choose("action", 16)]
 	switch {
 	case action == 5:
-		// Jump next to an instant where some process's view changes: a
-		// believer's deadline, or when a process first sees a written record
-		// as expired on its own clock. Clock bugs live there.
-		var marks []time.Time
-		keys := slices.SortedFunc(maps.Keys(r.written), func(a, b lock.Key) int { return strings.Compare(a.Node, b.Node) })
-		for _, q := range r.procs {
-			for _, node := range slices.Sorted(maps.Keys(q.beliefs)) {
-				marks = append(marks, q.beliefs[node].until.Add(-q.offset))
-			}
-			for _, k := range keys {
-				marks = append(marks, r.written[k].Time.Add(r.ttl-q.offset))
-			}
-		}
-		if len(marks) == 0 {
-			return
-		}
-		slices.SortFunc(marks, func(a, b time.Time) int { return a.Compare(b) })
-		eps := []time.Duration{-time.Second, -time.Millisecond, 1, time.Millisecond, time.Second}
-		at := marks[r.c.Choose("mark", len(marks))].Add(eps[r.c.Choose("epsilon", len(eps))])
-		if at.After(r.now) {
-			r.logf("time jumps to %s", at.Format("15:04:05.000000000"))
-			r.now = at
-		}
+		r.jumpToMark()
 	case action == 0:
 		steps := []time.Duration{200 * time.Millisecond, 3 * time.Second, 30 * time.Second, r.ttl / 2, r.ttl, 2 * r.ttl, 4 * r.ttl}
 		d := steps[r.c.Choose("advance", len(steps))]
 		r.now = r.now.Add(d)
 		r.logf("time +%v", d)
-	case action == 1 && len(idle) > 0:
-		p, node := pick("acquirer", idle), r.c.Choose("node", r.Nodes)
+	case action == 1 && len(g.idle) > 0:
+		p, node := r.pick("acquirer", g.idle), r.c.Choose("node", r.Nodes)
 		r.logf("p%d starts acquire %s", p.id, r.key(node).Node)
 		r.start(p, "acquire", node)
-	case action == 3 && len(idle) > 0:
-		p, node := pick("releaser", idle), r.c.Choose("node", r.Nodes)
+	case action == 3 && len(g.idle) > 0:
+		p, node := r.pick("releaser", g.idle), r.c.Choose("node", r.Nodes)
 		r.logf("p%d starts release %s", p.id, r.key(node).Node)
 		r.start(p, "release", node)
-	case action == 4 && len(parked) > 0:
-		p := pick("resume", parked)
-		g := p.parked
-		p.parked = nil
-		var fault int
-		if r.Faults && (g.op == "cas" || g.op == "cad") {
-			fault = []int{0, 0, 1, 2}[r.c.Choose("fault", 4)]
-		}
-		r.logf("p%d resumes %s %s (fault %d)", p.id, g.op, g.key.Node, fault)
-		g.resume <- raceResume{fault: fault}
-		r.wait()
-	case action == 7 && len(alive) > 0:
-		p := pick("victim", alive)
-		p.terminal = r.c.Choose("terminal", 2) == 1
-		r.logf("p%d dies (terminal %v)", p.id, p.terminal)
-		p.alive = false
-		p.beliefs = map[int]raceBelief{}
-		r.rep.Deaths++
-		for p.busy {
-			r.kill(p)
-		}
-	case action == 8 && len(dead) > 0:
-		p := pick("respawn", dead)
+	case action == 4 && len(g.parked) > 0:
+		r.resume(r.pick("resume", g.parked))
+	case action == 7 && len(g.alive) > 0:
+		r.die(r.pick("victim", g.alive))
+	case action == 8 && len(g.dead) > 0:
+		p := r.pick("respawn", g.dead)
 		p.gen++
 		r.spawn(p)
 		r.rep.Respawns++
 		r.logf("p%d re-created as %s", p.id, p.req.UID)
-	case action == 9 && len(believers) > 0:
-		p := pick("user", believers)
-		for node, b := range p.beliefs {
-			if !p.believes(b, r.now) {
-				continue
-			}
-			r.rep.Uses++
-			if b.rec.Epoch < r.fenced[node] {
-				r.violate("p%d uses %s with epoch %d, but the resource has seen %d", p.id, r.key(node).Node, b.rec.Epoch, r.fenced[node])
-			}
-			r.fenced[node] = b.rec.Epoch
+	case action == 9 && len(g.believers) > 0:
+		r.use(r.pick("user", g.believers))
+	}
+}
+
+// jumpToMark moves time next to an instant where some process's view
+// changes: a believer's deadline, or when a process first sees a written
+// record as expired on its own clock. Clock bugs live there.
+func (r *raceRun) jumpToMark() {
+	var marks []time.Time
+	keys := slices.SortedFunc(maps.Keys(r.written), func(a, b lock.Key) int { return strings.Compare(a.Node, b.Node) })
+	for _, q := range r.procs {
+		for _, node := range slices.Sorted(maps.Keys(q.beliefs)) {
+			marks = append(marks, q.beliefs[node].until.Add(-q.offset))
 		}
+		for _, k := range keys {
+			marks = append(marks, r.written[k].Time.Add(r.ttl-q.offset))
+		}
+	}
+	if len(marks) == 0 {
+		return
+	}
+	slices.SortFunc(marks, func(a, b time.Time) int { return a.Compare(b) })
+	eps := []time.Duration{-time.Second, -time.Millisecond, 1, time.Millisecond, time.Second}
+	at := marks[r.c.Choose("mark", len(marks))].Add(eps[r.c.Choose("epsilon", len(eps))])
+	if at.After(r.now) {
+		r.logf("time jumps to %s", at.Format("15:04:05.000000000"))
+		r.now = at
+	}
+}
+
+// resume lets p's parked store call proceed, with a chosen fault for a write.
+func (r *raceRun) resume(p *raceProc) {
+	g := p.parked
+	p.parked = nil
+	var fault int
+	if r.Faults && (g.op == "cas" || g.op == "cad") {
+		fault = []int{0, 0, 1, 2}[r.c.Choose("fault", 4)]
+	}
+	r.logf("p%d resumes %s %s (fault %d)", p.id, g.op, g.key.Node, fault)
+	g.resume <- raceResume{fault: fault}
+	r.wait()
+}
+
+// die kills p: its pod is deleted, or kept as terminal.
+func (r *raceRun) die(p *raceProc) {
+	p.terminal = r.c.Choose("terminal", 2) == 1
+	r.logf("p%d dies (terminal %v)", p.id, p.terminal)
+	p.alive = false
+	p.beliefs = map[int]raceBelief{}
+	r.rep.Deaths++
+	for p.busy {
+		r.kill(p)
+	}
+}
+
+// use has p use every resource it believes it holds, checking the fence.
+func (r *raceRun) use(p *raceProc) {
+	for node, b := range p.beliefs {
+		if !p.believes(b, r.now) {
+			continue
+		}
+		r.rep.Uses++
+		if b.rec.Epoch < r.fenced[node] {
+			r.violate("p%d uses %s with epoch %d, but the resource has seen %d", p.id, r.key(node).Node, b.rec.Epoch, r.fenced[node])
+		}
+		r.fenced[node] = b.rec.Epoch
 	}
 }
 
