@@ -54,21 +54,52 @@ func TestNodeLockStoreContract(t *testing.T) {
 	env := kubetest.Shared(t)
 	ctx := testCtx(t, time.Minute)
 	node := newNode(t, env).Name
-	key := lock.NodeKey(node)
-	store := &kube.NodeLockStore{Client: env.Client}
-	rec := func(name string, epoch uint64) lock.Record {
-		return lock.Record{Time: t0, Namespace: "default", Name: name, UID: "uid-" + name, Epoch: epoch}
-	}
+	c := &nodeStoreContract{t: t, env: env, ctx: ctx, node: node, key: lock.NodeKey(node), store: &kube.NodeLockStore{Client: env.Client}}
 
-	obs, err := store.Get(ctx, key)
+	obs, err := c.store.Get(ctx, c.key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if obs.Present || obs.Version == "" || obs.EpochHigh != 0 {
 		t.Fatalf("fresh node: %+v, want absent with a version and epoch 0", obs)
 	}
-	absent := lock.Precondition{Version: obs.Version}
+	c.refusals(obs)
+	heldPre := c.acquire(lock.Precondition{Version: obs.Version})
+	fresh := c.staleVersion(heldPre)
+	c.stealAndRelease(fresh)
 
+	// A lock on a node that does not exist cannot be read or taken.
+	missing := lock.NodeKey(env.UniqueName("missing"))
+	if _, err := c.store.Get(ctx, missing); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get on a missing node: %v, want NotFound", err)
+	}
+}
+
+// nodeStoreContract is one run of TestNodeLockStoreContract; each clause
+// group is a method.
+type nodeStoreContract struct {
+	t     *testing.T
+	env   *kubetest.Env
+	ctx   context.Context
+	node  string
+	key   lock.Key
+	store *kube.NodeLockStore
+}
+
+func (c *nodeStoreContract) rec(name string, epoch uint64) lock.Record {
+	return lock.Record{Time: t0, Namespace: "default", Name: name, UID: "uid-" + name, Epoch: epoch}
+}
+
+// want is what the annotations hold after p1's acquire.
+var contractWant = map[string]string{
+	lock.HAMiLockName:                         "2026-06-14T10:00:00Z,default,p1",
+	lock.SidecarAnnotation(lock.HAMiLockName): "2026-06-14T10:00:00Z,default,p1,uid-p1,1",
+}
+
+// refusals: writes the contract refuses leave the Node untouched.
+func (c *nodeStoreContract) refusals(obs lock.Observation) {
+	t, ctx, env, node, key, store, rec := c.t, c.ctx, c.env, c.node, c.key, c.store, c.rec
+	absent := lock.Precondition{Version: obs.Version}
 	// An epoch that skips a number is refused, and nothing is written.
 	if err := store.CompareAndSwap(ctx, key, absent, rec("p1", 2)); !errors.Is(err, lock.ErrConflict) {
 		t.Fatalf("CAS with epoch 2 on a fresh node: %v, want ErrConflict", err)
@@ -85,14 +116,16 @@ func TestNodeLockStoreContract(t *testing.T) {
 		t.Fatalf("refused writes left annotations %v", got)
 	}
 
+}
+
+// acquire takes the lock and returns the precondition of what it wrote.
+func (c *nodeStoreContract) acquire(absent lock.Precondition) lock.Precondition {
+	t, ctx, env, node, key, store, rec := c.t, c.ctx, c.env, c.node, c.key, c.store, c.rec
 	// Acquire.
 	if err := store.CompareAndSwap(ctx, key, absent, rec("p1", 1)); err != nil {
 		t.Fatalf("CAS acquire: %v", err)
 	}
-	want := map[string]string{
-		lock.HAMiLockName:                         "2026-06-14T10:00:00Z,default,p1",
-		lock.SidecarAnnotation(lock.HAMiLockName): "2026-06-14T10:00:00Z,default,p1,uid-p1,1",
-	}
+	want := contractWant
 	if diff := cmp.Diff(want, nodeAnnotations(t, env, node)); diff != "" {
 		t.Fatalf("annotations after acquire (-want +got):\n%s", diff)
 	}
@@ -110,6 +143,13 @@ func TestNodeLockStoreContract(t *testing.T) {
 	}
 	heldPre := lock.Precondition{Present: true, Raw: held.Raw, Version: held.Version}
 
+	return heldPre
+}
+
+// staleVersion: an unrelated Node write makes every precondition at the old
+// resourceVersion fail; it returns a store that never saw that version.
+func (c *nodeStoreContract) staleVersion(heldPre lock.Precondition) *kube.NodeLockStore {
+	t, ctx, env, node, key, store, rec := c.t, c.ctx, c.env, c.node, c.key, c.store, c.rec
 	// An unrelated Node write moves the resourceVersion: the API server answers
 	// 409 to the stale precondition, even though the lock value is unchanged.
 	if err := rawPatch(ctx, env.Client, node, "", map[string]any{"unrelated": "1"}); err != nil {
@@ -125,9 +165,16 @@ func TestNodeLockStoreContract(t *testing.T) {
 		}
 	}
 
+	return fresh
+}
+
+// stealAndRelease: a steal replaces exactly the observed value; a release
+// keeps the epoch high-water mark.
+func (c *nodeStoreContract) stealAndRelease(fresh *kube.NodeLockStore) {
+	t, ctx, env, node, key, store, rec := c.t, c.ctx, c.env, c.node, c.key, c.store, c.rec
 	// Steal: one CAS replacing exactly the observed value, epoch 2.
-	held, _ = fresh.Get(ctx, key)
-	heldPre = lock.Precondition{Present: true, Raw: held.Raw, Version: held.Version}
+	held, _ := fresh.Get(ctx, key)
+	heldPre := lock.Precondition{Present: true, Raw: held.Raw, Version: held.Version}
 	if err := fresh.CompareAndSwap(ctx, key, lock.Precondition{Present: true, Raw: "other", Version: held.Version}, rec("p2", 2)); !errors.Is(err, lock.ErrConflict) {
 		t.Fatalf("steal of a value other than the observed one: %v, want ErrConflict", err)
 	}
@@ -160,11 +207,6 @@ func TestNodeLockStoreContract(t *testing.T) {
 		t.Fatalf("acquire after release with epoch 3: %v", err)
 	}
 
-	// A lock on a node that does not exist cannot be read or taken.
-	missing := lock.NodeKey(env.UniqueName("missing"))
-	if _, err := store.Get(ctx, missing); !apierrors.IsNotFound(err) {
-		t.Fatalf("Get on a missing node: %v, want NotFound", err)
-	}
 }
 
 // TestNodeLockStoreExtendedFormat checks WireExtended: the 5-part value in the
