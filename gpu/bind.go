@@ -299,149 +299,198 @@ func StepBind(s BindState, r Result) (BindState, error) {
 	s.out.Released = slices.Clip(s.out.Released)
 	s.out.ReleaseErrs = slices.Clip(s.out.ReleaseErrs)
 
-	switch s.phase {
-	case phGetPod:
-		if r.Err == nil && r.Pod == nil {
-			r.Err = errors.New("executor returned no pod and no error")
-		}
-		if r.Err == nil && s.in.Pod.UID != "" && string(r.Pod.UID) != s.in.Pod.UID {
-			r.Err = fmt.Errorf("pod %s has UID %s, Bind was asked for UID %s (the pod was replaced)", s.in.Pod, r.Pod.UID, s.in.Pod.UID)
-		}
-		if r.Err != nil {
-			// HAMi: drop the assumed allocation and return the error both in
-			// the result and as the Go error. No pod, so no bind-phase to write.
-			s.err = fmt.Errorf("get pod %s: %w", s.in.Pod, r.Err)
-			s.goErr = true
-			s.phase = phForget
-			return s, nil
-		}
-		locks, err := RequiredLocks(r.Pod, s.in.Registry)
-		if err != nil {
-			return s.fail(err), nil
-		}
-		s.locks = locks
-		s.retry = !s.opts.RetryPodGroupOnly || r.Pod.Labels[LabelPodGroup] != ""
-		s.phase = phGetNode
-	case phGetNode:
-		if r.Err != nil {
-			return s.fail(fmt.Errorf("get node %s: %w", s.in.Node, r.Err)), nil
-		}
-		s.phase, s.idx = phLock, 0
-		s = s.afterLock()
-	case phLock:
-		name := s.locks[s.idx]
-		if r.Err == nil {
-			s.taken = append(s.taken, HeldLock{Name: name, Epoch: r.Epoch})
-			s.idx++
-			return s.afterLock(), nil
-		}
-		s.attempt++
-		if !r.Contention {
-			// Any error but contention may come after the write took effect
-			// (a lost response), so the failure path releases this lock too,
-			// first; the release is owner-checked, so if the write never
-			// happened it is a no-op.
-			s.taken = append(s.taken, HeldLock{Name: name})
-			return s.fail(fmt.Errorf("lock %s on node %s: %w", name, s.in.Node, r.Err)), nil
-		}
-		if !s.retry {
-			return s.fail(fmt.Errorf("lock %s on node %s (no retry: not a pod-group member): %w", name, s.in.Node, r.Err)), nil
-		}
-		s.contention = fmt.Errorf("lock %s on node %s: %w", name, s.in.Node, r.Err)
-		if r.Now.Sub(s.in.Now) >= s.opts.RetryDeadline {
-			// Past the deadline the partial locks go straight to the failure
-			// path (spec gpu.md §6 example 3).
-			return s.enterWait(r.Now), nil
-		}
-		if len(s.taken) == 0 {
-			return s.enterWait(r.Now), nil
-		}
-		s.idx = 0
-		s.phase = phRetryRelease
-	case phRetryRelease:
-		if r.Err != nil {
-			// Only contention is retried. The locks not yet released, the
-			// failed one included, go to the failure path, which releases
-			// them in reverse once more.
-			name := s.taken[len(s.taken)-1-s.idx].Name
-			s.taken = s.taken[:len(s.taken)-s.idx]
-			return s.fail(fmt.Errorf("release %s on node %s before retrying: %w", name, s.in.Node, r.Err)), nil
-		}
-		s.idx++
-		if s.idx == len(s.taken) {
-			s.taken = nil
-			return s.enterWait(r.Now), nil
-		}
-	case phWait:
-		if r.Err != nil {
-			return s.fail(fmt.Errorf("waiting to retry the lock on node %s: %w", s.in.Node, r.Err)), nil
-		}
-		s.idx = 0
-		s = s.afterLock()
-	case phPatch:
-		if r.Err != nil {
-			return s.fail(fmt.Errorf("patch pod %s: %w", s.in.Pod, r.Err)), nil
-		}
-		s.phase = phBind
-	case phBind:
-		switch {
-		case r.Err == nil:
-			return s.succeed(), nil
-		case r.OutcomeUnknown:
-			s.err = fmt.Errorf("bind pod %s to %s: %w", s.in.Pod, s.in.Node, r.Err)
-			s.phase = phReread
-		default:
-			return s.fail(fmt.Errorf("bind pod %s to %s: %w", s.in.Pod, s.in.Node, r.Err)), nil
-		}
-	case phReread:
-		switch {
-		case r.Err != nil || r.Pod == nil:
-			// G5: nobody knows whether the pod is bound. Releasing could strand
-			// a bound pod without its allocation; keep the locks (their TTL
-			// recovers them) and report.
-			s.unknown = true
-			s.err = fmt.Errorf("%w; re-reading the pod failed: %v", s.err, r.Err)
-			s.phase = phSuccessEvent
-		case r.Pod.Spec.NodeName == s.in.Node:
-			s.err = nil
-			return s.succeed(), nil
-		default:
-			return s.fail(s.err), nil
-		}
-	case phSuccessEvent:
-		s.phase = phDone
-		s.out.Bound = !s.unknown
-		s.out.Unknown = s.unknown
-		s.out.Held = slices.Clone(s.taken)
-		s.out.Err = s.err
-	case phFailPatch:
-		if r.Err != nil {
-			s.out.PhaseErr = r.Err
-		}
-		s.idx = 0
-		s.phase = phFailRelease
-		if len(s.taken) == 0 {
-			s.phase = phFailEvent
-		}
-	case phFailRelease:
-		name := s.taken[len(s.taken)-1-s.idx].Name
-		s.out.Released = append(s.out.Released, name)
-		if r.Err != nil {
-			s.out.ReleaseErrs = append(s.out.ReleaseErrs, fmt.Errorf("release %s: %w", name, r.Err))
-		}
-		s.idx++
-		if s.idx == len(s.taken) {
-			s.phase = phFailEvent
-		}
-	case phFailEvent:
-		s.phase = phForget
-	case phForget:
-		s.phase = phDone
-		s.out.Err = s.err
-		s.out.ReturnGoError = s.goErr
-		s.out.Held = nil
+	return stepHandlers[s.phase](s, r), nil
+}
+
+// stepHandlers feeds a result to the phase that asked for it; each phase's
+// handler returns the next state.
+var stepHandlers = [...]func(BindState, Result) BindState{
+	phGetPod:       BindState.onGetPod,
+	phGetNode:      BindState.onGetNode,
+	phLock:         BindState.onLock,
+	phRetryRelease: BindState.onRetryRelease,
+	phWait:         BindState.onWait,
+	phPatch:        BindState.onPatch,
+	phBind:         BindState.onBind,
+	phReread:       BindState.onReread,
+	phSuccessEvent: BindState.onSuccessEvent,
+	phFailPatch:    BindState.onFailPatch,
+	phFailRelease:  BindState.onFailRelease,
+	phFailEvent:    func(s BindState, _ Result) BindState { s.phase = phForget; return s },
+	phForget:       BindState.onForget,
+}
+
+// onGetPod reads the locks the pod needs and whether it retries contention.
+func (s BindState) onGetPod(r Result) BindState {
+	if r.Err == nil && r.Pod == nil {
+		r.Err = errors.New("executor returned no pod and no error")
 	}
-	return s, nil
+	if r.Err == nil && s.in.Pod.UID != "" && string(r.Pod.UID) != s.in.Pod.UID {
+		r.Err = fmt.Errorf("pod %s has UID %s, Bind was asked for UID %s (the pod was replaced)", s.in.Pod, r.Pod.UID, s.in.Pod.UID)
+	}
+	if r.Err != nil {
+		// HAMi: drop the assumed allocation and return the error both in
+		// the result and as the Go error. No pod, so no bind-phase to write.
+		s.err = fmt.Errorf("get pod %s: %w", s.in.Pod, r.Err)
+		s.goErr = true
+		s.phase = phForget
+		return s
+	}
+	locks, err := RequiredLocks(r.Pod, s.in.Registry)
+	if err != nil {
+		return s.fail(err)
+	}
+	s.locks = locks
+	s.retry = !s.opts.RetryPodGroupOnly || r.Pod.Labels[LabelPodGroup] != ""
+	s.phase = phGetNode
+	return s
+}
+
+func (s BindState) onGetNode(r Result) BindState {
+	if r.Err != nil {
+		return s.fail(fmt.Errorf("get node %s: %w", s.in.Node, r.Err))
+	}
+	s.phase, s.idx = phLock, 0
+	return s.afterLock()
+}
+
+// onLock records a granted lock, or decides between the failure path, the
+// retry rollback and the wait after contention.
+func (s BindState) onLock(r Result) BindState {
+	name := s.locks[s.idx]
+	if r.Err == nil {
+		s.taken = append(s.taken, HeldLock{Name: name, Epoch: r.Epoch})
+		s.idx++
+		return s.afterLock()
+	}
+	s.attempt++
+	if !r.Contention {
+		// Any error but contention may come after the write took effect
+		// (a lost response), so the failure path releases this lock too,
+		// first; the release is owner-checked, so if the write never
+		// happened it is a no-op.
+		s.taken = append(s.taken, HeldLock{Name: name})
+		return s.fail(fmt.Errorf("lock %s on node %s: %w", name, s.in.Node, r.Err))
+	}
+	if !s.retry {
+		return s.fail(fmt.Errorf("lock %s on node %s (no retry: not a pod-group member): %w", name, s.in.Node, r.Err))
+	}
+	s.contention = fmt.Errorf("lock %s on node %s: %w", name, s.in.Node, r.Err)
+	if r.Now.Sub(s.in.Now) >= s.opts.RetryDeadline || len(s.taken) == 0 {
+		// Past the deadline the partial locks go straight to the failure
+		// path; with none taken there is nothing to roll back.
+		return s.enterWait(r.Now)
+	}
+	s.idx = 0
+	s.phase = phRetryRelease
+	return s
+}
+
+func (s BindState) onRetryRelease(r Result) BindState {
+	if r.Err != nil {
+		// Only contention is retried. The locks not yet released, the
+		// failed one included, go to the failure path, which releases
+		// them in reverse once more.
+		name := s.taken[len(s.taken)-1-s.idx].Name
+		s.taken = s.taken[:len(s.taken)-s.idx]
+		return s.fail(fmt.Errorf("release %s on node %s before retrying: %w", name, s.in.Node, r.Err))
+	}
+	s.idx++
+	if s.idx == len(s.taken) {
+		s.taken = nil
+		return s.enterWait(r.Now)
+	}
+	return s
+}
+
+func (s BindState) onWait(r Result) BindState {
+	if r.Err != nil {
+		return s.fail(fmt.Errorf("waiting to retry the lock on node %s: %w", s.in.Node, r.Err))
+	}
+	s.idx = 0
+	return s.afterLock()
+}
+
+func (s BindState) onPatch(r Result) BindState {
+	if r.Err != nil {
+		return s.fail(fmt.Errorf("patch pod %s: %w", s.in.Pod, r.Err))
+	}
+	s.phase = phBind
+	return s
+}
+
+func (s BindState) onBind(r Result) BindState {
+	switch {
+	case r.Err == nil:
+		return s.succeed()
+	case r.OutcomeUnknown:
+		s.err = fmt.Errorf("bind pod %s to %s: %w", s.in.Pod, s.in.Node, r.Err)
+		s.phase = phReread
+		return s
+	default:
+		return s.fail(fmt.Errorf("bind pod %s to %s: %w", s.in.Pod, s.in.Node, r.Err))
+	}
+}
+
+// onReread settles an unknown Bind outcome from a re-read of the pod.
+func (s BindState) onReread(r Result) BindState {
+	switch {
+	case r.Err != nil || r.Pod == nil:
+		// Nobody knows whether the pod is bound. Releasing could strand a
+		// bound pod without its allocation; keep the locks (their TTL
+		// recovers them) and report.
+		s.unknown = true
+		s.err = fmt.Errorf("%w; re-reading the pod failed: %v", s.err, r.Err)
+		s.phase = phSuccessEvent
+		return s
+	case r.Pod.Spec.NodeName == s.in.Node:
+		s.err = nil
+		return s.succeed()
+	default:
+		return s.fail(s.err)
+	}
+}
+
+func (s BindState) onSuccessEvent(Result) BindState {
+	s.phase = phDone
+	s.out.Bound = !s.unknown
+	s.out.Unknown = s.unknown
+	s.out.Held = slices.Clone(s.taken)
+	s.out.Err = s.err
+	return s
+}
+
+func (s BindState) onFailPatch(r Result) BindState {
+	if r.Err != nil {
+		s.out.PhaseErr = r.Err
+	}
+	s.idx = 0
+	s.phase = phFailRelease
+	if len(s.taken) == 0 {
+		s.phase = phFailEvent
+	}
+	return s
+}
+
+func (s BindState) onFailRelease(r Result) BindState {
+	name := s.taken[len(s.taken)-1-s.idx].Name
+	s.out.Released = append(s.out.Released, name)
+	if r.Err != nil {
+		s.out.ReleaseErrs = append(s.out.ReleaseErrs, fmt.Errorf("release %s: %w", name, r.Err))
+	}
+	s.idx++
+	if s.idx == len(s.taken) {
+		s.phase = phFailEvent
+	}
+	return s
+}
+
+func (s BindState) onForget(Result) BindState {
+	s.phase = phDone
+	s.out.Err = s.err
+	s.out.ReturnGoError = s.goErr
+	s.out.Held = nil
+	return s
 }
 
 // afterLock moves on once the lock at idx is taken: the next lock, or the patch.
