@@ -428,102 +428,128 @@ func fitRequest(st *fitState, r Request, req FitRequest) ([]Allocation, []Reason
 	if total == 0 {
 		return nil, []Reason{{Code: NodeHasNoDevices}}
 	}
+	p := &picker{st: st, r: r, req: req, sel: selectorFor(req.Selectors, r.Type), cores: min(r.Cores, 100),
+		need: r.Nums, quotaMem: st.quotaMem, quotaCores: st.quotaCores}
 	order := deviceOrder(st.devs, r, req)
-	sel := selectorFor(req.Selectors, r.Type)
-	cores := min(r.Cores, 100)
-	var counts reasonCounts
-	var picked []int
-	var pickedMem []int32
-	need := r.Nums
-	prevNUMA, havePrev := 0, false
-	quotaMem, quotaCores := st.quotaMem, st.quotaCores
-	for i := len(order) - 1; i >= 0 && need > 0; i-- {
-		d := &st.devs[order[i]]
-		if d.Vendor != r.Type {
-			counts[rCardTypeMismatch]++
-			continue
-		}
-		if !d.Healthy {
-			counts[rCardNotHealth]++
-			continue
-		}
-		if d.Cordoned {
-			counts[rCardCordoned]++
-			continue
-		}
-		if !sel.modelOK(d.Model) || (req.Mode != "" && d.Mode != req.Mode) {
-			counts[rCardTypeMismatch]++
-			continue
-		}
-		if d.Mode == "mig" {
-			counts[rMigPlacementUnsupported]++
-			continue
-		}
-		if req.NUMABind && havePrev && d.NUMA != prevNUMA && len(picked) > 0 {
-			// The partial pick on the previous NUMA node is dropped: a
-			// numa-bind request must sit on one NUMA node.
-			counts[rNumaNotFit] += len(picked)
-			picked, pickedMem, need = picked[:0], pickedMem[:0], r.Nums
-			quotaMem, quotaCores = st.quotaMem, st.quotaCores
-		}
-		prevNUMA, havePrev = d.NUMA, true
-		if !sel.uuidOK(d.ID) {
-			counts[rCardUUIDMismatch]++
-			continue
-		}
-		if d.Used >= d.Count {
-			counts[rCardTimeSlicingExhausted]++
-			continue
-		}
-		if req.Exclusive && d.Used > 0 {
-			counts[rExclusiveDeviceAllocateConflict]++
-			continue
-		}
-		mem := r.MemoryMiB
-		if mem == 0 {
-			mem = int32(int64(d.MemoryMiB) * int64(r.MemoryPercent) / 100)
-		}
-		if (req.Quota.LimitMemory && quotaMem+int64(mem) > req.Quota.MemoryMiB) ||
-			(req.Quota.LimitCores && quotaCores+int64(cores) > req.Quota.Cores) {
-			counts[rResourceQuotaNotFit]++
-			continue
-		}
-		if int64(d.MemoryMiB)-int64(d.UsedMemoryMiB) < int64(mem) {
-			counts[rCardInsufficientMemory]++
-			continue
-		}
-		if int64(d.Cores)-int64(d.UsedCores) < int64(cores) {
-			counts[rCardInsufficientCore]++
-			continue
-		}
-		if cores == 100 && d.Used > 0 {
-			counts[rExclusiveDeviceAllocateConflict]++
-			continue
-		}
-		if cores == 0 && d.UsedCores >= d.Cores {
-			counts[rCardComputeUnitsExhausted]++
-			continue
-		}
-		picked = append(picked, order[i])
-		pickedMem = append(pickedMem, mem)
-		quotaMem += int64(mem)
-		quotaCores += int64(cores)
-		need--
+	for i := len(order) - 1; i >= 0 && p.need > 0; i-- {
+		p.consider(order[i])
 	}
-	if need > 0 {
-		counts[rAllocatedCardsInsufficientRequest] += len(picked)
-		return nil, renderReasons(counts, total)
+	if p.need > 0 {
+		p.counts[rAllocatedCardsInsufficientRequest] += len(p.picked)
+		return nil, renderReasons(p.counts, total)
 	}
-	allocs := make([]Allocation, len(picked))
-	for k, idx := range picked {
-		d := &st.devs[idx]
+	return p.commit(), nil
+}
+
+// picker is one request's walk over a node's devices, best candidate first.
+type picker struct {
+	st                   *fitState
+	r                    Request
+	req                  FitRequest
+	sel                  Selector
+	cores                int32
+	counts               reasonCounts
+	picked               []int
+	pickedMem            []int32
+	need                 int32
+	prevNUMA             int
+	havePrev             bool
+	quotaMem, quotaCores int64
+}
+
+// consider picks device idx, or counts why it was rejected.
+func (p *picker) consider(idx int) {
+	d := &p.st.devs[idx]
+	if reason := p.unsuitable(d); reason >= 0 {
+		p.counts[reason]++
+		return
+	}
+	p.keepOneNUMA(d)
+	mem, reason := p.room(d)
+	if reason >= 0 {
+		p.counts[reason]++
+		return
+	}
+	p.picked = append(p.picked, idx)
+	p.pickedMem = append(p.pickedMem, mem)
+	p.quotaMem += int64(mem)
+	p.quotaCores += int64(p.cores)
+	p.need--
+}
+
+// unsuitable returns why the device cannot serve the request whatever its
+// usage (vendor, health, cordon, model, mode, MIG), or -1.
+func (p *picker) unsuitable(d *Device) int {
+	switch {
+	case d.Vendor != p.r.Type:
+		return rCardTypeMismatch
+	case !d.Healthy:
+		return rCardNotHealth
+	case d.Cordoned:
+		return rCardCordoned
+	case !p.sel.modelOK(d.Model) || (p.req.Mode != "" && d.Mode != p.req.Mode):
+		return rCardTypeMismatch
+	case d.Mode == "mig":
+		return rMigPlacementUnsupported
+	}
+	return -1
+}
+
+// keepOneNUMA drops the partial pick on the previous NUMA node when a
+// numa-bind request moves to another one: it must sit on one NUMA node.
+func (p *picker) keepOneNUMA(d *Device) {
+	if p.req.NUMABind && p.havePrev && d.NUMA != p.prevNUMA && len(p.picked) > 0 {
+		p.counts[rNumaNotFit] += len(p.picked)
+		p.picked, p.pickedMem, p.need = p.picked[:0], p.pickedMem[:0], p.r.Nums
+		p.quotaMem, p.quotaCores = p.st.quotaMem, p.st.quotaCores
+	}
+	p.prevNUMA, p.havePrev = d.NUMA, true
+}
+
+// room returns the memory the request takes on the device, or why the
+// device's selectors, usage or the quota leave no room (-1 when there is).
+func (p *picker) room(d *Device) (int32, int) {
+	if !p.sel.uuidOK(d.ID) {
+		return 0, rCardUUIDMismatch
+	}
+	if d.Used >= d.Count {
+		return 0, rCardTimeSlicingExhausted
+	}
+	if p.req.Exclusive && d.Used > 0 {
+		return 0, rExclusiveDeviceAllocateConflict
+	}
+	mem := p.r.MemoryMiB
+	if mem == 0 {
+		mem = int32(int64(d.MemoryMiB) * int64(p.r.MemoryPercent) / 100)
+	}
+	q := p.req.Quota
+	switch {
+	case (q.LimitMemory && p.quotaMem+int64(mem) > q.MemoryMiB) || (q.LimitCores && p.quotaCores+int64(p.cores) > q.Cores):
+		return 0, rResourceQuotaNotFit
+	case int64(d.MemoryMiB)-int64(d.UsedMemoryMiB) < int64(mem):
+		return 0, rCardInsufficientMemory
+	case int64(d.Cores)-int64(d.UsedCores) < int64(p.cores):
+		return 0, rCardInsufficientCore
+	case p.cores == 100 && d.Used > 0:
+		return 0, rExclusiveDeviceAllocateConflict
+	case p.cores == 0 && d.UsedCores >= d.Cores:
+		return 0, rCardComputeUnitsExhausted
+	}
+	return mem, -1
+}
+
+// commit records the picked devices' new usage and returns the allocations.
+func (p *picker) commit() []Allocation {
+	allocs := make([]Allocation, len(p.picked))
+	for k, idx := range p.picked {
+		d := &p.st.devs[idx]
 		d.Used++
-		d.UsedMemoryMiB += pickedMem[k]
-		d.UsedCores += cores
-		allocs[k] = Allocation{UUID: d.ID, Type: d.Vendor, MemoryMiB: pickedMem[k], Cores: cores}
+		d.UsedMemoryMiB += p.pickedMem[k]
+		d.UsedCores += p.cores
+		allocs[k] = Allocation{UUID: d.ID, Type: d.Vendor, MemoryMiB: p.pickedMem[k], Cores: p.cores}
 	}
-	st.quotaMem, st.quotaCores = quotaMem, quotaCores
-	return allocs, nil
+	p.st.quotaMem, p.st.quotaCores = p.quotaMem, p.quotaCores
+	return allocs
 }
 
 // reasonCounts counts rejected devices per reason, indexed by the r* constants;
