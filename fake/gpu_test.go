@@ -232,7 +232,7 @@ func TestApplyBindWakesOnRelease(t *testing.T) {
 		}
 	}
 	// Lock-store calls in order: the refused attempt released Cambricon's lock
-	// before waiting (retry-rollback), then both were taken again.
+	// before waiting (RetryRollback), then both were taken again.
 	var lockCalls []string
 	for _, c := range b.w.Calls.Calls() {
 		if strings.HasPrefix(c.Kind, "lock.") && c.Outcome == fake.OutcomeOK && c.Kind != fake.LockGet {

@@ -27,7 +27,7 @@ func BenchmarkFit(b *testing.B) {
 	req := gpu.FitRequest{Requests: []gpu.Request{nvReq("main", 2, 4000, 30)}}
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := gpu.Fit(nodes, req)
+		res, err := fit(nodes, req)
 		if err != nil || res.Node == "" {
 			b.Fatalf("fit failed: %v %+v", err, res.Nodes[0])
 		}

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // PodRef names the pod being bound.
@@ -57,6 +60,49 @@ const (
 	ActDone ActionKind = "Done"
 )
 
+// Reason codes of Bind actions.
+const (
+	// ReasonRead: GetPod or GetNode at the start of Bind.
+	ReasonRead ReasonCode = "Read"
+	// ReasonRereadAfterUnknown: GetPod after a Bind whose outcome is unknown.
+	ReasonRereadAfterUnknown ReasonCode = "RereadAfterUnknown"
+	// ReasonAcquire: Lock of a required lock.
+	ReasonAcquire ReasonCode = "Acquire"
+	// ReasonRetryRollback: Release of a partial lock before retrying contention.
+	ReasonRetryRollback ReasonCode = "RetryRollback"
+	// ReasonBackoff: Wait before the next lock attempt.
+	ReasonBackoff ReasonCode = "Backoff"
+	// ReasonMarkAllocating: PatchPod writing bind-phase=allocating and the epochs.
+	ReasonMarkAllocating ReasonCode = "MarkAllocating"
+	// ReasonBind: the Bind call itself.
+	ReasonBind ReasonCode = "Bind"
+	// ReasonReport: the Event reporting the outcome.
+	ReasonReport ReasonCode = "Report"
+	// ReasonMarkFailed: PatchPod writing bind-phase=failed on the failure path.
+	ReasonMarkFailed ReasonCode = "MarkFailed"
+	// ReasonFailureRollback: Release of a taken lock on the failure path.
+	ReasonFailureRollback ReasonCode = "FailureRollback"
+	// ReasonForget: ForgetAssumed of the pod's assumed usage.
+	ReasonForget ReasonCode = "Forget"
+)
+
+// actionMessages are the messages of each Bind action code.
+var actionMessages = map[ReasonCode]string{
+	ReasonRead:               "read before locking",
+	ReasonRereadAfterUnknown: "the Bind outcome is unknown: re-read the pod",
+	ReasonAcquire:            "take the next required lock, in ascending order",
+	ReasonRetryRollback:      "contention: release the partial locks, in reverse, before retrying",
+	ReasonBackoff:            "contention: back off, woken early by a release",
+	ReasonMarkAllocating:     "mark the pod allocating and record the fencing epochs",
+	ReasonBind:               "bind the pod to the node",
+	ReasonReport:             "record the outcome",
+	ReasonMarkFailed:         "the Bind failed: mark it before releasing anything",
+	ReasonFailureRollback:    "the Bind failed: release the locks taken, in reverse",
+	ReasonForget:             "drop the pod's assumed device usage",
+}
+
+func actionReason(c ReasonCode) Reason { return Reason{Code: c, Message: actionMessages[c]} }
+
 // Event reasons Bind records on the pod.
 const (
 	EventBindingSucceeded = "BindingSucceeded"
@@ -83,10 +129,9 @@ type Action struct {
 	EventType   string
 	EventReason string
 	Message     string
-	// Why is a machine-readable reason for the action: "acquire", "retry-rollback",
-	// "failure-rollback", "mark-allocating", "mark-failed", "reread-after-unknown",
-	// "backoff", ...
-	Why string
+	// Reason says why the executor performs the action; match on its Code
+	// (ReasonAcquire, ReasonRetryRollback, ReasonFailureRollback, ...).
+	Reason Reason
 }
 
 // Result is what the executor reports for the action it just performed.
@@ -195,18 +240,47 @@ type BindState struct {
 	out        Outcome
 }
 
+// Validate reports every invalid field of the input, wrapping ErrInvalidBind
+// (and so ErrInvalidInput): an empty pod namespace or name or node, a zero
+// Now; and invalid Options, wrapping ErrInvalidOptions.
+func (in BindInput) Validate() error {
+	var errs field.ErrorList
+	if in.Pod.Namespace == "" {
+		errs = append(errs, field.Required(field.NewPath("pod", "namespace"), "the pod's namespace"))
+	}
+	if in.Pod.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("pod", "name"), "the pod's name"))
+	}
+	if in.Node == "" {
+		errs = append(errs, field.Required(field.NewPath("node"), "the target node"))
+	}
+	if in.Now.IsZero() {
+		errs = append(errs, field.Required(field.NewPath("now"), "the time Bind starts"))
+	}
+	return joinInvalid(plancore.Invalid(ErrInvalidBind, errs), in.Options.Validate())
+}
+
+// joinInvalid joins the non-nil errors, returning a single one as is.
+func joinInvalid(errs ...error) error {
+	var out []error
+	for _, err := range errs {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	switch len(out) {
+	case 0:
+		return nil
+	case 1:
+		return out[0]
+	}
+	return errors.Join(out...)
+}
+
 // StartBind validates in and returns the initial state, whose first action is
 // GetPod.
 func StartBind(in BindInput) (BindState, error) {
-	switch {
-	case in.Pod.Namespace == "" || in.Pod.Name == "":
-		return BindState{}, fmt.Errorf("%w: pod %q has an empty namespace or name", ErrInvalidBind, in.Pod)
-	case in.Node == "":
-		return BindState{}, fmt.Errorf("%w: pod %s: empty node", ErrInvalidBind, in.Pod)
-	case in.Now.IsZero():
-		return BindState{}, fmt.Errorf("%w: pod %s: Now is the zero time", ErrInvalidBind, in.Pod)
-	}
-	if err := in.Options.Validate(); err != nil {
+	if err := in.Validate(); err != nil {
 		return BindState{}, err
 	}
 	return BindState{in: in, opts: in.Options.withDefaults(), phase: phGetPod, bindTime: in.Now.Unix()}, nil
@@ -236,23 +310,23 @@ func (s BindState) Next() Action {
 	a := Action{Pod: s.in.Pod, Node: s.in.Node}
 	switch s.phase {
 	case phGetPod:
-		a.Kind, a.Why = ActGetPod, "read"
+		a.Kind, a.Reason = ActGetPod, actionReason(ReasonRead)
 	case phReread:
-		a.Kind, a.Why = ActGetPod, "reread-after-unknown"
+		a.Kind, a.Reason = ActGetPod, actionReason(ReasonRereadAfterUnknown)
 	case phGetNode:
-		a.Kind, a.Why = ActGetNode, "read"
+		a.Kind, a.Reason = ActGetNode, actionReason(ReasonRead)
 	case phLock:
-		a.Kind, a.Lock, a.Why = ActLock, s.locks[s.idx], "acquire"
+		a.Kind, a.Lock, a.Reason = ActLock, s.locks[s.idx], actionReason(ReasonAcquire)
 	case phRetryRelease:
-		a.Kind, a.Lock, a.Why = ActRelease, s.taken[len(s.taken)-1-s.idx].Name, "retry-rollback"
+		a.Kind, a.Lock, a.Reason = ActRelease, s.taken[len(s.taken)-1-s.idx].Name, actionReason(ReasonRetryRollback)
 	case phWait:
-		a.Kind, a.Wait, a.Why = ActWait, s.waitFor, "backoff"
+		a.Kind, a.Wait, a.Reason = ActWait, s.waitFor, actionReason(ReasonBackoff)
 		if s.opts.FixedInterval == 0 {
 			// HAMi polls (G4 compat: FixedInterval); plancore wakes on release.
 			a.WaitLocks = slices.Clone(s.locks)
 		}
 	case phPatch:
-		a.Kind, a.Why = ActPatchPod, "mark-allocating"
+		a.Kind, a.Reason = ActPatchPod, actionReason(ReasonMarkAllocating)
 		a.Annotations = map[string]string{
 			AnnoBindPhase: PhaseAllocating,
 			AnnoBindTime:  strconv.FormatInt(s.bindTime, 10),
@@ -261,24 +335,24 @@ func (s BindState) Next() Action {
 			a.Annotations[AnnoLockEpoch] = FormatLockEpochs(s.taken)
 		}
 	case phBind:
-		a.Kind, a.Why = ActBind, "bind"
+		a.Kind, a.Reason = ActBind, actionReason(ReasonBind)
 	case phSuccessEvent:
-		a.Kind, a.EventType, a.EventReason, a.Why = ActEvent, "Normal", EventBindingSucceeded, "report"
+		a.Kind, a.EventType, a.EventReason, a.Reason = ActEvent, "Normal", EventBindingSucceeded, actionReason(ReasonReport)
 		a.Message = fmt.Sprintf("bound %s to %s", s.in.Pod, s.in.Node)
 		if s.unknown {
 			a.EventType, a.EventReason = "Warning", EventBindingUnknown
 			a.Message = fmt.Sprintf("binding %s to %s: %v; locks kept until they expire", s.in.Pod, s.in.Node, s.err)
 		}
 	case phFailPatch:
-		a.Kind, a.Why = ActPatchPod, "mark-failed"
+		a.Kind, a.Reason = ActPatchPod, actionReason(ReasonMarkFailed)
 		a.Annotations = map[string]string{AnnoBindPhase: PhaseFailed}
 	case phFailRelease:
-		a.Kind, a.Lock, a.Why = ActRelease, s.taken[len(s.taken)-1-s.idx].Name, "failure-rollback"
+		a.Kind, a.Lock, a.Reason = ActRelease, s.taken[len(s.taken)-1-s.idx].Name, actionReason(ReasonFailureRollback)
 	case phFailEvent:
-		a.Kind, a.EventType, a.EventReason, a.Why = ActEvent, "Warning", EventBindingFailed, "report"
+		a.Kind, a.EventType, a.EventReason, a.Reason = ActEvent, "Warning", EventBindingFailed, actionReason(ReasonReport)
 		a.Message = fmt.Sprintf("binding %s to %s failed: %v", s.in.Pod, s.in.Node, s.err)
 	case phForget:
-		a.Kind, a.Why = ActForgetAssumed, "forget"
+		a.Kind, a.Reason = ActForgetAssumed, actionReason(ReasonForget)
 	default:
 		a.Kind = ActDone
 	}
