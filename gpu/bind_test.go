@@ -229,7 +229,7 @@ func TestBindFlow(t *testing.T) {
 			name: "failed mark and failed release still release everything and report the original error",
 			pod:  nvidiaAndMLU,
 			results: map[string][]gpu.Result{
-				"Bind  Bind":                             {{Err: errAPI}},
+				"Bind  Bind":                            {{Err: errAPI}},
 				"PatchPod  MarkFailed":                  {{Err: errors.New("patch refused")}},
 				"Release " + mutex + " FailureRollback": {{Err: errors.New("release refused")}},
 			},
@@ -304,7 +304,7 @@ func TestBindFlow(t *testing.T) {
 			name: "rollback release fails: failure path releases what is left",
 			pod:  nvidiaAndMLU,
 			results: map[string][]gpu.Result{
-				"Lock " + mutex + " Acquire":         {contended},
+				"Lock " + mutex + " Acquire":        {contended},
 				"Release " + mlu + " RetryRollback": {{Err: errAPI}},
 			},
 			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "Release " + mlu + " (RetryRollback)", "PatchPod (MarkFailed)", "Release " + mlu + " (FailureRollback)", "Event (Report)", "ForgetAssumed (Forget)"},
