@@ -15,8 +15,8 @@ import (
 	"github.com/plancore/plancore/lock"
 )
 
-// BurstConfig describes a burst of GPU pods binding to one node (spec gpu.md
-// §3.1): every pod calls Bind at the start, and the device plugin holds the
+// BurstConfig describes a burst of GPU pods binding to one node (many pods
+// binding to one node at once): every pod calls Bind at the start, and the device plugin holds the
 // node lock for Hold after each successful Bind before releasing it.
 type BurstConfig struct {
 	// Node is the target node; default "gpu-node".

@@ -34,7 +34,7 @@ func BenchmarkFit(b *testing.B) {
 	}
 }
 
-// BenchmarkBurst40 runs spec gpu.md §3.1's burst: 40 GPU pods Bind to one node
+// BenchmarkBurst40 runs a burst: 40 GPU pods Bind to one node
 // at t = 0 and the device plugin holds the lock 22 ms per pod. It reports the
 // simulated completion time as sim-ms (target ≤ 1056) and fails if the burst
 // breaks mutual exclusion or any Bind fails.

@@ -148,7 +148,7 @@ type Result struct {
 	// ErrContention): the only error Bind retries.
 	Contention bool
 	// OutcomeUnknown reports that a Bind's Err leaves open whether the pod was
-	// bound (a timeout); Bind then re-reads the pod (G5).
+	// bound (a timeout); Bind then re-reads the pod.
 	OutcomeUnknown bool
 	// Woken reports that a Wait ended on a lock change rather than its timeout.
 	Woken bool
@@ -165,7 +165,7 @@ type Outcome struct {
 	// Bound is true when the pod is bound to the node.
 	Bound bool
 	// Unknown is true when the Bind call's outcome could not be determined
-	// even by re-reading the pod (G5): the locks are kept, to expire by TTL.
+	// even by re-reading the pod: the locks are kept, to expire by TTL.
 	Unknown bool
 	// Held are the locks kept for the allocator (on success, or when the outcome
 	// could not be determined).
@@ -322,7 +322,7 @@ func (s BindState) Next() Action {
 	case phWait:
 		a.Kind, a.Wait, a.Reason = ActWait, s.waitFor, actionReason(ReasonBackoff)
 		if s.opts.FixedInterval == 0 {
-			// HAMi polls (G4 compat: FixedInterval); plancore wakes on release.
+			// HAMi polls (Options.FixedInterval restores that); plancore wakes on release.
 			a.WaitLocks = slices.Clone(s.locks)
 		}
 	case phPatch:
@@ -598,11 +598,11 @@ func (s BindState) succeed() BindState {
 	return s
 }
 
-// fail enters the failure path (spec gpu.md §2.2): mark bind-phase=failed first,
+// fail enters the failure path: mark bind-phase=failed first,
 // so no allocator fallback serves the pod once its lock is free, then release
 // exactly the locks taken, in reverse, then the event and ForgetAssumed. HAMi
 // never writes failed on the Bind path and leaves allocating behind (#2645),
-// and releases every backend in forward order even after its rollback (G7).
+// and releases every backend in forward order even after its rollback.
 func (s BindState) fail(err error) BindState {
 	s.err = err
 	s.idx = 0

@@ -121,7 +121,9 @@ func (e *randomExecutor) do(a gpu.Action) gpu.Result {
 }
 
 // TestPropBindContract drives the state machine against random outcomes and
-// checks spec gpu.md §4 invariants 1-3 on every transcript.
+// checks the Bind invariants (locks in ascending order, a failure releases
+// exactly what it took in reverse, bind-phase=failed before any release) on
+// every transcript.
 func TestPropBindContract(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		pod := genPod(t)
@@ -184,7 +186,7 @@ func TestPropBindContract(t *testing.T) {
 			}
 		}
 		if out.Err != nil && errors.Is(out.Err, errContention) && !retryCut(steps) {
-			// Every pod retries contention (G3), so contention ends a Bind only
+			// Every pod retries contention (unlike HAMi #1130), so contention ends a Bind only
 			// once the deadline has passed.
 			var last time.Duration
 			for i, s := range steps {

@@ -262,7 +262,7 @@ func TestBindFlow(t *testing.T) {
 			errHas:  "re-reading the pod failed: apiserver unavailable",
 		},
 		{
-			name:      "spec example 2: contention, rollback, woken retry",
+			name:      "contention: rollback, woken retry",
 			pod:       nvidiaAndMLU,
 			results:   map[string][]gpu.Result{"Lock " + mutex + " Acquire": {contended}},
 			wakeAfter: 30 * time.Millisecond,
@@ -270,7 +270,7 @@ func TestBindFlow(t *testing.T) {
 			bound:     true,
 		},
 		{
-			name:     "spec example 3: contention past the deadline",
+			name:     "contention past the deadline",
 			pod:      nvidiaAndMLU,
 			opts:     gpu.Options{RetryDeadline: 2 * time.Second, ExtenderHTTPTimeout: 3 * time.Second},
 			always:   map[string]gpu.Result{"Lock " + mutex + " Acquire": contended},
@@ -383,7 +383,8 @@ func FormatTranscriptWithOutcome(steps []gpu.Step, out gpu.Outcome) string {
 	return gpu.FormatTranscript(steps) + "=> " + out.String() + "\n"
 }
 
-// checkBindContract checks the spec gpu.md §4 invariants 1-2 on one transcript.
+// checkBindContract checks that locks are taken in ascending order and a
+// failure releases exactly what it took, in reverse, on one transcript.
 func checkBindContract(t fataler, steps []gpu.Step, out gpu.Outcome) {
 	t.Helper()
 	var held []string // locks held right now, in acquisition order
@@ -435,7 +436,7 @@ func checkBindContract(t fataler, steps []gpu.Step, out gpu.Outcome) {
 			t.Fatalf("successful bind must keep exactly the locks it holds (-held +reported):\n%s", diff)
 		}
 	case out.Unknown:
-		// Unknown outcome: locks kept on purpose (G5).
+		// Unknown outcome: locks kept on purpose, to expire by TTL.
 	case podKnown:
 		if !markedFailed {
 			t.Fatal("failed bind after the pod was known did not write bind-phase=failed")

@@ -86,7 +86,8 @@ func genFitRequest(t *rapid.T) gpu.FitRequest {
 	return req
 }
 
-// TestPropFitNeverOverassigns checks spec gpu.md §4 invariants 6 and 7 on every
+// TestPropFitNeverOverassigns checks that a fit never gives a device more slots, memory or cores than it
+// has, and never a device the request rejects, on every
 // node outcome, fitting or not.
 func TestPropFitNeverOverassigns(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {

@@ -22,7 +22,7 @@ func used(d gpu.Device, slots, mem, cores int32) gpu.Device {
 	return d
 }
 
-// policyFixture is spec gpu.md §6 example 4.
+// policyFixture is two nodes of two cards, each node with one card partly used.
 func policyFixture() []gpu.Node {
 	return []gpu.Node{
 		{Name: "node1", Devices: []gpu.Device{used(card("device1", 0), 1, 2000, 25), card("device2", 1)}},
@@ -132,7 +132,7 @@ func TestFitReasons(t *testing.T) {
 		msg   string
 	}{
 		{
-			name:  "spec example 5: memory and type",
+			name:  "memory and type",
 			nodes: []gpu.Node{{Name: "n", Devices: []gpu.Device{full, {ID: "m0", Index: 1, Vendor: "MLU", Count: 10, MemoryMiB: 8000, Cores: 100, Healthy: true}}}},
 			req:   gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 1, 1000, 0)}},
 			msg:   "1/2 CardInsufficientMemory, 1/2 CardTypeMismatch",
@@ -477,7 +477,7 @@ func FuzzDecodeAllocations(f *testing.F) {
 	})
 }
 
-// TestFitGolden renders spec gpu.md §6 examples 4 and 5 in full, scores and
+// TestFitGolden renders the policy fixture and the memory-and-type example in full, scores and
 // all, against testdata/fit/*.txt (-update rewrites them).
 func TestFitGolden(t *testing.T) {
 	var out strings.Builder
@@ -503,5 +503,5 @@ func TestFitGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(&out, "# reasons\n%s", res)
-	golden(t, "fit/spec-examples", out.String())
+	golden(t, "fit/policy-and-memory-examples", out.String())
 }
