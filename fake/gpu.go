@@ -226,7 +226,7 @@ func (g *GPUBind) ForgetAssumed(_ context.Context, ref gpu.PodRef) error {
 var ErrFenceRejected = errors.New("fake: allocation fenced off: the lock record does not match the pod's epoch")
 
 // Allocate plays HAMi's device plugin after a successful Bind: for each lock,
-// it reads the record (with its sidecar, as lock.Decide does: a store that
+// it reads the record (with its sidecar, as lock.PlanAcquire does: a store that
 // shares its key with HAMi keeps the UID and epoch there, see lock.Observation.Record)
 // and checks gpu.VerifyFence, then writes bind-phase=success and releases the
 // locks (owner-checked) in reverse order. A failed fence writes

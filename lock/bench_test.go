@@ -9,9 +9,9 @@ import (
 	"github.com/plancore/plancore/lock"
 )
 
-// BenchmarkDecide measures one decision on a parsed (decoded inside Decide)
+// BenchmarkPlanAcquire measures one plan on a parsed (decoded inside PlanAcquire)
 // record: the hot path of every Bind. Target ≤ 1 µs/op and 0 allocs/op.
-func BenchmarkDecide(b *testing.B) {
+func BenchmarkPlanAcquire(b *testing.B) {
 	exists := lock.Holder{State: lock.HolderExists}
 	cases := []struct {
 		name string
@@ -37,8 +37,8 @@ func BenchmarkDecide(b *testing.B) {
 	}
 }
 
-// BenchmarkDecideRelease measures the owner check.
-func BenchmarkDecideRelease(b *testing.B) {
+// BenchmarkPlanRelease measures the owner check.
+func BenchmarkPlanRelease(b *testing.B) {
 	obs := lock.Observation{Key: node1, Present: true, Raw: "2026-06-14T09:58:00Z,default,a", Version: "200"}
 	b.ReportAllocs()
 	for b.Loop() {

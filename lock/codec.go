@@ -184,7 +184,7 @@ func EncodeNode(r Record) (main, sidecar string) {
 	return Encode(r, FormatHAMi), Encode(r, FormatExtended)
 }
 
-// Record decodes the lock value obs holds the way Decide reads it: the main
+// Record decodes the lock value obs holds the way PlanAcquire reads it: the main
 // value (Raw), and, when that is in HAMi's 3-part format and Sidecar is an
 // extended record whose first three fields are exactly the main value, the
 // sidecar's UID and epoch. A sidecar that does not match (a HAMi scheduler

@@ -10,7 +10,7 @@ import (
 	"github.com/plancore/plancore/lock"
 )
 
-// Decide at HAMi's expiry boundary: a lock exactly TTL old is
+// PlanAcquire at HAMi's expiry boundary: a lock exactly TTL old is
 // still held; one second later it is stolen by one compare-and-swap of the
 // observed value.
 func ExamplePlanAcquire() {
@@ -54,7 +54,7 @@ func ExampleDecode() {
 	// Malformed 0001-01-01T00:00:00Z / uid="" epoch=0 err=lock: malformed lock annotation: expected 3 parts, got 2 from 2026-06-14T07:05:03Z,default
 }
 
-// DecideRelease applies HAMi's owner-suffix rule with its leading comma
+// PlanRelease applies HAMi's owner-suffix rule with its leading comma
 // (#1433): team-a/abc does not own team-a/abc-123's lock.
 func ExamplePlanRelease() {
 	obs := lock.Observation{Key: lock.NodeKey("n1"), Present: true, Raw: "2026-06-14T10:00:00Z,team-a,abc-123", Version: "7"}

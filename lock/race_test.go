@@ -55,7 +55,7 @@ func TestPropertyMutualExclusion(t *testing.T) {
 	})
 }
 
-// hamiClient decides exactly as plancore does (lock.Decide, same holder
+// hamiClient decides exactly as plancore does (lock.PlanAcquire, same holder
 // lookups, same options) but steals as HAMi v2.10's LockNode does: it
 // releases with the owner check skipped, which re-reads the value and deletes
 // whatever it finds (conditioned only on that re-read), and then sets the lock
