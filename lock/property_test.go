@@ -226,7 +226,7 @@ func TestPropertyExpiredTakesOneCAS(t *testing.T) {
 		now := t10
 		tm := now.Add(-DefaultTTL - time.Second - time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(t, "extra")))
 		r := Record{Time: tm, Namespace: "default", Name: rapid.SampledFrom([]string{"p1", "p2"}).Draw(t, "name"), UID: "u9", Epoch: 4}
-		raw := Encode(r, Format(rapid.IntRange(1, 3).Draw(t, "format")))
+		raw := Encode(r, rapid.SampledFrom([]Format{FormatLegacy, FormatHAMi, FormatExtended}).Draw(t, "format"))
 		req := genRequester(t)
 		req.UID = "u1"
 		s := &countingStore{MemoryStore: NewMemoryStore()}

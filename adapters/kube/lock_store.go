@@ -18,19 +18,19 @@ import (
 )
 
 // WireFormat chooses how NodeLockStore writes a lock value.
-type WireFormat uint8
+type WireFormat string
 
 const (
-	// WireHAMi (the default) writes HAMi's 3-part value
+	// WireHAMi (the default; "" means it too) writes HAMi's 3-part value
 	// "<RFC3339>,<namespace>,<name>" into the lock annotation, so HAMi's
 	// scheduler and device plugins keep reading it, and the extended record
 	// (UID and epoch) into the sidecar annotation lock.SidecarAnnotation(name),
 	// in the same patch.
-	WireHAMi WireFormat = iota
+	WireHAMi WireFormat = "HAMi"
 	// WireExtended writes plancore's 5-part value into the lock annotation
 	// itself (HAMi reads it as malformed), and the same value into the sidecar,
 	// which keeps the epoch high-water mark across releases.
-	WireExtended
+	WireExtended WireFormat = "Extended"
 )
 
 // NodeLockStore is a lock.Store kept in Node annotations: the lock named
