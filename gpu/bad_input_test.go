@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/plancore/plancore"
+	"github.com/plancore/plancore/fake"
 	"github.com/plancore/plancore/gpu"
 )
 
@@ -193,4 +194,39 @@ func TestPropertyUsageNeverWraps(t *testing.T) {
 			t.Fatalf("no node chosen but reason %+v", p.Reason)
 		}
 	})
+}
+
+// TestZeroValues: the exported shell types' zero values are usable or say
+// they are not: a zero StoreWaiter reads the real clock and sleeps on real
+// timers, a zero NodeQueue queues, a zero Binder returns ErrNilExecutor (see
+// TestBadBindInput), a StoreWaiter on a fake clock sleeps until it moves.
+func TestZeroValues(t *testing.T) {
+	ctx := context.Background()
+	var w gpu.StoreWaiter
+	if w.Now().IsZero() || w.Changes("n", "l") != nil {
+		t.Error("zero StoreWaiter")
+	}
+	if woken, err := w.Sleep(ctx, time.Millisecond, nil); woken || err != nil {
+		t.Errorf("zero StoreWaiter Sleep = %v, %v", woken, err)
+	}
+	var q gpu.NodeQueue
+	leave, err := q.Enter(ctx, "n")
+	if err != nil || q.Len("n") != 1 {
+		t.Fatalf("zero NodeQueue: %v, len %d", err, q.Len("n"))
+	}
+	leave()
+	clk := fake.NewClock(time.Date(2026, 6, 14, 10, 0, 0, 0, time.UTC))
+	fw := gpu.StoreWaiter{Clock: clk}
+	done := make(chan bool)
+	go func() {
+		woken, _ := fw.Sleep(ctx, time.Second, nil)
+		done <- woken
+	}()
+	for clk.Waiters() == 0 {
+		time.Sleep(time.Millisecond) // until the sleeper is parked on the fake clock
+	}
+	clk.Advance(time.Second)
+	if woken := <-done; woken {
+		t.Error("a timeout reported as a wake-up")
+	}
 }

@@ -310,3 +310,24 @@ func TestPropertyLockerNeverSpins(t *testing.T) {
 		_ = err
 	})
 }
+
+// TestZeroValues: every exported shell type's zero value is usable or says it
+// is not: a zero MemoryStore stores, a zero Locker returns ErrNilStore (see
+// TestNilStore), a Locker with a zero MemoryStore locks.
+func TestZeroValues(t *testing.T) {
+	ctx := context.Background()
+	var s lock.MemoryStore
+	l := &lock.Locker{Store: &s, Clock: fake.NewClock(t0)}
+	g, err := l.Acquire(ctx, node1, podA)
+	if err != nil || g.Record().Epoch != 1 {
+		t.Fatalf("acquire on a zero MemoryStore = %v, %v", g.Plan, err)
+	}
+	if p, err := l.Release(ctx, node1, podA); err != nil || p.Kind != lock.Release {
+		t.Fatalf("release on a zero MemoryStore = %v, %v", p, err)
+	}
+	var z lock.MemoryStore
+	z.DeleteNode("n1")
+	if z.Len() != 0 || z.Changes(node1) == nil {
+		t.Errorf("zero MemoryStore: Len %d", z.Len())
+	}
+}

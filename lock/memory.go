@@ -44,7 +44,7 @@ type memEntry struct {
 	changed   chan struct{}
 }
 
-// NewMemoryStore returns an empty store.
+// NewMemoryStore returns an empty store. The zero MemoryStore is usable too.
 func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{nodes: map[string]map[string]*memEntry{}}
 }
@@ -62,6 +62,9 @@ func (s *MemoryStore) entry(key Key, create bool) (*memEntry, uint64) {
 				return nil, floor
 			}
 			e = &memEntry{epochHigh: s.floor}
+			if s.nodes == nil {
+				s.nodes = map[string]map[string]*memEntry{} // the zero MemoryStore is usable
+			}
 			if s.nodes[key.Node] == nil {
 				s.nodes[key.Node] = map[string]*memEntry{}
 			}
