@@ -230,3 +230,20 @@ func TestZeroValues(t *testing.T) {
 		t.Error("a timeout reported as a wake-up")
 	}
 }
+
+// TestHAMiPreset: gpu.HAMi() is valid and restores HAMi's retry: only gang
+// pods retry, at a fixed interval, polling.
+func TestHAMiPreset(t *testing.T) {
+	o := gpu.HAMi()
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !o.RetryPodGroupOnly || o.FixedInterval != 100*time.Millisecond {
+		t.Errorf("HAMi() = %+v", o)
+	}
+	for attempt := range 5 {
+		if d, ok := gpu.NextRetry(attempt, time.Second, o, 0.9); !ok || d != 100*time.Millisecond {
+			t.Errorf("retry %d = %v, %v: want HAMi's fixed 100ms", attempt, d, ok)
+		}
+	}
+}

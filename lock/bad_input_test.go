@@ -331,3 +331,33 @@ func TestZeroValues(t *testing.T) {
 		t.Errorf("zero MemoryStore: Len %d", z.Len())
 	}
 }
+
+// TestHAMiPreset: lock.HAMi() is valid and restores HAMi's choices: a
+// malformed value blocks forever, a re-created pod of the holder's name is the
+// owner, a terminal holder is alive, an allocating holder is stolen from, and
+// a comma-less value is released by anyone.
+func TestHAMiPreset(t *testing.T) {
+	o := lock.HAMi()
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	junk := lock.Observation{Key: node1, Present: true, Raw: "lock", Version: "1", FirstObservedAt: t0.Add(-24 * time.Hour)}
+	if p, _ := decide(junk, podA, t0, o, lock.Holder{}); p.Kind != lock.Invalid || p.RequeueAfter != 0 {
+		t.Errorf("malformed under HAMi() = %v, want Invalid forever", p)
+	}
+	mine := lock.Observation{Key: node1, Present: true, Raw: "2026-06-14T09:59:00Z,default,a,old-uid,3", Version: "1"}
+	if p, _ := decide(mine, podA, t0, o, lock.Holder{}); p.Kind != lock.AlreadyHeld {
+		t.Errorf("same name, other UID under HAMi() = %v, want AlreadyHeld", p)
+	}
+	other := lock.Observation{Key: node1, Present: true, Raw: "2026-06-14T09:59:00Z,default,b", Version: "1"}
+	if p, _ := decide(other, podA, t0, o, lock.Holder{State: lock.HolderTerminal}); p.Kind != lock.Refuse {
+		t.Errorf("terminal holder under HAMi() = %v, want Refuse", p)
+	}
+	expired := lock.Observation{Key: node1, Present: true, Raw: "2026-06-14T09:00:00Z,default,b", Version: "1"}
+	if p, _ := decide(expired, podA, t0, o, lock.Holder{State: lock.HolderExists, Allocating: true}); p.Kind != lock.StealExpired {
+		t.Errorf("allocating holder under HAMi() = %v, want StealExpired", p)
+	}
+	if p, _ := planRelease(junk, podA, o); p.Kind != lock.Release {
+		t.Errorf("comma-less release under HAMi() = %v, want Release", p)
+	}
+}
