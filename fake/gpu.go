@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
 
 	"github.com/plancore/plancore/gpu"
 	"github.com/plancore/plancore/lock"
@@ -70,15 +71,26 @@ func NewGPUBind(w *World, pods *PodStore, opts lock.Options) *GPUBind {
 			}
 			return lock.ClassifyHolder(&p, nil, rec, opts.Identity)
 		},
-		Now: w.Clock.Now,
-		Sleep: func(ctx context.Context, d time.Duration, _ <-chan struct{}) error {
-			w.Clock.Advance(d)
-			return ctx.Err()
-		},
-		Rand: rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d)),
+		Clock: advancingClock{w.Clock},
+		Rand:  rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d)),
 	}
 	return g
 }
+
+// advancingClock is the World's clock for a shell that must not block: a
+// timer moves the shared clock by its duration and fires at once, so "wait
+// for d" means "let d pass" for this caller only (the World's clock keeps
+// AutoAdvance off for everyone else).
+type advancingClock struct{ *Clock }
+
+func (c advancingClock) NewTimer(d time.Duration) clock.Timer {
+	c.Advance(d)
+	return c.Clock.NewTimer(0)
+}
+
+func (c advancingClock) After(d time.Duration) <-chan time.Time { return c.NewTimer(d).C() }
+
+func (c advancingClock) Sleep(d time.Duration) { c.Advance(d) }
 
 // AddNode registers a node.
 func (g *GPUBind) AddNode(name string) {
@@ -214,7 +226,7 @@ func (g *GPUBind) ForgetAssumed(_ context.Context, ref gpu.PodRef) error {
 var ErrFenceRejected = errors.New("fake: allocation fenced off: the lock record does not match the pod's epoch")
 
 // Allocate plays HAMi's device plugin after a successful Bind: for each lock,
-// it reads the record (with its sidecar, as lock.Decide does: a store that
+// it reads the record (with its sidecar, as lock.PlanAcquire does: a store that
 // shares its key with HAMi keeps the UID and epoch there, see lock.Observation.Record)
 // and checks gpu.VerifyFence, then writes bind-phase=success and releases the
 // locks (owner-checked) in reverse order. A failed fence writes

@@ -50,7 +50,7 @@ func TestGPUBindConforms(t *testing.T) {
 // the way a hand-written executor might.
 type (
 	// releasesAnyone's Release is not owner-checked: it removes whatever
-	// holds the lock, as HAMi's release of a re-read value did (D1).
+	// holds the lock, as HAMi's release of a re-read value did (two stealers could both win).
 	releasesAnyone struct{ *fake.GPUBind }
 	// plainContention reports a held lock with an error that does not wrap
 	// lock.ErrContention, so Bind never retries.

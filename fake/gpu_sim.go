@@ -15,8 +15,8 @@ import (
 	"github.com/plancore/plancore/lock"
 )
 
-// BurstConfig describes a burst of GPU pods binding to one node (spec gpu.md
-// §3.1): every pod calls Bind at the start, and the device plugin holds the
+// BurstConfig describes a burst of GPU pods binding to one node (many pods
+// binding to one node at once): every pod calls Bind at the start, and the device plugin holds the
 // node lock for Hold after each successful Bind before releasing it.
 type BurstConfig struct {
 	// Node is the target node; default "gpu-node".
@@ -134,6 +134,39 @@ type simProc struct {
 // fires, and each bound pod is allocated by the simulated device plugin Hold
 // later. The run is deterministic for a given World seed and cfg.
 func RunBurst(w *World, cfg BurstConfig) (BurstReport, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Options.Validate(); err != nil {
+		return BurstReport{}, err
+	}
+	s := &burstSim{w: w, cfg: cfg, ctx: context.Background(), holder: map[string]int{}}
+	pods := NewPodStore(w, PodStoreOptions{})
+	s.g = NewGPUBind(w, pods, lock.Options{})
+	s.g.AddNode(cfg.Node)
+	s.start = w.Clock.Now()
+	if err := s.createPods(pods); err != nil {
+		return BurstReport{}, err
+	}
+	for i := range s.procs {
+		if cfg.Queue {
+			s.line = append(s.line, i)
+			if i > 0 {
+				continue
+			}
+		}
+		if err := s.startProc(i, s.start); err != nil {
+			return BurstReport{}, err
+		}
+	}
+	for len(s.events) > 0 {
+		if err := s.next(); err != nil {
+			return s.rep, err
+		}
+	}
+	s.report()
+	return s.rep, nil
+}
+
+func (cfg BurstConfig) withDefaults() BurstConfig {
 	if cfg.Node == "" {
 		cfg.Node = "gpu-node"
 	}
@@ -149,191 +182,219 @@ func RunBurst(w *World, cfg BurstConfig) (BurstReport, error) {
 	if cfg.Limits == nil {
 		cfg.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
 	}
-	if err := cfg.Options.Validate(); err != nil {
-		return BurstReport{}, err
-	}
-	ctx := context.Background()
-	pods := NewPodStore(w, PodStoreOptions{})
-	g := NewGPUBind(w, pods, lock.Options{})
-	g.AddNode(cfg.Node)
-	start := w.Clock.Now()
+	return cfg
+}
 
-	procs := make([]*simProc, cfg.Pods)
-	for i := range procs {
-		created, err := pods.CreatePod(ctx, corev1.Pod{
+// burstSim is one RunBurst: its processes, its event queue and who believes
+// it holds each lock.
+type burstSim struct {
+	w      *World
+	cfg    BurstConfig
+	ctx    context.Context
+	g      *GPUBind
+	start  time.Time
+	procs  []*simProc
+	rep    BurstReport
+	events simQueue
+	seq    int
+	holder map[string]int // lock name -> proc that believes it holds it
+	line   []int          // the node's queue, head first
+}
+
+func (s *burstSim) createPods(pods *PodStore) error {
+	s.procs = make([]*simProc, s.cfg.Pods)
+	for i := range s.procs {
+		created, err := pods.CreatePod(s.ctx, corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("burst-%02d", i)},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: cfg.Limits}}}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: s.cfg.Limits}}}},
 			Status:     corev1.PodStatus{Phase: corev1.PodPending},
 		})
 		if err != nil {
-			return BurstReport{}, err
-		}
-		procs[i] = &simProc{ref: gpu.PodRef{Namespace: created.Namespace, Name: created.Name, UID: string(created.UID)}}
-	}
-
-	var (
-		rep    BurstReport
-		events simQueue
-		seq    int
-		holder = map[string]int{} // lock name -> proc that believes it holds it
-		line   []int              // the node's queue, head first
-	)
-	push := func(at time.Time, kind simEventKind, proc, gen int) {
-		seq++
-		heap.Push(&events, simEvent{at: at, seq: seq, kind: kind, proc: proc, gen: gen})
-	}
-	violate := func(check, format string, args ...any) {
-		rep.Violations = append(rep.Violations, Violation{Check: check, Detail: fmt.Sprintf(format, args...)})
-	}
-	startProc := func(i int, at time.Time) error {
-		p := procs[i]
-		in := gpu.BindInput{Pod: p.ref, Node: cfg.Node, Now: at, Registry: cfg.Registry, Options: cfg.Options, Seed: cfg.Seed}
-		st, err := gpu.StartBind(in)
-		if err != nil {
 			return err
 		}
-		p.st, p.started = st, true
-		push(at, simStep, i, 0)
+		s.procs[i] = &simProc{ref: gpu.PodRef{Namespace: created.Namespace, Name: created.Name, UID: string(created.UID)}}
+	}
+	return nil
+}
+
+func (s *burstSim) push(at time.Time, kind simEventKind, proc, gen int) {
+	s.seq++
+	heap.Push(&s.events, simEvent{at: at, seq: s.seq, kind: kind, proc: proc, gen: gen})
+}
+
+func (s *burstSim) violate(check, format string, args ...any) {
+	s.rep.Violations = append(s.rep.Violations, Violation{Check: check, Detail: fmt.Sprintf(format, args...)})
+}
+
+func (s *burstSim) startProc(i int, at time.Time) error {
+	p := s.procs[i]
+	in := gpu.BindInput{Pod: p.ref, Node: s.cfg.Node, Now: at, Registry: s.cfg.Registry, Options: s.cfg.Options, Seed: s.cfg.Seed}
+	st, err := gpu.StartBind(in)
+	if err != nil {
+		return err
+	}
+	p.st, p.started = st, true
+	s.push(at, simStep, i, 0)
+	return nil
+}
+
+// feed gives a result to proc i and schedules what follows.
+func (s *burstSim) feed(i int, a gpu.Action, r gpu.Result) error {
+	p := s.procs[i]
+	next, err := gpu.StepBind(p.st, r)
+	if err != nil {
+		return err
+	}
+	p.st = next
+	now := s.w.Clock.Now()
+	s.trackLocks(i, a, r, now)
+	if !p.st.Done() {
+		s.push(now, simStep, i, 0)
 		return nil
 	}
-	for i := range procs {
-		if cfg.Queue {
-			line = append(line, i)
-			if i > 0 {
-				continue
-			}
-		}
-		if err := startProc(i, start); err != nil {
-			return BurstReport{}, err
+	s.finish(i, now)
+	if s.cfg.Queue && len(s.line) > 0 && s.line[0] == i {
+		s.line = s.line[1:]
+		if len(s.line) > 0 {
+			return s.startProc(s.line[0], now)
 		}
 	}
+	return nil
+}
 
-	// feed gives a result to proc i and schedules what follows.
-	feed := func(i int, a gpu.Action, r gpu.Result) error {
-		p := procs[i]
-		next, err := gpu.StepBind(p.st, r)
-		if err != nil {
-			return err
+// trackLocks checks mutual exclusion on what proc i's action did.
+func (s *burstSim) trackLocks(i int, a gpu.Action, r gpu.Result, now time.Time) {
+	switch {
+	case a.Kind == gpu.ActLock && r.Err == nil:
+		if h, ok := s.holder[a.Lock]; ok && h != i {
+			s.violate("mutual exclusion", "%s took %s at %v while %s holds it", s.procs[i].ref, a.Lock, now.Sub(s.start), s.procs[h].ref)
 		}
-		p.st = next
-		now := w.Clock.Now()
-		switch {
-		case a.Kind == gpu.ActLock && r.Err == nil:
-			if h, ok := holder[a.Lock]; ok && h != i {
-				violate("mutual exclusion", "%s took %s at %v while %s holds it", p.ref, a.Lock, now.Sub(start), procs[h].ref)
-			}
-			holder[a.Lock] = i
-		case a.Kind == gpu.ActRelease && r.Err == nil:
-			if holder[a.Lock] == i {
-				delete(holder, a.Lock)
-			}
+		s.holder[a.Lock] = i
+	case a.Kind == gpu.ActRelease && r.Err == nil:
+		if s.holder[a.Lock] == i {
+			delete(s.holder, a.Lock)
 		}
-		if !p.st.Done() {
-			push(now, simStep, i, 0)
-			return nil
+	}
+}
+
+// finish records proc i's finished Bind: a bound pod is allocated Hold
+// later; a failed one must hold no lock.
+func (s *burstSim) finish(i int, now time.Time) {
+	p := s.procs[i]
+	p.done, p.finished = true, now
+	out := p.st.Outcome()
+	if out.Bound {
+		p.boundAt = now
+		p.locks = nil
+		for _, h := range out.Held {
+			p.locks = append(p.locks, h.Name)
 		}
-		p.done, p.finished = true, now
-		out := p.st.Outcome()
-		if out.Bound {
-			p.boundAt = now
-			p.locks = nil
-			for _, h := range out.Held {
-				p.locks = append(p.locks, h.Name)
-			}
-			rep.BindOrder = append(rep.BindOrder, p.ref.Name)
-			push(now.Add(cfg.Hold), simAllocate, i, 0)
-		} else {
-			if errors.Is(out.Err, lock.ErrContention) {
-				rep.DeadlineFailures++
-			}
-			for name, h := range holder {
-				if h == i {
-					violate("failed bind keeps no lock", "%s failed (%v) but still holds %s", p.ref, out.Err, name)
-				}
-			}
+		s.rep.BindOrder = append(s.rep.BindOrder, p.ref.Name)
+		s.push(now.Add(s.cfg.Hold), simAllocate, i, 0)
+		return
+	}
+	if errors.Is(out.Err, lock.ErrContention) {
+		s.rep.DeadlineFailures++
+	}
+	for name, h := range s.holder {
+		if h == i {
+			s.violate("failed bind keeps no lock", "%s failed (%v) but still holds %s", p.ref, out.Err, name)
 		}
-		if cfg.Queue && len(line) > 0 && line[0] == i {
-			line = line[1:]
-			if len(line) > 0 {
-				return startProc(line[0], now)
-			}
-		}
+	}
+}
+
+// next handles the earliest event, then wakes the waiters it released.
+func (s *burstSim) next() error {
+	ev := heap.Pop(&s.events).(simEvent)
+	p := s.procs[ev.proc]
+	if stale := (ev.kind == simStep && (p.waiting || p.done)) ||
+		(ev.kind == simWaitTimeout && (!p.waiting || ev.gen != p.waitGen)); stale {
+		// A timeout of a wait that a change already ended moves nothing,
+		// not even the clock.
 		return nil
 	}
+	s.w.Clock.Set(ev.at)
+	var err error
+	switch ev.kind {
+	case simStep:
+		err = s.step(ev.proc)
+	case simWaitTimeout:
+		p.waiting, p.wake = false, nil
+		err = s.feed(ev.proc, gpu.Action{Kind: gpu.ActWait}, gpu.Result{Now: s.w.Clock.Now()})
+	case simAllocate:
+		s.allocate(ev.proc)
+	}
+	if err != nil {
+		return err
+	}
+	return s.wakeWaiters()
+}
 
-	for len(events) > 0 {
-		ev := heap.Pop(&events).(simEvent)
-		p := procs[ev.proc]
-		if stale := (ev.kind == simStep && (p.waiting || p.done)) ||
-			(ev.kind == simWaitTimeout && (!p.waiting || ev.gen != p.waitGen)); stale {
-			// A timeout of a wait that a change already ended moves nothing,
-			// not even the clock.
-			continue
+// step performs proc i's next action, or starts its wait.
+func (s *burstSim) step(i int) error {
+	p := s.procs[i]
+	a := p.st.Next()
+	s.rep.Actions++
+	if a.Kind == gpu.ActWait {
+		if len(a.WaitLocks) == 0 {
+			p.wake = nil // polling: sleep out the whole wait
 		}
-		w.Clock.Set(ev.at)
-		switch ev.kind {
-		case simStep:
-			a := p.st.Next()
-			rep.Actions++
-			if a.Kind == gpu.ActWait {
-				if len(a.WaitLocks) == 0 {
-					p.wake = nil // polling: sleep out the whole wait
-				}
-				p.waiting = true
-				p.waitGen++
-				push(w.Clock.Now().Add(a.Wait), simWaitTimeout, ev.proc, p.waitGen)
-				break
-			}
-			r, wake := gpu.Perform(ctx, a, g, func(node, name string) <-chan struct{} {
-				return g.Locks.Changes(lock.Key{Name: name, Node: node})
-			})
-			if wake != nil {
-				p.wake = wake
-			}
-			r.Now = w.Clock.Now()
-			if err := feed(ev.proc, a, r); err != nil {
-				return rep, err
-			}
-		case simWaitTimeout:
-			p.waiting, p.wake = false, nil
-			if err := feed(ev.proc, gpu.Action{Kind: gpu.ActWait}, gpu.Result{Now: w.Clock.Now()}); err != nil {
-				return rep, err
-			}
-		case simAllocate:
-			if err := g.Allocate(ctx, p.ref, cfg.Node, p.locks); err != nil {
-				violate("allocation", "%s: %v", p.ref, err)
-			}
-			for _, name := range p.locks {
-				if holder[name] == ev.proc {
-					delete(holder, name)
-				}
-			}
-			p.released = w.Clock.Now()
+		p.waiting = true
+		p.waitGen++
+		s.push(s.w.Clock.Now().Add(a.Wait), simWaitTimeout, i, p.waitGen)
+		return nil
+	}
+	r, wake := gpu.Perform(s.ctx, a, s.g, func(node, name string) <-chan struct{} {
+		return s.g.Locks.Changes(lock.Key{Name: name, Node: node})
+	})
+	if wake != nil {
+		p.wake = wake
+	}
+	r.Now = s.w.Clock.Now()
+	return s.feed(i, a, r)
+}
+
+// allocate plays the device plugin for proc i: it releases the pod's locks.
+func (s *burstSim) allocate(i int) {
+	p := s.procs[i]
+	if err := s.g.Allocate(s.ctx, p.ref, s.cfg.Node, p.locks); err != nil {
+		s.violate("allocation", "%s: %v", p.ref, err)
+	}
+	for _, name := range p.locks {
+		if s.holder[name] == i {
+			delete(s.holder, name)
 		}
-		// Wake every waiter whose contended lock changed, in pod order.
-		for i, q := range procs {
-			if q.waiting && closed(q.wake) {
-				q.waiting, q.wake = false, nil
-				if err := feed(i, gpu.Action{Kind: gpu.ActWait}, gpu.Result{Now: w.Clock.Now(), Woken: true}); err != nil {
-					return rep, err
-				}
+	}
+	p.released = s.w.Clock.Now()
+}
+
+// wakeWaiters wakes every waiter whose contended lock changed, in pod order.
+func (s *burstSim) wakeWaiters() error {
+	for i, q := range s.procs {
+		if q.waiting && closed(q.wake) {
+			q.waiting, q.wake = false, nil
+			if err := s.feed(i, gpu.Action{Kind: gpu.ActWait}, gpu.Result{Now: s.w.Clock.Now(), Woken: true}); err != nil {
+				return err
 			}
 		}
 	}
+	return nil
+}
 
-	for _, p := range procs {
+// report fills the per-pod results and checks every Bind finished.
+func (s *burstSim) report() {
+	for _, p := range s.procs {
 		bp := BurstPod{Pod: p.ref, Outcome: p.st.Outcome()}
 		if !p.boundAt.IsZero() {
-			bp.Bound = p.boundAt.Sub(start)
+			bp.Bound = p.boundAt.Sub(s.start)
 		}
 		if !p.released.IsZero() {
-			bp.Released = p.released.Sub(start)
+			bp.Released = p.released.Sub(s.start)
 		}
-		rep.Completion = max(rep.Completion, bp.Released, p.finished.Sub(start))
-		rep.Pods = append(rep.Pods, bp)
+		s.rep.Completion = max(s.rep.Completion, bp.Released, p.finished.Sub(s.start))
+		s.rep.Pods = append(s.rep.Pods, bp)
 		if !p.started || !p.done {
-			violate("every Bind finishes", "%s never finished", p.ref)
+			s.violate("every Bind finishes", "%s never finished", p.ref)
 		}
 	}
-	return rep, nil
 }

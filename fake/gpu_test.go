@@ -21,7 +21,8 @@ import (
 
 var tGPU = time.Date(2026, 6, 14, 10, 0, 0, 0, time.UTC)
 
-// burstTarget is spec gpu.md §3.1's bound: 1.2 × 40 × 22 ms.
+// burstTarget is the burst's bound: 1.2 × 40 × 22 ms, within 20% of serving
+// the 40 pods one after another for the device plugin's 22 ms hold.
 const burstTarget = 1056 * time.Millisecond
 
 func TestBurst40MeetsTarget(t *testing.T) {
@@ -44,7 +45,7 @@ func TestBurst40MeetsTarget(t *testing.T) {
 	}
 }
 
-// TestBurst40WithStoreLatency adds 1 ms to every lock store call: the spec
+// TestBurst40WithStoreLatency adds 1 ms to every lock store call: the
 // adds store latency to the serialized minimum, and the burst stays in target.
 func TestBurst40WithStoreLatency(t *testing.T) {
 	for _, queue := range []bool{false, true} {
@@ -185,7 +186,7 @@ func (b *bindWorld) held(t fatalHelper) map[string]string {
 	return out
 }
 
-// TestApplyBindWakesOnRelease is spec gpu.md §6 example 2 end to end: p1
+// TestApplyBindWakesOnRelease is the contention example end to end: p1
 // holds the shared lock; p2 locks Cambricon's, is refused the shared one,
 // releases Cambricon's, waits, and is woken when the device plugin releases
 // p1's lock 22 ms later, well before its 100-150 ms backoff ends.
@@ -232,7 +233,7 @@ func TestApplyBindWakesOnRelease(t *testing.T) {
 		}
 	}
 	// Lock-store calls in order: the refused attempt released Cambricon's lock
-	// before waiting (retry-rollback), then both were taken again.
+	// before waiting (RetryRollback), then both were taken again.
 	var lockCalls []string
 	for _, c := range b.w.Calls.Calls() {
 		if strings.HasPrefix(c.Kind, "lock.") && c.Outcome == fake.OutcomeOK && c.Kind != fake.LockGet {
@@ -309,8 +310,7 @@ func TestApplyBindFailuresCleanUp(t *testing.T) {
 
 // TestPropApplyBindOnFake runs one Bind through ApplyBind against the fake
 // with random faults on every call kind and, sometimes, a lock already held
-// by another pod that the device plugin releases later. Afterwards (spec gpu.md
-// §4): a failed Bind holds no lock and its pod says bind-phase=failed (unless
+// by another pod that the device plugin releases later. Afterwards: a failed Bind holds no lock and its pod says bind-phase=failed (unless
 // that very write failed, which the outcome reports); a successful one holds
 // exactly its locks, and its fence verifies.
 func TestPropApplyBindOnFake(t *testing.T) {
@@ -358,9 +358,9 @@ func TestPropApplyBindOnFake(t *testing.T) {
 				}
 			}
 		case out.Unknown:
-			// Locks kept on purpose until their TTL (G5).
+			// Locks kept on purpose until their TTL: the Bind outcome is unknown.
 		default:
-			// HAMi logs a failed release and carries on (spec gpu.md §2.2), so
+			// HAMi logs a failed release and carries on, so
 			// a lock may outlive a failed Bind only when its release is among
 			// the reported ReleaseErrs; it then waits for its TTL.
 			for name := range mine {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/plancore/plancore/lock"
 )
 
@@ -17,17 +19,17 @@ import (
 // lock.Locker, or any other implementation under test (e.g. a HAMi-like one).
 type LockClient interface {
 	Acquire(ctx context.Context, key lock.Key, req lock.Requester) (lock.Grant, error)
-	Release(ctx context.Context, key lock.Key, req lock.Requester) (lock.ReleaseDecision, error)
+	Release(ctx context.Context, key lock.Key, req lock.Requester) (lock.Plan, error)
 }
 
 // LockRaceEnv is what a LockRace hands a client: a store whose every call is a
-// scheduling point, the process's own (skewed) clock, a truthful holder oracle
-// (also a scheduling point), a sleep that is a scheduling point, and a seed.
+// scheduling point, the process's own (skewed) clock whose every timer is a
+// scheduling point (it fires when the run resumes the process, whatever its
+// duration), a truthful holder oracle (also a scheduling point), and a seed.
 type LockRaceEnv struct {
 	Store  lock.Store
-	Now    func() time.Time
+	Clock  clock.Clock
 	Holder func(ctx context.Context, key lock.Key, rec lock.Record) lock.Holder
-	Sleep  func(ctx context.Context, d time.Duration, wake <-chan struct{}) error
 	Seed   uint64
 }
 
@@ -56,7 +58,7 @@ func (c RandChooser) Choose(_ string, n int) int { return c.R.IntN(n) }
 // A process believes it holds a lock from a successful Acquire until the
 // first of its Release call, its death, or its own-clock deadline
 // Record.Time + TTL − margin, where margin is 2×MaxSkew on the writer's clock
-// and 0 on the observation clock. (The spec counts from the grant and adds a
+// and 0 on the observation clock. (Counting from the grant would need an extra
 // second for whole-second timestamps; counting from the record's own
 // timestamp, which is never later than the decision, needs no such second,
 // so the check here is tighter. A margin of 0 on the writer's clock is caught
@@ -105,6 +107,7 @@ type raceProc struct {
 	client     LockClient
 	busy       bool
 	cancel     context.CancelFunc
+	ctx        context.Context // the running call's context
 	parked     *raceGate
 	beliefs    map[int]raceBelief
 }
@@ -132,7 +135,7 @@ type raceEvent struct {
 	op   string
 	node int
 	g    lock.Grant
-	rd   lock.ReleaseDecision
+	rd   lock.Plan
 	err  error
 }
 
@@ -179,7 +182,7 @@ func (r LockRace) Run(c Chooser) (LockRaceReport, error) {
 		fenced:  map[int]uint64{},
 		ttl:     r.Options.EffectiveTTL(),
 	}
-	if r.Options.ExpiryClock == lock.WriterClock {
+	if r.Options.ExpiryClock != lock.ObservationClock {
 		run.margins = 2 * r.MaxSkew
 	}
 	for i := range r.Processes {
@@ -226,13 +229,9 @@ func (r *raceRun) spawn(p *raceProc) {
 	p.beliefs = map[int]raceBelief{}
 	env := LockRaceEnv{
 		Store: &raceStore{r: r, p: p},
-		Now:   func() time.Time { return r.now.Add(p.offset) },
+		Clock: &raceClock{r: r, p: p},
 		Holder: func(ctx context.Context, key lock.Key, rec lock.Record) lock.Holder {
 			return r.holder(ctx, p, key, rec)
-		},
-		Sleep: func(ctx context.Context, _ time.Duration, _ <-chan struct{}) error {
-			_, err := r.park(ctx, p, "sleep", lock.Key{})
-			return err
 		},
 		Seed: uint64(p.id)<<32 | uint64(p.gen),
 	}
@@ -240,12 +239,52 @@ func (r *raceRun) spawn(p *raceProc) {
 		p.client = r.NewClient(env, r.Options)
 	} else {
 		p.client = &lock.Locker{
-			Store: env.Store, Options: r.Options, Now: env.Now, Holder: env.Holder, Sleep: env.Sleep,
+			Store: env.Store, Options: r.Options, Clock: env.Clock, Holder: env.Holder,
 			Backoff: lock.Backoff{Wait: 2 * time.Second},
 			Rand:    rand.New(rand.NewPCG(env.Seed, 1)),
 		}
 	}
 }
+
+// raceClock is one process's clock: the run's time plus the process's offset.
+// Every timer is a scheduling point: creating one parks the process, and the
+// timer has fired when the run resumes it (or never fires when the run kills
+// the process, whose context is then cancelled).
+type raceClock struct {
+	r *raceRun
+	p *raceProc
+}
+
+var _ clock.Clock = (*raceClock)(nil)
+
+func (c *raceClock) Now() time.Time                  { return c.r.now.Add(c.p.offset) }
+func (c *raceClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c *raceClock) After(d time.Duration) <-chan time.Time {
+	return c.NewTimer(d).C()
+}
+func (c *raceClock) Sleep(d time.Duration) { <-c.After(d) }
+func (c *raceClock) Tick(d time.Duration) <-chan time.Time {
+	return c.After(d)
+}
+
+// NewTimer parks the process; the returned timer has fired once it resumes.
+func (c *raceClock) NewTimer(time.Duration) clock.Timer {
+	t := &raceTimer{ch: make(chan time.Time, 1)}
+	ctx := c.p.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if _, err := c.r.park(ctx, c.p, "sleep", lock.Key{}); err == nil {
+		t.ch <- c.Now()
+	}
+	return t
+}
+
+type raceTimer struct{ ch chan time.Time }
+
+func (t *raceTimer) C() <-chan time.Time      { return t.ch }
+func (t *raceTimer) Stop() bool               { return false }
+func (t *raceTimer) Reset(time.Duration) bool { return false }
 
 // park blocks the calling process until the run resumes it.
 func (r *raceRun) park(ctx context.Context, p *raceProc, op string, key lock.Key) (raceResume, error) {
@@ -271,7 +310,7 @@ func (r *raceRun) holder(ctx context.Context, self *raceProc, key lock.Key, rec 
 		if q.req.Namespace != rec.Namespace || q.req.Name != rec.Name {
 			continue
 		}
-		if rec.UID != "" && rec.UID != q.req.UID && r.Options.Identity == lock.UIDThenName {
+		if rec.UID != "" && rec.UID != q.req.UID && r.Options.Identity != lock.NameOnly {
 			return lock.Holder{State: lock.HolderNotFound, Replaced: q.alive}
 		}
 		switch {
@@ -307,7 +346,7 @@ func (r *raceRun) wait() {
 			return
 		}
 		rec := ev.g.Record()
-		switch ev.g.Decision.Kind {
+		switch ev.g.Plan.Kind {
 		case lock.AlreadyHeld:
 			r.rep.AlreadyHeld++
 		case lock.StealExpired, lock.StealDangling:
@@ -316,7 +355,7 @@ func (r *raceRun) wait() {
 			r.rep.Grants++
 		}
 		b := raceBelief{rec: rec, until: rec.Time.Add(r.ttl - r.margins)}
-		r.logf("p%d acquire %s: %s epoch %d, believes until %s (own clock)", p.id, key.Node, ev.g.Decision.Kind, rec.Epoch, b.until.Format("15:04:05"))
+		r.logf("p%d acquire %s: %s epoch %d, believes until %s (own clock)", p.id, key.Node, ev.g.Plan.Kind, rec.Epoch, b.until.Format("15:04:05"))
 		if !p.believes(b, r.now) {
 			return
 		}
@@ -347,7 +386,7 @@ func (p *raceProc) believes(b raceBelief, globalNow time.Time) bool {
 // start runs op for p in a goroutine and waits for its first event.
 func (r *raceRun) start(p *raceProc, op string, node int) {
 	ctx, cancel := context.WithCancel(context.Background())
-	p.busy, p.cancel = true, cancel
+	p.busy, p.cancel, p.ctx = true, cancel, ctx
 	key := r.key(node)
 	if op == "release" {
 		delete(p.beliefs, node) // a process stops using the resource before releasing
@@ -376,109 +415,136 @@ func (r *raceRun) kill(p *raceProc) {
 	r.wait()
 }
 
-func (r *raceRun) step() {
-	var idle, parked, alive, dead, believers []*raceProc
+// raceGroups sorts the processes by what a step may do with them.
+type raceGroups struct {
+	idle, parked, alive, dead, believers []*raceProc
+}
+
+func (r *raceRun) groups() raceGroups {
+	var g raceGroups
 	for _, p := range r.procs {
 		switch {
 		case !p.alive:
-			dead = append(dead, p)
+			g.dead = append(g.dead, p)
 		case p.busy:
-			parked = append(parked, p)
+			g.parked = append(g.parked, p)
 		default:
-			idle = append(idle, p)
+			g.idle = append(g.idle, p)
 		}
 		if p.alive {
-			alive = append(alive, p)
+			g.alive = append(g.alive, p)
 			for _, b := range p.beliefs {
 				if p.believes(b, r.now) {
-					believers = append(believers, p)
+					g.believers = append(g.believers, p)
 					break
 				}
 			}
 		}
 	}
-	pick := func(label string, ps []*raceProc) *raceProc { return ps[r.c.Choose(label, len(ps))] }
+	return g
+}
+
+func (r *raceRun) pick(label string, ps []*raceProc) *raceProc { return ps[r.c.Choose(label, len(ps))] }
+
+func (r *raceRun) step() {
+	g := r.groups()
 	// Weights: time 2, time to a boundary 1, acquire 3, release 1, resume 6,
 	// death 1, re-creation 1, use 1. An action that does not apply (nobody
 	// idle, ...) does nothing.
 	action := []int{0, 0, 5, 1, 1, 1, 3, 4, 4, 4, 4, 4, 4, 7, 8, 9}[r.c.Choose("action", 16)]
 	switch {
 	case action == 5:
-		// Jump next to an instant where some process's view changes: a
-		// believer's deadline, or when a process first sees a written record
-		// as expired on its own clock. Clock bugs live there.
-		var marks []time.Time
-		keys := slices.SortedFunc(maps.Keys(r.written), func(a, b lock.Key) int { return strings.Compare(a.Node, b.Node) })
-		for _, q := range r.procs {
-			for _, node := range slices.Sorted(maps.Keys(q.beliefs)) {
-				marks = append(marks, q.beliefs[node].until.Add(-q.offset))
-			}
-			for _, k := range keys {
-				marks = append(marks, r.written[k].Time.Add(r.ttl-q.offset))
-			}
-		}
-		if len(marks) == 0 {
-			return
-		}
-		slices.SortFunc(marks, func(a, b time.Time) int { return a.Compare(b) })
-		eps := []time.Duration{-time.Second, -time.Millisecond, 1, time.Millisecond, time.Second}
-		at := marks[r.c.Choose("mark", len(marks))].Add(eps[r.c.Choose("epsilon", len(eps))])
-		if at.After(r.now) {
-			r.logf("time jumps to %s", at.Format("15:04:05.000000000"))
-			r.now = at
-		}
+		r.jumpToMark()
 	case action == 0:
 		steps := []time.Duration{200 * time.Millisecond, 3 * time.Second, 30 * time.Second, r.ttl / 2, r.ttl, 2 * r.ttl, 4 * r.ttl}
 		d := steps[r.c.Choose("advance", len(steps))]
 		r.now = r.now.Add(d)
 		r.logf("time +%v", d)
-	case action == 1 && len(idle) > 0:
-		p, node := pick("acquirer", idle), r.c.Choose("node", r.Nodes)
+	case action == 1 && len(g.idle) > 0:
+		p, node := r.pick("acquirer", g.idle), r.c.Choose("node", r.Nodes)
 		r.logf("p%d starts acquire %s", p.id, r.key(node).Node)
 		r.start(p, "acquire", node)
-	case action == 3 && len(idle) > 0:
-		p, node := pick("releaser", idle), r.c.Choose("node", r.Nodes)
+	case action == 3 && len(g.idle) > 0:
+		p, node := r.pick("releaser", g.idle), r.c.Choose("node", r.Nodes)
 		r.logf("p%d starts release %s", p.id, r.key(node).Node)
 		r.start(p, "release", node)
-	case action == 4 && len(parked) > 0:
-		p := pick("resume", parked)
-		g := p.parked
-		p.parked = nil
-		var fault int
-		if r.Faults && (g.op == "cas" || g.op == "cad") {
-			fault = []int{0, 0, 1, 2}[r.c.Choose("fault", 4)]
-		}
-		r.logf("p%d resumes %s %s (fault %d)", p.id, g.op, g.key.Node, fault)
-		g.resume <- raceResume{fault: fault}
-		r.wait()
-	case action == 7 && len(alive) > 0:
-		p := pick("victim", alive)
-		p.terminal = r.c.Choose("terminal", 2) == 1
-		r.logf("p%d dies (terminal %v)", p.id, p.terminal)
-		p.alive = false
-		p.beliefs = map[int]raceBelief{}
-		r.rep.Deaths++
-		for p.busy {
-			r.kill(p)
-		}
-	case action == 8 && len(dead) > 0:
-		p := pick("respawn", dead)
+	case action == 4 && len(g.parked) > 0:
+		r.resume(r.pick("resume", g.parked))
+	case action == 7 && len(g.alive) > 0:
+		r.die(r.pick("victim", g.alive))
+	case action == 8 && len(g.dead) > 0:
+		p := r.pick("respawn", g.dead)
 		p.gen++
 		r.spawn(p)
 		r.rep.Respawns++
 		r.logf("p%d re-created as %s", p.id, p.req.UID)
-	case action == 9 && len(believers) > 0:
-		p := pick("user", believers)
-		for node, b := range p.beliefs {
-			if !p.believes(b, r.now) {
-				continue
-			}
-			r.rep.Uses++
-			if b.rec.Epoch < r.fenced[node] {
-				r.violate("p%d uses %s with epoch %d, but the resource has seen %d", p.id, r.key(node).Node, b.rec.Epoch, r.fenced[node])
-			}
-			r.fenced[node] = b.rec.Epoch
+	case action == 9 && len(g.believers) > 0:
+		r.use(r.pick("user", g.believers))
+	}
+}
+
+// jumpToMark moves time next to an instant where some process's view
+// changes: a believer's deadline, or when a process first sees a written
+// record as expired on its own clock. Clock bugs live there.
+func (r *raceRun) jumpToMark() {
+	var marks []time.Time
+	keys := slices.SortedFunc(maps.Keys(r.written), func(a, b lock.Key) int { return strings.Compare(a.Node, b.Node) })
+	for _, q := range r.procs {
+		for _, node := range slices.Sorted(maps.Keys(q.beliefs)) {
+			marks = append(marks, q.beliefs[node].until.Add(-q.offset))
 		}
+		for _, k := range keys {
+			marks = append(marks, r.written[k].Time.Add(r.ttl-q.offset))
+		}
+	}
+	if len(marks) == 0 {
+		return
+	}
+	slices.SortFunc(marks, func(a, b time.Time) int { return a.Compare(b) })
+	eps := []time.Duration{-time.Second, -time.Millisecond, 1, time.Millisecond, time.Second}
+	at := marks[r.c.Choose("mark", len(marks))].Add(eps[r.c.Choose("epsilon", len(eps))])
+	if at.After(r.now) {
+		r.logf("time jumps to %s", at.Format("15:04:05.000000000"))
+		r.now = at
+	}
+}
+
+// resume lets p's parked store call proceed, with a chosen fault for a write.
+func (r *raceRun) resume(p *raceProc) {
+	g := p.parked
+	p.parked = nil
+	var fault int
+	if r.Faults && (g.op == "cas" || g.op == "cad") {
+		fault = []int{0, 0, 1, 2}[r.c.Choose("fault", 4)]
+	}
+	r.logf("p%d resumes %s %s (fault %d)", p.id, g.op, g.key.Node, fault)
+	g.resume <- raceResume{fault: fault}
+	r.wait()
+}
+
+// die kills p: its pod is deleted, or kept as terminal.
+func (r *raceRun) die(p *raceProc) {
+	p.terminal = r.c.Choose("terminal", 2) == 1
+	r.logf("p%d dies (terminal %v)", p.id, p.terminal)
+	p.alive = false
+	p.beliefs = map[int]raceBelief{}
+	r.rep.Deaths++
+	for p.busy {
+		r.kill(p)
+	}
+}
+
+// use has p use every resource it believes it holds, checking the fence.
+func (r *raceRun) use(p *raceProc) {
+	for node, b := range p.beliefs {
+		if !p.believes(b, r.now) {
+			continue
+		}
+		r.rep.Uses++
+		if b.rec.Epoch < r.fenced[node] {
+			r.violate("p%d uses %s with epoch %d, but the resource has seen %d", p.id, r.key(node).Node, b.rec.Epoch, r.fenced[node])
+		}
+		r.fenced[node] = b.rec.Epoch
 	}
 }
 

@@ -2,40 +2,86 @@ package gpu
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // AddUsage returns a copy of devices with allocs recorded against them: each
 // allocation takes one slot plus its memory and cores on the device it names.
 // It is how a node's usage is built from its registered devices and the pods
-// already assigned to it (their decoded hami.io/<x>-devices-allocated). An
-// allocation naming a device the node does not have, or of another vendor, is
-// an error wrapping ErrInvalidDevice. devices is not modified.
+// already assigned to it (their decoded hami.io/<x>-devices-allocated).
+//
+// An allocation naming a device the node does not have, of another vendor,
+// with negative memory or cores, or with more memory or cores than the whole
+// device has, is refused: the error wraps ErrInvalidDevice (and so
+// ErrInvalidInput) and names every bad allocation by its index
+// (allocs[1].memoryMiB). Such an annotation is a lie about the device; a
+// caller building a node's usage pod by pod should drop the pod that carries
+// it rather than the node. Sums saturate at the int32 maximum instead of
+// wrapping, so even legal allocations piled on one device can never turn its
+// usage negative. devices is not modified.
 func AddUsage(devices []Device, allocs ...Allocation) ([]Device, error) {
 	out := slices.Clone(devices)
 	byID := make(map[string]int, len(out))
 	for i, d := range out {
 		byID[d.ID] = i
 	}
-	for _, a := range allocs {
+	var errs field.ErrorList
+	for k, a := range allocs {
+		p := field.NewPath("allocs").Index(k)
 		i, ok := byID[a.UUID]
 		if !ok {
-			return nil, fmt.Errorf("%w: allocation names device %q, which the node does not have", ErrInvalidDevice, a.UUID)
+			errs = append(errs, field.NotFound(p.Child("uuid"), a.UUID))
+			continue
 		}
 		d := &out[i]
-		if a.Type != d.Vendor {
-			return nil, fmt.Errorf("%w: allocation on device %s says type %q, the device is %q", ErrInvalidDevice, a.UUID, a.Type, d.Vendor)
+		if bad := checkAllocation(*d, a, p); len(bad) > 0 {
+			errs = append(errs, bad...)
+			continue
 		}
-		if a.MemoryMiB < 0 || a.Cores < 0 {
-			return nil, fmt.Errorf("%w: allocation on device %s has negative memory or cores: %+v", ErrInvalidDevice, a.UUID, a)
-		}
-		d.Used++
-		d.UsedMemoryMiB += a.MemoryMiB
-		d.UsedCores += a.Cores
+		d.Used = addSat32(d.Used, 1)
+		d.UsedMemoryMiB = addSat32(d.UsedMemoryMiB, a.MemoryMiB)
+		d.UsedCores = addSat32(d.UsedCores, a.Cores)
+	}
+	if err := plancore.Invalid(ErrInvalidDevice, errs); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// checkAllocation reports what makes an allocation impossible on its device.
+func checkAllocation(d Device, a Allocation, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if a.Type != d.Vendor {
+		errs = append(errs, field.Invalid(p.Child("type"), a.Type, fmt.Sprintf("device %s is %q", d.ID, d.Vendor)))
+	}
+	switch {
+	case a.MemoryMiB < 0:
+		errs = append(errs, field.Invalid(p.Child("memoryMiB"), a.MemoryMiB, "must not be negative"))
+	case a.MemoryMiB > d.MemoryMiB:
+		errs = append(errs, field.Invalid(p.Child("memoryMiB"), a.MemoryMiB, fmt.Sprintf("device %s has %d MiB in all", d.ID, d.MemoryMiB)))
+	}
+	switch {
+	case a.Cores < 0:
+		errs = append(errs, field.Invalid(p.Child("cores"), a.Cores, "must not be negative"))
+	case a.Cores > d.Cores:
+		errs = append(errs, field.Invalid(p.Child("cores"), a.Cores, fmt.Sprintf("device %s has %d cores in all", d.ID, d.Cores)))
+	}
+	return errs
+}
+
+// addSat32 adds two non-negative int32s, saturating at math.MaxInt32.
+func addSat32(a, b int32) int32 {
+	if s := int64(a) + int64(b); s < math.MaxInt32 {
+		return int32(s)
+	}
+	return math.MaxInt32
 }
 
 // EncodeAllocations renders the allocations of one vendor in HAMi's

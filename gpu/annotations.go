@@ -16,7 +16,7 @@ const (
 	// AnnoBindTime is the Unix time in seconds at which Bind started.
 	AnnoBindTime = "hami.io/bind-time"
 	// AnnoLockEpoch carries the fencing epochs Bind holds, "<lock name>=<epoch>"
-	// entries joined by ";" in acquisition order (spec gpu.md §3.3).
+	// entries joined by ";" in acquisition order.
 	AnnoLockEpoch = "plancore.io/lock-epoch"
 
 	// AnnoNodePolicy is the pod's node scheduling policy (binpack | spread).

@@ -53,7 +53,9 @@ type Waiter interface {
 	Sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) (woken bool, err error)
 }
 
-// ApplyBind runs the Bind state machine to its end: it performs each action
+// ApplyBind runs the Bind state machine to its end (Bind is a step machine
+// rather than one Plan applied at once, because each step depends on what
+// the cluster answered to the previous one): it performs each action
 // Next returns through exec, classifies the result (lock.ErrContention,
 // ErrOutcomeUnknown) and feeds it back with StepBind. It never re-plans and
 // never skips the failure path: a failed Bind has written bind-phase=failed
@@ -63,6 +65,9 @@ type Waiter interface {
 // A contended lock's change channel is taken before the Lock call, so a
 // release between the refusal and the Wait still wakes the retry.
 func ApplyBind(ctx context.Context, in BindInput, exec BindExecutor, w Waiter) (Outcome, error) {
+	if exec == nil || w == nil {
+		return Outcome{Err: ErrNilExecutor, ReturnGoError: true}, ErrNilExecutor
+	}
 	in.Now = w.Now()
 	st, err := StartBind(in)
 	if err != nil {
@@ -138,7 +143,8 @@ func Perform(ctx context.Context, a Action, exec BindExecutor, changes func(node
 // cleanup returns the context for a write: the failure path's writes must not
 // be skipped because the Bind's own context ended.
 func cleanup(ctx context.Context, a Action) context.Context {
-	if a.Why == "failure-rollback" || a.Why == "mark-failed" || a.Why == "retry-rollback" {
+	switch a.Reason.Code {
+	case ReasonFailureRollback, ReasonMarkFailed, ReasonRetryRollback:
 		return context.WithoutCancel(ctx)
 	}
 	return ctx

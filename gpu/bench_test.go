@@ -27,14 +27,14 @@ func BenchmarkFit(b *testing.B) {
 	req := gpu.FitRequest{Requests: []gpu.Request{nvReq("main", 2, 4000, 30)}}
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := gpu.Fit(nodes, req)
+		res, err := fit(nodes, req)
 		if err != nil || res.Node == "" {
 			b.Fatalf("fit failed: %v %+v", err, res.Nodes[0])
 		}
 	}
 }
 
-// BenchmarkBurst40 runs spec gpu.md §3.1's burst: 40 GPU pods Bind to one node
+// BenchmarkBurst40 runs a burst: 40 GPU pods Bind to one node
 // at t = 0 and the device plugin holds the lock 22 ms per pod. It reports the
 // simulated completion time as sim-ms (target ≤ 1056) and fails if the burst
 // breaks mutual exclusion or any Bind fails.

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // PodRef names the pod being bound.
@@ -57,6 +60,49 @@ const (
 	ActDone ActionKind = "Done"
 )
 
+// Reason codes of Bind actions.
+const (
+	// ReasonRead: GetPod or GetNode at the start of Bind.
+	ReasonRead ReasonCode = "Read"
+	// ReasonRereadAfterUnknown: GetPod after a Bind whose outcome is unknown.
+	ReasonRereadAfterUnknown ReasonCode = "RereadAfterUnknown"
+	// ReasonAcquire: Lock of a required lock.
+	ReasonAcquire ReasonCode = "Acquire"
+	// ReasonRetryRollback: Release of a partial lock before retrying contention.
+	ReasonRetryRollback ReasonCode = "RetryRollback"
+	// ReasonBackoff: Wait before the next lock attempt.
+	ReasonBackoff ReasonCode = "Backoff"
+	// ReasonMarkAllocating: PatchPod writing bind-phase=allocating and the epochs.
+	ReasonMarkAllocating ReasonCode = "MarkAllocating"
+	// ReasonBind: the Bind call itself.
+	ReasonBind ReasonCode = "Bind"
+	// ReasonReport: the Event reporting the outcome.
+	ReasonReport ReasonCode = "Report"
+	// ReasonMarkFailed: PatchPod writing bind-phase=failed on the failure path.
+	ReasonMarkFailed ReasonCode = "MarkFailed"
+	// ReasonFailureRollback: Release of a taken lock on the failure path.
+	ReasonFailureRollback ReasonCode = "FailureRollback"
+	// ReasonForget: ForgetAssumed of the pod's assumed usage.
+	ReasonForget ReasonCode = "Forget"
+)
+
+// actionMessages are the messages of each Bind action code.
+var actionMessages = map[ReasonCode]string{
+	ReasonRead:               "read before locking",
+	ReasonRereadAfterUnknown: "the Bind outcome is unknown: re-read the pod",
+	ReasonAcquire:            "take the next required lock, in ascending order",
+	ReasonRetryRollback:      "contention: release the partial locks, in reverse, before retrying",
+	ReasonBackoff:            "contention: back off, woken early by a release",
+	ReasonMarkAllocating:     "mark the pod allocating and record the fencing epochs",
+	ReasonBind:               "bind the pod to the node",
+	ReasonReport:             "record the outcome",
+	ReasonMarkFailed:         "the Bind failed: mark it before releasing anything",
+	ReasonFailureRollback:    "the Bind failed: release the locks taken, in reverse",
+	ReasonForget:             "drop the pod's assumed device usage",
+}
+
+func actionReason(c ReasonCode) Reason { return Reason{Code: c, Message: actionMessages[c]} }
+
 // Event reasons Bind records on the pod.
 const (
 	EventBindingSucceeded = "BindingSucceeded"
@@ -83,10 +129,9 @@ type Action struct {
 	EventType   string
 	EventReason string
 	Message     string
-	// Why is a machine-readable reason for the action: "acquire", "retry-rollback",
-	// "failure-rollback", "mark-allocating", "mark-failed", "reread-after-unknown",
-	// "backoff", ...
-	Why string
+	// Reason says why the executor performs the action; match on its Code
+	// (ReasonAcquire, ReasonRetryRollback, ReasonFailureRollback, ...).
+	Reason Reason
 }
 
 // Result is what the executor reports for the action it just performed.
@@ -103,7 +148,7 @@ type Result struct {
 	// ErrContention): the only error Bind retries.
 	Contention bool
 	// OutcomeUnknown reports that a Bind's Err leaves open whether the pod was
-	// bound (a timeout); Bind then re-reads the pod (G5).
+	// bound (a timeout); Bind then re-reads the pod.
 	OutcomeUnknown bool
 	// Woken reports that a Wait ended on a lock change rather than its timeout.
 	Woken bool
@@ -120,7 +165,7 @@ type Outcome struct {
 	// Bound is true when the pod is bound to the node.
 	Bound bool
 	// Unknown is true when the Bind call's outcome could not be determined
-	// even by re-reading the pod (G5): the locks are kept, to expire by TTL.
+	// even by re-reading the pod: the locks are kept, to expire by TTL.
 	Unknown bool
 	// Held are the locks kept for the allocator (on success, or when the outcome
 	// could not be determined).
@@ -195,18 +240,47 @@ type BindState struct {
 	out        Outcome
 }
 
+// Validate reports every invalid field of the input, wrapping ErrInvalidBind
+// (and so ErrInvalidInput): an empty pod namespace or name or node, a zero
+// Now; and invalid Options, wrapping ErrInvalidOptions.
+func (in BindInput) Validate() error {
+	var errs field.ErrorList
+	if in.Pod.Namespace == "" {
+		errs = append(errs, field.Required(field.NewPath("pod", "namespace"), "the pod's namespace"))
+	}
+	if in.Pod.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("pod", "name"), "the pod's name"))
+	}
+	if in.Node == "" {
+		errs = append(errs, field.Required(field.NewPath("node"), "the target node"))
+	}
+	if in.Now.IsZero() {
+		errs = append(errs, field.Required(field.NewPath("now"), "the time Bind starts"))
+	}
+	return joinInvalid(plancore.Invalid(ErrInvalidBind, errs), in.Options.Validate())
+}
+
+// joinInvalid joins the non-nil errors, returning a single one as is.
+func joinInvalid(errs ...error) error {
+	var out []error
+	for _, err := range errs {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	switch len(out) {
+	case 0:
+		return nil
+	case 1:
+		return out[0]
+	}
+	return errors.Join(out...)
+}
+
 // StartBind validates in and returns the initial state, whose first action is
 // GetPod.
 func StartBind(in BindInput) (BindState, error) {
-	switch {
-	case in.Pod.Namespace == "" || in.Pod.Name == "":
-		return BindState{}, fmt.Errorf("%w: pod %q has an empty namespace or name", ErrInvalidBind, in.Pod)
-	case in.Node == "":
-		return BindState{}, fmt.Errorf("%w: pod %s: empty node", ErrInvalidBind, in.Pod)
-	case in.Now.IsZero():
-		return BindState{}, fmt.Errorf("%w: pod %s: Now is the zero time", ErrInvalidBind, in.Pod)
-	}
-	if err := in.Options.Validate(); err != nil {
+	if err := in.Validate(); err != nil {
 		return BindState{}, err
 	}
 	return BindState{in: in, opts: in.Options.withDefaults(), phase: phGetPod, bindTime: in.Now.Unix()}, nil
@@ -236,23 +310,23 @@ func (s BindState) Next() Action {
 	a := Action{Pod: s.in.Pod, Node: s.in.Node}
 	switch s.phase {
 	case phGetPod:
-		a.Kind, a.Why = ActGetPod, "read"
+		a.Kind, a.Reason = ActGetPod, actionReason(ReasonRead)
 	case phReread:
-		a.Kind, a.Why = ActGetPod, "reread-after-unknown"
+		a.Kind, a.Reason = ActGetPod, actionReason(ReasonRereadAfterUnknown)
 	case phGetNode:
-		a.Kind, a.Why = ActGetNode, "read"
+		a.Kind, a.Reason = ActGetNode, actionReason(ReasonRead)
 	case phLock:
-		a.Kind, a.Lock, a.Why = ActLock, s.locks[s.idx], "acquire"
+		a.Kind, a.Lock, a.Reason = ActLock, s.locks[s.idx], actionReason(ReasonAcquire)
 	case phRetryRelease:
-		a.Kind, a.Lock, a.Why = ActRelease, s.taken[len(s.taken)-1-s.idx].Name, "retry-rollback"
+		a.Kind, a.Lock, a.Reason = ActRelease, s.taken[len(s.taken)-1-s.idx].Name, actionReason(ReasonRetryRollback)
 	case phWait:
-		a.Kind, a.Wait, a.Why = ActWait, s.waitFor, "backoff"
+		a.Kind, a.Wait, a.Reason = ActWait, s.waitFor, actionReason(ReasonBackoff)
 		if s.opts.FixedInterval == 0 {
-			// HAMi polls (G4 compat: FixedInterval); plancore wakes on release.
+			// HAMi polls (Options.FixedInterval restores that); plancore wakes on release.
 			a.WaitLocks = slices.Clone(s.locks)
 		}
 	case phPatch:
-		a.Kind, a.Why = ActPatchPod, "mark-allocating"
+		a.Kind, a.Reason = ActPatchPod, actionReason(ReasonMarkAllocating)
 		a.Annotations = map[string]string{
 			AnnoBindPhase: PhaseAllocating,
 			AnnoBindTime:  strconv.FormatInt(s.bindTime, 10),
@@ -261,24 +335,24 @@ func (s BindState) Next() Action {
 			a.Annotations[AnnoLockEpoch] = FormatLockEpochs(s.taken)
 		}
 	case phBind:
-		a.Kind, a.Why = ActBind, "bind"
+		a.Kind, a.Reason = ActBind, actionReason(ReasonBind)
 	case phSuccessEvent:
-		a.Kind, a.EventType, a.EventReason, a.Why = ActEvent, "Normal", EventBindingSucceeded, "report"
+		a.Kind, a.EventType, a.EventReason, a.Reason = ActEvent, "Normal", EventBindingSucceeded, actionReason(ReasonReport)
 		a.Message = fmt.Sprintf("bound %s to %s", s.in.Pod, s.in.Node)
 		if s.unknown {
 			a.EventType, a.EventReason = "Warning", EventBindingUnknown
 			a.Message = fmt.Sprintf("binding %s to %s: %v; locks kept until they expire", s.in.Pod, s.in.Node, s.err)
 		}
 	case phFailPatch:
-		a.Kind, a.Why = ActPatchPod, "mark-failed"
+		a.Kind, a.Reason = ActPatchPod, actionReason(ReasonMarkFailed)
 		a.Annotations = map[string]string{AnnoBindPhase: PhaseFailed}
 	case phFailRelease:
-		a.Kind, a.Lock, a.Why = ActRelease, s.taken[len(s.taken)-1-s.idx].Name, "failure-rollback"
+		a.Kind, a.Lock, a.Reason = ActRelease, s.taken[len(s.taken)-1-s.idx].Name, actionReason(ReasonFailureRollback)
 	case phFailEvent:
-		a.Kind, a.EventType, a.EventReason, a.Why = ActEvent, "Warning", EventBindingFailed, "report"
+		a.Kind, a.EventType, a.EventReason, a.Reason = ActEvent, "Warning", EventBindingFailed, actionReason(ReasonReport)
 		a.Message = fmt.Sprintf("binding %s to %s failed: %v", s.in.Pod, s.in.Node, s.err)
 	case phForget:
-		a.Kind, a.Why = ActForgetAssumed, "forget"
+		a.Kind, a.Reason = ActForgetAssumed, actionReason(ReasonForget)
 	default:
 		a.Kind = ActDone
 	}
@@ -299,149 +373,198 @@ func StepBind(s BindState, r Result) (BindState, error) {
 	s.out.Released = slices.Clip(s.out.Released)
 	s.out.ReleaseErrs = slices.Clip(s.out.ReleaseErrs)
 
-	switch s.phase {
-	case phGetPod:
-		if r.Err == nil && r.Pod == nil {
-			r.Err = errors.New("executor returned no pod and no error")
-		}
-		if r.Err == nil && s.in.Pod.UID != "" && string(r.Pod.UID) != s.in.Pod.UID {
-			r.Err = fmt.Errorf("pod %s has UID %s, Bind was asked for UID %s (the pod was replaced)", s.in.Pod, r.Pod.UID, s.in.Pod.UID)
-		}
-		if r.Err != nil {
-			// HAMi: drop the assumed allocation and return the error both in
-			// the result and as the Go error. No pod, so no bind-phase to write.
-			s.err = fmt.Errorf("get pod %s: %w", s.in.Pod, r.Err)
-			s.goErr = true
-			s.phase = phForget
-			return s, nil
-		}
-		locks, err := RequiredLocks(r.Pod, s.in.Registry)
-		if err != nil {
-			return s.fail(err), nil
-		}
-		s.locks = locks
-		s.retry = !s.opts.RetryPodGroupOnly || r.Pod.Labels[LabelPodGroup] != ""
-		s.phase = phGetNode
-	case phGetNode:
-		if r.Err != nil {
-			return s.fail(fmt.Errorf("get node %s: %w", s.in.Node, r.Err)), nil
-		}
-		s.phase, s.idx = phLock, 0
-		s = s.afterLock()
-	case phLock:
-		name := s.locks[s.idx]
-		if r.Err == nil {
-			s.taken = append(s.taken, HeldLock{Name: name, Epoch: r.Epoch})
-			s.idx++
-			return s.afterLock(), nil
-		}
-		s.attempt++
-		if !r.Contention {
-			// Any error but contention may come after the write took effect
-			// (a lost response), so the failure path releases this lock too,
-			// first; the release is owner-checked, so if the write never
-			// happened it is a no-op.
-			s.taken = append(s.taken, HeldLock{Name: name})
-			return s.fail(fmt.Errorf("lock %s on node %s: %w", name, s.in.Node, r.Err)), nil
-		}
-		if !s.retry {
-			return s.fail(fmt.Errorf("lock %s on node %s (no retry: not a pod-group member): %w", name, s.in.Node, r.Err)), nil
-		}
-		s.contention = fmt.Errorf("lock %s on node %s: %w", name, s.in.Node, r.Err)
-		if r.Now.Sub(s.in.Now) >= s.opts.RetryDeadline {
-			// Past the deadline the partial locks go straight to the failure
-			// path (spec gpu.md §6 example 3).
-			return s.enterWait(r.Now), nil
-		}
-		if len(s.taken) == 0 {
-			return s.enterWait(r.Now), nil
-		}
-		s.idx = 0
-		s.phase = phRetryRelease
-	case phRetryRelease:
-		if r.Err != nil {
-			// Only contention is retried. The locks not yet released, the
-			// failed one included, go to the failure path, which releases
-			// them in reverse once more.
-			name := s.taken[len(s.taken)-1-s.idx].Name
-			s.taken = s.taken[:len(s.taken)-s.idx]
-			return s.fail(fmt.Errorf("release %s on node %s before retrying: %w", name, s.in.Node, r.Err)), nil
-		}
-		s.idx++
-		if s.idx == len(s.taken) {
-			s.taken = nil
-			return s.enterWait(r.Now), nil
-		}
-	case phWait:
-		if r.Err != nil {
-			return s.fail(fmt.Errorf("waiting to retry the lock on node %s: %w", s.in.Node, r.Err)), nil
-		}
-		s.idx = 0
-		s = s.afterLock()
-	case phPatch:
-		if r.Err != nil {
-			return s.fail(fmt.Errorf("patch pod %s: %w", s.in.Pod, r.Err)), nil
-		}
-		s.phase = phBind
-	case phBind:
-		switch {
-		case r.Err == nil:
-			return s.succeed(), nil
-		case r.OutcomeUnknown:
-			s.err = fmt.Errorf("bind pod %s to %s: %w", s.in.Pod, s.in.Node, r.Err)
-			s.phase = phReread
-		default:
-			return s.fail(fmt.Errorf("bind pod %s to %s: %w", s.in.Pod, s.in.Node, r.Err)), nil
-		}
-	case phReread:
-		switch {
-		case r.Err != nil || r.Pod == nil:
-			// G5: nobody knows whether the pod is bound. Releasing could strand
-			// a bound pod without its allocation; keep the locks (their TTL
-			// recovers them) and report.
-			s.unknown = true
-			s.err = fmt.Errorf("%w; re-reading the pod failed: %v", s.err, r.Err)
-			s.phase = phSuccessEvent
-		case r.Pod.Spec.NodeName == s.in.Node:
-			s.err = nil
-			return s.succeed(), nil
-		default:
-			return s.fail(s.err), nil
-		}
-	case phSuccessEvent:
-		s.phase = phDone
-		s.out.Bound = !s.unknown
-		s.out.Unknown = s.unknown
-		s.out.Held = slices.Clone(s.taken)
-		s.out.Err = s.err
-	case phFailPatch:
-		if r.Err != nil {
-			s.out.PhaseErr = r.Err
-		}
-		s.idx = 0
-		s.phase = phFailRelease
-		if len(s.taken) == 0 {
-			s.phase = phFailEvent
-		}
-	case phFailRelease:
-		name := s.taken[len(s.taken)-1-s.idx].Name
-		s.out.Released = append(s.out.Released, name)
-		if r.Err != nil {
-			s.out.ReleaseErrs = append(s.out.ReleaseErrs, fmt.Errorf("release %s: %w", name, r.Err))
-		}
-		s.idx++
-		if s.idx == len(s.taken) {
-			s.phase = phFailEvent
-		}
-	case phFailEvent:
-		s.phase = phForget
-	case phForget:
-		s.phase = phDone
-		s.out.Err = s.err
-		s.out.ReturnGoError = s.goErr
-		s.out.Held = nil
+	return stepHandlers[s.phase](s, r), nil
+}
+
+// stepHandlers feeds a result to the phase that asked for it; each phase's
+// handler returns the next state.
+var stepHandlers = [...]func(BindState, Result) BindState{
+	phGetPod:       BindState.onGetPod,
+	phGetNode:      BindState.onGetNode,
+	phLock:         BindState.onLock,
+	phRetryRelease: BindState.onRetryRelease,
+	phWait:         BindState.onWait,
+	phPatch:        BindState.onPatch,
+	phBind:         BindState.onBind,
+	phReread:       BindState.onReread,
+	phSuccessEvent: BindState.onSuccessEvent,
+	phFailPatch:    BindState.onFailPatch,
+	phFailRelease:  BindState.onFailRelease,
+	phFailEvent:    func(s BindState, _ Result) BindState { s.phase = phForget; return s },
+	phForget:       BindState.onForget,
+}
+
+// onGetPod reads the locks the pod needs and whether it retries contention.
+func (s BindState) onGetPod(r Result) BindState {
+	if r.Err == nil && r.Pod == nil {
+		r.Err = errors.New("executor returned no pod and no error")
 	}
-	return s, nil
+	if r.Err == nil && s.in.Pod.UID != "" && string(r.Pod.UID) != s.in.Pod.UID {
+		r.Err = fmt.Errorf("pod %s has UID %s, Bind was asked for UID %s (the pod was replaced)", s.in.Pod, r.Pod.UID, s.in.Pod.UID)
+	}
+	if r.Err != nil {
+		// HAMi: drop the assumed allocation and return the error both in
+		// the result and as the Go error. No pod, so no bind-phase to write.
+		s.err = fmt.Errorf("get pod %s: %w", s.in.Pod, r.Err)
+		s.goErr = true
+		s.phase = phForget
+		return s
+	}
+	locks, err := RequiredLocks(r.Pod, s.in.Registry)
+	if err != nil {
+		return s.fail(err)
+	}
+	s.locks = locks
+	s.retry = !s.opts.RetryPodGroupOnly || r.Pod.Labels[LabelPodGroup] != ""
+	s.phase = phGetNode
+	return s
+}
+
+func (s BindState) onGetNode(r Result) BindState {
+	if r.Err != nil {
+		return s.fail(fmt.Errorf("get node %s: %w", s.in.Node, r.Err))
+	}
+	s.phase, s.idx = phLock, 0
+	return s.afterLock()
+}
+
+// onLock records a granted lock, or decides between the failure path, the
+// retry rollback and the wait after contention.
+func (s BindState) onLock(r Result) BindState {
+	name := s.locks[s.idx]
+	if r.Err == nil {
+		s.taken = append(s.taken, HeldLock{Name: name, Epoch: r.Epoch})
+		s.idx++
+		return s.afterLock()
+	}
+	s.attempt++
+	if !r.Contention {
+		// Any error but contention may come after the write took effect
+		// (a lost response), so the failure path releases this lock too,
+		// first; the release is owner-checked, so if the write never
+		// happened it is a no-op.
+		s.taken = append(s.taken, HeldLock{Name: name})
+		return s.fail(fmt.Errorf("lock %s on node %s: %w", name, s.in.Node, r.Err))
+	}
+	if !s.retry {
+		return s.fail(fmt.Errorf("lock %s on node %s (no retry: not a pod-group member): %w", name, s.in.Node, r.Err))
+	}
+	s.contention = fmt.Errorf("lock %s on node %s: %w", name, s.in.Node, r.Err)
+	if r.Now.Sub(s.in.Now) >= s.opts.RetryDeadline || len(s.taken) == 0 {
+		// Past the deadline the partial locks go straight to the failure
+		// path; with none taken there is nothing to roll back.
+		return s.enterWait(r.Now)
+	}
+	s.idx = 0
+	s.phase = phRetryRelease
+	return s
+}
+
+func (s BindState) onRetryRelease(r Result) BindState {
+	if r.Err != nil {
+		// Only contention is retried. The locks not yet released, the
+		// failed one included, go to the failure path, which releases
+		// them in reverse once more.
+		name := s.taken[len(s.taken)-1-s.idx].Name
+		s.taken = s.taken[:len(s.taken)-s.idx]
+		return s.fail(fmt.Errorf("release %s on node %s before retrying: %w", name, s.in.Node, r.Err))
+	}
+	s.idx++
+	if s.idx == len(s.taken) {
+		s.taken = nil
+		return s.enterWait(r.Now)
+	}
+	return s
+}
+
+func (s BindState) onWait(r Result) BindState {
+	if r.Err != nil {
+		return s.fail(fmt.Errorf("waiting to retry the lock on node %s: %w", s.in.Node, r.Err))
+	}
+	s.idx = 0
+	return s.afterLock()
+}
+
+func (s BindState) onPatch(r Result) BindState {
+	if r.Err != nil {
+		return s.fail(fmt.Errorf("patch pod %s: %w", s.in.Pod, r.Err))
+	}
+	s.phase = phBind
+	return s
+}
+
+func (s BindState) onBind(r Result) BindState {
+	switch {
+	case r.Err == nil:
+		return s.succeed()
+	case r.OutcomeUnknown:
+		s.err = fmt.Errorf("bind pod %s to %s: %w", s.in.Pod, s.in.Node, r.Err)
+		s.phase = phReread
+		return s
+	default:
+		return s.fail(fmt.Errorf("bind pod %s to %s: %w", s.in.Pod, s.in.Node, r.Err))
+	}
+}
+
+// onReread settles an unknown Bind outcome from a re-read of the pod.
+func (s BindState) onReread(r Result) BindState {
+	switch {
+	case r.Err != nil || r.Pod == nil:
+		// Nobody knows whether the pod is bound. Releasing could strand a
+		// bound pod without its allocation; keep the locks (their TTL
+		// recovers them) and report.
+		s.unknown = true
+		s.err = fmt.Errorf("%w; re-reading the pod failed: %v", s.err, r.Err)
+		s.phase = phSuccessEvent
+		return s
+	case r.Pod.Spec.NodeName == s.in.Node:
+		s.err = nil
+		return s.succeed()
+	default:
+		return s.fail(s.err)
+	}
+}
+
+func (s BindState) onSuccessEvent(Result) BindState {
+	s.phase = phDone
+	s.out.Bound = !s.unknown
+	s.out.Unknown = s.unknown
+	s.out.Held = slices.Clone(s.taken)
+	s.out.Err = s.err
+	return s
+}
+
+func (s BindState) onFailPatch(r Result) BindState {
+	if r.Err != nil {
+		s.out.PhaseErr = r.Err
+	}
+	s.idx = 0
+	s.phase = phFailRelease
+	if len(s.taken) == 0 {
+		s.phase = phFailEvent
+	}
+	return s
+}
+
+func (s BindState) onFailRelease(r Result) BindState {
+	name := s.taken[len(s.taken)-1-s.idx].Name
+	s.out.Released = append(s.out.Released, name)
+	if r.Err != nil {
+		s.out.ReleaseErrs = append(s.out.ReleaseErrs, fmt.Errorf("release %s: %w", name, r.Err))
+	}
+	s.idx++
+	if s.idx == len(s.taken) {
+		s.phase = phFailEvent
+	}
+	return s
+}
+
+func (s BindState) onForget(Result) BindState {
+	s.phase = phDone
+	s.out.Err = s.err
+	s.out.ReturnGoError = s.goErr
+	s.out.Held = nil
+	return s
 }
 
 // afterLock moves on once the lock at idx is taken: the next lock, or the patch.
@@ -475,11 +598,11 @@ func (s BindState) succeed() BindState {
 	return s
 }
 
-// fail enters the failure path (spec gpu.md §2.2): mark bind-phase=failed first,
+// fail enters the failure path: mark bind-phase=failed first,
 // so no allocator fallback serves the pod once its lock is free, then release
 // exactly the locks taken, in reverse, then the event and ForgetAssumed. HAMi
 // never writes failed on the Bind path and leaves allocating behind (#2645),
-// and releases every backend in forward order even after its rollback (G7).
+// and releases every backend in forward order even after its rollback.
 func (s BindState) fail(err error) BindState {
 	s.err = err
 	s.idx = 0

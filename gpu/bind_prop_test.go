@@ -86,7 +86,7 @@ func (e *randomExecutor) do(a gpu.Action) gpu.Result {
 			break
 		}
 		p := e.pod.DeepCopy()
-		if a.Why == "reread-after-unknown" && e.rnd.IntN(2) == 0 {
+		if a.Reason.Code == gpu.ReasonRereadAfterUnknown && e.rnd.IntN(2) == 0 {
 			p.Spec.NodeName = a.Node
 		}
 		r.Pod = p
@@ -121,7 +121,9 @@ func (e *randomExecutor) do(a gpu.Action) gpu.Result {
 }
 
 // TestPropBindContract drives the state machine against random outcomes and
-// checks spec gpu.md §4 invariants 1-3 on every transcript.
+// checks the Bind invariants (locks in ascending order, a failure releases
+// exactly what it took in reverse, bind-phase=failed before any release) on
+// every transcript.
 func TestPropBindContract(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		pod := genPod(t)
@@ -184,11 +186,11 @@ func TestPropBindContract(t *testing.T) {
 			}
 		}
 		if out.Err != nil && errors.Is(out.Err, errContention) && !retryCut(steps) {
-			// Every pod retries contention (G3), so contention ends a Bind only
+			// Every pod retries contention (unlike HAMi #1130), so contention ends a Bind only
 			// once the deadline has passed.
 			var last time.Duration
 			for i, s := range steps {
-				if s.Action.Why == "mark-failed" {
+				if s.Action.Reason.Code == gpu.ReasonMarkFailed {
 					last = steps[i-1].Result.Now.Sub(tBind)
 					break
 				}
@@ -204,7 +206,7 @@ func TestPropBindContract(t *testing.T) {
 // other than contention timing out (a failed release or wait).
 func retryCut(steps []gpu.Step) bool {
 	for _, s := range steps {
-		if (s.Action.Kind == gpu.ActRelease && s.Action.Why == "retry-rollback" || s.Action.Kind == gpu.ActWait) && s.Result.Err != nil {
+		if (s.Action.Kind == gpu.ActRelease && s.Action.Reason.Code == gpu.ReasonRetryRollback || s.Action.Kind == gpu.ActWait) && s.Result.Err != nil {
 			return true
 		}
 	}
@@ -218,7 +220,7 @@ func TestPropBindDeterministic(t *testing.T) {
 		contend := rapid.IntRange(0, 5).Draw(t, "contend")
 		run := func() string {
 			sc := &scripted{step: time.Millisecond, pod: pod.DeepCopy(),
-				results: map[string][]gpu.Result{"Lock " + mutex + " acquire": slices.Repeat([]gpu.Result{{Err: errContention, Contention: true}}, contend)}}
+				results: map[string][]gpu.Result{"Lock " + mutex + " Acquire": slices.Repeat([]gpu.Result{{Err: errContention, Contention: true}}, contend)}}
 			steps, out := drive(t, bindInput(gpu.Options{}), sc)
 			return FormatTranscriptWithOutcome(steps, out)
 		}

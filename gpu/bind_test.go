@@ -31,13 +31,13 @@ type scripted struct {
 	now       time.Time
 	step      time.Duration
 	pod       *corev1.Pod
-	results   map[string][]gpu.Result // "<Kind> <Lock> <Why>" -> results, consumed in order
-	always    map[string]gpu.Result   // "<Kind> <Lock> <Why>" -> result for every call
+	results   map[string][]gpu.Result // "<Kind> <Lock> <Reason code>" -> results, consumed in order
+	always    map[string]gpu.Result   // "<Kind> <Lock> <Reason code>" -> result for every call
 	wakeAfter time.Duration
 	epoch     uint64
 }
 
-func key(a gpu.Action) string { return string(a.Kind) + " " + a.Lock + " " + a.Why }
+func key(a gpu.Action) string { return string(a.Kind) + " " + a.Lock + " " + string(a.Reason.Code) }
 
 func (s *scripted) do(a gpu.Action) gpu.Result {
 	s.now = s.now.Add(s.step)
@@ -131,11 +131,11 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-// kinds lists "<Kind> <Lock> (<Why>)" of every step, the shape the table checks.
+// kinds lists "<Kind> <Lock> (<Reason code>)" of every step, the shape the table checks.
 func kinds(steps []gpu.Step) []string {
 	out := make([]string, len(steps))
 	for i, s := range steps {
-		out[i] = strings.TrimSpace(string(s.Action.Kind)+" "+s.Action.Lock) + " (" + s.Action.Why + ")"
+		out[i] = strings.TrimSpace(string(s.Action.Kind)+" "+s.Action.Lock) + " (" + string(s.Action.Reason.Code) + ")"
 	}
 	return out
 }
@@ -164,64 +164,64 @@ func TestBindFlow(t *testing.T) {
 		{
 			name:  "success keeps the lock for the allocator",
 			pod:   gpuPod("nvidia.com/gpu", "1"),
-			want:  []string{"GetPod (read)", "GetNode (read)", "Lock " + mutex + " (acquire)", "PatchPod (mark-allocating)", "Bind (bind)", "Event (report)"},
+			want:  []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "Event (Report)"},
 			bound: true,
 		},
 		{
 			name:  "no lockable device binds without locks",
 			pod:   gpuPod("mthreads.com/vgpu", "1"),
-			want:  []string{"GetPod (read)", "GetNode (read)", "PatchPod (mark-allocating)", "Bind (bind)", "Event (report)"},
+			want:  []string{"GetPod (Read)", "GetNode (Read)", "PatchPod (MarkAllocating)", "Bind (Bind)", "Event (Report)"},
 			bound: true,
 		},
 		{
 			name:  "mixed vendors lock in ascending name order",
 			pod:   nvidiaAndMLU,
-			want:  []string{"GetPod (read)", "GetNode (read)", "Lock " + mlu + " (acquire)", "Lock " + mutex + " (acquire)", "PatchPod (mark-allocating)", "Bind (bind)", "Event (report)"},
+			want:  []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "Event (Report)"},
 			bound: true,
 		},
 		{
 			name:    "pod missing: forget and return a Go error",
 			pod:     gpuPod("nvidia.com/gpu", "1"),
-			results: map[string][]gpu.Result{"GetPod  read": {{Err: errAPI}}},
-			want:    []string{"GetPod (read)", "ForgetAssumed (forget)"},
+			results: map[string][]gpu.Result{"GetPod  Read": {{Err: errAPI}}},
+			want:    []string{"GetPod (Read)", "ForgetAssumed (Forget)"},
 			errIs:   errAPI,
 		},
 		{
 			name:    "node missing: failure path without locks",
 			pod:     gpuPod("nvidia.com/gpu", "1"),
-			results: map[string][]gpu.Result{"GetNode  read": {{Err: errAPI}}},
-			want:    []string{"GetPod (read)", "GetNode (read)", "PatchPod (mark-failed)", "Event (report)", "ForgetAssumed (forget)"},
+			results: map[string][]gpu.Result{"GetNode  Read": {{Err: errAPI}}},
+			want:    []string{"GetPod (Read)", "GetNode (Read)", "PatchPod (MarkFailed)", "Event (Report)", "ForgetAssumed (Forget)"},
 			errIs:   errAPI,
 		},
 		{
 			name:     "second lock fails: release both, the failed one first",
 			pod:      nvidiaAndMLU,
-			results:  map[string][]gpu.Result{"Lock " + mutex + " acquire": {{Err: errAPI}}},
-			want:     []string{"GetPod (read)", "GetNode (read)", "Lock " + mlu + " (acquire)", "Lock " + mutex + " (acquire)", "PatchPod (mark-failed)", "Release " + mutex + " (failure-rollback)", "Release " + mlu + " (failure-rollback)", "Event (report)", "ForgetAssumed (forget)"},
+			results:  map[string][]gpu.Result{"Lock " + mutex + " Acquire": {{Err: errAPI}}},
+			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkFailed)", "Release " + mutex + " (FailureRollback)", "Release " + mlu + " (FailureRollback)", "Event (Report)", "ForgetAssumed (Forget)"},
 			released: []string{mutex, mlu},
 			errIs:    errAPI,
 		},
 		{
 			name:     "first lock fails: release it in case the write took effect",
 			pod:      nvidiaAndMLU,
-			results:  map[string][]gpu.Result{"Lock " + mlu + " acquire": {{Err: errAPI}}},
-			want:     []string{"GetPod (read)", "GetNode (read)", "Lock " + mlu + " (acquire)", "PatchPod (mark-failed)", "Release " + mlu + " (failure-rollback)", "Event (report)", "ForgetAssumed (forget)"},
+			results:  map[string][]gpu.Result{"Lock " + mlu + " Acquire": {{Err: errAPI}}},
+			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "PatchPod (MarkFailed)", "Release " + mlu + " (FailureRollback)", "Event (Report)", "ForgetAssumed (Forget)"},
 			errIs:    errAPI,
 			released: []string{mlu},
 		},
 		{
 			name:     "patch fails: release both in reverse",
 			pod:      nvidiaAndMLU,
-			results:  map[string][]gpu.Result{"PatchPod  mark-allocating": {{Err: errAPI}}},
-			want:     []string{"GetPod (read)", "GetNode (read)", "Lock " + mlu + " (acquire)", "Lock " + mutex + " (acquire)", "PatchPod (mark-allocating)", "PatchPod (mark-failed)", "Release " + mutex + " (failure-rollback)", "Release " + mlu + " (failure-rollback)", "Event (report)", "ForgetAssumed (forget)"},
+			results:  map[string][]gpu.Result{"PatchPod  MarkAllocating": {{Err: errAPI}}},
+			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "PatchPod (MarkFailed)", "Release " + mutex + " (FailureRollback)", "Release " + mlu + " (FailureRollback)", "Event (Report)", "ForgetAssumed (Forget)"},
 			released: []string{mutex, mlu},
 			errIs:    errAPI,
 		},
 		{
 			name:     "bind fails: release both in reverse",
 			pod:      nvidiaAndMLU,
-			results:  map[string][]gpu.Result{"Bind  bind": {{Err: errAPI}}},
-			want:     []string{"GetPod (read)", "GetNode (read)", "Lock " + mlu + " (acquire)", "Lock " + mutex + " (acquire)", "PatchPod (mark-allocating)", "Bind (bind)", "PatchPod (mark-failed)", "Release " + mutex + " (failure-rollback)", "Release " + mlu + " (failure-rollback)", "Event (report)", "ForgetAssumed (forget)"},
+			results:  map[string][]gpu.Result{"Bind  Bind": {{Err: errAPI}}},
+			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "PatchPod (MarkFailed)", "Release " + mutex + " (FailureRollback)", "Release " + mlu + " (FailureRollback)", "Event (Report)", "ForgetAssumed (Forget)"},
 			released: []string{mutex, mlu},
 			errIs:    errAPI,
 		},
@@ -229,11 +229,11 @@ func TestBindFlow(t *testing.T) {
 			name: "failed mark and failed release still release everything and report the original error",
 			pod:  nvidiaAndMLU,
 			results: map[string][]gpu.Result{
-				"Bind  bind":                             {{Err: errAPI}},
-				"PatchPod  mark-failed":                  {{Err: errors.New("patch refused")}},
-				"Release " + mutex + " failure-rollback": {{Err: errors.New("release refused")}},
+				"Bind  Bind":                            {{Err: errAPI}},
+				"PatchPod  MarkFailed":                  {{Err: errors.New("patch refused")}},
+				"Release " + mutex + " FailureRollback": {{Err: errors.New("release refused")}},
 			},
-			want:     []string{"GetPod (read)", "GetNode (read)", "Lock " + mlu + " (acquire)", "Lock " + mutex + " (acquire)", "PatchPod (mark-allocating)", "Bind (bind)", "PatchPod (mark-failed)", "Release " + mutex + " (failure-rollback)", "Release " + mlu + " (failure-rollback)", "Event (report)", "ForgetAssumed (forget)"},
+			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "PatchPod (MarkFailed)", "Release " + mutex + " (FailureRollback)", "Release " + mlu + " (FailureRollback)", "Event (Report)", "ForgetAssumed (Forget)"},
 			released: []string{mutex, mlu},
 			errIs:    errAPI,
 			errHas:   "also failed to mark hami.io/bind-phase=failed: patch refused",
@@ -241,39 +241,39 @@ func TestBindFlow(t *testing.T) {
 		{
 			name:    "unknown bind outcome, pod found bound: success",
 			pod:     gpuPod("nvidia.com/gpu", "1"),
-			results: map[string][]gpu.Result{"Bind  bind": {{Err: errTimeout, OutcomeUnknown: true}}, "GetPod  reread-after-unknown": {{Pod: boundPod("n1")}}},
-			want:    []string{"GetPod (read)", "GetNode (read)", "Lock " + mutex + " (acquire)", "PatchPod (mark-allocating)", "Bind (bind)", "GetPod (reread-after-unknown)", "Event (report)"},
+			results: map[string][]gpu.Result{"Bind  Bind": {{Err: errTimeout, OutcomeUnknown: true}}, "GetPod  RereadAfterUnknown": {{Pod: boundPod("n1")}}},
+			want:    []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "GetPod (RereadAfterUnknown)", "Event (Report)"},
 			bound:   true,
 		},
 		{
 			name:     "unknown bind outcome, pod unbound: failure path",
 			pod:      gpuPod("nvidia.com/gpu", "1"),
-			results:  map[string][]gpu.Result{"Bind  bind": {{Err: errTimeout, OutcomeUnknown: true}}, "GetPod  reread-after-unknown": {{Pod: boundPod("")}}},
-			want:     []string{"GetPod (read)", "GetNode (read)", "Lock " + mutex + " (acquire)", "PatchPod (mark-allocating)", "Bind (bind)", "GetPod (reread-after-unknown)", "PatchPod (mark-failed)", "Release " + mutex + " (failure-rollback)", "Event (report)", "ForgetAssumed (forget)"},
+			results:  map[string][]gpu.Result{"Bind  Bind": {{Err: errTimeout, OutcomeUnknown: true}}, "GetPod  RereadAfterUnknown": {{Pod: boundPod("")}}},
+			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "GetPod (RereadAfterUnknown)", "PatchPod (MarkFailed)", "Release " + mutex + " (FailureRollback)", "Event (Report)", "ForgetAssumed (Forget)"},
 			released: []string{mutex},
 			errIs:    errTimeout,
 		},
 		{
-			name:    "unknown bind outcome, re-read fails: keep the locks and report",
+			name:    "unknown bind outcome, re-read fails: keep the locks and Report",
 			pod:     gpuPod("nvidia.com/gpu", "1"),
-			results: map[string][]gpu.Result{"Bind  bind": {{Err: errTimeout, OutcomeUnknown: true}}, "GetPod  reread-after-unknown": {{Err: errAPI}}},
-			want:    []string{"GetPod (read)", "GetNode (read)", "Lock " + mutex + " (acquire)", "PatchPod (mark-allocating)", "Bind (bind)", "GetPod (reread-after-unknown)", "Event (report)"},
+			results: map[string][]gpu.Result{"Bind  Bind": {{Err: errTimeout, OutcomeUnknown: true}}, "GetPod  RereadAfterUnknown": {{Err: errAPI}}},
+			want:    []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "GetPod (RereadAfterUnknown)", "Event (Report)"},
 			errIs:   errTimeout,
 			errHas:  "re-reading the pod failed: apiserver unavailable",
 		},
 		{
-			name:      "spec example 2: contention, rollback, woken retry",
+			name:      "contention: rollback, woken retry",
 			pod:       nvidiaAndMLU,
-			results:   map[string][]gpu.Result{"Lock " + mutex + " acquire": {contended}},
+			results:   map[string][]gpu.Result{"Lock " + mutex + " Acquire": {contended}},
 			wakeAfter: 30 * time.Millisecond,
-			want:      []string{"GetPod (read)", "GetNode (read)", "Lock " + mlu + " (acquire)", "Lock " + mutex + " (acquire)", "Release " + mlu + " (retry-rollback)", "Wait (backoff)", "Lock " + mlu + " (acquire)", "Lock " + mutex + " (acquire)", "PatchPod (mark-allocating)", "Bind (bind)", "Event (report)"},
+			want:      []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "Release " + mlu + " (RetryRollback)", "Wait (Backoff)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "Event (Report)"},
 			bound:     true,
 		},
 		{
-			name:     "spec example 3: contention past the deadline",
+			name:     "contention past the deadline",
 			pod:      nvidiaAndMLU,
 			opts:     gpu.Options{RetryDeadline: 2 * time.Second, ExtenderHTTPTimeout: 3 * time.Second},
-			always:   map[string]gpu.Result{"Lock " + mutex + " acquire": contended},
+			always:   map[string]gpu.Result{"Lock " + mutex + " Acquire": contended},
 			released: []string{mlu},
 			errIs:    errContention,
 			errHas:   "still contended after 2s and 6 attempts",
@@ -282,8 +282,8 @@ func TestBindFlow(t *testing.T) {
 			name:     "RetryPodGroupOnly: a lone pod fails at once",
 			pod:      gpuPod("nvidia.com/gpu", "1"),
 			opts:     gpu.Options{RetryPodGroupOnly: true},
-			results:  map[string][]gpu.Result{"Lock " + mutex + " acquire": {contended}},
-			want:     []string{"GetPod (read)", "GetNode (read)", "Lock " + mutex + " (acquire)", "PatchPod (mark-failed)", "Event (report)", "ForgetAssumed (forget)"},
+			results:  map[string][]gpu.Result{"Lock " + mutex + " Acquire": {contended}},
+			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkFailed)", "Event (Report)", "ForgetAssumed (Forget)"},
 			errIs:    errContention,
 			errHas:   "no retry: not a pod-group member",
 			released: nil,
@@ -296,33 +296,33 @@ func TestBindFlow(t *testing.T) {
 				return p
 			}(),
 			opts:    gpu.Options{RetryPodGroupOnly: true},
-			results: map[string][]gpu.Result{"Lock " + mutex + " acquire": {contended}},
-			want:    []string{"GetPod (read)", "GetNode (read)", "Lock " + mutex + " (acquire)", "Wait (backoff)", "Lock " + mutex + " (acquire)", "PatchPod (mark-allocating)", "Bind (bind)", "Event (report)"},
+			results: map[string][]gpu.Result{"Lock " + mutex + " Acquire": {contended}},
+			want:    []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mutex + " (Acquire)", "Wait (Backoff)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "Event (Report)"},
 			bound:   true,
 		},
 		{
 			name: "rollback release fails: failure path releases what is left",
 			pod:  nvidiaAndMLU,
 			results: map[string][]gpu.Result{
-				"Lock " + mutex + " acquire":         {contended},
-				"Release " + mlu + " retry-rollback": {{Err: errAPI}},
+				"Lock " + mutex + " Acquire":        {contended},
+				"Release " + mlu + " RetryRollback": {{Err: errAPI}},
 			},
-			want:     []string{"GetPod (read)", "GetNode (read)", "Lock " + mlu + " (acquire)", "Lock " + mutex + " (acquire)", "Release " + mlu + " (retry-rollback)", "PatchPod (mark-failed)", "Release " + mlu + " (failure-rollback)", "Event (report)", "ForgetAssumed (forget)"},
+			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "Release " + mlu + " (RetryRollback)", "PatchPod (MarkFailed)", "Release " + mlu + " (FailureRollback)", "Event (Report)", "ForgetAssumed (Forget)"},
 			released: []string{mlu},
 			errIs:    errAPI,
 		},
 		{
 			name:   "malformed quantity: failure path with a clear error",
 			pod:    gpuPod("nvidia.com/gpu", "1.5"),
-			want:   []string{"GetPod (read)", "PatchPod (mark-failed)", "Event (report)", "ForgetAssumed (forget)"},
+			want:   []string{"GetPod (Read)", "PatchPod (MarkFailed)", "Event (Report)", "ForgetAssumed (Forget)"},
 			errIs:  gpu.ErrInvalidRequest,
 			errHas: `container "main" resource nvidia.com/gpu = "1500m"`,
 		},
 		{
 			name:    "replaced pod (UID differs): like a missing pod",
 			pod:     gpuPod("nvidia.com/gpu", "1"),
-			results: map[string][]gpu.Result{"GetPod  read": {{Pod: func() *corev1.Pod { p := gpuPod("nvidia.com/gpu", "1"); p.UID = "other"; return p }()}}},
-			want:    []string{"GetPod (read)", "ForgetAssumed (forget)"},
+			results: map[string][]gpu.Result{"GetPod  Read": {{Pod: func() *corev1.Pod { p := gpuPod("nvidia.com/gpu", "1"); p.UID = "other"; return p }()}}},
+			want:    []string{"GetPod (Read)", "ForgetAssumed (Forget)"},
 			errHas:  "the pod was replaced",
 		},
 	}
@@ -383,7 +383,8 @@ func FormatTranscriptWithOutcome(steps []gpu.Step, out gpu.Outcome) string {
 	return gpu.FormatTranscript(steps) + "=> " + out.String() + "\n"
 }
 
-// checkBindContract checks the spec gpu.md §4 invariants 1-2 on one transcript.
+// checkBindContract checks that locks are taken in ascending order and a
+// failure releases exactly what it took, in reverse, on one transcript.
 func checkBindContract(t fataler, steps []gpu.Step, out gpu.Outcome) {
 	t.Helper()
 	var held []string // locks held right now, in acquisition order
@@ -406,11 +407,11 @@ func checkBindContract(t fataler, steps []gpu.Step, out gpu.Outcome) {
 			if len(held) == 0 || held[len(held)-1] != a.Lock {
 				t.Fatalf("released %s while holding %v: not the last lock taken", a.Lock, held)
 			}
-			if a.Why == "retry-rollback" && s.Result.Err != nil {
+			if a.Reason.Code == gpu.ReasonRetryRollback && s.Result.Err != nil {
 				continue // still held; the failure path must release it
 			}
 			held = held[:len(held)-1]
-			if a.Why == "failure-rollback" {
+			if a.Reason.Code == gpu.ReasonFailureRollback {
 				failureReleases = append(failureReleases, a.Lock)
 			}
 		case gpu.ActPatchPod:
@@ -435,7 +436,7 @@ func checkBindContract(t fataler, steps []gpu.Step, out gpu.Outcome) {
 			t.Fatalf("successful bind must keep exactly the locks it holds (-held +reported):\n%s", diff)
 		}
 	case out.Unknown:
-		// Unknown outcome: locks kept on purpose (G5).
+		// Unknown outcome: locks kept on purpose, to expire by TTL.
 	case podKnown:
 		if !markedFailed {
 			t.Fatal("failed bind after the pod was known did not write bind-phase=failed")

@@ -10,7 +10,7 @@ import (
 )
 
 // Request is what one container asks of one device type, derived with HAMi's
-// rules (spec gpu.md §1.2). Memory is either absolute (MemoryMiB) or relative
+// rules. Memory is either absolute (MemoryMiB) or relative
 // (MemoryPercent), never both: when a container sets both, MiB wins, exactly as
 // HAMi's fit uses Memreq whenever it is non-zero.
 type Request struct {

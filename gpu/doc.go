@@ -11,18 +11,33 @@
 //	reqs, err := gpu.DetectRequests(pod, reg)  // init and app containers
 //	locks, err := gpu.RequiredLocks(pod, reg)  // de-duplicated, ascending
 //
-// Fit the pod onto candidate nodes (Filter):
+// Fit the pod onto candidate nodes (Filter), one decision per snapshot of the
+// nodes' usage:
 //
 //	fr, err := gpu.FitRequestFromPod(pod, reg) // requests plus policy and selector annotations
-//	res, err := gpu.Fit(nodes, fr)             // res.Node, res.Containers, per-node reasons
-//	anno := gpu.EncodeAllocations(res.Containers, "NVIDIA") // hami.io/vgpu-devices-to-allocate
+//	devs, err := gpu.AddUsage(node.Devices, allocs...) // usage from the pods already there
+//	plan, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: fr}, gpu.HAMi())
+//	// plan.Node, plan.Containers, plan.Reason (NodeChosen or NoNodeFits), per-node reasons
+//	anno := gpu.EncodeAllocations(plan.Containers, "NVIDIA") // hami.io/vgpu-devices-to-allocate
 //
-// Bind it (Bind). The flow is a pure state machine: StartBind, then Next for
-// the one action to perform (GetPod, GetNode, Lock, Release, Wait, PatchPod,
-// Bind, Event, ForgetAssumed) and StepBind with its Result, until Done.
-// ApplyBind drives it against a BindExecutor and a Waiter:
+// Bind it (Bind). Bind is a step machine rather than a Plan applied by one
+// Apply, because each step depends on what the cluster answered to the
+// previous one: StartBind, then Next for the one action to perform (GetPod,
+// GetNode, Lock, Release, Wait, PatchPod, Bind, Event, ForgetAssumed, each
+// with a Reason) and StepBind with its Result, until Done. ApplyBind drives
+// it against a BindExecutor and a Waiter:
 //
-//	out, err := gpu.ApplyBind(ctx, gpu.BindInput{Pod: ref, Node: node, Registry: reg}, exec, gpu.StoreWaiter{Store: store})
+//	out, err := gpu.ApplyBind(ctx, gpu.BindInput{Pod: ref, Node: node, Registry: reg, Options: gpu.HAMi()}, exec, gpu.StoreWaiter{Store: store})
+//
+// StoreWaiter's Clock (a k8s.io/utils/clock Clock) is nil for the real clock;
+// tests pass a fake.Clock.
+//
+// Invalid input is refused with every problem at once: Decide, StartBind,
+// Options.Validate and AddUsage return a *plancore.InvalidError naming each
+// field path (nodes[1].devices[0].id, request.requests[0].nums, now,
+// options.retryDeadline, allocs[2].memoryMiB) and wrapping ErrInvalidInput
+// (through a finer sentinel such as ErrInvalidRequest) or ErrInvalidOptions.
+// A nil executor is ErrNilExecutor, never a panic.
 //
 // A Binder adds a per-node NodeQueue so a burst for one node is served in
 // order. The contract of the plan: locks are taken in ascending name order;
@@ -38,7 +53,7 @@
 //
 // # Determinism
 //
-// Everything but ApplyBind's waiting (StoreWaiter) and NodeQueue is pure: no
+// Everything but ApplyBind's waiting (StoreWaiter, wait.go) and NodeQueue is pure: no
 // clock, no randomness, no IO, no goroutines, and no input is modified. Ties
 // are broken explicitly (device index, then ID; node name), reasons are sorted
 // by their rendering, map keys are sorted before they reach any output. Time
@@ -48,21 +63,29 @@
 //
 // # Compatibility
 //
-// The anchor is HAMi v2.10. Device names, resource names, annotations, reason
-// codes and scores follow it. Where plancore deliberately differs, the code says
-// so next to the difference:
+// The anchor is HAMi v2.10; HAMi() is the preset of its Bind retry. Device
+// names, resource names, annotations, device reason codes and scores follow
+// it. Where plancore deliberately differs, the code says so next to the
+// difference:
 //
-//   - init-container requests count (HAMi skips them, #2640);
+//   - init-container requests count (HAMi skips them, HAMi #2640);
 //   - malformed quantities and policy annotations are errors naming the
 //     container and resource, not silently empty requests or defaults;
-//   - lock names are taken in ascending order, each once (#2255);
+//   - lock names are taken in ascending order, each once (HAMi #2255);
 //   - every failed Bind writes bind-phase=failed and releases exactly what it
-//     took, in reverse (#2645; HAMi's fail() releases every backend forward);
-//   - an unknown Bind outcome re-reads the pod instead of releasing (G5);
+//     took, in reverse (HAMi #2645; HAMi's fail() releases every backend
+//     forward);
+//   - a Bind call whose outcome is unknown (a timeout) re-reads the pod
+//     instead of releasing locks a bound pod may still need;
 //   - every pod, not only gang members, retries contention with jittered
-//     exponential backoff woken by lock releases (#1130, #1367, #1655, #2589);
-//     Options.RetryPodGroupOnly and Options.FixedInterval restore HAMi;
-//   - the fencing epoch reaches the allocator (#3076, #3096).
+//     exponential backoff woken by lock releases (HAMi #1130, #1367, #1655,
+//     #2589); Options.RetryPodGroupOnly and Options.FixedInterval, both set
+//     by HAMi(), restore HAMi;
+//   - the fencing epoch reaches the allocator (HAMi #3076, #3096);
+//   - an allocation annotation claiming more memory or cores than its device
+//     has is refused by AddUsage (naming it), and usage sums saturate, so one
+//     crafted pod annotation cannot wrap a node's usage and block scheduling;
+//   - every Options duration is range-checked (at most MaxTimeout).
 //
 // Not implemented: HAMi's MIG placement (per-model MIG geometries). Fit refuses
 // a device whose Mode is "mig" with the reason MigPlacementUnsupported rather

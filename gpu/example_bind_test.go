@@ -46,15 +46,15 @@ func ExampleStartBind() {
 	}
 	fmt.Println(st.Outcome())
 	// Output:
-	// GetPod ml/train (read)
-	// GetNode ml/train -> n1 (read)
-	// Lock hami.io/mutex.lock on n1 for ml/train (acquire)
-	// PatchPod ml/train {hami.io/bind-phase=allocating, hami.io/bind-time=1781431200, plancore.io/lock-epoch=hami.io/mutex.lock=7} (mark-allocating)
-	// Bind ml/train -> n1 (bind)
-	// PatchPod ml/train {hami.io/bind-phase=failed} (mark-failed)
-	// Release hami.io/mutex.lock on n1 for ml/train (failure-rollback)
-	// Event ml/train Warning BindingFailed: binding ml/train to n1 failed: bind pod ml/train to n1: admission webhook denied the binding (report)
-	// ForgetAssumed ml/train (forget)
+	// GetPod ml/train (Read)
+	// GetNode ml/train -> n1 (Read)
+	// Lock hami.io/mutex.lock on n1 for ml/train (Acquire)
+	// PatchPod ml/train {hami.io/bind-phase=allocating, hami.io/bind-time=1781431200, plancore.io/lock-epoch=hami.io/mutex.lock=7} (MarkAllocating)
+	// Bind ml/train -> n1 (Bind)
+	// PatchPod ml/train {hami.io/bind-phase=failed} (MarkFailed)
+	// Release hami.io/mutex.lock on n1 for ml/train (FailureRollback)
+	// Event ml/train Warning BindingFailed: binding ml/train to n1 failed: bind pod ml/train to n1: admission webhook denied the binding (Report)
+	// ForgetAssumed ml/train (Forget)
 	// failed attempts=1 released=[hami.io/mutex.lock] error="bind pod ml/train to n1: admission webhook denied the binding"
 }
 

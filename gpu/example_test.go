@@ -41,9 +41,9 @@ func ExampleDetectRequests() {
 	// pod ml/train: gpu: invalid device request: container "main" resource nvidia.com/gpu = "500m" is not an integer that fits in int64
 }
 
-// ExampleFit fits one GPU on two nodes with the default policies (binpack
+// ExampleDecide fits one GPU on two nodes with the default policies (binpack
 // nodes, spread devices) and prints why the other node was refused.
-func ExampleFit() {
+func ExampleDecide() {
 	nodes := []gpu.Node{
 		{Name: "node-a", Devices: []gpu.Device{
 			{ID: "GPU-a0", Vendor: "NVIDIA", Model: "NVIDIA-A100", Count: 10, MemoryMiB: 8000, Cores: 100, Healthy: true, Used: 1, UsedMemoryMiB: 7500},
@@ -55,7 +55,7 @@ func ExampleFit() {
 		}},
 	}
 	req := gpu.FitRequest{Requests: []gpu.Request{{Container: "main", Type: "NVIDIA", Nums: 1, MemoryMiB: 1000, Cores: 20}}}
-	res, err := gpu.Fit(nodes, req)
+	res, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: req}, gpu.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -64,8 +64,10 @@ func ExampleFit() {
 		fmt.Printf("%s fits=%v score=%.2f reasons=%q\n", n.Node, n.Fits, n.Score, n.Message())
 	}
 	fmt.Println("chosen:", res.Node, gpu.EncodeAllocations(res.Containers, "NVIDIA"))
+	fmt.Println(res.Reason.Code+":", res.Reason.Message)
 	// Output:
 	// node-a fits=false score=5.19 reasons="1/2 CardInsufficientMemory, 1/2 CardNotHealth"
 	// node-b fits=true score=4.88 reasons=""
 	// chosen: node-b GPU-b1,NVIDIA,1000,20:;
+	// NodeChosen: binpack chose node-b (score 4.88)
 }

@@ -3,8 +3,13 @@ package gpu
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Device is one device registered on a node together with the usage already
@@ -129,39 +134,65 @@ type FitRequest struct {
 	Quota Quota
 }
 
-// Reason codes of a device rejected by Fit; the names are HAMi's.
+// ReasonCode is the machine-readable cause of a fit outcome or a Bind
+// action. The codes are part of the API: match on them, never on a message.
+type ReasonCode string
+
+// Reason codes of a device rejected by a fit; the strings are HAMi's.
 const (
-	CardNotHealth                     = "CardNotHealth"
-	CardCordoned                      = "CardCordoned"
-	CardTypeMismatch                  = "CardTypeMismatch"
-	NumaNotFit                        = "NumaNotFit"
-	CardUUIDMismatch                  = "CardUuidMismatch"
-	CardTimeSlicingExhausted          = "CardTimeSlicingExhausted"
-	ExclusiveDeviceAllocateConflict   = "ExclusiveDeviceAllocateConflict"
-	ResourceQuotaNotFit               = "ResourceQuotaNotFit"
-	CardInsufficientMemory            = "CardInsufficientMemory"
-	CardInsufficientCore              = "CardInsufficientCore"
-	CardComputeUnitsExhausted         = "CardComputeUnitsExhausted"
-	AllocatedCardsInsufficientRequest = "AllocatedCardsInsufficientRequest"
+	CardNotHealth                     ReasonCode = "CardNotHealth"
+	CardCordoned                      ReasonCode = "CardCordoned"
+	CardTypeMismatch                  ReasonCode = "CardTypeMismatch"
+	NumaNotFit                        ReasonCode = "NumaNotFit"
+	CardUUIDMismatch                  ReasonCode = "CardUuidMismatch"
+	CardTimeSlicingExhausted          ReasonCode = "CardTimeSlicingExhausted"
+	ExclusiveDeviceAllocateConflict   ReasonCode = "ExclusiveDeviceAllocateConflict"
+	ResourceQuotaNotFit               ReasonCode = "ResourceQuotaNotFit"
+	CardInsufficientMemory            ReasonCode = "CardInsufficientMemory"
+	CardInsufficientCore              ReasonCode = "CardInsufficientCore"
+	CardComputeUnitsExhausted         ReasonCode = "CardComputeUnitsExhausted"
+	AllocatedCardsInsufficientRequest ReasonCode = "AllocatedCardsInsufficientRequest"
 	// NodeHasNoDevices is plancore's reason for a node without any registered
 	// device: a fit on it is a refusal with a reason, never a panic.
-	NodeHasNoDevices = "NodeHasNoDevices"
+	NodeHasNoDevices ReasonCode = "NodeHasNoDevices"
 	// MigPlacementUnsupported is plancore's reason for a device in MIG mode:
 	// HAMi places MIG instances by per-model geometry, which this package does
 	// not model, so such a device is refused rather than shared as if it were
 	// time-sliced.
-	MigPlacementUnsupported = "MigPlacementUnsupported"
+	MigPlacementUnsupported ReasonCode = "MigPlacementUnsupported"
 )
 
-// Reason counts the devices of a node rejected for one cause.
+// Reason codes of a node's and a plan's outcome.
+const (
+	// ReasonNodeFits: every request of the pod found devices on the node.
+	ReasonNodeFits ReasonCode = "NodeFits"
+	// ReasonNodeUnfit: some request found no devices; NodeFit.Rejections
+	// count why, and the message is HAMi's ("1/2 CardInsufficientMemory, ...").
+	ReasonNodeUnfit ReasonCode = "NodeUnfit"
+	// ReasonNodeChosen: the plan chose Plan.Node by the node policy.
+	ReasonNodeChosen ReasonCode = "NodeChosen"
+	// ReasonNoNodeFits: no node fits; the plan chooses none.
+	ReasonNoNodeFits ReasonCode = "NoNodeFits"
+)
+
+// Reason says why: a code to match on and a message for people.
 type Reason struct {
-	Code  string
+	Code    ReasonCode `json:"code"`
+	Message string     `json:"message"`
+}
+
+// String renders the code alone.
+func (r Reason) String() string { return string(r.Code) }
+
+// Rejection counts the devices of a node rejected for one cause.
+type Rejection struct {
+	Code  ReasonCode
 	Count int
 	Total int
 }
 
-// String renders the reason as HAMi does: "<count>/<total> <Code>".
-func (r Reason) String() string {
+// String renders the rejection as HAMi does: "<count>/<total> <Code>".
+func (r Rejection) String() string {
 	return fmt.Sprintf("%d/%d %s", r.Count, r.Total, r.Code)
 }
 
@@ -199,110 +230,169 @@ type NodeFit struct {
 	// FailedContainer and FailedType name the first request that did not fit.
 	FailedContainer string
 	FailedType      string
-	// Reasons says why, sorted by their rendering; set only when !Fits.
-	Reasons []Reason
+	// Rejections count why, sorted by their rendering; set only when !Fits.
+	Rejections []Rejection
+	// Reason is NodeFits, or NodeUnfit with HAMi's message.
+	Reason Reason
 }
 
-// Message renders the reasons as HAMi does, e.g.
+// Message renders the rejections as HAMi does, e.g.
 // "1/2 CardInsufficientMemory, 1/2 CardTypeMismatch".
 func (f NodeFit) Message() string {
-	parts := make([]string, len(f.Reasons))
-	for i, r := range f.Reasons {
+	parts := make([]string, len(f.Rejections))
+	for i, r := range f.Rejections {
 		parts[i] = r.String()
 	}
 	return strings.Join(parts, ", ")
 }
 
-// FitResult is the outcome of Fit over a set of nodes.
-type FitResult struct {
+// Input is everything Decide needs: the candidate nodes and the pod's
+// request. A fit reads no clock, so it has no Now.
+type Input struct {
+	// Nodes are the candidates, each with its devices' recorded usage (AddUsage).
+	Nodes []Node
+	// Request is what the pod asks for (FitRequestFromPod).
+	Request FitRequest
+}
+
+// Plan is the outcome of Decide over a set of nodes: the chosen node and its
+// assignment, or none with the reason.
+type Plan struct {
 	// Node is the chosen node, "" when none fits.
 	Node string
 	// Containers is the chosen node's assignment.
 	Containers []ContainerAllocation
 	// Nodes holds every node's outcome, sorted by node name.
 	Nodes []NodeFit
+	// Reason is NodeChosen, or NoNodeFits.
+	Reason Reason
 }
 
-// Validate checks the request's policies and quantities.
+// Validate checks the request's policies and quantities, reporting every
+// problem with its field path, wrapping ErrInvalidRequest (and so
+// ErrInvalidInput).
 func (r FitRequest) Validate() error {
+	return plancore.Invalid(ErrInvalidRequest, r.validate(field.NewPath("request")))
+}
+
+func (r FitRequest) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	switch r.NodePolicy {
 	case "", Binpack, Spread:
 	default:
-		return fmt.Errorf("%w: node policy %q: want binpack or spread", ErrInvalidRequest, r.NodePolicy)
+		errs = append(errs, field.NotSupported(p.Child("nodePolicy"), r.NodePolicy, []Policy{Binpack, Spread}))
 	}
-	for _, p := range r.GPUPolicy {
-		switch p {
+	for i, gp := range r.GPUPolicy {
+		switch gp {
 		case Binpack, Spread, NUMAOrder:
 		default:
-			return fmt.Errorf("%w: GPU policy key %q: want binpack, spread or numa", ErrInvalidRequest, p)
+			errs = append(errs, field.NotSupported(p.Child("gpuPolicy").Index(i), gp, []Policy{Binpack, Spread, NUMAOrder}))
 		}
 	}
-	if r.Weights.Slot < 0 || r.Weights.Core < 0 || r.Weights.Memory < 0 {
-		return fmt.Errorf("%w: scoring weights %+v: negative weight", ErrInvalidRequest, r.Weights)
-	}
-	for _, q := range r.Requests {
-		switch {
-		case q.Nums <= 0:
-			return fmt.Errorf("%w: container %q type %s: Nums %d must be positive", ErrInvalidRequest, q.Container, q.Type, q.Nums)
-		case q.MemoryMiB < 0, q.MemoryPercent < 0, q.MemoryPercent > 100, q.Cores < 0:
-			return fmt.Errorf("%w: container %q type %s: negative or out-of-range memory/cores in %+v", ErrInvalidRequest, q.Container, q.Type, q)
+	for _, w := range []struct {
+		name string
+		v    float64
+	}{{"slot", r.Weights.Slot}, {"core", r.Weights.Core}, {"memory", r.Weights.Memory}} {
+		if w.v < 0 || math.IsNaN(w.v) || math.IsInf(w.v, 0) {
+			errs = append(errs, field.Invalid(p.Child("weights", w.name), w.v, "must be a finite non-negative number"))
 		}
 	}
-	return nil
+	for i, q := range r.Requests {
+		qp := p.Child("requests").Index(i)
+		if q.Nums <= 0 {
+			errs = append(errs, field.Invalid(qp.Child("nums"), q.Nums, "must be positive"))
+		}
+		if q.MemoryMiB < 0 {
+			errs = append(errs, field.Invalid(qp.Child("memoryMiB"), q.MemoryMiB, "must not be negative"))
+		}
+		if q.MemoryPercent < 0 || q.MemoryPercent > 100 {
+			errs = append(errs, field.Invalid(qp.Child("memoryPercent"), q.MemoryPercent, "must be within 0..100"))
+		}
+		if q.Cores < 0 {
+			errs = append(errs, field.Invalid(qp.Child("cores"), q.Cores, "must not be negative"))
+		}
+	}
+	return errs
 }
 
 // validateNode checks a node's devices.
-func validateNode(n Node) error {
+func validateNode(n Node, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	seen := map[string]bool{}
-	for _, d := range n.Devices {
+	for j, d := range n.Devices {
+		dp := p.Child("devices").Index(j)
 		switch {
 		case d.ID == "" || strings.ContainsAny(d.ID, ",:;"):
-			return fmt.Errorf("%w: node %s: device ID %q must be non-empty and free of ',', ':' and ';'", ErrInvalidDevice, n.Name, d.ID)
+			errs = append(errs, field.Invalid(dp.Child("id"), d.ID, "must be non-empty and free of ',', ':' and ';'"))
 		case seen[d.ID]:
-			return fmt.Errorf("%w: node %s: device %s is registered twice", ErrInvalidDevice, n.Name, d.ID)
-		case d.Count < 0 || d.MemoryMiB < 0 || d.Cores < 0 || d.Used < 0 || d.UsedMemoryMiB < 0 || d.UsedCores < 0:
-			return fmt.Errorf("%w: node %s: device %s has a negative capacity or usage: %+v", ErrInvalidDevice, n.Name, d.ID, d)
+			errs = append(errs, field.Duplicate(dp.Child("id"), d.ID))
 		}
 		seen[d.ID] = true
+		for _, q := range []struct {
+			name string
+			v    int32
+		}{{"count", d.Count}, {"memoryMiB", d.MemoryMiB}, {"cores", d.Cores}, {"used", d.Used}, {"usedMemoryMiB", d.UsedMemoryMiB}, {"usedCores", d.UsedCores}} {
+			if q.v < 0 {
+				errs = append(errs, field.Invalid(dp.Child(q.name), q.v, "must not be negative"))
+			}
+		}
 	}
-	return nil
+	return errs
 }
 
-// Fit fits the pod's requests onto each node, scores the nodes that fit and
-// chooses one by req.NodePolicy (spec gpu.md §3.2). It is pure: nodes and req
-// are not modified, and equal inputs give equal results. An error means invalid
-// input; a pod that fits nowhere is a result with an empty Node and per-node
-// reasons.
-func Fit(nodes []Node, req FitRequest) (FitResult, error) {
-	if err := req.Validate(); err != nil {
-		return FitResult{}, err
-	}
-	res := FitResult{Nodes: make([]NodeFit, 0, len(nodes))}
+// Validate reports every invalid field of the input: the request's (wrapping
+// ErrInvalidRequest) and the nodes' (a duplicated or empty name, a bad device,
+// wrapping ErrInvalidDevice); both wrap ErrInvalidInput.
+func (in Input) Validate() error {
+	var nodeErrs field.ErrorList
 	seen := map[string]bool{}
-	for _, n := range nodes {
-		if seen[n.Name] {
-			return FitResult{}, fmt.Errorf("%w: node %s is listed twice", ErrInvalidDevice, n.Name)
+	for i, n := range in.Nodes {
+		np := field.NewPath("nodes").Index(i)
+		switch {
+		case n.Name == "":
+			nodeErrs = append(nodeErrs, field.Required(np.Child("name"), "the node's name"))
+		case seen[n.Name]:
+			nodeErrs = append(nodeErrs, field.Duplicate(np.Child("name"), n.Name))
 		}
 		seen[n.Name] = true
-		if err := validateNode(n); err != nil {
-			return FitResult{}, err
-		}
-		res.Nodes = append(res.Nodes, fitNode(n, req))
+		nodeErrs = append(nodeErrs, validateNode(n, np)...)
 	}
-	slices.SortFunc(res.Nodes, func(a, b NodeFit) int { return cmp.Compare(a.Node, b.Node) })
-	if best, ok := ChooseNode(res.Nodes, req.NodePolicy); ok {
-		res.Node = best.Node
-		res.Containers = best.Containers
+	return joinInvalid(in.Request.Validate(), plancore.Invalid(ErrInvalidDevice, nodeErrs))
+}
+
+// Decide fits the pod's request onto each node, scores the nodes that fit and
+// chooses one by Request.NodePolicy: one decision per snapshot of the
+// nodes' usage. o is validated (it tunes Bind, which follows), so Decide
+// refuses exactly what Input.Validate and Options.Validate refuse. It is
+// pure: the input is not modified, and equal inputs give equal plans. An
+// error means invalid input; a pod that fits nowhere is a plan with an empty
+// Node, the reason NoNodeFits and per-node reasons.
+func Decide(in Input, o Options) (Plan, error) {
+	if err := joinInvalid(in.Validate(), o.Validate()); err != nil {
+		return Plan{}, err
 	}
-	return res, nil
+	p := Plan{Nodes: make([]NodeFit, 0, len(in.Nodes))}
+	for _, n := range in.Nodes {
+		p.Nodes = append(p.Nodes, fitNode(n, in.Request))
+	}
+	slices.SortFunc(p.Nodes, func(a, b NodeFit) int { return cmp.Compare(a.Node, b.Node) })
+	policy := in.Request.NodePolicy
+	if policy == "" {
+		policy = Binpack
+	}
+	if best, ok := ChooseNode(p.Nodes, in.Request.NodePolicy); ok {
+		p.Node = best.Node
+		p.Containers = best.Containers
+		p.Reason = Reason{Code: ReasonNodeChosen, Message: fmt.Sprintf("%s chose %s (score %.2f)", policy, best.Node, best.Score)}
+	} else {
+		p.Reason = Reason{Code: ReasonNoNodeFits, Message: fmt.Sprintf("0/%d nodes fit", len(in.Nodes))}
+	}
+	return p, nil
 }
 
 // FitNode fits the pod's requests onto one node.
 func FitNode(n Node, req FitRequest) (NodeFit, error) {
-	if err := req.Validate(); err != nil {
-		return NodeFit{}, err
-	}
-	if err := validateNode(n); err != nil {
+	if err := joinInvalid(req.Validate(), plancore.Invalid(ErrInvalidDevice, validateNode(n, field.NewPath("node")))); err != nil {
 		return NodeFit{}, err
 	}
 	return fitNode(n, req), nil
@@ -385,7 +475,7 @@ func (s fitState) clone() fitState {
 // without the other init containers (they run one after another), app
 // containers accumulating on their own copy, so the pod's footprint is its peak.
 func fitNode(n Node, req FitRequest) NodeFit {
-	out := NodeFit{Node: n.Name, Score: nodeScore(n, req.Requests)}
+	out := NodeFit{Node: n.Name, Score: nodeScore(n, req.Requests), Reason: Reason{Code: ReasonNodeFits, Message: "every request fits"}}
 	if len(req.Requests) == 0 {
 		out.Fits = true
 		return out
@@ -407,9 +497,10 @@ func fitNode(n Node, req FitRequest) NodeFit {
 		}
 		ca := ContainerAllocation{Container: group[0].Container, Init: group[0].Init}
 		for _, r := range group {
-			allocs, reasons := fitRequest(st, r, req)
+			allocs, rejections := fitRequest(st, r, req)
 			if allocs == nil {
-				out.FailedContainer, out.FailedType, out.Reasons = r.Container, r.Type, reasons
+				out.FailedContainer, out.FailedType, out.Rejections = r.Container, r.Type, rejections
+				out.Reason = Reason{Code: ReasonNodeUnfit, Message: fmt.Sprintf("%s %s: %s", r.Container, r.Type, out.Message())}
 				return out
 			}
 			ca.Devices = append(ca.Devices, allocs...)
@@ -423,107 +514,133 @@ func fitNode(n Node, req FitRequest) NodeFit {
 
 // fitRequest takes r.Nums devices for one request from st, or returns nil and
 // the reasons. On success st records the new usage.
-func fitRequest(st *fitState, r Request, req FitRequest) ([]Allocation, []Reason) {
+func fitRequest(st *fitState, r Request, req FitRequest) ([]Allocation, []Rejection) {
 	total := len(st.devs)
 	if total == 0 {
-		return nil, []Reason{{Code: NodeHasNoDevices}}
+		return nil, []Rejection{{Code: NodeHasNoDevices}}
 	}
+	p := &picker{st: st, r: r, req: req, sel: selectorFor(req.Selectors, r.Type), cores: min(r.Cores, 100),
+		need: r.Nums, quotaMem: st.quotaMem, quotaCores: st.quotaCores}
 	order := deviceOrder(st.devs, r, req)
-	sel := selectorFor(req.Selectors, r.Type)
-	cores := min(r.Cores, 100)
-	var counts reasonCounts
-	var picked []int
-	var pickedMem []int32
-	need := r.Nums
-	prevNUMA, havePrev := 0, false
-	quotaMem, quotaCores := st.quotaMem, st.quotaCores
-	for i := len(order) - 1; i >= 0 && need > 0; i-- {
-		d := &st.devs[order[i]]
-		if d.Vendor != r.Type {
-			counts[rCardTypeMismatch]++
-			continue
-		}
-		if !d.Healthy {
-			counts[rCardNotHealth]++
-			continue
-		}
-		if d.Cordoned {
-			counts[rCardCordoned]++
-			continue
-		}
-		if !sel.modelOK(d.Model) || (req.Mode != "" && d.Mode != req.Mode) {
-			counts[rCardTypeMismatch]++
-			continue
-		}
-		if d.Mode == "mig" {
-			counts[rMigPlacementUnsupported]++
-			continue
-		}
-		if req.NUMABind && havePrev && d.NUMA != prevNUMA && len(picked) > 0 {
-			// The partial pick on the previous NUMA node is dropped: a
-			// numa-bind request must sit on one NUMA node.
-			counts[rNumaNotFit] += len(picked)
-			picked, pickedMem, need = picked[:0], pickedMem[:0], r.Nums
-			quotaMem, quotaCores = st.quotaMem, st.quotaCores
-		}
-		prevNUMA, havePrev = d.NUMA, true
-		if !sel.uuidOK(d.ID) {
-			counts[rCardUUIDMismatch]++
-			continue
-		}
-		if d.Used >= d.Count {
-			counts[rCardTimeSlicingExhausted]++
-			continue
-		}
-		if req.Exclusive && d.Used > 0 {
-			counts[rExclusiveDeviceAllocateConflict]++
-			continue
-		}
-		mem := r.MemoryMiB
-		if mem == 0 {
-			mem = int32(int64(d.MemoryMiB) * int64(r.MemoryPercent) / 100)
-		}
-		if (req.Quota.LimitMemory && quotaMem+int64(mem) > req.Quota.MemoryMiB) ||
-			(req.Quota.LimitCores && quotaCores+int64(cores) > req.Quota.Cores) {
-			counts[rResourceQuotaNotFit]++
-			continue
-		}
-		if int64(d.MemoryMiB)-int64(d.UsedMemoryMiB) < int64(mem) {
-			counts[rCardInsufficientMemory]++
-			continue
-		}
-		if int64(d.Cores)-int64(d.UsedCores) < int64(cores) {
-			counts[rCardInsufficientCore]++
-			continue
-		}
-		if cores == 100 && d.Used > 0 {
-			counts[rExclusiveDeviceAllocateConflict]++
-			continue
-		}
-		if cores == 0 && d.UsedCores >= d.Cores {
-			counts[rCardComputeUnitsExhausted]++
-			continue
-		}
-		picked = append(picked, order[i])
-		pickedMem = append(pickedMem, mem)
-		quotaMem += int64(mem)
-		quotaCores += int64(cores)
-		need--
+	for i := len(order) - 1; i >= 0 && p.need > 0; i-- {
+		p.consider(order[i])
 	}
-	if need > 0 {
-		counts[rAllocatedCardsInsufficientRequest] += len(picked)
-		return nil, renderReasons(counts, total)
+	if p.need > 0 {
+		p.counts[rAllocatedCardsInsufficientRequest] += len(p.picked)
+		return nil, renderReasons(p.counts, total)
 	}
-	allocs := make([]Allocation, len(picked))
-	for k, idx := range picked {
-		d := &st.devs[idx]
+	return p.commit(), nil
+}
+
+// picker is one request's walk over a node's devices, best candidate first.
+type picker struct {
+	st                   *fitState
+	r                    Request
+	req                  FitRequest
+	sel                  Selector
+	cores                int32
+	counts               reasonCounts
+	picked               []int
+	pickedMem            []int32
+	need                 int32
+	prevNUMA             int
+	havePrev             bool
+	quotaMem, quotaCores int64
+}
+
+// consider picks device idx, or counts why it was rejected.
+func (p *picker) consider(idx int) {
+	d := &p.st.devs[idx]
+	if reason := p.unsuitable(d); reason >= 0 {
+		p.counts[reason]++
+		return
+	}
+	p.keepOneNUMA(d)
+	mem, reason := p.room(d)
+	if reason >= 0 {
+		p.counts[reason]++
+		return
+	}
+	p.picked = append(p.picked, idx)
+	p.pickedMem = append(p.pickedMem, mem)
+	p.quotaMem += int64(mem)
+	p.quotaCores += int64(p.cores)
+	p.need--
+}
+
+// unsuitable returns why the device cannot serve the request whatever its
+// usage (vendor, health, cordon, model, mode, MIG), or -1.
+func (p *picker) unsuitable(d *Device) int {
+	switch {
+	case d.Vendor != p.r.Type:
+		return rCardTypeMismatch
+	case !d.Healthy:
+		return rCardNotHealth
+	case d.Cordoned:
+		return rCardCordoned
+	case !p.sel.modelOK(d.Model) || (p.req.Mode != "" && d.Mode != p.req.Mode):
+		return rCardTypeMismatch
+	case d.Mode == "mig":
+		return rMigPlacementUnsupported
+	}
+	return -1
+}
+
+// keepOneNUMA drops the partial pick on the previous NUMA node when a
+// numa-bind request moves to another one: it must sit on one NUMA node.
+func (p *picker) keepOneNUMA(d *Device) {
+	if p.req.NUMABind && p.havePrev && d.NUMA != p.prevNUMA && len(p.picked) > 0 {
+		p.counts[rNumaNotFit] += len(p.picked)
+		p.picked, p.pickedMem, p.need = p.picked[:0], p.pickedMem[:0], p.r.Nums
+		p.quotaMem, p.quotaCores = p.st.quotaMem, p.st.quotaCores
+	}
+	p.prevNUMA, p.havePrev = d.NUMA, true
+}
+
+// room returns the memory the request takes on the device, or why the
+// device's selectors, usage or the quota leave no room (-1 when there is).
+func (p *picker) room(d *Device) (int32, int) {
+	if !p.sel.uuidOK(d.ID) {
+		return 0, rCardUUIDMismatch
+	}
+	if d.Used >= d.Count {
+		return 0, rCardTimeSlicingExhausted
+	}
+	if p.req.Exclusive && d.Used > 0 {
+		return 0, rExclusiveDeviceAllocateConflict
+	}
+	mem := p.r.MemoryMiB
+	if mem == 0 {
+		mem = int32(int64(d.MemoryMiB) * int64(p.r.MemoryPercent) / 100)
+	}
+	q := p.req.Quota
+	switch {
+	case (q.LimitMemory && p.quotaMem+int64(mem) > q.MemoryMiB) || (q.LimitCores && p.quotaCores+int64(p.cores) > q.Cores):
+		return 0, rResourceQuotaNotFit
+	case int64(d.MemoryMiB)-int64(d.UsedMemoryMiB) < int64(mem):
+		return 0, rCardInsufficientMemory
+	case int64(d.Cores)-int64(d.UsedCores) < int64(p.cores):
+		return 0, rCardInsufficientCore
+	case p.cores == 100 && d.Used > 0:
+		return 0, rExclusiveDeviceAllocateConflict
+	case p.cores == 0 && d.UsedCores >= d.Cores:
+		return 0, rCardComputeUnitsExhausted
+	}
+	return mem, -1
+}
+
+// commit records the picked devices' new usage and returns the allocations.
+func (p *picker) commit() []Allocation {
+	allocs := make([]Allocation, len(p.picked))
+	for k, idx := range p.picked {
+		d := &p.st.devs[idx]
 		d.Used++
-		d.UsedMemoryMiB += pickedMem[k]
-		d.UsedCores += cores
-		allocs[k] = Allocation{UUID: d.ID, Type: d.Vendor, MemoryMiB: pickedMem[k], Cores: cores}
+		d.UsedMemoryMiB += p.pickedMem[k]
+		d.UsedCores += p.cores
+		allocs[k] = Allocation{UUID: d.ID, Type: d.Vendor, MemoryMiB: p.pickedMem[k], Cores: p.cores}
 	}
-	st.quotaMem, st.quotaCores = quotaMem, quotaCores
-	return allocs, nil
+	p.st.quotaMem, p.st.quotaCores = p.quotaMem, p.quotaCores
+	return allocs
 }
 
 // reasonCounts counts rejected devices per reason, indexed by the r* constants;
@@ -546,7 +663,7 @@ const (
 	rMigPlacementUnsupported
 )
 
-var reasonCodes = [...]string{
+var reasonCodes = [...]ReasonCode{
 	rCardTypeMismatch:                  CardTypeMismatch,
 	rCardNotHealth:                     CardNotHealth,
 	rCardCordoned:                      CardCordoned,
@@ -562,14 +679,14 @@ var reasonCodes = [...]string{
 	rMigPlacementUnsupported:           MigPlacementUnsupported,
 }
 
-func renderReasons(counts reasonCounts, total int) []Reason {
-	var out []Reason
+func renderReasons(counts reasonCounts, total int) []Rejection {
+	var out []Rejection
 	for code, n := range counts {
 		if n > 0 {
-			out = append(out, Reason{Code: reasonCodes[code], Count: n, Total: total})
+			out = append(out, Rejection{Code: reasonCodes[code], Count: n, Total: total})
 		}
 	}
-	slices.SortFunc(out, func(a, b Reason) int { return cmp.Compare(a.String(), b.String()) })
+	slices.SortFunc(out, func(a, b Rejection) int { return cmp.Compare(a.String(), b.String()) })
 	return out
 }
 

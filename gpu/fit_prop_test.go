@@ -86,13 +86,14 @@ func genFitRequest(t *rapid.T) gpu.FitRequest {
 	return req
 }
 
-// TestPropFitNeverOverassigns checks spec gpu.md §4 invariants 6 and 7 on every
+// TestPropFitNeverOverassigns checks that a fit never gives a device more slots, memory or cores than it
+// has, and never a device the request rejects, on every
 // node outcome, fitting or not.
 func TestPropFitNeverOverassigns(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nodes := genNodes(t)
 		req := genFitRequest(t)
-		res, err := gpu.Fit(nodes, req)
+		res, err := fit(nodes, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +105,7 @@ func TestPropFitNeverOverassigns(t *testing.T) {
 			n := byName[f.Node]
 			if !f.Fits {
 				sum := 0
-				for _, r := range f.Reasons {
+				for _, r := range f.Rejections {
 					sum += r.Count
 					if r.Total != len(n.Devices) {
 						t.Fatalf("%s: reason %s total, node has %d devices", f.Node, r, len(n.Devices))
@@ -205,7 +206,7 @@ func TestPropFitIsPureAndDeterministic(t *testing.T) {
 		req := genFitRequest(t)
 		nodesBefore := cloneNodes(nodes)
 		reqBefore := cloneReq(req)
-		first, err := gpu.Fit(nodes, req)
+		first, err := fit(nodes, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +217,7 @@ func TestPropFitIsPureAndDeterministic(t *testing.T) {
 			t.Fatalf("Fit modified the request:\n%s", diff)
 		}
 		perm := rapid.Permutation(nodes).Draw(t, "perm")
-		second, err := gpu.Fit(perm, req)
+		second, err := fit(perm, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +237,7 @@ func TestPropFitMatchesNaiveReference(t *testing.T) {
 		req.Requests = req.Requests[:1]
 		req.Requests[0].Nums = 1
 		req.NUMABind = false
-		res, err := gpu.Fit(nodes, req)
+		res, err := fit(nodes, req)
 		if err != nil {
 			t.Fatal(err)
 		}

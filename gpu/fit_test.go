@@ -22,7 +22,7 @@ func used(d gpu.Device, slots, mem, cores int32) gpu.Device {
 	return d
 }
 
-// policyFixture is spec gpu.md §6 example 4.
+// policyFixture is two nodes of two cards, each node with one card partly used.
 func policyFixture() []gpu.Node {
 	return []gpu.Node{
 		{Name: "node1", Devices: []gpu.Device{used(card("device1", 0), 1, 2000, 25), card("device2", 1)}},
@@ -35,7 +35,7 @@ func nvReq(container string, nums, mem, cores int32) gpu.Request {
 }
 
 // chosen renders a fit outcome as "node/device[,device]" per container.
-func chosen(t *testing.T, res gpu.FitResult) string {
+func chosen(t *testing.T, res gpu.Plan) string {
 	t.Helper()
 	if res.Node == "" {
 		return "none"
@@ -70,7 +70,7 @@ func TestFitPolicies(t *testing.T) {
 			if tc.gpuPolicy != "" {
 				req.GPUPolicy = []gpu.Policy{tc.gpuPolicy}
 			}
-			res, err := gpu.Fit(policyFixture(), req)
+			res, err := fit(policyFixture(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func TestFitInitContainersAtPeak(t *testing.T) {
 		},
 		GPUPolicy: []gpu.Policy{gpu.Binpack},
 	}
-	res, err := gpu.Fit(policyFixture(), req)
+	res, err := fit(policyFixture(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,11 +103,11 @@ func TestFitInitContainersAtPeak(t *testing.T) {
 		{Container: "i1", Init: true, Type: "NVIDIA", Nums: 1, MemoryMiB: 6000},
 		{Container: "i2", Init: true, Type: "NVIDIA", Nums: 1, MemoryMiB: 6000},
 	}}
-	if res, _ := gpu.Fit(one, inits); res.Node != "n" {
+	if res, _ := fit(one, inits); res.Node != "n" {
 		t.Fatalf("sequential init containers did not fit: %+v", res.Nodes)
 	}
 	apps := gpu.FitRequest{Requests: []gpu.Request{nvReq("a1", 1, 6000, 0), nvReq("a2", 1, 6000, 0)}}
-	res, _ = gpu.Fit(one, apps)
+	res, _ = fit(one, apps)
 	if res.Node != "" {
 		t.Fatal("two app containers were fitted past the card's memory")
 	}
@@ -132,7 +132,7 @@ func TestFitReasons(t *testing.T) {
 		msg   string
 	}{
 		{
-			name:  "spec example 5: memory and type",
+			name:  "memory and type",
 			nodes: []gpu.Node{{Name: "n", Devices: []gpu.Device{full, {ID: "m0", Index: 1, Vendor: "MLU", Count: 10, MemoryMiB: 8000, Cores: 100, Healthy: true}}}},
 			req:   gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 1, 1000, 0)}},
 			msg:   "1/2 CardInsufficientMemory, 1/2 CardTypeMismatch",
@@ -273,7 +273,7 @@ func TestFitReasons(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := gpu.Fit(tc.nodes, tc.req)
+			res, err := fit(tc.nodes, tc.req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +300,7 @@ func TestFitReasons(t *testing.T) {
 func TestFitAssignmentAndUsage(t *testing.T) {
 	nodes := []gpu.Node{{Name: "n", Devices: []gpu.Device{card("g0", 0), card("g1", 1)}}}
 	req := gpu.FitRequest{Requests: []gpu.Request{nvReq("a", 2, 1000, 30), {Container: "b", Type: "NVIDIA", Nums: 1, MemoryPercent: 25}}}
-	res, err := gpu.Fit(nodes, req)
+	res, err := fit(nodes, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestFitScoringWeights(t *testing.T) {
 		w    gpu.Weights
 		want string
 	}{{gpu.Weights{Slot: 1, Core: 1, Memory: 3}, "n/g0"}, {gpu.Weights{Slot: 5, Core: 1, Memory: 1}, "n/g1"}} {
-		res, err := gpu.Fit(nodes, gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 1, 100, 0)}, GPUPolicy: []gpu.Policy{gpu.Binpack}, Weights: tc.w})
+		res, err := fit(nodes, gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 1, 100, 0)}, GPUPolicy: []gpu.Policy{gpu.Binpack}, Weights: tc.w})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +379,7 @@ func TestFitRejectsBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := gpu.Fit(tc.nodes, tc.req); !errors.Is(err, tc.want) {
+			if _, err := fit(tc.nodes, tc.req); !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
 		})
@@ -477,31 +477,31 @@ func FuzzDecodeAllocations(f *testing.F) {
 	})
 }
 
-// TestFitGolden renders spec gpu.md §6 examples 4 and 5 in full, scores and
+// TestFitGolden renders the policy fixture and the memory-and-type example in full, scores and
 // all, against testdata/fit/*.txt (-update rewrites them).
 func TestFitGolden(t *testing.T) {
 	var out strings.Builder
 	for _, np := range []gpu.Policy{gpu.Binpack, gpu.Spread} {
 		for _, gp := range []gpu.Policy{gpu.Binpack, gpu.Spread} {
-			res, err := gpu.Fit(policyFixture(), gpu.FitRequest{Requests: []gpu.Request{nvReq("main", 1, 1000, 20)}, NodePolicy: np, GPUPolicy: []gpu.Policy{gp}})
+			res, err := fit(policyFixture(), gpu.FitRequest{Requests: []gpu.Request{nvReq("main", 1, 1000, 20)}, NodePolicy: np, GPUPolicy: []gpu.Policy{gp}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			fmt.Fprintf(&out, "# node %s, gpu %s\n%s\n", np, gp, res)
 		}
 	}
-	res, err := gpu.Fit(policyFixture(), gpu.FitRequest{GPUPolicy: []gpu.Policy{gpu.Binpack}, Requests: []gpu.Request{
+	res, err := fit(policyFixture(), gpu.FitRequest{GPUPolicy: []gpu.Policy{gpu.Binpack}, Requests: []gpu.Request{
 		{Container: "init", Init: true, Type: "NVIDIA", Nums: 1, MemoryMiB: 5000}, nvReq("app", 1, 4000, 0)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(&out, "# init 5000 MiB + app 4000 MiB, binpack\n%s\n", res)
 	full := used(card("g0", 0), 1, 7500, 0)
-	res, err = gpu.Fit([]gpu.Node{{Name: "n", Devices: []gpu.Device{full, {ID: "m0", Index: 1, Vendor: "MLU", Count: 10, MemoryMiB: 8000, Cores: 100, Healthy: true}}}},
+	res, err = fit([]gpu.Node{{Name: "n", Devices: []gpu.Device{full, {ID: "m0", Index: 1, Vendor: "MLU", Count: 10, MemoryMiB: 8000, Cores: 100, Healthy: true}}}},
 		gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 1, 1000, 0)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(&out, "# reasons\n%s", res)
-	golden(t, "fit/spec-examples", out.String())
+	golden(t, "fit/policy-and-memory-examples", out.String())
 }

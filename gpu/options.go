@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Options configures the Bind flow. The zero value means the documented
@@ -28,11 +32,12 @@ type Options struct {
 	// NoJitter turns the jitter off.
 	NoJitter bool
 	// FixedInterval, when non-zero, replaces the exponential backoff with HAMi's
-	// fixed gang-retry interval (100 ms) and no jitter (compat for G4).
+	// fixed gang-retry interval (100 ms) and no jitter, polling instead of
+	// waking on a release (HAMi #2589).
 	FixedInterval time.Duration
 	// RetryPodGroupOnly restores HAMi's rule that only gang pods (label
 	// scheduling.x-k8s.io/pod-group) retry contention; others fail at once and
-	// fall into the kube-scheduler's backoff (compat for G3; #1130, #1367).
+	// fall into the kube-scheduler's backoff (HAMi #1130, #1367).
 	RetryPodGroupOnly bool
 }
 
@@ -71,35 +76,66 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Validate reports the first invalid field, naming it and its value.
-func (o Options) Validate() error {
-	d := o.withDefaults()
-	switch {
-	case o.RetryDeadline < 0:
-		return fmt.Errorf("%w: RetryDeadline %v is negative", ErrInvalidOptions, o.RetryDeadline)
-	case o.ExtenderHTTPTimeout < 0:
-		return fmt.Errorf("%w: ExtenderHTTPTimeout %v is negative", ErrInvalidOptions, o.ExtenderHTTPTimeout)
-	case d.RetryDeadline >= d.ExtenderHTTPTimeout:
-		return fmt.Errorf("%w: RetryDeadline %v must be below ExtenderHTTPTimeout %v, or the scheduler abandons Binds that still hold locks",
-			ErrInvalidOptions, d.RetryDeadline, d.ExtenderHTTPTimeout)
-	case o.RetryBase < 0:
-		return fmt.Errorf("%w: RetryBase %v is negative", ErrInvalidOptions, o.RetryBase)
-	case o.RetryCap < 0:
-		return fmt.Errorf("%w: RetryCap %v is negative", ErrInvalidOptions, o.RetryCap)
-	case d.RetryCap < d.RetryBase:
-		return fmt.Errorf("%w: RetryCap %v is below RetryBase %v", ErrInvalidOptions, d.RetryCap, d.RetryBase)
-	case o.RetryJitter < 0 || o.RetryJitter > 1 || math.IsNaN(o.RetryJitter):
-		return fmt.Errorf("%w: RetryJitter %v is outside [0, 1]", ErrInvalidOptions, o.RetryJitter)
-	case o.FixedInterval < 0:
-		return fmt.Errorf("%w: FixedInterval %v is negative", ErrInvalidOptions, o.FixedInterval)
+// MaxTimeout is the largest duration any Options field accepts: a day. Bind
+// is an HTTP call of the kube-scheduler; longer values are mistakes, and
+// bounding them keeps every instant Bind computes from wrapping.
+const MaxTimeout = 24 * time.Hour
+
+// HAMi returns the options that reproduce HAMi v2.10's Bind retry: only gang
+// pods (label scheduling.x-k8s.io/pod-group) retry contention, at HAMi's
+// fixed 100 ms interval without jitter, within the same 28 s deadline.
+func HAMi() Options {
+	return Options{
+		RetryDeadline:       DefaultRetryDeadline,
+		ExtenderHTTPTimeout: DefaultExtenderHTTPTimeout,
+		FixedInterval:       100 * time.Millisecond,
+		NoJitter:            true,
+		RetryPodGroupOnly:   true,
 	}
-	return nil
+}
+
+// Validate reports every invalid field, wrapping ErrInvalidOptions: a negative
+// duration or one above MaxTimeout, a retry deadline not below the extender's
+// HTTP timeout, a cap below the base, a jitter outside [0, 1].
+func (o Options) Validate() error {
+	return plancore.Invalid(ErrInvalidOptions, o.validate(field.NewPath("options")))
+}
+
+func (o Options) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"retryDeadline", o.RetryDeadline}, {"extenderHTTPTimeout", o.ExtenderHTTPTimeout}, {"retryBase", o.RetryBase},
+		{"retryCap", o.RetryCap}, {"fixedInterval", o.FixedInterval}} {
+		switch {
+		case f.d < 0:
+			errs = append(errs, field.Invalid(p.Child(f.name), f.d.String(), "must not be negative"))
+		case f.d > MaxTimeout:
+			errs = append(errs, field.Invalid(p.Child(f.name), f.d.String(), fmt.Sprintf("must be at most %v", MaxTimeout)))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	d := o.withDefaults()
+	if d.RetryDeadline >= d.ExtenderHTTPTimeout {
+		errs = append(errs, field.Invalid(p.Child("retryDeadline"), d.RetryDeadline.String(),
+			fmt.Sprintf("must be below extenderHTTPTimeout %v, or the scheduler abandons Binds that still hold locks", d.ExtenderHTTPTimeout)))
+	}
+	if d.RetryCap < d.RetryBase {
+		errs = append(errs, field.Invalid(p.Child("retryCap"), d.RetryCap.String(), fmt.Sprintf("must not be below retryBase %v", d.RetryBase)))
+	}
+	if o.RetryJitter < 0 || o.RetryJitter > 1 || math.IsNaN(o.RetryJitter) {
+		errs = append(errs, field.Invalid(p.Child("retryJitter"), o.RetryJitter, "must be within [0, 1]"))
+	}
+	return errs
 }
 
 // NextRetry returns how long to wait before contention retry number attempt+1
 // (attempt counts failed attempts from 0), given the time elapsed since Bind
 // started and a uniform draw u in [0, 1); ok is false when the deadline has
-// passed and Bind must give up (spec gpu.md §2.1):
+// passed and Bind must give up:
 //
 //	sleep = min(RetryCap, RetryBase·2^attempt·(1 + RetryJitter·u)), cut to the time left.
 //

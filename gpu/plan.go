@@ -35,8 +35,8 @@ func (a Action) String() string {
 	case ActForgetAssumed:
 		fmt.Fprintf(&b, " %s", a.Pod)
 	}
-	if a.Why != "" {
-		fmt.Fprintf(&b, " (%s)", a.Why)
+	if a.Reason.Code != "" {
+		fmt.Fprintf(&b, " (%s)", a.Reason.Code)
 	}
 	return b.String()
 }
@@ -121,7 +121,7 @@ func FormatTranscript(steps []Step) string {
 // choice: a node that fits lists each container's devices as
 // "<uuid>(<mem>MiB,<cores>%)", a refused one its first failing request and
 // HAMi's reason string.
-func (r FitResult) String() string {
+func (r Plan) String() string {
 	var b strings.Builder
 	for _, n := range r.Nodes {
 		if !n.Fits {

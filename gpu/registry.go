@@ -18,7 +18,7 @@ const (
 	LockNvidia = "hami.io/mutex.lock"
 	// LockCambricon is Cambricon's own node lock annotation. HAMi writes it with a
 	// weaker protocol (timestamp only, no resourceVersion, no owner check, 2 min);
-	// plancore gives it the full lock semantics (spec gpu.md G9).
+	// plancore gives it the full lock semantics.
 	LockCambricon = "cambricon.com/dsmlu.lock"
 )
 
@@ -197,7 +197,7 @@ func IluvatarType(chip string) DeviceType {
 }
 
 // DefaultTypes returns HAMi v2.10's device table with its default resource
-// names (spec gpu.md §1.1).
+// names.
 func DefaultTypes() []DeviceType {
 	types := []DeviceType{
 		{Type: "NVIDIA", Count: "nvidia.com/gpu", Memory: "nvidia.com/gpumem", MemoryPercentage: "nvidia.com/gpumem-percentage",

@@ -8,7 +8,7 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestPropNextRetryBounds checks spec gpu.md §4 invariant 4: an uncut sleep lies
+// TestPropNextRetryBounds checks the retry bounds: an uncut sleep lies
 // in [min(1s, d), min(1s, 1.5d)] with d = 100ms·2^n, and no sleep ends after the
 // deadline.
 func TestPropNextRetryBounds(t *testing.T) {

@@ -39,28 +39,53 @@ type Notifier interface {
 	Changes(key Key) <-chan struct{}
 }
 
-// Apply performs a decision's write: one CompareAndSwap of Record under
-// Precondition for Acquire and both steals, nothing for the other kinds. It
-// never re-plans; on an error wrapping ErrConflict the caller re-reads and
-// calls Decide again (Locker.Acquire does).
-func Apply(ctx context.Context, d Decision, s Store) error {
-	if !d.Kind.Grants() {
-		return nil
-	}
-	if err := s.CompareAndSwap(ctx, d.Key, d.Precondition, d.Record); err != nil {
-		return fmt.Errorf("lock %s: %s: %w", d.Key, d.Kind, err)
-	}
-	return nil
+// Op is the store write a plan asks for.
+type Op string
+
+const (
+	// OpCompareAndSwap writes Plan.Record under Plan.Precondition.
+	OpCompareAndSwap Op = "CompareAndSwap"
+	// OpCompareAndDelete deletes under Plan.Precondition.
+	OpCompareAndDelete Op = "CompareAndDelete"
+)
+
+// Result is the outcome of one store write of a plan.
+type Result struct {
+	Op  Op
+	Key Key
+	// Err is the store's error (wrapping ErrConflict on a failed
+	// precondition), nil on success.
+	Err error
 }
 
-// ApplyRelease performs a release decision's write: one CompareAndDelete under
-// Precondition for Release, nothing for NoOp.
-func ApplyRelease(ctx context.Context, d ReleaseDecision, s Store) error {
-	if d.Kind != Release {
-		return nil
+// Report lists what Apply did: one Result per write, none for a plan that
+// writes nothing (AlreadyHeld, Refuse, Invalid, NoOp).
+type Report struct {
+	Results []Result
+}
+
+// Apply performs a plan's write: one CompareAndSwap of Record under
+// Precondition for Acquire and both steals, one CompareAndDelete under
+// Precondition for Release, nothing for the other kinds. It never re-plans;
+// on an error wrapping ErrConflict the caller re-reads and plans again
+// (Locker does). A nil store is an error wrapping ErrNilStore.
+func Apply(ctx context.Context, p Plan, s Store) (Report, error) {
+	if !p.Kind.Writes() {
+		return Report{}, nil
 	}
-	if err := s.CompareAndDelete(ctx, d.Key, d.Precondition); err != nil {
-		return fmt.Errorf("lock %s: release: %w", d.Key, err)
+	if s == nil {
+		return Report{}, fmt.Errorf("lock %s: %s: %w", p.Key, p.Kind, ErrNilStore)
 	}
-	return nil
+	r := Result{Op: OpCompareAndSwap, Key: p.Key}
+	if p.Kind == Release {
+		r.Op = OpCompareAndDelete
+		r.Err = s.CompareAndDelete(ctx, p.Key, p.Precondition)
+	} else {
+		r.Err = s.CompareAndSwap(ctx, p.Key, p.Precondition, p.Record)
+	}
+	rep := Report{Results: []Result{r}}
+	if r.Err != nil {
+		return rep, fmt.Errorf("lock %s: %s: %w", p.Key, p.Kind, r.Err)
+	}
+	return rep, nil
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/plancore/plancore/lock"
 )
 
-// BenchmarkDecide measures one decision on a parsed (decoded inside Decide)
+// BenchmarkPlanAcquire measures one plan on a parsed (decoded inside PlanAcquire)
 // record: the hot path of every Bind. Target ≤ 1 µs/op and 0 allocs/op.
-func BenchmarkDecide(b *testing.B) {
+func BenchmarkPlanAcquire(b *testing.B) {
 	exists := lock.Holder{State: lock.HolderExists}
 	cases := []struct {
 		name string
@@ -26,23 +26,23 @@ func BenchmarkDecide(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
-			var d lock.Decision
+			var d lock.Plan
 			for b.Loop() {
-				d, _ = lock.Decide(c.obs, podA, t0, lock.Options{}, exists)
+				d, _ = decide(c.obs, podA, t0, lock.Options{}, exists)
 			}
-			if d.Kind == 0 {
+			if d.Kind == "" {
 				b.Fatal("no decision")
 			}
 		})
 	}
 }
 
-// BenchmarkDecideRelease measures the owner check.
-func BenchmarkDecideRelease(b *testing.B) {
+// BenchmarkPlanRelease measures the owner check.
+func BenchmarkPlanRelease(b *testing.B) {
 	obs := lock.Observation{Key: node1, Present: true, Raw: "2026-06-14T09:58:00Z,default,a", Version: "200"}
 	b.ReportAllocs()
 	for b.Loop() {
-		if d, _ := lock.DecideRelease(obs, podA, lock.Options{}); d.Kind != lock.Release {
+		if d, _ := planRelease(obs, podA, lock.Options{}); d.Kind != lock.Release {
 			b.Fatal(d)
 		}
 	}

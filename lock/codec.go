@@ -25,31 +25,24 @@ const (
 const Separator = ","
 
 // Format names the wire format of a lock value.
-type Format uint8
+type Format string
 
 const (
 	// FormatMalformed is a value Decode could not read.
-	FormatMalformed Format = iota
+	FormatMalformed Format = "Malformed"
 	// FormatLegacy is a bare RFC3339 timestamp, written by HAMi up to v2.3 and
 	// still written by HAMi for a nil pod. It names no owner.
-	FormatLegacy
-	// FormatHAMi is HAMi's `<RFC3339>,<namespace>,<name>` (v2.4+, #451).
-	FormatHAMi
+	FormatLegacy Format = "Legacy"
+	// FormatHAMi is HAMi's `<RFC3339>,<namespace>,<name>` (v2.4+, HAMi #451).
+	FormatHAMi Format = "HAMi"
 	// FormatExtended is plancore's `<RFC3339>,<namespace>,<name>,<uid>,<epoch>`.
 	// HAMi reads it as malformed, so stores that share a key with HAMi keep the
 	// HAMi format and carry the extended record elsewhere (a sidecar).
-	FormatExtended
+	FormatExtended Format = "Extended"
 )
 
-var formatNames = [...]string{"Malformed", "Legacy", "HAMi", "Extended"}
-
 // String returns the format's name.
-func (f Format) String() string {
-	if int(f) < len(formatNames) {
-		return formatNames[f]
-	}
-	return "Format(" + strconv.Itoa(int(f)) + ")"
-}
+func (f Format) String() string { return string(f) }
 
 // Record is one lock value, decoded. Time is the writer's clock when it took the
 // lock; Namespace and Name identify the holder pod; UID and Epoch are plancore's
@@ -184,7 +177,7 @@ func EncodeNode(r Record) (main, sidecar string) {
 	return Encode(r, FormatHAMi), Encode(r, FormatExtended)
 }
 
-// Record decodes the lock value obs holds the way Decide reads it: the main
+// Record decodes the lock value obs holds the way PlanAcquire reads it: the main
 // value (Raw), and, when that is in HAMi's 3-part format and Sidecar is an
 // extended record whose first three fields are exactly the main value, the
 // sidecar's UID and epoch. A sidecar that does not match (a HAMi scheduler

@@ -199,8 +199,8 @@ func TestNodeObservation(t *testing.T) {
 	// The sidecar's UID reaches the decision: a same-name pod with another
 	// UID is not the owner.
 	obs := NodeObservation(key, map[string]string{HAMiLockName: "2026-06-14T10:00:00Z,default,p1", side: "2026-06-14T10:00:00Z,default,p1,u0,7"}, "42")
-	d, _ := Decide(obs, Requester{Namespace: "default", Name: "p1", UID: "u1"}, t10, Options{}, Holder{State: HolderNotFound, Replaced: true})
+	d, _ := decide(obs, Requester{Namespace: "default", Name: "p1", UID: "u1"}, t10, Options{}, Holder{State: HolderNotFound, Replaced: true})
 	if d.Kind != StealDangling || d.Record.Epoch != 8 {
-		t.Errorf("Decide on a node observation = %v", d)
+		t.Errorf("PlanAcquire on a node observation = %v", d)
 	}
 }

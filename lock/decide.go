@@ -1,14 +1,18 @@
 package lock
 
 import (
-	"fmt"
+	"errors"
 	"math"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // view is what an observation says before any holder lookup: the shared first
-// half of Decide and NeedsHolder.
+// half of PlanAcquire and NeedsHolder.
 type view struct {
 	ttl time.Duration
 	// rec is the observed record, with the sidecar's UID and epoch when the
@@ -16,7 +20,7 @@ type view struct {
 	rec Record
 	// invalid is ReasonMalformed or ReasonFutureTimestamp for a value that
 	// cannot be trusted, "" otherwise.
-	invalid Reason
+	invalid ReasonCode
 	// invalidStealable reports whether an invalid value has been seen
 	// unchanged for more than TTL; invalidRetryAt is when it will have been.
 	invalidStealable bool
@@ -27,29 +31,69 @@ type view struct {
 	base time.Time
 	// expired reports age > TTL (strictly: age == TTL is not expired).
 	expired bool
-	// own reports that the requester is the record's owner (§3.2).
+	// own reports that the requester is the record's owner.
 	own bool
 	// next is the epoch the next grant carries.
 	next uint64
 }
 
+// AcquireInput is everything PlanAcquire needs.
+type AcquireInput struct {
+	// Observation is what a Store read returned, with FirstObservedAt filled
+	// by the caller (zero means "first seen now").
+	Observation Observation
+	// Requester is the pod asking for the lock.
+	Requester Requester
+	// Holder is the holder pod's state, when NeedsHolder says it is needed;
+	// the zero value means not checked.
+	Holder Holder
+	// Now is the requester's clock. The zero time is invalid.
+	Now time.Time
+}
+
+// Validate reports every invalid field of the input, wrapping ErrInvalidInput:
+// an empty key or requester field, a separator inside a requester field, a
+// zero Now, an unknown holder state, an exhausted epoch.
+func (in AcquireInput) Validate() error {
+	return plancore.Invalid(ErrInvalidInput, in.validate())
+}
+
+func (in AcquireInput) validate() field.ErrorList {
+	errs := in.Observation.Key.validate(field.NewPath("observation", "key"))
+	errs = append(errs, in.Requester.validate(field.NewPath("requester"))...)
+	if in.Now.IsZero() {
+		errs = append(errs, field.Required(field.NewPath("now"), "the requester's clock"))
+	}
+	if !in.Holder.State.known() {
+		errs = append(errs, field.NotSupported(field.NewPath("holder", "state"), in.Holder.State,
+			[]HolderState{HolderNotChecked, HolderExists, HolderNotFound, HolderTerminal, HolderUnknown}))
+	}
+	if in.Observation.EpochHigh == math.MaxUint64 {
+		errs = append(errs, field.Invalid(field.NewPath("observation", "epochHigh"), in.Observation.EpochHigh, "the key's epochs are exhausted"))
+	}
+	return errs
+}
+
+// validateBoth validates input errors and options, options first.
+func validateBoth(inErrs field.ErrorList, o Options) error {
+	if err := o.Validate(); err != nil {
+		if len(inErrs) > 0 {
+			return errors.Join(err, plancore.Invalid(ErrInvalidInput, inErrs))
+		}
+		return err
+	}
+	return plancore.Invalid(ErrInvalidInput, inErrs)
+}
+
 // assess validates the inputs and reads the observation.
-func assess(obs Observation, req Requester, now time.Time, opts Options) (view, error) {
-	if err := obs.Key.Validate(); err != nil {
+func assess(in AcquireInput, opts Options) (view, error) {
+	if err := validateBoth(in.validate(), opts); err != nil {
 		return view{}, err
 	}
-	if err := req.Validate(); err != nil {
-		return view{}, err
-	}
-	if err := opts.Validate(); err != nil {
-		return view{}, err
-	}
+	obs, now := in.Observation, in.Now
 	v := view{ttl: opts.EffectiveTTL()}
 	high := obs.EpochHigh
 	if !obs.Present {
-		if high == math.MaxUint64 {
-			return view{}, fmt.Errorf("%w: Observation.EpochHigh of %s is exhausted", ErrBadInput, obs.Key)
-		}
 		v.next = high + 1
 		return v, nil
 	}
@@ -72,20 +116,21 @@ func assess(obs Observation, req Requester, now time.Time, opts Options) (view, 
 	}
 	high = max(high, rec.Epoch)
 	if high == math.MaxUint64 {
-		return view{}, fmt.Errorf("%w: the epoch of %s is exhausted", ErrBadInput, obs.Key)
+		return view{}, plancore.Invalid(ErrInvalidInput, field.ErrorList{
+			field.Invalid(field.NewPath("observation", "raw"), obs.Raw, "the key's epochs are exhausted")})
 	}
 	v.next = high + 1
 	v.rec = rec
 	switch {
 	case err != nil:
 		v.invalid = ReasonMalformed
-	case opts.ExpiryClock == WriterClock && opts.Malformed == StealAfterTTL && rec.Time.Sub(now) > v.ttl:
+	case opts.writerClock() && opts.stealAfterTTL() && rec.Time.Sub(now) > v.ttl:
 		// HAMi's writer-clock age of a future timestamp is negative, so it would
-		// never expire (D3).
+		// never expire.
 		v.invalid = ReasonFutureTimestamp
 	}
 	if v.invalid != "" {
-		if opts.Malformed == StealAfterTTL {
+		if opts.stealAfterTTL() {
 			v.invalidStealable = now.Sub(seen) > v.ttl
 			v.invalidRetryAt = seen.Add(v.ttl + 1)
 			if v.invalid == ReasonFutureTimestamp {
@@ -95,32 +140,31 @@ func assess(obs Observation, req Requester, now time.Time, opts Options) (view, 
 		}
 		return v, nil
 	}
-	if opts.ExpiryClock == ObservationClock {
+	if !opts.writerClock() {
 		v.base = seen
 	} else {
 		v.base = rec.Time
 	}
 	v.age = now.Sub(v.base)
 	v.expired = v.age > v.ttl
-	v.own = sameOwner(rec, req, opts.Identity)
+	v.own = sameOwner(rec, in.Requester, opts)
 	return v, nil
 }
 
-// sameOwner compares a record's owner with a requester (§3.2): namespace and
-// name must match and, under UIDThenName when both sides carry a UID, the UIDs
-// too.
-func sameOwner(rec Record, req Requester, id Identity) bool {
+// sameOwner compares a record's owner with a requester: namespace and name
+// must match and, under UIDThenName when both sides carry a UID, the UIDs too.
+func sameOwner(rec Record, req Requester, o Options) bool {
 	if rec.Namespace != req.Namespace || rec.Name != req.Name {
 		return false
 	}
-	if id == UIDThenName && rec.UID != "" && req.UID != "" {
+	if o.uidThenName() && rec.UID != "" && req.UID != "" {
 		return rec.UID == req.UID
 	}
 	return true
 }
 
-// protects reports whether D7 protects an expired lock of this age, if its
-// holder turns out to be allocating.
+// protects reports whether the allocating-holder protection covers an expired
+// lock of this age, if its holder turns out to be allocating.
 func (v view) protects(opts Options) bool {
 	if opts.StealFromAllocatingHolder || !v.rec.Named() || v.own {
 		return false
@@ -129,30 +173,115 @@ func (v view) protects(opts Options) bool {
 	return !ok || v.age <= ceiling
 }
 
-// NeedsHolder reports whether Decide needs the holder's state for these
+// NeedsHolder reports whether PlanAcquire needs the holder's state for these
 // inputs, that is whether the executor must look the holder pod up first. It
 // is true only when the value decodes and names an owner other than the
-// requester, and the lock is either not expired, or expired while D7's
-// protection may still apply. Without a needed holder, Decide refuses with
-// ReasonHolderUnknown.
-func NeedsHolder(obs Observation, req Requester, now time.Time, opts Options) (bool, error) {
-	v, err := assess(obs, req, now, opts)
-	if err != nil || !obs.Present || v.invalid != "" {
+// requester, and the lock is either not expired, or expired while the
+// allocating-holder protection may still apply. Without a needed holder,
+// PlanAcquire refuses with ReasonHolderUnknown. in.Holder is ignored.
+func NeedsHolder(in AcquireInput, o Options) (bool, error) {
+	in.Holder = Holder{}
+	v, err := assess(in, o)
+	if err != nil || !in.Observation.Present || v.invalid != "" {
 		return false, err
 	}
 	if v.expired {
-		return v.protects(opts), nil
+		return v.protects(o), nil
 	}
 	return !v.own && v.rec.Named(), nil
 }
 
-// Decide decides what a requester does about one lock, given what was
+// acquirePlanner carries one PlanAcquire call's inputs and view, so each step
+// reads as a small method.
+type acquirePlanner struct {
+	in   AcquireInput
+	o    Options
+	v    view
+	base Plan
+}
+
+// grant plans taking the lock with a new record under the observed precondition.
+func (a acquirePlanner) grant(k Kind, c ReasonCode) Plan {
+	p := a.base
+	p.Kind, p.Reason = k, reason(c)
+	p.Record = Record{Time: a.in.Now.UTC().Truncate(time.Second), Namespace: a.in.Requester.Namespace,
+		Name: a.in.Requester.Name, UID: a.in.Requester.UID, Epoch: a.v.next}
+	p.Precondition = a.in.Observation.precondition()
+	return p
+}
+
+// refuse plans no write; retryAt (zero: none) becomes RequeueAfter.
+func (a acquirePlanner) refuse(k Kind, c ReasonCode, retryAt time.Time) Plan {
+	p := a.base
+	p.Kind, p.Reason, p.Record = k, reason(c), a.v.rec
+	if !retryAt.IsZero() {
+		p.RequeueAfter = max(retryAt.Sub(a.in.Now), 1)
+	}
+	return p
+}
+
+// invalidValue plans for a malformed or future-dated value.
+func (a acquirePlanner) invalidValue() Plan {
+	if a.v.invalidStealable {
+		return a.grant(StealExpired, ReasonCode(a.v.invalid))
+	}
+	return a.refuse(Invalid, ReasonCode(a.v.invalid), a.v.invalidRetryAt)
+}
+
+// expired plans for a lock older than TTL: steal it, unless its holder is
+// allocating (or must be looked up to know) under the protection.
+func (a acquirePlanner) expired() Plan {
+	if a.v.protects(a.o) {
+		switch a.in.Holder.State {
+		case HolderExists:
+			if a.in.Holder.Allocating {
+				var at time.Time
+				if ceiling, ok := a.o.effectiveCeiling(); ok {
+					at = a.v.base.Add(ceiling + 1)
+				}
+				return a.refuse(Refuse, ReasonHolderAllocating, at)
+			}
+		case HolderNotChecked, HolderUnknown:
+			return a.refuse(Refuse, ReasonHolderUnknown, time.Time{})
+		}
+	}
+	return a.grant(StealExpired, ReasonExpired)
+}
+
+// live plans for a lock within its TTL held by someone else: steal it from a
+// dangling holder, refuse otherwise.
+func (a acquirePlanner) live() Plan {
+	expiry := a.v.base.Add(a.v.ttl + 1)
+	if !a.v.rec.Named() {
+		return a.refuse(Refuse, ReasonHeldByOther, expiry)
+	}
+	switch a.in.Holder.State {
+	case HolderNotFound:
+		if a.in.Holder.Replaced {
+			return a.grant(StealDangling, ReasonHolderReplaced)
+		}
+		return a.grant(StealDangling, ReasonHolderGone)
+	case HolderTerminal:
+		if !a.o.TerminalHolderAlive {
+			return a.grant(StealDangling, ReasonHolderTerminal)
+		}
+		return a.refuse(Refuse, ReasonHeldByOther, expiry)
+	case HolderExists:
+		return a.refuse(Refuse, ReasonHeldByOther, expiry)
+	default:
+		return a.refuse(Refuse, ReasonHolderUnknown, time.Time{})
+	}
+}
+
+// PlanAcquire plans what a requester does about one lock, given what was
 // observed, the holder's state (see NeedsHolder), and Now on the requester's
-// clock. It is pure: same inputs, same decision; it reads no clock and writes
-// nothing. Invalid arguments give an error naming the field; every lock value,
-// however malformed, gives a decision.
+// clock. It is pure: same inputs, same plan; it reads no clock and writes
+// nothing. Invalid input or options give an error naming every bad field
+// (wrapping ErrInvalidInput or ErrInvalidOptions); every lock value, however
+// malformed, gives a plan.
 //
-// The order, with default options (HAMi v2.10 LockNode, with D1-D7 fixed):
+// The order, with default options (HAMi v2.10 LockNode, with the differences
+// listed in the package documentation):
 //  1. absent → Acquire;
 //  2. malformed, or dated more than TTL in the future → Invalid, then
 //     StealExpired(Malformed) once seen unchanged for more than TTL;
@@ -162,125 +291,113 @@ func NeedsHolder(obs Observation, req Requester, now time.Time, opts Options) (b
 //  5. unnamed owner → Refuse(HeldByOther) until expiry;
 //  6. holder NotFound or Terminal → StealDangling; Exists → Refuse(HeldByOther);
 //     Unknown or NotChecked → Refuse(HolderUnknown).
-func Decide(obs Observation, req Requester, now time.Time, opts Options, holder Holder) (Decision, error) {
-	v, err := assess(obs, req, now, opts)
+func PlanAcquire(in AcquireInput, o Options) (Plan, error) {
+	v, err := assess(in, o)
 	if err != nil {
-		return Decision{}, err
+		return Plan{}, err
 	}
-	d := Decision{Key: obs.Key, TTL: v.ttl}
-	grant := func(k Kind, r Reason) Decision {
-		d.Kind, d.Reason = k, r
-		d.Record = Record{Time: now.UTC().Truncate(time.Second), Namespace: req.Namespace, Name: req.Name, UID: req.UID, Epoch: v.next}
-		d.Precondition = obs.precondition()
-		return d
+	a := acquirePlanner{in: in, o: o, v: v, base: Plan{Key: in.Observation.Key, TTL: v.ttl}}
+	switch {
+	case !in.Observation.Present:
+		return a.grant(Acquire, ReasonUnlocked), nil
+	case v.invalid != "":
+		return a.invalidValue(), nil
+	case v.expired:
+		return a.expired(), nil
+	case v.own:
+		p := a.base
+		p.Kind, p.Reason, p.Record = AlreadyHeld, reason(ReasonSameOwner), v.rec
+		return p, nil
 	}
-	refuse := func(k Kind, r Reason, retryAt time.Time) Decision {
-		d.Kind, d.Reason, d.Record, d.RetryAt = k, r, v.rec, retryAt
-		return d
-	}
-	if !obs.Present {
-		return grant(Acquire, ReasonUnlocked), nil
-	}
-	if v.invalid != "" {
-		if v.invalidStealable {
-			return grant(StealExpired, v.invalid), nil
-		}
-		return refuse(Invalid, v.invalid, v.invalidRetryAt), nil
-	}
-	if v.expired {
-		if v.protects(opts) {
-			switch holder.State {
-			case HolderExists:
-				if holder.Allocating {
-					var at time.Time
-					if ceiling, ok := opts.effectiveCeiling(); ok {
-						at = v.base.Add(ceiling + 1)
-					}
-					return refuse(Refuse, ReasonHolderAllocating, at), nil
-				}
-			case HolderNotChecked, HolderUnknown:
-				return refuse(Refuse, ReasonHolderUnknown, time.Time{}), nil
-			}
-		}
-		return grant(StealExpired, ReasonExpired), nil
-	}
-	expiry := v.base.Add(v.ttl + 1)
-	if v.own {
-		d.Kind, d.Reason, d.Record = AlreadyHeld, ReasonSameOwner, v.rec
-		return d, nil
-	}
-	if !v.rec.Named() {
-		return refuse(Refuse, ReasonHeldByOther, expiry), nil
-	}
-	switch holder.State {
-	case HolderNotFound:
-		if holder.Replaced {
-			return grant(StealDangling, ReasonHolderReplaced), nil
-		}
-		return grant(StealDangling, ReasonHolderGone), nil
-	case HolderTerminal:
-		if !opts.TerminalHolderAlive {
-			return grant(StealDangling, ReasonHolderTerminal), nil
-		}
-		return refuse(Refuse, ReasonHeldByOther, expiry), nil
-	case HolderExists:
-		return refuse(Refuse, ReasonHeldByOther, expiry), nil
-	default:
-		return refuse(Refuse, ReasonHolderUnknown, time.Time{}), nil
-	}
+	return a.live(), nil
 }
 
-// DecideRelease decides whether a requester may remove a lock (HAMi
+// ReleaseInput is everything PlanRelease needs. A release reads no clock, so
+// it has no Now.
+type ReleaseInput struct {
+	// Observation is what a Store read returned.
+	Observation Observation
+	// Requester is the pod giving the lock back. Ignored with Force.
+	Requester Requester
+	// Force releases whatever was observed, owner or not: the one
+	// administrative removal, still a compare-and-delete of exactly the
+	// observed value and version, so it can never remove a value written after
+	// the observation.
+	Force bool
+}
+
+// Validate reports every invalid field of the input, wrapping ErrInvalidInput.
+func (in ReleaseInput) Validate() error {
+	return plancore.Invalid(ErrInvalidInput, in.validate())
+}
+
+func (in ReleaseInput) validate() field.ErrorList {
+	errs := in.Observation.Key.validate(field.NewPath("observation", "key"))
+	if !in.Force {
+		errs = append(errs, in.Requester.validate(field.NewPath("requester"))...)
+	}
+	return errs
+}
+
+// PlanRelease plans whether a requester may remove a lock (HAMi
 // ReleaseNodeLock, owner-checked):
 //   - absent → NoOp(NotLocked);
+//   - Force → Release(Forced);
 //   - an extended value, or a HAMi value whose sidecar matches: the owner
-//     comparison of Decide (UID-aware) → Release(Owner), else NoOp(NotOwner);
+//     comparison of PlanAcquire (UID-aware) → Release(Owner), else
+//     NoOp(NotOwner);
 //   - any other value with a comma, including a 3-part value with a bad
 //     timestamp: HAMi's owner-suffix rule, the raw value must end with
-//     ",<namespace>,<name>" (the leading comma matters, #1433);
+//     ",<namespace>,<name>" (the leading comma matters, HAMi #1433);
 //   - a value without a comma (legacy or malformed) names no owner: NoOp,
-//     unless Options.LegacyReleasableByAnyone (HAMi #2054; D10).
+//     unless Options.LegacyReleasableByAnyone (HAMi #2054).
 //
 // A Release must be applied as one compare-and-delete of the observed value
-// and version; on conflict, re-read and decide again, so a lock re-stamped by
-// the same owner is still released and one taken by someone else is kept.
-func DecideRelease(obs Observation, req Requester, opts Options) (ReleaseDecision, error) {
-	if err := obs.Key.Validate(); err != nil {
-		return ReleaseDecision{}, err
+// and version; on conflict, re-read and plan again, so a lock re-stamped by
+// the same owner is still released and one taken by someone else is kept. A
+// release never lowers the key's epoch high-water mark.
+func PlanRelease(in ReleaseInput, o Options) (Plan, error) {
+	if err := validateBoth(in.validate(), o); err != nil {
+		return Plan{}, err
 	}
-	if err := req.Validate(); err != nil {
-		return ReleaseDecision{}, fmt.Errorf("cannot release node lock: %w", err)
+	obs := in.Observation
+	p := Plan{Kind: NoOp, Key: obs.Key}
+	release := func(c ReasonCode) (Plan, error) {
+		p.Kind, p.Reason, p.Precondition = Release, reason(c), obs.precondition()
+		return p, nil
 	}
-	if err := opts.Validate(); err != nil {
-		return ReleaseDecision{}, err
+	switch {
+	case !obs.Present:
+		p.Reason = reason(ReasonNotLocked)
+		return p, nil
+	case in.Force:
+		return release(ReasonForced)
 	}
-	d := ReleaseDecision{Kind: NoOp, Key: obs.Key}
-	if !obs.Present {
-		d.Reason = ReasonNotLocked
-		return d, nil
+	if releasableBy(obs, in.Requester, o) {
+		return release(ReasonOwner)
 	}
+	if !strings.Contains(obs.Raw, Separator) && o.LegacyReleasableByAnyone {
+		return release(ReasonLegacyReleasable)
+	}
+	p.Reason = reason(ReasonNotOwner)
+	return p, nil
+}
+
+// releasableBy reports whether req owns the observed value for a release.
+func releasableBy(obs Observation, req Requester, o Options) bool {
 	rec, format, _ := Decode(obs.Raw)
 	if format == FormatHAMi {
 		if uid, epoch, ok := sidecarFor(obs.Raw, obs.Sidecar); ok {
 			rec.UID, rec.Epoch, format = uid, epoch, FormatExtended
 		}
 	}
-	var owner bool
 	switch {
 	case format == FormatExtended:
-		owner = sameOwner(rec, req, opts.Identity)
+		return sameOwner(rec, req, o)
 	case strings.Contains(obs.Raw, Separator):
-		owner = hasOwnerSuffix(obs.Raw, req.Namespace, req.Name)
-	case opts.LegacyReleasableByAnyone:
-		d.Kind, d.Reason, d.Precondition = Release, ReasonLegacyReleasable, obs.precondition()
-		return d, nil
+		return hasOwnerSuffix(obs.Raw, req.Namespace, req.Name)
 	}
-	if !owner {
-		d.Reason = ReasonNotOwner
-		return d, nil
-	}
-	d.Kind, d.Reason, d.Precondition = Release, ReasonOwner, obs.precondition()
-	return d, nil
+	return false
 }
 
 // hasOwnerSuffix reports whether raw ends with "," + ns + "," + name, without
@@ -299,21 +416,6 @@ func hasOwnerSuffix(raw, ns, name string) bool {
 	}
 	raw = raw[:len(raw)-len(ns)]
 	return strings.HasSuffix(raw, Separator)
-}
-
-// ForceRelease is the one administrative removal: it releases whatever was
-// observed, owner or not, still as a compare-and-delete of exactly the
-// observed value and version, so it can never remove a value written after the
-// observation. There is deliberately no "release, skipping the owner check"
-// against a re-read value (D1).
-func ForceRelease(obs Observation) (ReleaseDecision, error) {
-	if err := obs.Key.Validate(); err != nil {
-		return ReleaseDecision{}, err
-	}
-	if !obs.Present {
-		return ReleaseDecision{Kind: NoOp, Reason: ReasonNotLocked, Key: obs.Key}, nil
-	}
-	return ReleaseDecision{Kind: Release, Reason: ReasonForced, Key: obs.Key, Precondition: obs.precondition()}, nil
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -18,6 +18,31 @@ var (
 	}
 )
 
+// decide is PlanAcquire with the arguments spelled out, as the tables read.
+func decide(obs Observation, req Requester, now time.Time, o Options, h Holder) (Plan, error) {
+	return PlanAcquire(AcquireInput{Observation: obs, Requester: req, Now: now, Holder: h}, o)
+}
+
+// wantPlan is a table's expected plan, with the retry as an instant: at turns
+// it into the Plan PlanAcquire returns at now.
+type wantPlan struct {
+	Kind         Kind
+	Reason       ReasonCode
+	Key          Key
+	Record       Record
+	Precondition Precondition
+	RetryAt      time.Time
+	TTL          time.Duration
+}
+
+func (w wantPlan) at(now time.Time) Plan {
+	p := Plan{Kind: w.Kind, Reason: reason(w.Reason), Key: w.Key, Record: w.Record, Precondition: w.Precondition, TTL: w.TTL}
+	if !w.RetryAt.IsZero() {
+		p.RequeueAfter = w.RetryAt.Sub(now)
+	}
+	return p
+}
+
 func held(raw string) Observation {
 	return Observation{Key: n1, Present: true, Raw: raw, Version: "200", EpochHigh: 6}
 }
@@ -25,12 +50,12 @@ func held(raw string) Observation {
 func TestDecide(t *testing.T) {
 	exists := Holder{State: HolderExists}
 	allocating := Holder{State: HolderExists, Allocating: true}
-	steal := func(k Kind, r Reason, raw string, now string, epoch uint64) Decision {
-		return Decision{Kind: k, Reason: r, Key: n1, TTL: DefaultTTL, Record: rec(now, "default", "p1", "u1", epoch),
+	steal := func(k Kind, r ReasonCode, raw string, now string, epoch uint64) wantPlan {
+		return wantPlan{Kind: k, Reason: r, Key: n1, TTL: DefaultTTL, Record: rec(now, "default", "p1", "u1", epoch),
 			Precondition: Precondition{Present: true, Raw: raw, Version: "200"}}
 	}
-	refuse := func(k Kind, r Reason, observed Record, retryAt time.Time) Decision {
-		return Decision{Kind: k, Reason: r, Key: n1, TTL: DefaultTTL, Record: observed, RetryAt: retryAt}
+	refuse := func(k Kind, r ReasonCode, observed Record, retryAt time.Time) wantPlan {
+		return wantPlan{Kind: k, Reason: r, Key: n1, TTL: DefaultTTL, Record: observed, RetryAt: retryAt}
 	}
 	const p0 = "2026-06-14T09:55:00Z,default,p0"
 	p0rec := rec("09:55:00", "default", "p0", "", 0)
@@ -41,23 +66,23 @@ func TestDecide(t *testing.T) {
 		now    time.Time
 		opts   Options
 		holder Holder
-		want   Decision
+		want   wantPlan
 	}{
 		{
-			name: "absent: acquire at EpochHigh+1, absent at the observed version (spec example 1)",
+			name: "absent: acquire at EpochHigh+1, absent at the observed version",
 			obs:  Observation{Key: n1, Version: "100", EpochHigh: 6},
 			now:  at("10:00:00").Add(900 * time.Millisecond),
-			want: Decision{Kind: Acquire, Reason: ReasonUnlocked, Key: n1, TTL: DefaultTTL, Record: rec("10:00:00", "default", "p1", "u1", 7), Precondition: Precondition{Version: "100"}},
+			want: wantPlan{Kind: Acquire, Reason: ReasonUnlocked, Key: n1, TTL: DefaultTTL, Record: rec("10:00:00", "default", "p1", "u1", 7), Precondition: Precondition{Version: "100"}},
 		},
 		{
-			name: "age == TTL is not expired: HAMi's strict > (spec example 2)",
+			name: "age == TTL is not expired: HAMi's strict >",
 			obs:  held(p0), now: at("10:00:00"), holder: exists,
 			want: refuse(Refuse, ReasonHeldByOther, p0rec, at("10:00:00").Add(1)),
 		},
 		{
 			name: "age == TTL + 1ns is expired",
 			obs:  held(p0), now: at("10:00:00").Add(1), holder: exists,
-			want: Decision{Kind: StealExpired, Reason: ReasonExpired, Key: n1, TTL: DefaultTTL, Record: rec("10:00:00", "default", "p1", "u1", 7), Precondition: Precondition{Present: true, Raw: p0, Version: "200"}},
+			want: wantPlan{Kind: StealExpired, Reason: ReasonExpired, Key: n1, TTL: DefaultTTL, Record: rec("10:00:00", "default", "p1", "u1", 7), Precondition: Precondition{Present: true, Raw: p0, Version: "200"}},
 		},
 		{
 			name: "expired one second later: one CAS on the observed value",
@@ -80,12 +105,12 @@ func TestDecide(t *testing.T) {
 			want: steal(StealDangling, ReasonHolderGone, p0, "09:59:00", 7),
 		},
 		{
-			name: "held, holder replaced by a same-name pod: steal dangling (D4)",
+			name: "held, holder replaced by a same-name pod: steal dangling (UID identity)",
 			obs:  held(p0), now: at("09:59:00"), holder: Holder{State: HolderNotFound, Replaced: true},
 			want: steal(StealDangling, ReasonHolderReplaced, p0, "09:59:00", 7),
 		},
 		{
-			name: "held, holder terminal: steal dangling (D6)",
+			name: "held, holder terminal: steal dangling, unlike HAMi #1368",
 			obs:  held(p0), now: at("09:59:00"), holder: Holder{State: HolderTerminal},
 			want: steal(StealDangling, ReasonHolderTerminal, p0, "09:59:00", 7),
 		},
@@ -97,7 +122,7 @@ func TestDecide(t *testing.T) {
 		{
 			name: "same pod: re-entrant, nothing written, timestamp not refreshed (#2255, #2570)",
 			obs:  held("2026-06-14T09:58:00Z,default,p1"), now: at("09:59:00"),
-			want: Decision{Kind: AlreadyHeld, Reason: ReasonSameOwner, Key: n1, TTL: DefaultTTL, Record: rec("09:58:00", "default", "p1", "", 0)},
+			want: wantPlan{Kind: AlreadyHeld, Reason: ReasonSameOwner, Key: n1, TTL: DefaultTTL, Record: rec("09:58:00", "default", "p1", "", 0)},
 		},
 		{
 			name: "same pod, own lock expired: re-stamped with a new epoch",
@@ -120,7 +145,7 @@ func TestDecide(t *testing.T) {
 			want: refuse(Refuse, ReasonHeldByOther, rec("09:58:00", "", "", "", 0), at("10:03:00").Add(1)),
 		},
 		{
-			name: "malformed, first seen now: invalid until seen for TTL (D2; spec example 3)",
+			name: "malformed, first seen now: invalid until seen for TTL (HAMi blocks forever)",
 			obs:  held("lock"), now: at("10:00:00"),
 			want: refuse(Invalid, ReasonMalformed, Record{}, at("10:05:00").Add(1)),
 		},
@@ -150,7 +175,7 @@ func TestDecide(t *testing.T) {
 			want: refuse(Invalid, ReasonMalformed, Record{Namespace: "default", Name: "p0"}, at("10:05:00").Add(1)),
 		},
 		{
-			name: "timestamp more than TTL in the future: malformed on the writer clock (D3)",
+			name: "timestamp more than TTL in the future: malformed on the writer clock",
 			obs:  held("2026-06-14T10:05:01Z,default,p0"), now: at("10:00:00"), holder: exists,
 			// At 10:00:01 the timestamp is no longer more than TTL ahead.
 			want: refuse(Invalid, ReasonFutureTimestamp, rec("10:05:01", "default", "p0", "", 0), at("10:00:01")),
@@ -166,7 +191,7 @@ func TestDecide(t *testing.T) {
 			want: refuse(Refuse, ReasonHeldByOther, Record{Time: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), Namespace: "default", Name: "p0"}, time.Date(2027, 1, 1, 0, 5, 0, 1, time.UTC)),
 		},
 		{
-			name: "expired, holder allocating: protected up to 3×TTL (D7)",
+			name: "expired, holder allocating: protected up to 3×TTL, unlike HAMi #3096",
 			obs:  held(p0), now: at("10:00:01"), holder: allocating,
 			want: refuse(Refuse, ReasonHolderAllocating, p0rec, at("10:10:00").Add(1)),
 		},
@@ -196,14 +221,14 @@ func TestDecide(t *testing.T) {
 			want: refuse(Refuse, ReasonHolderUnknown, p0rec, time.Time{}),
 		},
 		{
-			name: "extended record, same name, other UID: not the owner (D4)",
+			name: "extended record, same name, other UID: not the owner (HAMi #2570)",
 			obs:  held("2026-06-14T09:58:00Z,default,p1,u0,6"), now: at("09:59:00"), holder: Holder{State: HolderNotFound, Replaced: true},
 			want: steal(StealDangling, ReasonHolderReplaced, "2026-06-14T09:58:00Z,default,p1,u0,6", "09:59:00", 7),
 		},
 		{
 			name: "extended record, same name, other UID, compat NameOnly: re-entrant",
 			obs:  held("2026-06-14T09:58:00Z,default,p1,u0,6"), now: at("09:59:00"), opts: Options{Identity: NameOnly},
-			want: Decision{Kind: AlreadyHeld, Reason: ReasonSameOwner, Key: n1, TTL: DefaultTTL, Record: rec("09:58:00", "default", "p1", "u0", 6)},
+			want: wantPlan{Kind: AlreadyHeld, Reason: ReasonSameOwner, Key: n1, TTL: DefaultTTL, Record: rec("09:58:00", "default", "p1", "u0", 6)},
 		},
 		{
 			name: "extended record with an epoch above EpochHigh: next grant above both",
@@ -226,7 +251,7 @@ func TestDecide(t *testing.T) {
 				o.Sidecar = "2026-06-14T09:58:00Z,default,p1,u0,9"
 				return o
 			}(), now: at("09:59:00"),
-			want: Decision{Kind: AlreadyHeld, Reason: ReasonSameOwner, Key: n1, TTL: DefaultTTL, Record: rec("09:58:30", "default", "p1", "", 0)},
+			want: wantPlan{Kind: AlreadyHeld, Reason: ReasonSameOwner, Key: n1, TTL: DefaultTTL, Record: rec("09:58:30", "default", "p1", "", 0)},
 		},
 		{
 			name: "observation clock: an old writer timestamp is not expired until seen for TTL",
@@ -254,7 +279,7 @@ func TestDecide(t *testing.T) {
 		{
 			name: "custom TTL (Cambricon's 2 minutes)",
 			obs:  held("2026-06-14T09:58:00Z"), now: at("10:00:01"), opts: Options{TTL: CambriconTTL},
-			want: func() Decision {
+			want: func() wantPlan {
 				d := steal(StealExpired, ReasonExpired, "2026-06-14T09:58:00Z", "10:00:01", 7)
 				d.TTL = CambriconTTL
 				return d
@@ -267,112 +292,72 @@ func TestDecide(t *testing.T) {
 			if req == (Requester{}) {
 				req = p1
 			}
-			got, err := Decide(tc.obs, req, tc.now, tc.opts, tc.holder)
+			got, err := decide(tc.obs, req, tc.now, tc.opts, tc.holder)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("Decide (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.want.at(tc.now), got); diff != "" {
+				t.Errorf("PlanAcquire (-want +got):\n%s", diff)
 			}
 			// NeedsHolder says exactly when an unchecked holder is refused as
 			// unknown.
-			need, err := NeedsHolder(tc.obs, req, tc.now, tc.opts)
+			need, err := NeedsHolder(AcquireInput{Observation: tc.obs, Requester: req, Now: tc.now}, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			unchecked, _ := Decide(tc.obs, req, tc.now, tc.opts, Holder{})
-			if refused := unchecked.Kind == Refuse && unchecked.Reason == ReasonHolderUnknown; need != refused {
-				t.Errorf("NeedsHolder = %v, but Decide without a holder gives %v", need, unchecked)
+			unchecked, _ := decide(tc.obs, req, tc.now, tc.opts, Holder{})
+			if refused := unchecked.Kind == Refuse && unchecked.Reason.Code == ReasonHolderUnknown; need != refused {
+				t.Errorf("NeedsHolder = %v, but PlanAcquire without a holder gives %v", need, unchecked)
 			}
 		})
 	}
 }
 
-func TestDecisionErr(t *testing.T) {
+func TestPlanErr(t *testing.T) {
 	const p0 = "2026-06-14T09:55:00Z,default,p0"
-	d, _ := Decide(held(p0), p1, at("10:00:00"), Options{}, Holder{State: HolderExists})
+	d, _ := decide(held(p0), p1, at("10:00:00"), Options{}, Holder{State: HolderExists})
 	err := d.Err()
 	if !errors.Is(err, ErrContention) || err.Error() != "node n1 has been locked within 5m0s: node lock contention" {
 		t.Errorf("contention error = %q, want HAMi's message wrapping ErrContention", err)
 	}
-	d, _ = Decide(held(p0), p1, at("09:56:30"), Options{TTL: 2 * time.Minute}, Holder{State: HolderExists})
+	d, _ = decide(held(p0), p1, at("09:56:30"), Options{TTL: 2 * time.Minute}, Holder{State: HolderExists})
 	if got := d.Err().Error(); got != "node n1 has been locked within 2m0s: node lock contention" {
 		t.Errorf("error = %q", got)
 	}
-	d, _ = Decide(held(p0), p1, at("10:00:01"), Options{}, Holder{State: HolderExists, Allocating: true})
+	d, _ = decide(held(p0), p1, at("10:00:01"), Options{}, Holder{State: HolderExists, Allocating: true})
 	if err := d.Err(); !errors.Is(err, ErrContention) || !strings.Contains(err.Error(), "still allocating") {
 		t.Errorf("allocating error = %v", err)
 	}
-	d, _ = Decide(held(p0), p1, at("09:59:00"), Options{}, Holder{State: HolderUnknown})
+	d, _ = decide(held(p0), p1, at("09:59:00"), Options{}, Holder{State: HolderUnknown})
 	if err := d.Err(); !errors.Is(err, ErrHolderUnknown) || errors.Is(err, ErrContention) {
 		t.Errorf("unknown holder error = %v: must not be contention", err)
 	}
-	d, _ = Decide(held("lock"), p1, at("10:00:00"), Options{}, Holder{})
+	d, _ = decide(held("lock"), p1, at("10:00:00"), Options{}, Holder{})
 	if err := d.Err(); !errors.Is(err, ErrInvalid) {
 		t.Errorf("invalid error = %v", err)
 	}
-	d, _ = Decide(Observation{Key: n1}, p1, at("10:00:00"), Options{}, Holder{})
+	d, _ = decide(Observation{Key: n1}, p1, at("10:00:00"), Options{}, Holder{})
 	if err := d.Err(); err != nil {
 		t.Errorf("acquire error = %v", err)
 	}
 }
 
-func TestBadInput(t *testing.T) {
-	obs := Observation{Key: n1}
-	cases := []struct {
-		name  string
-		obs   Observation
-		req   Requester
-		opts  Options
-		field string
-	}{
-		{"empty node", Observation{Key: Key{Name: HAMiLockName}}, p1, Options{}, "Key.Node"},
-		{"empty lock name", Observation{Key: Key{Node: "n1"}}, p1, Options{}, "Key.Name"},
-		{"no namespace", obs, Requester{Name: "p1"}, Options{}, "Requester.Namespace"},
-		{"no name", obs, Requester{Namespace: "default"}, Options{}, "Requester.Name"},
-		{"comma in name", obs, Requester{Namespace: "default", Name: "a,b"}, Options{}, `Requester.Name "a,b"`},
-		{"negative TTL", obs, p1, Options{TTL: -time.Second}, "Options.TTL must be positive (zero means 5m0s), got -1s"},
-		{"negative ceiling", obs, p1, Options{AllocatingCeiling: -2}, "Options.AllocatingCeiling"},
-		{"unknown clock", obs, p1, Options{ExpiryClock: 9}, "Options.ExpiryClock 9"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Decide(tc.obs, tc.req, t10, tc.opts, Holder{})
-			if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), tc.field) {
-				t.Errorf("Decide error = %v, want ErrBadInput naming %q", err, tc.field)
-			}
-			_, err = DecideRelease(tc.obs, tc.req, tc.opts)
-			if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), tc.field) {
-				t.Errorf("DecideRelease error = %v, want ErrBadInput naming %q", err, tc.field)
-			}
-			_, err = NeedsHolder(tc.obs, tc.req, t10, tc.opts)
-			if !errors.Is(err, ErrBadInput) {
-				t.Errorf("NeedsHolder error = %v", err)
-			}
-		})
-	}
-	_, err := DecideRelease(obs, Requester{}, Options{})
-	if err == nil || !strings.HasPrefix(err.Error(), "cannot release node lock: ") {
-		t.Errorf("release by an empty requester: %v, want HAMi's 'cannot release node lock' prefix", err)
-	}
-}
-
-func TestDecideRelease(t *testing.T) {
+func TestPlanRelease(t *testing.T) {
 	const abc123 = "2026-06-14T10:00:00Z,team-a,abc-123"
 	teamA := Requester{Namespace: "team-a", Name: "abc"}
-	release := func(r Reason, raw string) ReleaseDecision {
-		return ReleaseDecision{Kind: Release, Reason: r, Key: n1, Precondition: Precondition{Present: true, Raw: raw, Version: "200"}}
+	release := func(r ReasonCode, raw string) Plan {
+		return Plan{Kind: Release, Reason: reason(r), Key: n1, Precondition: Precondition{Present: true, Raw: raw, Version: "200"}}
 	}
-	noop := func(r Reason) ReleaseDecision { return ReleaseDecision{Kind: NoOp, Reason: r, Key: n1} }
+	noop := func(r ReasonCode) Plan { return Plan{Kind: NoOp, Reason: reason(r), Key: n1} }
 	cases := []struct {
 		name string
 		obs  Observation
 		req  Requester
 		opts Options
-		want ReleaseDecision
+		want Plan
 	}{
 		{"absent", Observation{Key: n1, Version: "5"}, teamA, Options{}, noop(ReasonNotLocked)},
-		{"owner suffix needs the leading comma (#1433, spec example 5)", held(abc123), teamA, Options{}, noop(ReasonNotOwner)},
+		{"owner suffix needs the leading comma (#1433)", held(abc123), teamA, Options{}, noop(ReasonNotOwner)},
 		{"owner", held("2026-06-14T10:00:00Z,team-a,abc"), teamA, Options{}, release(ReasonOwner, "2026-06-14T10:00:00Z,team-a,abc")},
 		{"other namespace", held("2026-06-14T10:00:00Z,team-b,abc"), teamA, Options{}, noop(ReasonNotOwner)},
 		{"namespace that ends like the requester's: the leading comma matters", held("2026-06-14T10:00:00Z,my-team-a,abc"), teamA, Options{}, noop(ReasonNotOwner)},
@@ -380,12 +365,12 @@ func TestDecideRelease(t *testing.T) {
 		{"bad timestamp, owner suffix still applies", held("later,team-a,abc"), teamA, Options{}, release(ReasonOwner, "later,team-a,abc")},
 		{"4 parts ending in the owner: HAMi's suffix rule", held("x,y,team-a,abc"), teamA, Options{}, release(ReasonOwner, "x,y,team-a,abc")},
 		{"unnamed T,,", held("2026-06-14T10:00:00Z,,"), teamA, Options{}, noop(ReasonNotOwner)},
-		{"legacy: not releasable by just anyone (D10)", held("2026-06-14T10:00:00Z"), teamA, Options{}, noop(ReasonNotOwner)},
+		{"legacy: not releasable by just anyone, unlike HAMi #2054", held("2026-06-14T10:00:00Z"), teamA, Options{}, noop(ReasonNotOwner)},
 		{"legacy, compat: anyone (#2054)", held("2026-06-14T10:00:00Z"), teamA, Options{LegacyReleasableByAnyone: true}, release(ReasonLegacyReleasable, "2026-06-14T10:00:00Z")},
 		{"malformed without comma", held("lock"), teamA, Options{}, noop(ReasonNotOwner)},
 		{"malformed without comma, compat", held("lock"), teamA, Options{LegacyReleasableByAnyone: true}, release(ReasonLegacyReleasable, "lock")},
 		{"extended, same UID", held("2026-06-14T10:00:00Z,default,p1,u1,3"), p1, Options{}, release(ReasonOwner, "2026-06-14T10:00:00Z,default,p1,u1,3")},
-		{"extended, other UID (D4)", held("2026-06-14T10:00:00Z,default,p1,u0,3"), p1, Options{}, noop(ReasonNotOwner)},
+		{"extended, other UID", held("2026-06-14T10:00:00Z,default,p1,u0,3"), p1, Options{}, noop(ReasonNotOwner)},
 		{"extended, other UID, NameOnly", held("2026-06-14T10:00:00Z,default,p1,u0,3"), p1, Options{Identity: NameOnly}, release(ReasonOwner, "2026-06-14T10:00:00Z,default,p1,u0,3")},
 		{"extended, requester without UID", held("2026-06-14T10:00:00Z,default,p1,u0,3"), Requester{Namespace: "default", Name: "p1"}, Options{}, release(ReasonOwner, "2026-06-14T10:00:00Z,default,p1,u0,3")},
 		{"extended, other name", held("2026-06-14T10:00:00Z,default,p2,u1,3"), p1, Options{}, noop(ReasonNotOwner)},
@@ -402,27 +387,30 @@ func TestDecideRelease(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := DecideRelease(tc.obs, tc.req, tc.opts)
+			got, err := PlanRelease(ReleaseInput{Observation: tc.obs, Requester: tc.req}, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("DecideRelease (-want +got):\n%s", diff)
+				t.Errorf("PlanRelease (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
 func TestForceRelease(t *testing.T) {
-	got, err := ForceRelease(held("lock"))
-	want := ReleaseDecision{Kind: Release, Reason: ReasonForced, Key: n1, Precondition: Precondition{Present: true, Raw: "lock", Version: "200"}}
+	force := func(obs Observation) (Plan, error) {
+		return PlanRelease(ReleaseInput{Observation: obs, Force: true}, Options{})
+	}
+	got, err := force(held("lock"))
+	want := Plan{Kind: Release, Reason: reason(ReasonForced), Key: n1, Precondition: Precondition{Present: true, Raw: "lock", Version: "200"}}
 	if err != nil || got != want {
 		t.Errorf("ForceRelease = %v, %v", got, err)
 	}
-	if got, _ := ForceRelease(Observation{Key: n1}); got.Kind != NoOp {
+	if got, _ := force(Observation{Key: n1}); got.Kind != NoOp {
 		t.Errorf("ForceRelease of an absent key = %v", got)
 	}
-	if _, err := ForceRelease(Observation{}); !errors.Is(err, ErrBadInput) {
+	if _, err := force(Observation{}); !errors.Is(err, ErrInvalidInput) {
 		t.Errorf("ForceRelease without a key: %v", err)
 	}
 }
@@ -439,7 +427,7 @@ func TestResolveTTL(t *testing.T) {
 		{"nothing set", 5 * time.Minute, false, "", DefaultTTL, ""},
 		{"env set, flag at its default: env wins (#2790)", 5 * time.Minute, false, "10m", 10 * time.Minute, ""},
 		{"flag set explicitly wins over env", 3 * time.Minute, true, "10m", 3 * time.Minute, ""},
-		{"invalid env is an error, not a log line", 5 * time.Minute, false, "notaduration", 0, `HAMI_NODELOCK_EXPIRE="notaduration"`},
+		{"invalid env is an error, not a log line", 5 * time.Minute, false, "notaduration", 0, `HAMI_NODELOCK_EXPIRE is not a Go duration`},
 		{"non-positive env", 0, false, "0s", 0, "must be positive"},
 		{"non-positive flag", -time.Second, true, "", 0, "--node-lock-timeout must be positive"},
 	}
@@ -447,8 +435,8 @@ func TestResolveTTL(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ResolveTTL(tc.flag, tc.flagSet, tc.env)
 			if tc.wantErr != "" {
-				if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want ErrBadInput containing %q", err, tc.wantErr)
+				if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want ErrInvalidOptions containing %q", err, tc.wantErr)
 				}
 				return
 			}

@@ -2,36 +2,48 @@
 // (the hami.io/mutex.lock Node annotation that serializes Bind and
 // Allocate), kept wire-compatible and made safe.
 //
-// The core is pure. Decide takes what a store returned (an Observation: the
-// raw value, the store's compare-and-swap version, the epoch high-water mark,
-// when the caller first saw the value), the Requester, Now, Options and the
-// holder pod's state, and returns a Decision: Acquire, AlreadyHeld,
-// StealExpired, StealDangling, Refuse (with the time the answer may change) or
-// Invalid, together with the exact Record to write and the Precondition the
-// write must be conditioned on. DecideRelease is the owner-checked release.
-// Encode and Decode are the value codec. Locker is the imperative shell that
-// reads a Store, decides, compare-and-swaps and backs off; MemoryStore is an
-// in-memory Store, and the adapters module has Redis and Node-annotation ones.
+// The core is pure. PlanAcquire takes an AcquireInput (the Observation a
+// store returned: the raw value, the store's compare-and-swap version, the
+// epoch high-water mark, when the caller first saw the value; the Requester;
+// the holder pod's state; Now) and Options, and returns a Plan: Acquire,
+// AlreadyHeld, StealExpired, StealDangling, Refuse or Invalid, with a
+// Reason{Code, Message}, the exact Record to write, the Precondition the
+// write must be conditioned on, and for refusals a RequeueAfter. PlanRelease
+// is the owner-checked (or forced) release, with the kinds Release and NoOp.
+// Apply performs a plan's one conditional write. Encode and Decode are the
+// value codec. Locker is the imperative shell that reads a Store, plans,
+// compare-and-swaps and backs off; MemoryStore is an in-memory Store, and the
+// adapters module has Redis and Node-annotation ones. HAMi() is the preset
+// that reproduces HAMi's behaviour.
+//
+// Invalid input is refused with every problem at once: an error wrapping
+// ErrInvalidInput or ErrInvalidOptions, a *plancore.InvalidError naming each
+// field path (observation.key.node, requester.name, now, options.ttl, ...) and
+// its value. A zero Now is invalid; so is a TTL above MaxTTL, which keeps
+// every instant the planner computes from wrapping. A nil Store is an error
+// wrapping ErrNilStore, and a zero Locker says so instead of panicking.
 //
 // # Usage
 //
 // With the shell:
 //
 //	l := &lock.Locker{
-//		Store:  lock.NewMemoryStore(),
-//		Holder: lookupPod, // e.g. a Pod Get mapped by lock.ClassifyHolder
+//		Store:   lock.NewMemoryStore(),
+//		Holder:  lookupPod, // e.g. a Pod Get mapped by lock.ClassifyHolder
 //		Backoff: lock.Backoff{Wait: 2 * time.Second},
+//		// Clock: nil means the real clock; tests pass a fake.Clock.
 //	}
 //	g, err := l.Acquire(ctx, lock.NodeKey("node-1"), lock.Requester{Namespace: "default", Name: "p1", UID: "u1"})
 //	if errors.Is(err, lock.ErrContention) { /* someone else holds it */ }
 //	// ... use g.Record().Epoch as the fencing token ...
 //	_, err = l.Release(ctx, lock.NodeKey("node-1"), req)
 //
-// Or decide by hand:
+// Or plan by hand:
 //
 //	obs, _ := store.Get(ctx, key)
-//	d, err := lock.Decide(obs, req, now, lock.Options{}, holder)
-//	err = lock.Apply(ctx, d, store) // one compare-and-swap for grants, nothing otherwise
+//	p, err := lock.PlanAcquire(lock.AcquireInput{Observation: obs, Requester: req, Holder: holder, Now: now}, lock.Options{})
+//	report, err := lock.Apply(ctx, p, store) // one compare-and-swap for grants, nothing otherwise
+//	// a Refuse carries p.RequeueAfter: try again then (controller-runtime's Result.RequeueAfter)
 //
 // # Value formats
 //
@@ -50,46 +62,55 @@
 //
 // # Determinism
 //
-// Decide, NeedsHolder, DecideRelease, ForceRelease, Encode, Decode and
-// ClassifyHolder read no clock, draw no randomness, do no IO and never mutate
-// their inputs: the same inputs give the same output, byte for byte in
-// String(). Decide does not allocate. Time enters only as Now and
-// Observation.FirstObservedAt. Only Locker (shell.go) reads the clock, sleeps
-// and draws jitter, from an injectable seeded *rand.Rand.
+// PlanAcquire, NeedsHolder, PlanRelease, Encode, Decode and ClassifyHolder
+// read no clock, draw no randomness, do no IO and never mutate their inputs:
+// the same inputs give the same output, byte for byte in String(). Time
+// enters only as AcquireInput.Now and Observation.FirstObservedAt; a release
+// reads no time, so ReleaseInput has no Now. Only Locker (shell.go) reads the
+// clock (its Clock field, a k8s.io/utils/clock Clock), sleeps and draws
+// jitter, from an injectable seeded *rand.Rand.
 //
 // # Compatibility
 //
-// Defaults follow HAMi v2.10's LockNode and ReleaseNodeLock with its defects
-// fixed; each fix that a user might depend on has a compat option:
+// Defaults follow HAMi v2.10's LockNode and ReleaseNodeLock, with these
+// deliberate differences; HAMi() restores HAMi's choice wherever a user might
+// depend on it:
 //
-//   - D1: HAMi steals by releasing a re-read value and then setting, so two
-//     stealers can both win. A steal here is one compare-and-swap of exactly
-//     the observed value; on conflict the shell re-reads and re-decides. No
-//     option brings the race back.
-//   - D2: HAMi blocks a node with a malformed value forever. Here it becomes
-//     stealable after it has been seen unchanged for TTL (Options.Malformed =
-//     BlockForever restores HAMi).
-//   - D3: expiry is measured on the writer's clock, as HAMi does; a timestamp
-//     more than TTL in the future counts as malformed. ObservationClock
-//     measures from local first observation instead, as a Kubernetes Lease does.
-//   - D4: ownership compares UIDs when both sides have one (Options.Identity
-//     = NameOnly restores HAMi's namespace/name).
-//   - D5: every grant carries an epoch, strictly increasing per key and kept
-//     across releases, for fencing.
-//   - D6: Succeeded/Failed holders are dangling (Options.TerminalHolderAlive).
-//   - D7: an expired lock whose holder is still allocating is not stolen
-//     until 3 × TTL (Options.StealFromAllocatingHolder, AllocatingCeiling).
-//   - D8: Options.TTL is the only timeout; ResolveTTL applies HAMi's flag and
-//     environment precedence correctly.
-//   - D10: a value without a comma is not released by just anyone
-//     (Options.LegacyReleasableByAnyone).
-//   - D11: a conflict caused by an unrelated write is retried at once, not
-//     reported as contention.
+//   - HAMi steals an expired or dangling lock by releasing a re-read value
+//     and then setting it, so two stealers can both win. A steal here is one
+//     compare-and-swap of exactly the observed value; on conflict the shell
+//     re-reads and plans again. No option brings the race back.
+//   - HAMi blocks a node with a malformed value until a human deletes it.
+//     Here it becomes stealable once it has been seen unchanged for TTL
+//     (Options.Malformed = BlockForever restores HAMi).
+//   - Expiry is measured on the writer's clock, as HAMi does, but a timestamp
+//     more than TTL in the future counts as malformed (HAMi would never expire
+//     it). ObservationClock measures from local first observation instead, as
+//     a Kubernetes Lease does.
+//   - Ownership compares UIDs when both sides have one, so a re-created pod of
+//     the same name does not inherit the lock (HAMi #2570; Options.Identity =
+//     NameOnly restores HAMi's namespace/name).
+//   - Every grant carries an epoch, strictly increasing per key and kept
+//     across releases, for fencing (HAMi #3076, #3096).
+//   - Succeeded and Failed holders are dangling and are stolen at once (HAMi
+//     #1368 holds them until TTL: Options.TerminalHolderAlive).
+//   - An expired lock whose holder is still allocating is not stolen until
+//     3 × TTL (HAMi #3096 steals it: Options.StealFromAllocatingHolder,
+//     AllocatingCeiling).
+//   - Options.TTL is the only timeout; ResolveTTL applies HAMi's flag and
+//     environment precedence correctly and refuses a bad environment value
+//     (HAMi #2790 lets the flag default override the environment).
+//   - A value without a comma is not released by just anyone (HAMi #2054:
+//     Options.LegacyReleasableByAnyone).
+//   - A conflict caused by an unrelated write is retried at once, not
+//     reported as contention (HAMi counts any 409 as a failed attempt).
+//   - A TTL above MaxTTL, an allocating ceiling above 3 × MaxTTL, and a
+//     store's validation error are refused at once (HAMi has no range check).
 //
 // The expiry boundary is HAMi's: a lock is expired when its age is strictly
 // greater than TTL. Re-entry by the same owner (HAMi #2255) writes nothing and
-// does not refresh the timestamp (#2570). Refusals wrap ErrContention with
+// does not refresh the timestamp (HAMi #2570). Refusals wrap ErrContention with
 // HAMi's message "node <node> has been locked within <TTL>: node lock
 // contention". Release uses HAMi's owner-suffix rule for 3-part values
-// (",<ns>,<name>", leading comma included, #1433).
+// (",<ns>,<name>", leading comma included, HAMi #1433).
 package lock

@@ -1,10 +1,13 @@
 package lock
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrContention is returned (wrapped) when a lock is held by someone else and
 // the caller could not take it. Its message matches HAMi v2.10's sentinel
-// (#2066), so log searches and errors.Is checks written for HAMi keep working.
+// (HAMi #2066), so log searches and errors.Is checks written for HAMi keep working.
 var ErrContention = errors.New("node lock contention")
 
 // ErrInvalid is returned (wrapped) for a lock value that cannot be decoded: the
@@ -17,10 +20,20 @@ var ErrInvalid = errors.New("lock: malformed lock annotation")
 // blindly.
 var ErrConflict = errors.New("lock: store precondition failed")
 
-// ErrBadInput is returned (wrapped) for invalid arguments: an empty node or lock
-// name, a requester without namespace or name, a negative timeout. The message
-// names the field and the value.
-var ErrBadInput = errors.New("lock: invalid input")
+// ErrInvalidInput is wrapped (inside a *plancore.InvalidError that names every
+// field path and bad value) by every error about invalid input: an empty node
+// or lock name, a requester without namespace or name, a zero Now, an
+// exhausted epoch, a record a store cannot write.
+var ErrInvalidInput = errors.New("lock: invalid input")
+
+// ErrInvalidOptions is wrapped (inside a *plancore.InvalidError) by every error
+// Options.Validate returns: a negative or out-of-range TTL or allocating
+// ceiling, an unknown enum value.
+var ErrInvalidOptions = errors.New("lock: invalid options")
+
+// ErrNilStore is returned by Apply and by Locker's methods when the store is
+// nil. It wraps ErrInvalidInput.
+var ErrNilStore = fmt.Errorf("%w: nil Store", ErrInvalidInput)
 
 // ErrHolderUnknown is returned (wrapped) when the holder of a lock had to be
 // looked up and the lookup failed for a reason other than "not found". HAMi

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/plancore/plancore/fake"
 	"github.com/plancore/plancore/lock"
 )
 
-// Decide at HAMi's expiry boundary (spec example 2): a lock exactly TTL old is
+// PlanAcquire at HAMi's expiry boundary: a lock exactly TTL old is
 // still held; one second later it is stolen by one compare-and-swap of the
 // observed value.
-func ExampleDecide() {
+func ExamplePlanAcquire() {
 	obs := lock.Observation{
 		Key:     lock.NodeKey("n1"),
 		Present: true,
@@ -23,14 +24,14 @@ func ExampleDecide() {
 	holder := lock.Holder{State: lock.HolderExists}
 	for _, now := range []string{"10:00:00", "10:00:01"} {
 		t, _ := time.Parse(time.RFC3339, "2026-06-14T"+now+"Z")
-		d, _ := lock.Decide(obs, req, t, lock.Options{}, holder)
+		d, _ := decide(obs, req, t, lock.Options{}, holder)
 		fmt.Println(d)
 		if err := d.Err(); err != nil {
 			fmt.Println(err, errors.Is(err, lock.ErrContention))
 		}
 	}
 	// Output:
-	// Refuse(HeldByOther) n1/hami.io/mutex.lock: retry at 2026-06-14T10:00:00.000000001Z
+	// Refuse(HeldByOther) n1/hami.io/mutex.lock: requeue after 1ns
 	// node n1 has been locked within 5m0s: node lock contention true
 	// StealExpired(Expired) n1/hami.io/mutex.lock: write 2026-06-14T10:00:01Z,default,p1,u1,1 if holds "2026-06-14T09:55:00Z,default,p0" at "200"
 }
@@ -53,12 +54,12 @@ func ExampleDecode() {
 	// Malformed 0001-01-01T00:00:00Z / uid="" epoch=0 err=lock: malformed lock annotation: expected 3 parts, got 2 from 2026-06-14T07:05:03Z,default
 }
 
-// DecideRelease applies HAMi's owner-suffix rule with its leading comma
+// PlanRelease applies HAMi's owner-suffix rule with its leading comma
 // (#1433): team-a/abc does not own team-a/abc-123's lock.
-func ExampleDecideRelease() {
+func ExamplePlanRelease() {
 	obs := lock.Observation{Key: lock.NodeKey("n1"), Present: true, Raw: "2026-06-14T10:00:00Z,team-a,abc-123", Version: "7"}
 	for _, name := range []string{"abc", "abc-123"} {
-		d, _ := lock.DecideRelease(obs, lock.Requester{Namespace: "team-a", Name: name}, lock.Options{})
+		d, _ := planRelease(obs, lock.Requester{Namespace: "team-a", Name: name}, lock.Options{})
 		fmt.Println(name, d)
 	}
 	// Output:
@@ -73,7 +74,7 @@ func ExampleLocker() {
 	now := time.Date(2026, 6, 14, 10, 0, 0, 0, time.UTC)
 	l := &lock.Locker{
 		Store: lock.NewMemoryStore(),
-		Now:   func() time.Time { return now },
+		Clock: fake.NewClock(now),
 		Holder: func(context.Context, lock.Key, lock.Record) lock.Holder {
 			return lock.Holder{State: lock.HolderExists}
 		},
@@ -83,13 +84,13 @@ func ExampleLocker() {
 	b := lock.Requester{Namespace: "default", Name: "b", UID: "ub"}
 
 	g, _ := l.Acquire(ctx, key, a)
-	fmt.Println("a:", g.Decision.Kind, "epoch", g.Record().Epoch)
+	fmt.Println("a:", g.Plan.Kind, "epoch", g.Record().Epoch)
 	_, err := l.Acquire(ctx, key, b)
 	fmt.Println("b:", err)
 	d, _ := l.Release(ctx, key, a)
 	fmt.Println("a:", d.Kind)
 	g, _ = l.Acquire(ctx, key, b)
-	fmt.Println("b:", g.Decision.Kind, "epoch", g.Record().Epoch)
+	fmt.Println("b:", g.Plan.Kind, "epoch", g.Record().Epoch)
 	// Output:
 	// a: Acquire epoch 1
 	// b: node gpu-node-1 has been locked within 5m0s: node lock contention

@@ -18,7 +18,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/")
 
-// goldenScenarios are narrated runs of the spec's examples (§6) and of the
+// goldenScenarios are narrated runs of typical lock scenarios and of the
 // defects plancore fixes, rendered through the decisions' String methods.
 var goldenScenarios = []struct {
 	name string
@@ -26,7 +26,7 @@ var goldenScenarios = []struct {
 }{
 	{"acquire", func(w io.Writer) error {
 		obs := lock.Observation{Key: lock.NodeKey("n1"), Version: "100", EpochHigh: 6}
-		d, err := lock.Decide(obs, lock.Requester{Namespace: "default", Name: "p1", UID: "u1"}, t0, lock.Options{}, lock.Holder{})
+		d, err := decide(obs, lock.Requester{Namespace: "default", Name: "p1", UID: "u1"}, t0, lock.Options{}, lock.Holder{})
 		if err != nil {
 			return err
 		}
@@ -39,7 +39,7 @@ var goldenScenarios = []struct {
 		obs := lock.Observation{Key: lock.NodeKey("n1"), Present: true, Raw: "2026-06-14T09:55:00Z,default,p0", Version: "200"}
 		fmt.Fprintf(w, "observe: %q at version 200, holder default/p0 exists\n", obs.Raw)
 		for _, now := range []time.Time{t0.Add(-time.Second), t0, t0.Add(1), t0.Add(time.Second)} {
-			d, err := lock.Decide(obs, podA, now, lock.Options{}, lock.Holder{State: lock.HolderExists})
+			d, err := decide(obs, podA, now, lock.Options{}, lock.Holder{State: lock.HolderExists})
 			if err != nil {
 				return err
 			}
@@ -58,7 +58,7 @@ var goldenScenarios = []struct {
 			return err
 		}
 		fmt.Fprintln(w, `a human wrote "lock" into the annotation; HAMi refuses it forever`)
-		l := &lock.Locker{Store: store, Now: world.Clock.Now}
+		l := &lock.Locker{Store: store, Clock: world.Clock}
 		for _, step := range []time.Duration{0, 4 * time.Minute, time.Minute, time.Second} {
 			world.Clock.Advance(step)
 			g, err := l.Acquire(ctx, node1, podA)
@@ -67,7 +67,7 @@ var goldenScenarios = []struct {
 				fmt.Fprintf(w, "%v (ErrInvalid: %v)\n", err, errors.Is(err, lock.ErrInvalid))
 				continue
 			}
-			fmt.Fprintf(w, "%v\n", g.Decision)
+			fmt.Fprintf(w, "%v\n", g.Plan)
 		}
 		return nil
 	}},
@@ -82,13 +82,15 @@ var goldenScenarios = []struct {
 		obsA, _ := store.Get(ctx, node1)
 		obsB, _ := store.Get(ctx, node1)
 		fmt.Fprintf(w, "A and B both observe %q at version %s\n", obsA.Raw, obsA.Version)
-		dA, _ := lock.Decide(obsA, podA, t0, lock.Options{}, exists)
-		dB, _ := lock.Decide(obsB, podB, t0, lock.Options{}, exists)
+		dA, _ := decide(obsA, podA, t0, lock.Options{}, exists)
+		dB, _ := decide(obsB, podB, t0, lock.Options{}, exists)
 		fmt.Fprintf(w, "A: %v\nB: %v\n", dA, dB)
-		fmt.Fprintf(w, "A applies: %v\n", lock.Apply(ctx, dA, store))
-		fmt.Fprintf(w, "B applies: %v\n", lock.Apply(ctx, dB, store))
+		_, errA := lock.Apply(ctx, dA, store)
+		fmt.Fprintf(w, "A applies: %v\n", errA)
+		_, errB := lock.Apply(ctx, dB, store)
+		fmt.Fprintf(w, "B applies: %v\n", errB)
 		again, _ := store.Get(ctx, node1)
-		dB2, _ := lock.Decide(again, podB, t0, lock.Options{}, exists)
+		dB2, _ := decide(again, podB, t0, lock.Options{}, exists)
 		fmt.Fprintf(w, "B re-reads %q and re-decides: %v\n", again.Raw, dB2)
 		fmt.Fprintln(w, "(HAMi's release-then-set would have let B delete A's fresh lock and bind too)")
 		return nil
@@ -98,10 +100,10 @@ var goldenScenarios = []struct {
 		allocating := lock.Holder{State: lock.HolderExists, Allocating: true}
 		fmt.Fprintf(w, "observe: %q, holder Pending with bind-phase=allocating\n", obs.Raw)
 		for _, now := range []time.Time{t0, t0.Add(5 * time.Minute), t0.Add(5*time.Minute + time.Second)} {
-			d, _ := lock.Decide(obs, podA, now, lock.Options{}, allocating)
+			d, _ := decide(obs, podA, now, lock.Options{}, allocating)
 			fmt.Fprintf(w, "at %s: %v\n", now.Format(time.RFC3339), d)
 		}
-		d, _ := lock.Decide(obs, podA, t0, lock.Options{StealFromAllocatingHolder: true}, allocating)
+		d, _ := decide(obs, podA, t0, lock.Options{StealFromAllocatingHolder: true}, allocating)
 		fmt.Fprintf(w, "HAMi (StealFromAllocatingHolder) at %s: %v\n", t0.Format(time.RFC3339), d)
 		return nil
 	}},
@@ -109,16 +111,16 @@ var goldenScenarios = []struct {
 		ctx := context.Background()
 		world := fake.NewWorld(1, t0)
 		store := fake.NewLockStore(world)
-		l := &lock.Locker{Store: store, Now: world.Clock.Now, Sleep: func(context.Context, time.Duration, <-chan struct{}) error { return nil }}
+		l := &lock.Locker{Store: store, Clock: stepClock{Clock: world.Clock}}
 		world.Faults.LoseResponseNext(fake.LockCAS, 1, errors.New("i/o timeout"))
 		world.Faults.FailNext(fake.LockCAS, 1, lock.ErrConflict)
 		g, err := l.Acquire(ctx, node1, podA)
-		fmt.Fprintf(w, "acquire: %v (err %v)\n", g.Decision, err)
+		fmt.Fprintf(w, "acquire: %v (err %v)\n", g.Plan, err)
 		world.Faults.LoseResponseNext(fake.LockCAD, 1, errors.New("i/o timeout"))
 		d, err := l.Release(ctx, node1, podA)
 		fmt.Fprintf(w, "release: %v (err %v)\n", d, err)
 		g, err = l.Acquire(ctx, node1, podB)
-		fmt.Fprintf(w, "acquire: %v (err %v)\n", g.Decision, err)
+		fmt.Fprintf(w, "acquire: %v (err %v)\n", g.Plan, err)
 		fmt.Fprintln(w, "calls:")
 		for _, c := range world.Calls.Calls() {
 			fmt.Fprintf(w, "  %v\n", c)
@@ -129,7 +131,7 @@ var goldenScenarios = []struct {
 		for _, raw := range []string{"2026-06-14T10:00:00Z,team-a,abc-123", "2026-06-14T10:00:00Z,team-a,abc", "2026-06-14T10:00:00Z"} {
 			obs := lock.Observation{Key: node1, Present: true, Raw: raw, Version: "1"}
 			for _, opts := range []lock.Options{{}, {LegacyReleasableByAnyone: true}} {
-				d, _ := lock.DecideRelease(obs, lock.Requester{Namespace: "team-a", Name: "abc"}, opts)
+				d, _ := planRelease(obs, lock.Requester{Namespace: "team-a", Name: "abc"}, opts)
 				fmt.Fprintf(w, "%-36q legacy-anyone=%-5v team-a/abc: %v\n", raw, opts.LegacyReleasableByAnyone, d)
 			}
 		}

@@ -18,7 +18,7 @@ const (
 // and the error of a Get by namespace/name) to a Holder:
 //   - a NotFound error, or no pod → NotFound;
 //   - a pod whose UID differs from the record's (both known, identity
-//     UIDThenName) → NotFound with Replaced (D4);
+//     UIDThenName) → NotFound with Replaced;
 //   - phase Succeeded or Failed → Terminal;
 //   - phase Pending with hami.io/bind-phase=allocating → Exists, Allocating;
 //   - any other pod → Exists;

@@ -43,7 +43,7 @@ func TestClassifyHolder(t *testing.T) {
 		{"running with a stale allocating annotation", pod("u0", corev1.PodRunning, BindPhaseAllocating), nil, withUID, UIDThenName, Holder{State: HolderExists}},
 		{"succeeded", pod("u0", corev1.PodSucceeded, ""), nil, withUID, UIDThenName, Holder{State: HolderTerminal}},
 		{"failed", pod("u0", corev1.PodFailed, ""), nil, withUID, UIDThenName, Holder{State: HolderTerminal}},
-		{"replaced by a same-name pod (D4)", pod("u9", corev1.PodRunning, ""), nil, withUID, UIDThenName, Holder{State: HolderNotFound, Replaced: true}},
+		{"replaced by a same-name pod (UID identity)", pod("u9", corev1.PodRunning, ""), nil, withUID, UIDThenName, Holder{State: HolderNotFound, Replaced: true}},
 		{"replaced, NameOnly", pod("u9", corev1.PodRunning, ""), nil, withUID, NameOnly, Holder{State: HolderExists}},
 		{"record without UID", pod("u9", corev1.PodRunning, ""), nil, noUID, UIDThenName, Holder{State: HolderExists}},
 	}

@@ -6,6 +6,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // MemoryStore is an in-memory Store: linearizable, clock-free, with a change
@@ -40,7 +44,7 @@ type memEntry struct {
 	changed   chan struct{}
 }
 
-// NewMemoryStore returns an empty store.
+// NewMemoryStore returns an empty store. The zero MemoryStore is usable too.
 func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{nodes: map[string]map[string]*memEntry{}}
 }
@@ -58,6 +62,9 @@ func (s *MemoryStore) entry(key Key, create bool) (*memEntry, uint64) {
 				return nil, floor
 			}
 			e = &memEntry{epochHigh: s.floor}
+			if s.nodes == nil {
+				s.nodes = map[string]map[string]*memEntry{} // the zero MemoryStore is usable
+			}
 			if s.nodes[key.Node] == nil {
 				s.nodes[key.Node] = map[string]*memEntry{}
 			}
@@ -122,16 +129,27 @@ func (s *MemoryStore) CompareAndSwap(_ context.Context, key Key, pre Preconditio
 }
 
 // checkExtended rejects a record the extended format cannot carry.
-func checkExtended(rec Record) error {
-	switch {
-	case rec.Namespace == "" || rec.Name == "":
-		return fmt.Errorf("%w: Record.Namespace and Record.Name must be set, got %q/%q", ErrBadInput, rec.Namespace, rec.Name)
-	case rec.UID == "":
-		return fmt.Errorf("%w: Record.UID is empty: the extended format needs the holder's UID (%s/%s)", ErrBadInput, rec.Namespace, rec.Name)
-	case rec.Epoch == 0:
-		return fmt.Errorf("%w: Record.Epoch must be at least 1", ErrBadInput)
+func checkExtended(rec Record) error { return rec.ValidateExtended() }
+
+// ValidateExtended reports, wrapping ErrInvalidInput, every field that keeps
+// rec from being written in the extended format: an empty namespace, name or
+// UID, a zero epoch. Stores call it before a write.
+func (r Record) ValidateExtended() error {
+	p := field.NewPath("record")
+	var errs field.ErrorList
+	if r.Namespace == "" {
+		errs = append(errs, field.Required(p.Child("namespace"), "the holder's namespace"))
 	}
-	return nil
+	if r.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), "the holder's name"))
+	}
+	if r.UID == "" {
+		errs = append(errs, field.Required(p.Child("uid"), "the extended format needs the holder's UID"))
+	}
+	if r.Epoch == 0 {
+		errs = append(errs, field.Invalid(p.Child("epoch"), r.Epoch, "must be at least 1"))
+	}
+	return plancore.Invalid(ErrInvalidInput, errs)
 }
 
 // CompareAndDelete implements Store. The epoch high-water mark stays.

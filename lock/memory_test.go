@@ -45,7 +45,7 @@ func TestMemoryStoreCompareAndSwap(t *testing.T) {
 	if err := s.CompareAndDelete(ctx, n1, held.precondition()); !errors.Is(err, ErrConflict) {
 		t.Fatalf("double release: %v", err)
 	}
-	if err := s.CompareAndSwap(ctx, n1, free.precondition(), rec("10:00:02", "default", "p2", "", 2)); !errors.Is(err, ErrBadInput) {
+	if err := s.CompareAndSwap(ctx, n1, free.precondition(), rec("10:00:02", "default", "p2", "", 2)); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("record without UID: %v", err)
 	}
 }
@@ -113,7 +113,7 @@ func TestMemoryStoreChangesAndPut(t *testing.T) {
 	if o, _ := s.Get(ctx, n1); o.EpochHigh != 41 || o.Raw != "2026-06-14T10:00:00Z,default,p1,u1,41" {
 		t.Fatalf("after Put: %+v", o)
 	}
-	if _, err := s.Get(ctx, Key{Name: HAMiLockName}); !errors.Is(err, ErrBadInput) {
+	if _, err := s.Get(ctx, Key{Name: HAMiLockName}); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("Get without a node: %v", err)
 	}
 }

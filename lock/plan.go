@@ -6,194 +6,192 @@ import (
 	"time"
 )
 
-// Kind is what an acquire decision tells the caller to do.
-type Kind uint8
+// Kind is what a plan tells the caller to do.
+type Kind string
 
 const (
 	// Acquire: the lock is free; write Record if the key is still absent at
 	// the observed version.
-	Acquire Kind = iota + 1
+	Acquire Kind = "Acquire"
 	// AlreadyHeld: the requester already holds the lock. Nothing is written and
-	// the timestamp is not refreshed (HAMi v2.10 re-entrancy, #2255, #2570).
-	AlreadyHeld
+	// the timestamp is not refreshed (HAMi v2.10 re-entrancy, HAMi #2255, #2570).
+	AlreadyHeld Kind = "AlreadyHeld"
 	// StealExpired: the lock is older than TTL (or malformed for longer than
 	// TTL); overwrite exactly the observed value with Record in one
 	// compare-and-swap.
-	StealExpired
+	StealExpired Kind = "StealExpired"
 	// StealDangling: the holder pod is gone, replaced or terminal; overwrite
 	// exactly the observed value with Record in one compare-and-swap.
-	StealDangling
-	// Refuse: someone else holds the lock. Nothing is written. RetryAt says
-	// when the answer may change without any other write.
-	Refuse
+	StealDangling Kind = "StealDangling"
+	// Refuse: someone else holds the lock. Nothing is written. RequeueAfter
+	// says when the answer may change without any other write.
+	Refuse Kind = "Refuse"
 	// Invalid: the value is malformed (or, on the writer's clock, dated more
-	// than TTL in the future). Nothing is written. RetryAt says when it becomes
-	// stealable (zero with BlockForever).
-	Invalid
+	// than TTL in the future). Nothing is written. RequeueAfter says when it
+	// becomes stealable (zero with BlockForever).
+	Invalid Kind = "Invalid"
+	// Release: delete the value under Precondition, in one compare-and-delete.
+	Release Kind = "Release"
+	// NoOp: a release with nothing to remove (absent, or not the requester's).
+	NoOp Kind = "NoOp"
 )
 
-var kindNames = [...]string{"Kind(0)", "Acquire", "AlreadyHeld", "StealExpired", "StealDangling", "Refuse", "Invalid"}
-
 // String returns the kind's name.
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("Kind(%d)", int(k))
-}
+func (k Kind) String() string { return string(k) }
 
 // Grants reports whether the kind takes the lock by a write (Acquire or a steal).
 func (k Kind) Grants() bool { return k == Acquire || k == StealExpired || k == StealDangling }
 
-// Reason is the machine-readable cause of a decision.
-type Reason string
+// Writes reports whether Apply performs a store write for the kind.
+func (k Kind) Writes() bool { return k.Grants() || k == Release }
 
-// Reasons of acquire and release decisions.
+// ReasonCode is the machine-readable cause of a plan. The codes are part of
+// the API: match on them, never on Reason.Message.
+type ReasonCode string
+
+// Reason codes of acquire and release plans.
 const (
 	// ReasonUnlocked: Acquire of an absent key.
-	ReasonUnlocked Reason = "Unlocked"
+	ReasonUnlocked ReasonCode = "Unlocked"
 	// ReasonSameOwner: AlreadyHeld.
-	ReasonSameOwner Reason = "SameOwner"
+	ReasonSameOwner ReasonCode = "SameOwner"
 	// ReasonExpired: StealExpired of a lock older than TTL.
-	ReasonExpired Reason = "Expired"
+	ReasonExpired ReasonCode = "Expired"
 	// ReasonMalformed: Invalid, or StealExpired once the malformed value has
 	// been seen unchanged for longer than TTL.
-	ReasonMalformed Reason = "Malformed"
+	ReasonMalformed ReasonCode = "Malformed"
 	// ReasonFutureTimestamp: like ReasonMalformed, for a writer timestamp more
 	// than TTL in the future (writer clock only).
-	ReasonFutureTimestamp Reason = "FutureTimestamp"
+	ReasonFutureTimestamp ReasonCode = "FutureTimestamp"
 	// ReasonHolderGone: StealDangling, the holder pod does not exist.
-	ReasonHolderGone Reason = "HolderGone"
+	ReasonHolderGone ReasonCode = "HolderGone"
 	// ReasonHolderReplaced: StealDangling, a different pod (another UID) now
 	// has the holder's name.
-	ReasonHolderReplaced Reason = "HolderReplaced"
+	ReasonHolderReplaced ReasonCode = "HolderReplaced"
 	// ReasonHolderTerminal: StealDangling, the holder pod is Succeeded or Failed.
-	ReasonHolderTerminal Reason = "HolderTerminal"
+	ReasonHolderTerminal ReasonCode = "HolderTerminal"
 	// ReasonHeldByOther: Refuse, another live (or unnamed) owner holds the
 	// lock. Counts as contention.
-	ReasonHeldByOther Reason = "HeldByOther"
+	ReasonHeldByOther ReasonCode = "HeldByOther"
 	// ReasonHolderAllocating: Refuse, the lock is expired but its holder is
-	// still allocating (D7). Counts as contention.
-	ReasonHolderAllocating Reason = "HolderAllocating"
+	// still allocating. Counts as contention.
+	ReasonHolderAllocating ReasonCode = "HolderAllocating"
 	// ReasonHolderUnknown: Refuse, the holder had to be looked up and its
 	// state is unknown. Not contention.
-	ReasonHolderUnknown Reason = "HolderUnknown"
+	ReasonHolderUnknown ReasonCode = "HolderUnknown"
 
 	// ReasonOwner: Release by the lock's owner.
-	ReasonOwner Reason = "Owner"
+	ReasonOwner ReasonCode = "Owner"
 	// ReasonLegacyReleasable: Release of an ownerless value under
 	// Options.LegacyReleasableByAnyone.
-	ReasonLegacyReleasable Reason = "LegacyReleasable"
-	// ReasonForced: Release by ForceRelease.
-	ReasonForced Reason = "Forced"
+	ReasonLegacyReleasable ReasonCode = "LegacyReleasable"
+	// ReasonForced: Release by a forced release (ReleaseInput.Force).
+	ReasonForced ReasonCode = "Forced"
 	// ReasonNotLocked: NoOp, the key is absent.
-	ReasonNotLocked Reason = "NotLocked"
+	ReasonNotLocked ReasonCode = "NotLocked"
 	// ReasonNotOwner: NoOp, the requester does not own the value.
-	ReasonNotOwner Reason = "NotOwner"
+	ReasonNotOwner ReasonCode = "NotOwner"
 )
 
-// Contention reports whether a Refuse for this reason counts as contention
+// Contention reports whether a Refuse for this code counts as contention
 // (wraps ErrContention).
-func (r Reason) Contention() bool { return r == ReasonHeldByOther || r == ReasonHolderAllocating }
+func (c ReasonCode) Contention() bool { return c == ReasonHeldByOther || c == ReasonHolderAllocating }
 
-// Decision is the outcome of Decide. For the grant kinds the executor MUST
-// write exactly Record under exactly Precondition, in one compare-and-swap,
-// and on a failed precondition MUST re-read and decide again: it never deletes
-// a re-read value (D1). For every other kind it MUST NOT write.
-type Decision struct {
+// Reason says why a plan is what it is: a code to match on and a message for
+// people.
+type Reason struct {
+	Code    ReasonCode `json:"code"`
+	Message string     `json:"message"`
+}
+
+// String renders the code alone, so transcripts stay short and stable.
+func (r Reason) String() string { return string(r.Code) }
+
+// reasonMessages are the messages of each code.
+var reasonMessages = map[ReasonCode]string{
+	ReasonUnlocked:         "the lock is free",
+	ReasonSameOwner:        "the requester already holds the lock",
+	ReasonExpired:          "the lock is older than its TTL",
+	ReasonMalformed:        "the lock value cannot be decoded",
+	ReasonFutureTimestamp:  "the lock is dated more than its TTL in the future",
+	ReasonHolderGone:       "the holder pod does not exist",
+	ReasonHolderReplaced:   "a different pod now has the holder's name",
+	ReasonHolderTerminal:   "the holder pod has finished",
+	ReasonHeldByOther:      "another owner holds the lock",
+	ReasonHolderAllocating: "the lock expired but its holder is still allocating",
+	ReasonHolderUnknown:    "the holder pod's state is unknown",
+	ReasonOwner:            "the requester owns the lock",
+	ReasonLegacyReleasable: "the value names no owner and legacy values are releasable by anyone",
+	ReasonForced:           "forced release",
+	ReasonNotLocked:        "the lock is not held",
+	ReasonNotOwner:         "the requester does not own the lock",
+}
+
+func reason(c ReasonCode) Reason { return Reason{Code: c, Message: reasonMessages[c]} }
+
+// Plan is the outcome of PlanAcquire or PlanRelease. For the grant kinds the
+// caller MUST write exactly Record under exactly Precondition, in one
+// compare-and-swap; for Release it MUST delete under exactly Precondition, in
+// one compare-and-delete. On a failed precondition it MUST re-read and plan
+// again: it never deletes or overwrites a re-read value. For every other kind
+// it MUST NOT write. Apply does exactly this.
+type Plan struct {
 	Kind   Kind
 	Reason Reason
-	// Key is the lock decided on.
+	// Key is the lock planned for.
 	Key Key
 	// Record is, for the grant kinds, the exact record to write; for
-	// AlreadyHeld, Refuse and a decodable Invalid, the observed record.
+	// AlreadyHeld, Refuse and a decodable Invalid, the observed record. Zero
+	// for release plans.
 	Record Record
-	// Precondition is, for the grant kinds, the compare-and-swap precondition:
-	// absent at the observed version (Acquire) or holding the observed raw
-	// value at the observed version (steals). Zero otherwise.
+	// Precondition is, for the grant kinds and Release, the conditional
+	// write's precondition: absent at the observed version (Acquire) or
+	// holding the observed raw value at the observed version (steals,
+	// Release). Zero otherwise.
 	Precondition Precondition
-	// RetryAt is, for Refuse and Invalid, the earliest instant at which the
-	// same inputs (with Now moved on) give another answer: the expiry
-	// instant, the allocating ceiling, or the malformed grace period's end.
-	// Zero when only another write can change the answer.
-	RetryAt time.Time
-	// TTL is the timeout the decision used, for messages.
+	// RequeueAfter is, for Refuse and Invalid, how long after the input's Now
+	// the same inputs (with Now moved on) first give another answer: the
+	// expiry, the allocating ceiling, or the end of the malformed grace
+	// period. Zero when only another write can change the answer.
+	RequeueAfter time.Duration
+	// TTL is the timeout the plan used, for messages.
 	TTL time.Duration
 }
 
-// Err returns the error a caller that gives up on this decision reports:
+// Err returns the error a caller that gives up on this plan reports:
 // contention (wrapping ErrContention, with HAMi's message "node <node> has been
 // locked within <TTL>: node lock contention"), ErrHolderUnknown, or ErrInvalid.
-// It returns nil for the grant kinds and AlreadyHeld.
-func (d Decision) Err() error {
-	switch d.Kind {
+// It returns nil for the other kinds.
+func (p Plan) Err() error {
+	switch p.Kind {
 	case Refuse:
-		if d.Reason.Contention() {
-			if d.Reason == ReasonHolderAllocating {
+		if p.Reason.Code.Contention() {
+			if p.Reason.Code == ReasonHolderAllocating {
 				return fmt.Errorf("node %s has been locked within %v (holder %s/%s is still allocating): %w",
-					d.Key.Node, d.TTL, d.Record.Namespace, d.Record.Name, ErrContention)
+					p.Key.Node, p.TTL, p.Record.Namespace, p.Record.Name, ErrContention)
 			}
-			return fmt.Errorf("node %s has been locked within %v: %w", d.Key.Node, d.TTL, ErrContention)
+			return fmt.Errorf("node %s has been locked within %v: %w", p.Key.Node, p.TTL, ErrContention)
 		}
-		return fmt.Errorf("%w: node %s lock %s is held by %s/%s", ErrHolderUnknown, d.Key.Node, d.Key.Name, d.Record.Namespace, d.Record.Name)
+		return fmt.Errorf("%w: node %s lock %s is held by %s/%s", ErrHolderUnknown, p.Key.Node, p.Key.Name, p.Record.Namespace, p.Record.Name)
 	case Invalid:
-		return fmt.Errorf("%w: node %s lock %s (%s)", ErrInvalid, d.Key.Node, d.Key.Name, d.Reason)
+		return fmt.Errorf("%w: node %s lock %s (%s)", ErrInvalid, p.Key.Node, p.Key.Name, p.Reason.Code)
 	}
 	return nil
 }
 
-// String renders the decision on one line, deterministically.
-func (d Decision) String() string {
+// String renders the plan on one line, deterministically.
+func (p Plan) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s(%s) %s", d.Kind, d.Reason, d.Key)
+	fmt.Fprintf(&b, "%s(%s) %s", p.Kind, p.Reason.Code, p.Key)
 	switch {
-	case d.Kind.Grants():
-		fmt.Fprintf(&b, ": write %s if %s", Encode(d.Record, FormatExtended), d.Precondition)
-	case d.Kind == AlreadyHeld:
-		fmt.Fprintf(&b, ": held as %s", Encode(d.Record, FormatExtended))
-	case !d.RetryAt.IsZero():
-		fmt.Fprintf(&b, ": retry at %s", d.RetryAt.UTC().Format(time.RFC3339Nano))
+	case p.Kind.Grants():
+		fmt.Fprintf(&b, ": write %s if %s", Encode(p.Record, FormatExtended), p.Precondition)
+	case p.Kind == Release:
+		fmt.Fprintf(&b, ": delete if %s", p.Precondition)
+	case p.Kind == AlreadyHeld:
+		fmt.Fprintf(&b, ": held as %s", Encode(p.Record, FormatExtended))
+	case p.RequeueAfter > 0:
+		fmt.Fprintf(&b, ": requeue after %s", p.RequeueAfter)
 	}
 	return b.String()
-}
-
-// ReleaseKind is what a release decision tells the caller to do.
-type ReleaseKind uint8
-
-const (
-	// NoOp: nothing to remove (absent, or not the requester's).
-	NoOp ReleaseKind = iota + 1
-	// Release: delete the value under Precondition, in one compare-and-delete.
-	Release
-)
-
-// String returns the kind's name.
-func (k ReleaseKind) String() string {
-	switch k {
-	case NoOp:
-		return "NoOp"
-	case Release:
-		return "Release"
-	}
-	return fmt.Sprintf("ReleaseKind(%d)", int(k))
-}
-
-// ReleaseDecision is the outcome of DecideRelease. For Release the executor
-// MUST delete under exactly Precondition and, on a failed precondition, re-read
-// and decide again. A release never lowers the key's epoch high-water mark.
-type ReleaseDecision struct {
-	Kind   ReleaseKind
-	Reason Reason
-	Key    Key
-	// Precondition is, for Release, "holds the observed raw value at the
-	// observed version".
-	Precondition Precondition
-}
-
-// String renders the decision on one line.
-func (d ReleaseDecision) String() string {
-	if d.Kind == Release {
-		return fmt.Sprintf("%s(%s) %s: delete if %s", d.Kind, d.Reason, d.Key, d.Precondition)
-	}
-	return fmt.Sprintf("%s(%s) %s", d.Kind, d.Reason, d.Key)
 }

@@ -16,19 +16,19 @@ import (
 
 // genOptions draws the lock options the race property covers. Identity stays
 // UIDThenName: under the NameOnly compat option a re-created pod with the
-// holder's name inherits its lock (HAMi's D4 defect, kept on purpose), so the
+// holder's name inherits its lock (HAMi's behaviour, kept on purpose), so the
 // harness, which re-creates pods, rightly finds two holders there.
 func genOptions(t *rapid.T) lock.Options {
 	return lock.Options{
 		TTL:                       time.Minute,
-		ExpiryClock:               lock.ExpiryClock(rapid.IntRange(0, 1).Draw(t, "clock")),
+		ExpiryClock:               rapid.SampledFrom([]lock.ExpiryClock{lock.WriterClock, lock.ObservationClock}).Draw(t, "clock"),
 		StealFromAllocatingHolder: rapid.Bool().Draw(t, "stealFromAllocating"),
 		TerminalHolderAlive:       rapid.Bool().Draw(t, "terminalAlive"),
 	}
 }
 
-// TestPropertyMutualExclusion is the spec's invariants 1, 4 and 6 under
-// concurrency: many processes with skewed clocks acquire, steal and release
+// TestPropertyMutualExclusion checks mutual exclusion, rising epochs and
+// fencing under concurrency: many processes with skewed clocks acquire, steal and release
 // through lock.Locker against the in-memory store, with holder deaths,
 // re-created pods, spurious conflicts and lost responses. No two ever believe
 // they hold the same node's lock, epochs strictly increase per node, and a
@@ -55,13 +55,13 @@ func TestPropertyMutualExclusion(t *testing.T) {
 	})
 }
 
-// hamiClient decides exactly as plancore does (lock.Decide, same holder
+// hamiClient decides exactly as plancore does (lock.PlanAcquire, same holder
 // lookups, same options) but steals as HAMi v2.10's LockNode does: it
 // releases with the owner check skipped, which re-reads the value and deletes
 // whatever it finds (conditioned only on that re-read), and then sets the lock
 // if absent. The steal is the only difference from lock.Locker, so any
-// violation it shows is D1. It exists to show that the race harness catches
-// D1; it is not part of the library.
+// violation it shows is the double-holder race of that steal. It exists to
+// show that the race harness catches that race; it is not part of the library.
 type hamiClient struct {
 	env  fake.LockRaceEnv
 	opts lock.Options
@@ -69,10 +69,10 @@ type hamiClient struct {
 }
 
 func newHAMiClient(env fake.LockRaceEnv, opts lock.Options) fake.LockClient {
-	return &hamiClient{env: env, opts: opts, rel: &lock.Locker{Store: env.Store, Options: opts, Now: env.Now, Sleep: env.Sleep}}
+	return &hamiClient{env: env, opts: opts, rel: &lock.Locker{Store: env.Store, Options: opts, Clock: env.Clock}}
 }
 
-func (c *hamiClient) Release(ctx context.Context, key lock.Key, req lock.Requester) (lock.ReleaseDecision, error) {
+func (c *hamiClient) Release(ctx context.Context, key lock.Key, req lock.Requester) (lock.Plan, error) {
 	return c.rel.Release(ctx, key, req)
 }
 
@@ -81,20 +81,20 @@ func (c *hamiClient) Acquire(ctx context.Context, key lock.Key, req lock.Request
 	if err != nil {
 		return lock.Grant{}, err
 	}
-	now := c.env.Now()
+	now := c.env.Clock.Now()
 	obs.FirstObservedAt = now
-	d, err := lock.Decide(obs, req, now, c.opts, lock.Holder{})
+	d, err := decide(obs, req, now, c.opts, lock.Holder{})
 	if err != nil {
 		return lock.Grant{}, err
 	}
-	if d.Kind == lock.Refuse && d.Reason == lock.ReasonHolderUnknown {
-		if d, err = lock.Decide(obs, req, now, c.opts, c.env.Holder(ctx, key, d.Record)); err != nil {
+	if d.Kind == lock.Refuse && d.Reason.Code == lock.ReasonHolderUnknown {
+		if d, err = decide(obs, req, now, c.opts, c.env.Holder(ctx, key, d.Record)); err != nil {
 			return lock.Grant{}, err
 		}
 	}
 	switch d.Kind {
 	case lock.AlreadyHeld:
-		return lock.Grant{Decision: d}, nil
+		return lock.Grant{Plan: d}, nil
 	case lock.Acquire:
 		return c.set(ctx, key, req)
 	case lock.StealExpired, lock.StealDangling:
@@ -124,14 +124,14 @@ func (c *hamiClient) set(ctx context.Context, key lock.Key, req lock.Requester) 
 	if obs.Present {
 		return lock.Grant{}, lock.ErrContention
 	}
-	rec := lock.Record{Time: c.env.Now().UTC().Truncate(time.Second), Namespace: req.Namespace, Name: req.Name, UID: req.UID, Epoch: obs.EpochHigh + 1}
+	rec := lock.Record{Time: c.env.Clock.Now().UTC().Truncate(time.Second), Namespace: req.Namespace, Name: req.Name, UID: req.UID, Epoch: obs.EpochHigh + 1}
 	if err := c.env.Store.CompareAndSwap(ctx, key, lock.Precondition{Version: obs.Version}, rec); err != nil {
 		return lock.Grant{}, err
 	}
-	return lock.Grant{Decision: lock.Decision{Kind: lock.Acquire, Key: key, Record: rec}}, nil
+	return lock.Grant{Plan: lock.Plan{Kind: lock.Acquire, Key: key, Record: rec}}, nil
 }
 
-// raceSeeds is how many seeded runs the D1 demonstration makes per client.
+// raceSeeds is how many seeded runs the double-holder demonstration makes per client.
 const raceSeeds = 600
 
 // TestHAMiLikeStealAllowsDoubleHolders is the demonstration: the same
@@ -165,7 +165,7 @@ func TestHAMiLikeStealAllowsDoubleHolders(t *testing.T) {
 		t.Errorf("plancore's CAS steal broke an invariant:\n%v", firstPlancore)
 	}
 	if hami == 0 {
-		t.Fatal("the HAMi-like steal never produced two holders: the harness cannot see D1")
+		t.Fatal("the HAMi-like steal never produced two holders: the harness cannot see the double-holder race")
 	}
 	if !strings.Contains(firstHAMi.Error(), "both believe they hold") && !strings.Contains(firstHAMi.Error(), "resource has seen") {
 		t.Errorf("the HAMi-like failure is not a double holder:\n%v", firstHAMi)

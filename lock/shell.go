@@ -7,6 +7,9 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
 )
 
 // Backoff tunes Locker's waiting. The zero value means the defaults below.
@@ -30,7 +33,7 @@ type Backoff struct {
 	// ConflictRetries bounds immediate re-decisions after consecutive
 	// precondition failures (default 10). HAMi counts a 409 from any Node
 	// write as a failed attempt; plancore re-reads at once and only reports
-	// contention when the lock itself is held (D11).
+	// contention when the lock itself is held.
 	ConflictRetries int
 }
 
@@ -58,27 +61,25 @@ func (b Backoff) withDefaults() Backoff {
 	return b
 }
 
-// Locker is the imperative shell around Decide and DecideRelease: it reads a
-// Store, remembers when it first saw each value, looks up holders, applies
-// decisions, and backs off. It is safe for concurrent use. Only Store is
-// required.
+// Locker is the imperative shell around PlanAcquire and PlanRelease: it reads
+// a Store, remembers when it first saw each value, looks up holders, applies
+// plans, and backs off. It is safe for concurrent use. Only Store is required;
+// a Locker without one returns ErrNilStore.
 type Locker struct {
 	// Store holds the locks.
 	Store Store
-	// Options tune the decisions.
+	// Options tune the plans.
 	Options Options
 	// Backoff tunes retries and waiting.
 	Backoff Backoff
-	// Holder looks up the holder pod of rec when a decision needs it (see
+	// Holder looks up the holder pod of rec when a plan needs it (see
 	// NeedsHolder); ClassifyHolder maps a Pod Get to a Holder. Nil leaves
 	// holders unchecked, so a lock held by someone else is refused with
 	// ErrHolderUnknown rather than judged dangling.
 	Holder func(ctx context.Context, key Key, rec Record) Holder
-	// Now reads the clock; nil means time.Now.
-	Now func() time.Time
-	// Sleep waits d, returning early when wake is closed (nil wake: never) and
-	// with ctx's error when ctx ends. Nil means a real timer.
-	Sleep func(ctx context.Context, d time.Duration, wake <-chan struct{}) error
+	// Clock reads the time and runs the backoff timers; nil means the real
+	// clock. Tests pass a fake.Clock.
+	Clock clock.Clock
 	// Rand draws the jitter. Nil means a generator seeded from the clock;
 	// tests pass a seeded one so runs repeat.
 	Rand *rand.Rand
@@ -95,23 +96,25 @@ type sighting struct {
 
 // Grant is a lock the requester holds.
 type Grant struct {
-	// Decision is the decision that granted it: Acquire, a steal, or
-	// AlreadyHeld. Decision.Record is the held record; its Epoch is the
-	// fencing token to pass to whatever the lock protects.
-	Decision Decision
+	// Plan is the plan that granted it: Acquire, a steal, or AlreadyHeld.
+	// Plan.Record is the held record; its Epoch is the fencing token to pass
+	// to whatever the lock protects.
+	Plan Plan
 	// Attempts counts store reads made.
 	Attempts int
 }
 
 // Record returns the held record.
-func (g Grant) Record() Record { return g.Decision.Record }
+func (g Grant) Record() Record { return g.Plan.Record }
 
-func (l *Locker) now() time.Time {
-	if l.Now != nil {
-		return l.Now()
+func (l *Locker) clock() clock.Clock {
+	if l.Clock != nil {
+		return l.Clock
 	}
-	return time.Now()
+	return clock.RealClock{}
 }
+
+func (l *Locker) now() time.Time { return l.clock().Now() }
 
 // firstSeen records obs and returns when its value was first seen by l.
 func (l *Locker) firstSeen(key Key, obs Observation, now time.Time) time.Time {
@@ -153,7 +156,9 @@ func (l *Locker) jitter() float64 {
 	return l.Rand.Float64()
 }
 
-// delay returns the n-th (0-based) jittered backoff sleep.
+// delay returns the n-th (0-based) jittered backoff sleep, saturated at
+// maxSleep so hostile Backoff values can neither overflow into a negative
+// sleep nor spin.
 func (l *Locker) delay(b Backoff, n int) time.Duration {
 	d := float64(b.Initial)
 	for range n {
@@ -163,19 +168,25 @@ func (l *Locker) delay(b Backoff, n int) time.Duration {
 			break
 		}
 	}
-	return time.Duration(d * (1 + b.Jitter*l.jitter()))
+	d *= 1 + b.Jitter*l.jitter()
+	if d >= float64(maxSleep) || d != d {
+		return maxSleep
+	}
+	return max(time.Duration(d), time.Millisecond)
 }
 
+// maxSleep bounds one backoff sleep.
+const maxSleep = time.Hour
+
+// sleep waits d on the clock, returning early when wake is closed (nil wake:
+// never) and with ctx's error when ctx ends.
 func (l *Locker) sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
-	if l.Sleep != nil {
-		return l.Sleep(ctx, d, wake)
-	}
-	t := time.NewTimer(d)
+	t := l.clock().NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-t.C():
 	case <-wake:
 	}
 	return nil
@@ -188,159 +199,214 @@ func (l *Locker) changes(key Key) <-chan struct{} {
 	return nil
 }
 
-// Acquire takes key for req: read, decide, compare-and-swap. A steal is always
+// acquireRun is the state of one Acquire call.
+type acquireRun struct {
+	l                                      *Locker
+	b                                      Backoff
+	key                                    Key
+	req                                    Requester
+	deadline                               time.Time
+	attempts, conflicts, writeErrs, sleeps int
+	written                                *Plan
+	lastErr                                error
+}
+
+func (r *acquireRun) fail(err error) (Grant, error) { return Grant{Attempts: r.attempts}, err }
+
+// Acquire takes key for req: read, plan, compare-and-swap. A steal is always
 // one compare-and-swap of exactly the observed value; on a failed
-// precondition Acquire re-reads and decides again at once. After a write whose
+// precondition Acquire re-reads and plans again at once. After a write whose
 // response was lost it re-reads and succeeds only if the store holds exactly
 // the record it wrote. While the lock is refused it backs off (exponential,
 // jittered, woken early by a release when the store is a Notifier, and never
-// past the decision's RetryAt) until Backoff.Wait runs out, then returns the
-// decision's error: wrapping ErrContention when the lock is held,
-// ErrHolderUnknown or ErrInvalid otherwise.
+// past the plan's RequeueAfter) until Backoff.Wait runs out, then returns the
+// plan's error: wrapping ErrContention when the lock is held,
+// ErrHolderUnknown or ErrInvalid otherwise. Invalid input, from the caller or
+// from the store, is returned at once, never retried.
 func (l *Locker) Acquire(ctx context.Context, key Key, req Requester) (Grant, error) {
+	if l.Store == nil {
+		return Grant{}, ErrNilStore
+	}
+	if err := validateBoth(append(key.validate(field.NewPath("key")), req.validate(field.NewPath("requester"))...), l.Options); err != nil {
+		return Grant{}, err
+	}
 	b := l.Backoff.withDefaults()
-	deadline := l.now().Add(b.Wait)
-	var (
-		attempts, conflicts, writeErrs, sleeps int
-		written                                *Decision
-		lastErr                                error
-	)
+	r := &acquireRun{l: l, b: b, key: key, req: req, deadline: l.now().Add(min(max(b.Wait, 0), MaxTTL))}
 	for {
 		if err := ctx.Err(); err != nil {
-			return Grant{Attempts: attempts}, errors.Join(err, lastErr)
+			return r.fail(errors.Join(err, r.lastErr))
 		}
-		wake := l.changes(key)
-		attempts++
-		obs, err := l.Store.Get(ctx, key)
-		if err != nil {
-			if writeErrs++; writeErrs >= b.WriteAttempts {
-				return Grant{Attempts: attempts}, fmt.Errorf("lock %s: read: %w", key, err)
-			}
-			if err := l.sleep(ctx, l.delay(b, writeErrs-1), nil); err != nil {
-				return Grant{Attempts: attempts}, errors.Join(err, lastErr)
-			}
-			continue
-		}
-		now := l.now()
-		obs.FirstObservedAt = l.firstSeen(key, obs, now)
-		d, err := Decide(obs, req, now, l.Options, Holder{})
-		if err != nil {
-			return Grant{Attempts: attempts}, err
-		}
-		if d.Kind == Refuse && d.Reason == ReasonHolderUnknown && l.Holder != nil {
-			// With HolderNotChecked, Decide refuses with HolderUnknown exactly
-			// when it needs the holder (NeedsHolder).
-			h := l.Holder(ctx, key, d.Record)
-			if d, err = Decide(obs, req, now, l.Options, h); err != nil {
-				return Grant{Attempts: attempts}, err
-			}
-		}
-		switch {
-		case d.Kind == AlreadyHeld:
-			if written != nil && d.Record.Equal(written.Record) {
-				// Our earlier write took effect; its response was lost.
-				return Grant{Decision: *written, Attempts: attempts}, nil
-			}
-			return Grant{Decision: d, Attempts: attempts}, nil
-		case d.Kind.Grants():
-			err := Apply(ctx, d, l.Store)
-			if err == nil {
-				return Grant{Decision: d, Attempts: attempts}, nil
-			}
-			lastErr = err
-			if errors.Is(err, ErrBadInput) {
-				return Grant{Attempts: attempts}, err
-			}
-			written = &d
-			if errors.Is(err, ErrConflict) {
-				if conflicts++; conflicts > b.ConflictRetries {
-					return Grant{Attempts: attempts}, err
-				}
-				continue // re-read and re-decide at once (D1, D11)
-			}
-			if writeErrs++; writeErrs >= b.WriteAttempts {
-				return Grant{Attempts: attempts}, err
-			}
-			if err := l.sleep(ctx, l.delay(b, writeErrs-1), nil); err != nil {
-				return Grant{Attempts: attempts}, errors.Join(err, lastErr)
-			}
-			continue
-		}
-		// Refuse or Invalid: wait, or give up.
-		conflicts = 0
-		now = l.now()
-		pause := l.delay(b, sleeps)
-		if !d.RetryAt.IsZero() && d.RetryAt.Sub(now) < pause {
-			pause = max(d.RetryAt.Sub(now), 0)
-		}
-		if left := deadline.Sub(now); left <= 0 {
-			return Grant{Attempts: attempts}, d.Err()
-		} else if pause > left {
-			pause = left
-		}
-		sleeps++
-		if err := l.sleep(ctx, pause, wake); err != nil {
-			return Grant{Attempts: attempts}, errors.Join(err, d.Err())
+		g, done, err := r.attempt(ctx)
+		if done {
+			return g, err
 		}
 	}
 }
 
-// Release gives key back for req, owner-checked: read, DecideRelease,
+// attempt is one read-plan-write round; done reports that Acquire returns.
+func (r *acquireRun) attempt(ctx context.Context) (Grant, bool, error) {
+	l := r.l
+	wake := l.changes(r.key)
+	r.attempts++
+	obs, err := l.Store.Get(ctx, r.key)
+	if err != nil {
+		return r.afterError(ctx, fmt.Errorf("lock %s: read: %w", r.key, err))
+	}
+	now := l.now()
+	obs.FirstObservedAt = l.firstSeen(r.key, obs, now)
+	in := AcquireInput{Observation: obs, Requester: r.req, Now: now}
+	p, err := PlanAcquire(in, l.Options)
+	if err != nil {
+		g, err := r.fail(err)
+		return g, true, err
+	}
+	if p.Kind == Refuse && p.Reason.Code == ReasonHolderUnknown && l.Holder != nil {
+		// With HolderNotChecked, PlanAcquire refuses with HolderUnknown
+		// exactly when it needs the holder (NeedsHolder).
+		in.Holder = l.Holder(ctx, r.key, p.Record)
+		if p, err = PlanAcquire(in, l.Options); err != nil {
+			g, err := r.fail(err)
+			return g, true, err
+		}
+	}
+	switch {
+	case p.Kind == AlreadyHeld:
+		if r.written != nil && p.Record.Equal(r.written.Record) {
+			// Our earlier write took effect; its response was lost.
+			return Grant{Plan: *r.written, Attempts: r.attempts}, true, nil
+		}
+		return Grant{Plan: p, Attempts: r.attempts}, true, nil
+	case p.Kind.Grants():
+		return r.write(ctx, p)
+	}
+	return r.wait(ctx, p, now, wake)
+}
+
+// write applies a grant.
+func (r *acquireRun) write(ctx context.Context, p Plan) (Grant, bool, error) {
+	_, err := Apply(ctx, p, r.l.Store)
+	if err == nil {
+		return Grant{Plan: p, Attempts: r.attempts}, true, nil
+	}
+	r.written = &p
+	if errors.Is(err, ErrConflict) && !errors.Is(err, ErrInvalidInput) {
+		r.lastErr = err
+		if r.conflicts++; r.conflicts > r.b.ConflictRetries {
+			g, err := r.fail(err)
+			return g, true, err
+		}
+		return Grant{}, false, nil // re-read and re-plan at once
+	}
+	return r.afterError(ctx, err)
+}
+
+// afterError backs off after a store error other than a conflict, or gives up:
+// at once for invalid input, after Backoff.WriteAttempts otherwise.
+func (r *acquireRun) afterError(ctx context.Context, err error) (Grant, bool, error) {
+	r.lastErr = err
+	if errors.Is(err, ErrInvalidInput) {
+		g, err := r.fail(err)
+		return g, true, err
+	}
+	if r.writeErrs++; r.writeErrs >= r.b.WriteAttempts {
+		g, err := r.fail(err)
+		return g, true, err
+	}
+	if err := r.l.sleep(ctx, r.l.delay(r.b, r.writeErrs-1), nil); err != nil {
+		g, err := r.fail(errors.Join(err, r.lastErr))
+		return g, true, err
+	}
+	return Grant{}, false, nil
+}
+
+// wait sleeps after a Refuse or Invalid plan made at planned, or gives up once
+// Backoff.Wait has run out.
+func (r *acquireRun) wait(ctx context.Context, p Plan, planned time.Time, wake <-chan struct{}) (Grant, bool, error) {
+	r.conflicts = 0
+	now := r.l.now()
+	pause := r.l.delay(r.b, r.sleeps)
+	if p.RequeueAfter > 0 {
+		pause = min(pause, max(p.RequeueAfter-now.Sub(planned), 0))
+	}
+	left := r.deadline.Sub(now)
+	if left <= 0 {
+		g, err := r.fail(p.Err())
+		return g, true, err
+	}
+	pause = min(pause, left)
+	r.sleeps++
+	if err := r.l.sleep(ctx, pause, wake); err != nil {
+		g, err := r.fail(errors.Join(err, p.Err()))
+		return g, true, err
+	}
+	return Grant{}, false, nil
+}
+
+// Release gives key back for req, owner-checked: read, PlanRelease,
 // compare-and-delete of exactly the observed value. On a failed precondition
-// it re-reads and decides again, so a lock re-stamped by the same owner is
+// it re-reads and plans again, so a lock re-stamped by the same owner is
 // still released and a lock taken by someone else is kept. It returns the
-// last decision: NoOp(NotLocked) after a release whose response was lost,
+// last plan: NoOp(NotLocked) after a release whose response was lost,
 // NoOp(NotOwner) when the lock is someone else's (not an error, as in HAMi).
-func (l *Locker) Release(ctx context.Context, key Key, req Requester) (ReleaseDecision, error) {
-	return l.release(ctx, key, func(obs Observation) (ReleaseDecision, error) {
-		return DecideRelease(obs, req, l.Options)
+func (l *Locker) Release(ctx context.Context, key Key, req Requester) (Plan, error) {
+	return l.release(ctx, key, func(obs Observation) (Plan, error) {
+		return PlanRelease(ReleaseInput{Observation: obs, Requester: req}, l.Options)
 	})
 }
 
 // ForceRelease removes whatever key holds, owner or not, still as a
-// compare-and-delete of exactly the value it read (see the function
-// ForceRelease). It is for administrators, not for stealing.
-func (l *Locker) ForceRelease(ctx context.Context, key Key) (ReleaseDecision, error) {
+// compare-and-delete of exactly the value it read (ReleaseInput.Force). It is
+// for administrators, not for stealing.
+func (l *Locker) ForceRelease(ctx context.Context, key Key) (Plan, error) {
 	var first *string
-	return l.release(ctx, key, func(obs Observation) (ReleaseDecision, error) {
+	return l.release(ctx, key, func(obs Observation) (Plan, error) {
 		if first == nil {
 			first = &obs.Raw
 		} else if !obs.Present || obs.Raw != *first {
 			// Never remove a value written after the first read.
-			return ReleaseDecision{Kind: NoOp, Reason: ReasonNotOwner, Key: key}, nil
+			return Plan{Kind: NoOp, Reason: reason(ReasonNotOwner), Key: key}, nil
 		}
-		return ForceRelease(obs)
+		return PlanRelease(ReleaseInput{Observation: obs, Force: true}, l.Options)
 	})
 }
 
-func (l *Locker) release(ctx context.Context, key Key, decide func(Observation) (ReleaseDecision, error)) (ReleaseDecision, error) {
+func (l *Locker) release(ctx context.Context, key Key, plan func(Observation) (Plan, error)) (Plan, error) {
+	if l.Store == nil {
+		return Plan{}, ErrNilStore
+	}
+	if err := key.Validate(); err != nil {
+		return Plan{}, err
+	}
 	b := l.Backoff.withDefaults()
 	var conflicts, writeErrs int
 	for {
 		if err := ctx.Err(); err != nil {
-			return ReleaseDecision{}, err
+			return Plan{}, err
 		}
 		obs, err := l.Store.Get(ctx, key)
 		if err == nil {
-			var d ReleaseDecision
-			if d, err = decide(obs); err != nil {
-				return ReleaseDecision{}, err
+			var p Plan
+			if p, err = plan(obs); err != nil {
+				return Plan{}, err
 			}
-			if err = ApplyRelease(ctx, d, l.Store); err == nil {
-				return d, nil
+			if _, err = Apply(ctx, p, l.Store); err == nil {
+				return p, nil
 			}
 			if errors.Is(err, ErrConflict) {
 				if conflicts++; conflicts > b.ConflictRetries {
-					return ReleaseDecision{}, err
+					return Plan{}, err
 				}
 				continue
 			}
 		}
+		if errors.Is(err, ErrInvalidInput) {
+			return Plan{}, fmt.Errorf("lock %s: release: %w", key, err)
+		}
 		if writeErrs++; writeErrs >= b.WriteAttempts {
-			return ReleaseDecision{}, fmt.Errorf("lock %s: release: %w", key, err)
+			return Plan{}, fmt.Errorf("lock %s: release: %w", key, err)
 		}
 		if err := l.sleep(ctx, l.delay(b, writeErrs-1), nil); err != nil {
-			return ReleaseDecision{}, err
+			return Plan{}, err
 		}
 	}
 }

@@ -29,38 +29,38 @@ func TestLockerAcquireRelease(t *testing.T) {
 	ctx := context.Background()
 	w := fake.NewWorld(1, t0)
 	store := fake.NewLockStore(w)
-	l := &lock.Locker{Store: store, Now: w.Clock.Now, Holder: alive}
+	l := &lock.Locker{Store: store, Clock: w.Clock, Holder: alive}
 
 	g, err := l.Acquire(ctx, node1, podA)
-	if err != nil || g.Decision.Kind != lock.Acquire || g.Record().Epoch != 1 {
-		t.Fatalf("first acquire = %v, %v", g.Decision, err)
+	if err != nil || g.Plan.Kind != lock.Acquire || g.Record().Epoch != 1 {
+		t.Fatalf("first acquire = %v, %v", g.Plan, err)
 	}
 	g2, err := l.Acquire(ctx, node1, podA)
-	if err != nil || g2.Decision.Kind != lock.AlreadyHeld || g2.Record() != g.Record() {
-		t.Fatalf("re-entry = %v, %v: want AlreadyHeld with the same record", g2.Decision, err)
+	if err != nil || g2.Plan.Kind != lock.AlreadyHeld || g2.Record() != g.Record() {
+		t.Fatalf("re-entry = %v, %v: want AlreadyHeld with the same record", g2.Plan, err)
 	}
 	_, err = l.Acquire(ctx, node1, podB)
 	if !errors.Is(err, lock.ErrContention) || err.Error() != "node n1 has been locked within 5m0s: node lock contention" {
 		t.Fatalf("other pod: %v, want contention at once (Wait is zero)", err)
 	}
-	if d, err := l.Release(ctx, node1, podB); err != nil || d.Kind != lock.NoOp || d.Reason != lock.ReasonNotOwner {
+	if d, err := l.Release(ctx, node1, podB); err != nil || d.Kind != lock.NoOp || d.Reason.Code != lock.ReasonNotOwner {
 		t.Fatalf("release by a non-owner = %v, %v", d, err)
 	}
 	if d, err := l.Release(ctx, node1, podA); err != nil || d.Kind != lock.Release {
 		t.Fatalf("release = %v, %v", d, err)
 	}
-	if d, err := l.Release(ctx, node1, podA); err != nil || d.Reason != lock.ReasonNotLocked {
+	if d, err := l.Release(ctx, node1, podA); err != nil || d.Reason.Code != lock.ReasonNotLocked {
 		t.Fatalf("second release = %v, %v", d, err)
 	}
 	g3, err := l.Acquire(ctx, node1, podB)
 	if err != nil || g3.Record().Epoch != 2 {
-		t.Fatalf("acquire after release = %v, %v: the epoch must keep rising", g3.Decision, err)
+		t.Fatalf("acquire after release = %v, %v: the epoch must keep rising", g3.Plan, err)
 	}
 	// The expired lock of B is stolen by A in one CAS, with a new epoch.
 	w.Clock.Advance(lock.DefaultTTL + time.Second)
 	g4, err := l.Acquire(ctx, node1, podA)
-	if err != nil || g4.Decision.Kind != lock.StealExpired || g4.Record().Epoch != 3 {
-		t.Fatalf("steal = %v, %v", g4.Decision, err)
+	if err != nil || g4.Plan.Kind != lock.StealExpired || g4.Record().Epoch != 3 {
+		t.Fatalf("steal = %v, %v", g4.Plan, err)
 	}
 	if n := w.Calls.Count(fake.LockCAD); n != 1 {
 		t.Errorf("%d compare-and-deletes: a steal must never delete", n-1)
@@ -71,11 +71,11 @@ func TestLockerLostResponse(t *testing.T) {
 	ctx := context.Background()
 	w := fake.NewWorld(1, t0)
 	store := fake.NewLockStore(w)
-	l := &lock.Locker{Store: store, Now: w.Clock.Now, Sleep: func(context.Context, time.Duration, <-chan struct{}) error { return nil }}
+	l := &lock.Locker{Store: store, Clock: stepClock{Clock: w.Clock}}
 	w.Faults.LoseResponseNext(fake.LockCAS, 1, errors.New("timeout"))
 	g, err := l.Acquire(ctx, node1, podA)
-	if err != nil || g.Decision.Kind != lock.Acquire || g.Record().Epoch != 1 {
-		t.Fatalf("acquire after a lost response = %v, %v: the re-read shows our record", g.Decision, err)
+	if err != nil || g.Plan.Kind != lock.Acquire || g.Record().Epoch != 1 {
+		t.Fatalf("acquire after a lost response = %v, %v: the re-read shows our record", g.Plan, err)
 	}
 	if n := w.Calls.Count(fake.LockCAS); n != 1 {
 		t.Errorf("%d CAS calls, want exactly 1: the write took effect", n)
@@ -83,7 +83,7 @@ func TestLockerLostResponse(t *testing.T) {
 	// A lost release response: the re-read finds the key absent.
 	w.Faults.LoseResponseNext(fake.LockCAD, 1, errors.New("timeout"))
 	d, err := l.Release(ctx, node1, podA)
-	if err != nil || d.Reason != lock.ReasonNotLocked {
+	if err != nil || d.Reason.Code != lock.ReasonNotLocked {
 		t.Fatalf("release after a lost response = %v, %v", d, err)
 	}
 }
@@ -92,14 +92,14 @@ func TestLockerSpuriousConflictIsNotContention(t *testing.T) {
 	ctx := context.Background()
 	w := fake.NewWorld(1, t0)
 	store := fake.NewLockStore(w)
-	slept := 0
-	l := &lock.Locker{Store: store, Now: w.Clock.Now, Sleep: func(context.Context, time.Duration, <-chan struct{}) error { slept++; return nil }}
+	var sleeps []time.Duration
+	l := &lock.Locker{Store: store, Clock: stepClock{Clock: w.Clock, sleeps: &sleeps}}
 	// HAMi turns 409s from unrelated Node writes into failed attempts and,
-	// after five, into an error (D11); plancore re-reads at once.
+	// after five, into an error; plancore re-reads at once.
 	w.Faults.FailNext(fake.LockCAS, 9, lock.ErrConflict)
 	g, err := l.Acquire(ctx, node1, podA)
-	if err != nil || g.Record().Epoch != 1 || g.Attempts != 10 || slept != 0 {
-		t.Fatalf("acquire through 9 conflicts = %v, attempts %d, slept %d, %v", g.Decision, g.Attempts, slept, err)
+	if err != nil || g.Record().Epoch != 1 || g.Attempts != 10 || len(sleeps) != 0 {
+		t.Fatalf("acquire through 9 conflicts = %v, attempts %d, slept %d, %v", g.Plan, g.Attempts, len(sleeps), err)
 	}
 	w.Faults.FailNext(fake.LockCAD, 11, lock.ErrConflict)
 	if _, err := l.Release(ctx, node1, podA); !errors.Is(err, lock.ErrConflict) {
@@ -114,14 +114,9 @@ func TestLockerWaitsWithJitteredBackoff(t *testing.T) {
 		store := fake.NewLockStore(w)
 		var sleeps []time.Duration
 		l := &lock.Locker{
-			Store: store, Now: w.Clock.Now, Holder: alive,
+			Store: store, Clock: stepClock{Clock: w.Clock, advance: true, sleeps: &sleeps}, Holder: alive,
 			Backoff: lock.Backoff{Wait: 3 * time.Second},
 			Rand:    rand.New(rand.NewPCG(seed, 0)),
-			Sleep: func(_ context.Context, d time.Duration, _ <-chan struct{}) error {
-				sleeps = append(sleeps, d)
-				w.Clock.Advance(d)
-				return nil
-			},
 		}
 		if _, err := l.Acquire(ctx, node1, podA); err != nil {
 			t.Fatal(err)
@@ -173,7 +168,7 @@ func TestLockerWakesOnRelease(t *testing.T) {
 		start := time.Now()
 		g, err := waiter.Acquire(ctx, node1, podB)
 		if err != nil || g.Record().Epoch != 2 {
-			t.Fatalf("waiter = %v, %v", g.Decision, err)
+			t.Fatalf("waiter = %v, %v", g.Plan, err)
 		}
 		if waited := time.Since(start); waited != 22*time.Millisecond {
 			t.Errorf("waited %v, want 22ms: a release must wake the waiter, not its 1s backoff", waited)
@@ -193,13 +188,13 @@ func TestLockerSleepsUntilExpiry(t *testing.T) {
 		start := time.Now()
 		waiter := &lock.Locker{Store: store, Options: opts, Holder: alive, Backoff: lock.Backoff{Wait: time.Minute, Initial: time.Hour, Max: time.Hour}}
 		g, err := waiter.Acquire(ctx, node1, podB)
-		if err != nil || g.Decision.Kind != lock.StealExpired {
-			t.Fatalf("waiter = %v, %v", g.Decision, err)
+		if err != nil || g.Plan.Kind != lock.StealExpired {
+			t.Fatalf("waiter = %v, %v", g.Plan, err)
 		}
 		// The lock was written at whole second start (synctest starts at
 		// midnight) and is expired strictly after start+3s.
 		if waited := time.Since(start); waited != 3*time.Second+1 {
-			t.Errorf("waited %v, want 3s+1ns: the sleep is cut at RetryAt", waited)
+			t.Errorf("waited %v, want 3s+1ns: the sleep is cut at the plan's RequeueAfter", waited)
 		}
 	})
 }

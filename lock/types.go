@@ -2,8 +2,13 @@ package lock
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Key names one lock: a lock name (a Node annotation such as HAMiLockName) on
@@ -21,22 +26,27 @@ func NodeKey(node string) Key { return Key{Name: HAMiLockName, Node: node} }
 // String renders the key as node/name.
 func (k Key) String() string { return k.Node + "/" + k.Name }
 
-// Validate reports an empty node or lock name, wrapping ErrBadInput.
+// Validate reports an empty node or lock name, wrapping ErrInvalidInput.
 func (k Key) Validate() error {
-	if k.Node == "" {
-		return fmt.Errorf("%w: Key.Node is empty (lock name %q)", ErrBadInput, k.Name)
-	}
+	return plancore.Invalid(ErrInvalidInput, k.validate(field.NewPath("key")))
+}
+
+func (k Key) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	if k.Name == "" {
-		return fmt.Errorf("%w: Key.Name is empty (node %q)", ErrBadInput, k.Node)
+		errs = append(errs, field.Required(p.Child("name"), "the lock name, e.g. "+HAMiLockName))
 	}
-	return nil
+	if k.Node == "" {
+		errs = append(errs, field.Required(p.Child("node"), "the node's name"))
+	}
+	return errs
 }
 
 // Requester is the pod asking for, or giving back, a lock.
 type Requester struct {
 	Namespace, Name string
 	// UID is the pod's UID; optional, but with it a re-created pod of the same
-	// name is told apart from its predecessor (D4).
+	// name is told apart from its predecessor.
 	UID string
 }
 
@@ -49,50 +59,60 @@ func (r Requester) String() string {
 }
 
 // Validate reports an empty namespace or name, or a field containing the
-// separator, wrapping ErrBadInput. HAMi's equivalent is "pod is nil".
+// separator, wrapping ErrInvalidInput. HAMi's equivalent is "pod is nil".
 func (r Requester) Validate() error {
-	switch {
-	case r.Namespace == "":
-		return fmt.Errorf("%w: Requester.Namespace is empty (name %q)", ErrBadInput, r.Name)
-	case r.Name == "":
-		return fmt.Errorf("%w: Requester.Name is empty (namespace %q)", ErrBadInput, r.Namespace)
-	case strings.Contains(r.Namespace, Separator):
-		return fmt.Errorf("%w: Requester.Namespace %q contains %q", ErrBadInput, r.Namespace, Separator)
-	case strings.Contains(r.Name, Separator):
-		return fmt.Errorf("%w: Requester.Name %q contains %q", ErrBadInput, r.Name, Separator)
-	case strings.Contains(r.UID, Separator):
-		return fmt.Errorf("%w: Requester.UID %q contains %q", ErrBadInput, r.UID, Separator)
+	return plancore.Invalid(ErrInvalidInput, r.validate(field.NewPath("requester")))
+}
+
+func (r Requester) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range []struct {
+		name, value string
+		required    bool
+	}{{"namespace", r.Namespace, true}, {"name", r.Name, true}, {"uid", r.UID, false}} {
+		switch {
+		case f.value == "" && f.required:
+			errs = append(errs, field.Required(p.Child(f.name), "the pod's "+f.name))
+		case strings.Contains(f.value, Separator):
+			errs = append(errs, field.Invalid(p.Child(f.name), f.value, "must not contain "+strconv.Quote(Separator)))
+		}
 	}
-	return nil
+	return errs
 }
 
 // HolderState is what a lookup of the lock's holder pod found.
-type HolderState uint8
+type HolderState string
 
 const (
 	// HolderNotChecked (the zero value) means no lookup was made. Where a
-	// holder is needed (see NeedsHolder), Decide then refuses with
+	// holder is needed (see NeedsHolder), PlanAcquire then refuses with
 	// HolderUnknown rather than guess.
-	HolderNotChecked HolderState = iota
+	HolderNotChecked HolderState = ""
 	// HolderExists means the pod exists and is not terminal.
-	HolderExists
+	HolderExists HolderState = "Exists"
 	// HolderNotFound means the pod does not exist (or, with Holder.Replaced, a
 	// different pod of the same name does).
-	HolderNotFound
+	HolderNotFound HolderState = "NotFound"
 	// HolderTerminal means the pod is Succeeded or Failed.
-	HolderTerminal
+	HolderTerminal HolderState = "Terminal"
 	// HolderUnknown means the lookup failed for another reason.
-	HolderUnknown
+	HolderUnknown HolderState = "Unknown"
 )
 
-var holderStateNames = [...]string{"NotChecked", "Exists", "NotFound", "Terminal", "Unknown"}
-
-// String returns the state's name.
+// String returns the state's name ("NotChecked" for the zero value).
 func (s HolderState) String() string {
-	if int(s) < len(holderStateNames) {
-		return holderStateNames[s]
+	if s == HolderNotChecked {
+		return "NotChecked"
 	}
-	return fmt.Sprintf("HolderState(%d)", int(s))
+	return string(s)
+}
+
+func (s HolderState) known() bool {
+	switch s {
+	case HolderNotChecked, HolderExists, HolderNotFound, HolderTerminal, HolderUnknown:
+		return true
+	}
+	return false
 }
 
 // Holder is the observed state of the lock's holder pod.
@@ -100,10 +120,11 @@ type Holder struct {
 	State HolderState
 	// Allocating is set for an existing pod that is Pending with
 	// hami.io/bind-phase=allocating: Bind has run and the device plugin has not
-	// finished Allocate. Such a holder is protected from expiry steals (D7).
+	// finished Allocate. Such a holder is protected from expiry steals (see
+	// Options.AllocatingCeiling).
 	Allocating bool
 	// Replaced is set with HolderNotFound when a pod of the holder's name
-	// exists but its UID differs from the record's (D4).
+	// exists but its UID differs from the record's.
 	Replaced bool
 }
 

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/plancore/plancore/gpu"
@@ -157,18 +158,29 @@ func (e *BindExecutor) ForgetAssumed(ctx context.Context, ref gpu.PodRef) error 
 	return e.Forget(ctx, ref)
 }
 
-// BindWaiter is the gpu.Waiter of a live scheduler: the wall clock, real
-// timers, and wake-ups from a NodeLockStore's change notifications (its own
-// writes, and other processes' when an informer feeds its EventHandler).
+// BindWaiter is the gpu.Waiter of a live scheduler: a clock (the real one
+// unless Clock is set), its timers, and wake-ups from a NodeLockStore's change
+// notifications (its own writes, and other processes' when an informer feeds
+// its EventHandler). It is gpu.StoreWaiter over a NodeLockStore.
 type BindWaiter struct {
 	// Store, when set, supplies Changes; without it every wait sleeps out.
 	Store *NodeLockStore
+	// Clock reads the time and runs the timers; nil means the real clock.
+	Clock clock.Clock
 }
 
 var _ gpu.Waiter = BindWaiter{}
 
+func (w BindWaiter) waiter() gpu.StoreWaiter {
+	sw := gpu.StoreWaiter{Clock: w.Clock}
+	if w.Store != nil {
+		sw.Store = w.Store
+	}
+	return sw
+}
+
 // Now implements gpu.Waiter.
-func (BindWaiter) Now() time.Time { return time.Now() }
+func (w BindWaiter) Now() time.Time { return w.waiter().Now() }
 
 // Changes implements gpu.Waiter.
 func (w BindWaiter) Changes(node, lockName string) <-chan struct{} {
@@ -179,15 +191,6 @@ func (w BindWaiter) Changes(node, lockName string) <-chan struct{} {
 }
 
 // Sleep implements gpu.Waiter.
-func (BindWaiter) Sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) (bool, error) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false, ctx.Err()
-	case <-wake:
-		return true, nil
-	case <-t.C:
-		return false, nil
-	}
+func (w BindWaiter) Sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) (bool, error) {
+	return w.waiter().Sleep(ctx, d, wake)
 }

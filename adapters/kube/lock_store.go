@@ -18,19 +18,19 @@ import (
 )
 
 // WireFormat chooses how NodeLockStore writes a lock value.
-type WireFormat uint8
+type WireFormat string
 
 const (
-	// WireHAMi (the default) writes HAMi's 3-part value
+	// WireHAMi (the default; "" means it too) writes HAMi's 3-part value
 	// "<RFC3339>,<namespace>,<name>" into the lock annotation, so HAMi's
 	// scheduler and device plugins keep reading it, and the extended record
 	// (UID and epoch) into the sidecar annotation lock.SidecarAnnotation(name),
 	// in the same patch.
-	WireHAMi WireFormat = iota
+	WireHAMi WireFormat = "HAMi"
 	// WireExtended writes plancore's 5-part value into the lock annotation
 	// itself (HAMi reads it as malformed), and the same value into the sidecar,
 	// which keeps the epoch high-water mark across releases.
-	WireExtended
+	WireExtended WireFormat = "Extended"
 )
 
 // NodeLockStore is a lock.Store kept in Node annotations: the lock named
@@ -42,9 +42,9 @@ const (
 // at the observed resourceVersion and answers 409 Conflict otherwise, which the
 // store reports as lock.ErrConflict. A steal is therefore a compare-and-swap
 // against the observed value; HAMi releases the re-read value and then sets
-// (D1). Because resourceVersion covers the whole Node, unrelated Node writes
+// (HAMi steals by a release and a set, so two stealers can both win). Because resourceVersion covers the whole Node, unrelated Node writes
 // (kubelet status, device handshakes) also cause conflicts; lock.Locker re-reads
-// and re-decides at once and does not count them as contention (D11).
+// and re-decides at once and does not count them as contention.
 //
 // The epoch high-water mark lives in the sidecar annotation, which a release
 // keeps, so epochs keep rising across releases. A HAMi scheduler that steals
@@ -272,9 +272,8 @@ func (s *NodeLockStore) CompareAndSwap(ctx context.Context, key lock.Key, pre lo
 	if err := key.Validate(); err != nil {
 		return err
 	}
-	if rec.Namespace == "" || rec.Name == "" || rec.UID == "" || rec.Epoch == 0 {
-		return fmt.Errorf("%w: record %s/%s uid %q epoch %d: a Node lock record needs namespace, name, UID and an epoch ≥ 1",
-			lock.ErrBadInput, rec.Namespace, rec.Name, rec.UID, rec.Epoch)
+	if err := rec.ValidateExtended(); err != nil {
+		return err
 	}
 	v, done, err := s.beginWrite(ctx, key, pre)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/plancore/plancore/adapters/kube"
 	"github.com/plancore/plancore/adapters/kube/kubetest"
+	"github.com/plancore/plancore/fake"
 	"github.com/plancore/plancore/lock"
 )
 
@@ -53,21 +54,52 @@ func TestNodeLockStoreContract(t *testing.T) {
 	env := kubetest.Shared(t)
 	ctx := testCtx(t, time.Minute)
 	node := newNode(t, env).Name
-	key := lock.NodeKey(node)
-	store := &kube.NodeLockStore{Client: env.Client}
-	rec := func(name string, epoch uint64) lock.Record {
-		return lock.Record{Time: t0, Namespace: "default", Name: name, UID: "uid-" + name, Epoch: epoch}
-	}
+	c := &nodeStoreContract{t: t, env: env, ctx: ctx, node: node, key: lock.NodeKey(node), store: &kube.NodeLockStore{Client: env.Client}}
 
-	obs, err := store.Get(ctx, key)
+	obs, err := c.store.Get(ctx, c.key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if obs.Present || obs.Version == "" || obs.EpochHigh != 0 {
 		t.Fatalf("fresh node: %+v, want absent with a version and epoch 0", obs)
 	}
-	absent := lock.Precondition{Version: obs.Version}
+	c.refusals(obs)
+	heldPre := c.acquire(lock.Precondition{Version: obs.Version})
+	fresh := c.staleVersion(heldPre)
+	c.stealAndRelease(fresh)
 
+	// A lock on a node that does not exist cannot be read or taken.
+	missing := lock.NodeKey(env.UniqueName("missing"))
+	if _, err := c.store.Get(ctx, missing); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get on a missing node: %v, want NotFound", err)
+	}
+}
+
+// nodeStoreContract is one run of TestNodeLockStoreContract; each clause
+// group is a method.
+type nodeStoreContract struct {
+	t     *testing.T
+	env   *kubetest.Env
+	ctx   context.Context
+	node  string
+	key   lock.Key
+	store *kube.NodeLockStore
+}
+
+func (c *nodeStoreContract) rec(name string, epoch uint64) lock.Record {
+	return lock.Record{Time: t0, Namespace: "default", Name: name, UID: "uid-" + name, Epoch: epoch}
+}
+
+// want is what the annotations hold after p1's acquire.
+var contractWant = map[string]string{
+	lock.HAMiLockName:                         "2026-06-14T10:00:00Z,default,p1",
+	lock.SidecarAnnotation(lock.HAMiLockName): "2026-06-14T10:00:00Z,default,p1,uid-p1,1",
+}
+
+// refusals: writes the contract refuses leave the Node untouched.
+func (c *nodeStoreContract) refusals(obs lock.Observation) {
+	t, ctx, env, node, key, store, rec := c.t, c.ctx, c.env, c.node, c.key, c.store, c.rec
+	absent := lock.Precondition{Version: obs.Version}
 	// An epoch that skips a number is refused, and nothing is written.
 	if err := store.CompareAndSwap(ctx, key, absent, rec("p1", 2)); !errors.Is(err, lock.ErrConflict) {
 		t.Fatalf("CAS with epoch 2 on a fresh node: %v, want ErrConflict", err)
@@ -77,21 +109,23 @@ func TestNodeLockStoreContract(t *testing.T) {
 		t.Fatalf("CAS expecting a value on an unlocked node: %v, want ErrConflict", err)
 	}
 	// A record without UID cannot be written: the sidecar needs it.
-	if err := store.CompareAndSwap(ctx, key, absent, lock.Record{Time: t0, Namespace: "default", Name: "p1", Epoch: 1}); !errors.Is(err, lock.ErrBadInput) {
-		t.Fatalf("CAS without UID: %v, want ErrBadInput", err)
+	if err := store.CompareAndSwap(ctx, key, absent, lock.Record{Time: t0, Namespace: "default", Name: "p1", Epoch: 1}); !errors.Is(err, lock.ErrInvalidInput) {
+		t.Fatalf("CAS without UID: %v, want ErrInvalidInput", err)
 	}
 	if got := nodeAnnotations(t, env, node); len(got) != 0 {
 		t.Fatalf("refused writes left annotations %v", got)
 	}
 
+}
+
+// acquire takes the lock and returns the precondition of what it wrote.
+func (c *nodeStoreContract) acquire(absent lock.Precondition) lock.Precondition {
+	t, ctx, env, node, key, store, rec := c.t, c.ctx, c.env, c.node, c.key, c.store, c.rec
 	// Acquire.
 	if err := store.CompareAndSwap(ctx, key, absent, rec("p1", 1)); err != nil {
 		t.Fatalf("CAS acquire: %v", err)
 	}
-	want := map[string]string{
-		lock.HAMiLockName:                         "2026-06-14T10:00:00Z,default,p1",
-		lock.SidecarAnnotation(lock.HAMiLockName): "2026-06-14T10:00:00Z,default,p1,uid-p1,1",
-	}
+	want := contractWant
 	if diff := cmp.Diff(want, nodeAnnotations(t, env, node)); diff != "" {
 		t.Fatalf("annotations after acquire (-want +got):\n%s", diff)
 	}
@@ -109,6 +143,13 @@ func TestNodeLockStoreContract(t *testing.T) {
 	}
 	heldPre := lock.Precondition{Present: true, Raw: held.Raw, Version: held.Version}
 
+	return heldPre
+}
+
+// staleVersion: an unrelated Node write makes every precondition at the old
+// resourceVersion fail; it returns a store that never saw that version.
+func (c *nodeStoreContract) staleVersion(heldPre lock.Precondition) *kube.NodeLockStore {
+	t, ctx, env, node, key, store, rec := c.t, c.ctx, c.env, c.node, c.key, c.store, c.rec
 	// An unrelated Node write moves the resourceVersion: the API server answers
 	// 409 to the stale precondition, even though the lock value is unchanged.
 	if err := rawPatch(ctx, env.Client, node, "", map[string]any{"unrelated": "1"}); err != nil {
@@ -124,9 +165,16 @@ func TestNodeLockStoreContract(t *testing.T) {
 		}
 	}
 
+	return fresh
+}
+
+// stealAndRelease: a steal replaces exactly the observed value; a release
+// keeps the epoch high-water mark.
+func (c *nodeStoreContract) stealAndRelease(fresh *kube.NodeLockStore) {
+	t, ctx, env, node, key, store, rec := c.t, c.ctx, c.env, c.node, c.key, c.store, c.rec
 	// Steal: one CAS replacing exactly the observed value, epoch 2.
-	held, _ = fresh.Get(ctx, key)
-	heldPre = lock.Precondition{Present: true, Raw: held.Raw, Version: held.Version}
+	held, _ := fresh.Get(ctx, key)
+	heldPre := lock.Precondition{Present: true, Raw: held.Raw, Version: held.Version}
 	if err := fresh.CompareAndSwap(ctx, key, lock.Precondition{Present: true, Raw: "other", Version: held.Version}, rec("p2", 2)); !errors.Is(err, lock.ErrConflict) {
 		t.Fatalf("steal of a value other than the observed one: %v, want ErrConflict", err)
 	}
@@ -159,11 +207,6 @@ func TestNodeLockStoreContract(t *testing.T) {
 		t.Fatalf("acquire after release with epoch 3: %v", err)
 	}
 
-	// A lock on a node that does not exist cannot be read or taken.
-	missing := lock.NodeKey(env.UniqueName("missing"))
-	if _, err := store.Get(ctx, missing); !apierrors.IsNotFound(err) {
-		t.Fatalf("Get on a missing node: %v, want NotFound", err)
-	}
 }
 
 // TestNodeLockStoreExtendedFormat checks WireExtended: the 5-part value in the
@@ -174,7 +217,7 @@ func TestNodeLockStoreExtendedFormat(t *testing.T) {
 	node := newNode(t, env).Name
 	key := lock.Key{Name: lock.CambriconLockName, Node: node}
 	store := &kube.NodeLockStore{Client: env.Client, Format: kube.WireExtended}
-	l := &lock.Locker{Store: store, Now: func() time.Time { return t0 }}
+	l := &lock.Locker{Store: store, Clock: fake.NewClock(t0)}
 	req := lock.Requester{Namespace: "ml", Name: "p1", UID: "u1"}
 	g, err := l.Acquire(ctx, key, req)
 	if err != nil {
@@ -241,10 +284,10 @@ func TestNodeLockStoreHAMiInterop(t *testing.T) {
 	hamiPod := newPod(t, env, ns, "hami-pod")
 	ourPod := newPod(t, env, ns, "our-pod")
 	req := lock.Requester{Namespace: ns, Name: ourPod.Name, UID: string(ourPod.UID)}
-	now := time.Now()
+	clk := fake.NewClock(time.Now())
 	l := &lock.Locker{
 		Store: &kube.NodeLockStore{Client: env.Client},
-		Now:   func() time.Time { return now },
+		Clock: clk,
 		Holder: func(ctx context.Context, _ lock.Key, rec lock.Record) lock.Holder {
 			var p corev1.Pod
 			err := env.Client.Get(ctx, client.ObjectKey{Namespace: rec.Namespace, Name: rec.Name}, &p)
@@ -254,7 +297,7 @@ func TestNodeLockStoreHAMiInterop(t *testing.T) {
 
 	// HAMi's scheduler holds the lock (local zone, no sidecar): plancore sees
 	// contention while the holder pod lives.
-	if err := hamiLockNode(ctx, env.Client, node, ns, hamiPod.Name, now); err != nil {
+	if err := hamiLockNode(ctx, env.Client, node, ns, hamiPod.Name, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Acquire(ctx, key, req); !errors.Is(err, lock.ErrContention) {
@@ -269,10 +312,10 @@ func TestNodeLockStoreHAMiInterop(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Acquire after HAMi's release: %v", err)
 	}
-	if g.Decision.Kind != lock.Acquire || g.Record().Epoch != 1 {
-		t.Fatalf("grant %v", g.Decision)
+	if g.Plan.Kind != lock.Acquire || g.Record().Epoch != 1 {
+		t.Fatalf("grant %v", g.Plan)
 	}
-	if err := hamiLockNode(ctx, env.Client, node, ns, hamiPod.Name, now); !errors.Is(err, lock.ErrContention) {
+	if err := hamiLockNode(ctx, env.Client, node, ns, hamiPod.Name, clk.Now()); !errors.Is(err, lock.ErrContention) {
 		t.Fatalf("HAMi scheduler on a plancore-held lock: %v, want contention", err)
 	}
 	// HAMi's device plugin, allocating our pod, releases plancore's lock by the
@@ -282,7 +325,7 @@ func TestNodeLockStoreHAMiInterop(t *testing.T) {
 	}
 	// HAMi takes it again; its holder pod then disappears: plancore steals the
 	// dangling lock with an epoch above the sidecar's, which HAMi never touches.
-	if err := hamiLockNode(ctx, env.Client, node, ns, hamiPod.Name, now); err != nil {
+	if err := hamiLockNode(ctx, env.Client, node, ns, hamiPod.Name, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.Client.Delete(ctx, hamiPod); err != nil {
@@ -292,8 +335,8 @@ func TestNodeLockStoreHAMiInterop(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Acquire with HAMi's holder gone: %v", err)
 	}
-	if g.Decision.Kind != lock.StealDangling || g.Record().Epoch != 2 {
-		t.Fatalf("grant %v, want StealDangling with epoch 2", g.Decision)
+	if g.Plan.Kind != lock.StealDangling || g.Record().Epoch != 2 {
+		t.Fatalf("grant %v, want StealDangling with epoch 2", g.Plan)
 	}
 	// Our own release is owner-checked and leaves the sidecar.
 	if d, err := l.Release(ctx, key, req); err != nil || d.Kind != lock.Release {
@@ -308,7 +351,7 @@ func TestNodeLockStoreHAMiInterop(t *testing.T) {
 	}
 }
 
-// TestNodeLockStoreConflictIsNotContention checks D11 on a real API server:
+// TestNodeLockStoreConflictIsNotContention checks that a conflict caused by an unrelated Node write is not contention, on a real API server:
 // unrelated Node writes racing the lock produce 409s that the Locker absorbs,
 // and the lock is still granted.
 func TestNodeLockStoreConflictIsNotContention(t *testing.T) {

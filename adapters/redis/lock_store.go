@@ -35,7 +35,7 @@ type LockStoreOptions struct {
 	// ServerTTL, when positive, makes Redis expire a lock value on its own, a
 	// backstop for a store whose clients all vanished. It is off by default:
 	// the decision owns expiry, and a server-side expiry would bypass the
-	// protection of holders still allocating (D7). It must be at least the
+	// protection of holders still allocating. It must be at least the
 	// allocating ceiling of Lock (3 × TTL by default).
 	ServerTTL time.Duration
 	// Lock are the lock options the store is used with, to check ServerTTL.
@@ -141,11 +141,8 @@ func (s *LockStore) CompareAndSwap(ctx context.Context, key lock.Key, pre lock.P
 	if err := key.Validate(); err != nil {
 		return err
 	}
-	switch {
-	case rec.Namespace == "" || rec.Name == "" || rec.UID == "":
-		return fmt.Errorf("%w: Record needs namespace, name and UID for the extended format, got %q/%q uid %q", lock.ErrBadInput, rec.Namespace, rec.Name, rec.UID)
-	case rec.Epoch == 0:
-		return fmt.Errorf("%w: Record.Epoch must be at least 1", lock.ErrBadInput)
+	if err := rec.ValidateExtended(); err != nil {
+		return err
 	}
 	present := "0"
 	if pre.Present {

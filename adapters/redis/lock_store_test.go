@@ -74,10 +74,10 @@ func TestLockStoreLayout(t *testing.T) {
 	}
 	noUID := rec
 	noUID.UID = ""
-	if err := s.CompareAndSwap(ctx, lock.NodeKey("gpu-2"), lock.Precondition{}, noUID); !errors.Is(err, lock.ErrBadInput) {
+	if err := s.CompareAndSwap(ctx, lock.NodeKey("gpu-2"), lock.Precondition{}, noUID); !errors.Is(err, lock.ErrInvalidInput) {
 		t.Errorf("record without UID: %v", err)
 	}
-	if _, err := s.Get(ctx, lock.Key{Name: lock.HAMiLockName}); !errors.Is(err, lock.ErrBadInput) {
+	if _, err := s.Get(ctx, lock.Key{Name: lock.HAMiLockName}); !errors.Is(err, lock.ErrInvalidInput) {
 		t.Errorf("empty node: %v", err)
 	}
 }
@@ -89,7 +89,7 @@ func TestLockStoreServerTTL(t *testing.T) {
 	if _, err := redis.NewLockStore(nil, redis.LockStoreOptions{ServerTTL: time.Hour, Lock: lock.Options{AllocatingCeiling: lock.AllocatingCeilingNever}}); err == nil {
 		t.Error("ServerTTL with a ceiling of never was accepted")
 	}
-	if _, err := redis.NewLockStore(nil, redis.LockStoreOptions{Lock: lock.Options{TTL: -1}}); !errors.Is(err, lock.ErrBadInput) {
+	if _, err := redis.NewLockStore(nil, redis.LockStoreOptions{Lock: lock.Options{TTL: -1}}); !errors.Is(err, lock.ErrInvalidOptions) {
 		t.Errorf("bad lock options: %v", err)
 	}
 	ctx := context.Background()
@@ -115,29 +115,29 @@ func TestLockStoreLockerAndRestart(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	s := newLockStore(t, srv.Client(), "")
-	now := time.Date(2026, 6, 14, 10, 0, 0, 0, time.UTC)
+	clk := fake.NewClock(time.Date(2026, 6, 14, 10, 0, 0, 0, time.UTC))
 	alive := func(context.Context, lock.Key, lock.Record) lock.Holder { return lock.Holder{State: lock.HolderExists} }
-	l := &lock.Locker{Store: s, Now: func() time.Time { return now }, Holder: alive}
+	l := &lock.Locker{Store: s, Clock: clk, Holder: alive}
 	a := lock.Requester{Namespace: "default", Name: "a", UID: "ua"}
 	b := lock.Requester{Namespace: "default", Name: "b", UID: "ub"}
 	key := lock.NodeKey("n1")
 	if g, err := l.Acquire(ctx, key, a); err != nil || g.Record().Epoch != 1 {
-		t.Fatalf("acquire = %v, %v", g.Decision, err)
+		t.Fatalf("acquire = %v, %v", g.Plan, err)
 	}
 	if _, err := l.Acquire(ctx, key, b); !errors.Is(err, lock.ErrContention) {
 		t.Fatalf("contention: %v", err)
 	}
-	now = now.Add(lock.DefaultTTL + time.Second)
-	if g, err := l.Acquire(ctx, key, b); err != nil || g.Decision.Kind != lock.StealExpired || g.Record().Epoch != 2 {
-		t.Fatalf("steal = %v, %v", g.Decision, err)
+	clk.Advance(lock.DefaultTTL + time.Second)
+	if g, err := l.Acquire(ctx, key, b); err != nil || g.Plan.Kind != lock.StealExpired || g.Record().Epoch != 2 {
+		t.Fatalf("steal = %v, %v", g.Plan, err)
 	}
 	if d, err := l.Release(ctx, key, a); err != nil || d.Kind != lock.NoOp {
 		t.Fatalf("release by the old holder = %v, %v: must keep b's lock", d, err)
 	}
 	// After a restart the scripts are reloaded (NOSCRIPT) and the store works.
 	srv.Restart()
-	if g, err := l.Acquire(ctx, key, a); err != nil || g.Decision.Kind != lock.Acquire {
-		t.Fatalf("acquire after a restart = %v, %v", g.Decision, err)
+	if g, err := l.Acquire(ctx, key, a); err != nil || g.Plan.Kind != lock.Acquire {
+		t.Fatalf("acquire after a restart = %v, %v", g.Plan, err)
 	}
 }
 
@@ -155,26 +155,18 @@ func TestLockStoreWakesWaiters(t *testing.T) {
 	if _, err := holder.Acquire(ctx, key, a); err != nil {
 		t.Fatal(err)
 	}
-	var slept atomic.Int64
-	waiter := &lock.Locker{Store: s, Holder: alive, Backoff: lock.Backoff{Wait: time.Minute, Initial: time.Minute, Max: time.Minute},
-		Sleep: func(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
-			slept.Add(1)
-			select {
-			case <-wake:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(30 * time.Second): // a failure bound, not a timing assumption
-				return errors.New("not woken within 30s")
-			}
-		}}
+	// The waiter's clock never moves, so only the release can wake it.
+	clk := fake.NewClock(time.Now())
+	waiter := &lock.Locker{Store: s, Holder: alive, Clock: clk, Backoff: lock.Backoff{Wait: time.Minute, Initial: time.Minute, Max: time.Minute}}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second) // a failure bound, not a timing assumption
+	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := waiter.Acquire(ctx, key, b)
+		_, err := waiter.Acquire(wctx, key, b)
 		done <- err
 	}()
-	for slept.Load() == 0 {
-		time.Sleep(time.Millisecond) // wait until the waiter is parked on its wake channel
+	for clk.Waiters() == 0 {
+		time.Sleep(time.Millisecond) // wait until the waiter is parked on its backoff timer
 	}
 	if _, err := holder.Release(ctx, key, a); err != nil {
 		t.Fatal(err)
@@ -197,7 +189,7 @@ func TestLockStoreRaceProperty(t *testing.T) {
 			Store: s,
 			Options: lock.Options{
 				TTL:         time.Minute,
-				ExpiryClock: lock.ExpiryClock(rapid.IntRange(0, 1).Draw(rt, "clock")),
+				ExpiryClock: rapid.SampledFrom([]lock.ExpiryClock{lock.WriterClock, lock.ObservationClock}).Draw(rt, "clock"),
 			},
 			Processes: rapid.IntRange(3, 5).Draw(rt, "processes"),
 			Nodes:     rapid.IntRange(1, 2).Draw(rt, "nodes"),

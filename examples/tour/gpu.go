@@ -79,7 +79,7 @@ func runGPU(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res, err := gpu.Fit(nodes, fr)
+	res, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: fr}, gpu.Options{})
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func runLock(w io.Writer) error {
 		}
 		return lock.Holder{State: lock.HolderNotFound}
 	}
-	l := &lock.Locker{Store: store, Now: world.Clock.Now, Holder: lookup}
+	l := &lock.Locker{Store: store, Clock: world.Clock, Holder: lookup}
 	key := lock.NodeKey("gpu-node-1")
 	a := lock.Requester{Namespace: "default", Name: "a", UID: "uid-a"}
 	b := lock.Requester{Namespace: "default", Name: "b", UID: "uid-b"}
@@ -34,12 +34,12 @@ func runLock(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "  a: %s, epoch %d (the fencing token for Allocate)\n", g.Decision.Kind, g.Record().Epoch)
+	fmt.Fprintf(w, "  a: %s, epoch %d (the fencing token for Allocate)\n", g.Plan.Kind, g.Record().Epoch)
 	g, err = l.Acquire(ctx, key, a)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "  a again (next vendor): %s, nothing written\n", g.Decision.Kind)
+	fmt.Fprintf(w, "  a again (next vendor): %s, nothing written\n", g.Plan.Kind)
 	_, err = l.Acquire(ctx, key, b)
 	fmt.Fprintf(w, "  b: %v\n", err)
 
@@ -48,7 +48,7 @@ func runLock(w io.Writer) error {
 	if g, err = l.Acquire(ctx, key, b); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "  b: %s(%s), epoch %d\n", g.Decision.Kind, g.Decision.Reason, g.Record().Epoch)
+	fmt.Fprintf(w, "  b: %s(%s), epoch %d\n", g.Plan.Kind, g.Plan.Reason, g.Record().Epoch)
 	if d, err := l.Release(ctx, key, a); err == nil {
 		fmt.Fprintf(w, "  a's late release: %s(%s): b keeps the lock\n", d.Kind, d.Reason)
 	}
@@ -58,14 +58,14 @@ func runLock(w io.Writer) error {
 	if err := mem.Put(key, "lock"); err != nil {
 		return err
 	}
-	ml := &lock.Locker{Store: mem, Now: world.Clock.Now}
+	ml := &lock.Locker{Store: mem, Clock: world.Clock}
 	_, err = ml.Acquire(ctx, key, a)
 	fmt.Fprintf(w, "  now: %v\n", err)
 	world.Clock.Advance(lock.DefaultTTL + time.Second)
 	if g, err = ml.Acquire(ctx, key, a); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "  after 5m1s: %s(%s)\n", g.Decision.Kind, g.Decision.Reason)
+	fmt.Fprintf(w, "  after 5m1s: %s(%s)\n", g.Plan.Kind, g.Plan.Reason)
 
 	fmt.Fprintln(w, "HAMi steals by deleting a re-read value, so two stealers can both win. Race simulation of")
 	fmt.Fprintln(w, "plancore's CAS steal (skewed clocks, deaths, lost responses, spurious conflicts):")

@@ -1,0 +1,249 @@
+package gpu_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+
+	"github.com/plancore/plancore"
+	"github.com/plancore/plancore/fake"
+	"github.com/plancore/plancore/gpu"
+)
+
+// invalidFields returns the field paths an error names, from every
+// *plancore.InvalidError it joins.
+func invalidFields(err error) []string {
+	var out []string
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			out = append(out, invalidFields(e)...)
+		}
+		return out
+	}
+	var inv *plancore.InvalidError
+	if errors.As(err, &inv) {
+		out = append(out, inv.Fields()...)
+	}
+	return out
+}
+
+// TestBadInput feeds bad input through Decide, StartBind, Options.Validate,
+// AddUsage and ApplyBind: each row names the sentinel and the exact field
+// paths, or (legal input) asserts a plan.
+func TestBadInput(t *testing.T) {
+	node := gpu.Node{Name: "n", Devices: []gpu.Device{card("g0", 0), card("g1", 1)}}
+	req := gpu.FitRequest{Requests: []gpu.Request{nvReq("main", 1, 1000, 20)}}
+	cases := []struct {
+		name   string
+		in     gpu.Input
+		opts   gpu.Options
+		kind   error
+		fields []string
+	}{
+		{"empty node name", gpu.Input{Nodes: []gpu.Node{{Devices: node.Devices}}, Request: req}, gpu.Options{}, gpu.ErrInvalidDevice, []string{"nodes[0].name"}},
+		{"duplicate node", gpu.Input{Nodes: []gpu.Node{node, node}, Request: req}, gpu.Options{}, gpu.ErrInvalidDevice, []string{"nodes[1].name"}},
+		{"duplicate device", gpu.Input{Nodes: []gpu.Node{{Name: "n", Devices: []gpu.Device{card("g", 0), card("g", 1)}}}, Request: req}, gpu.Options{}, gpu.ErrInvalidDevice, []string{"nodes[0].devices[1].id"}},
+		{"empty device ID", gpu.Input{Nodes: []gpu.Node{{Name: "n", Devices: []gpu.Device{card("", 0)}}}, Request: req}, gpu.Options{}, gpu.ErrInvalidDevice, []string{"nodes[0].devices[0].id"}},
+		{"negative usage and capacity", gpu.Input{Nodes: []gpu.Node{{Name: "n", Devices: []gpu.Device{func() gpu.Device {
+			d := used(card("g", 0), -1, math.MinInt32, 0)
+			d.Count = -1
+			return d
+		}()}}}, Request: req}, gpu.Options{}, gpu.ErrInvalidDevice, []string{"nodes[0].devices[0].count", "nodes[0].devices[0].used", "nodes[0].devices[0].usedMemoryMiB"}},
+		{"zero nums", gpu.Input{Nodes: []gpu.Node{node}, Request: gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 0, 0, 0)}}}, gpu.Options{}, gpu.ErrInvalidRequest, []string{"request.requests[0].nums"}},
+		{"MinInt32 everywhere", gpu.Input{Nodes: []gpu.Node{node}, Request: gpu.FitRequest{Requests: []gpu.Request{{Container: "c", Type: "NVIDIA", Nums: math.MinInt32, MemoryMiB: math.MinInt32, MemoryPercent: math.MinInt32, Cores: math.MinInt32}}}}, gpu.Options{}, gpu.ErrInvalidRequest,
+			[]string{"request.requests[0].nums", "request.requests[0].memoryMiB", "request.requests[0].memoryPercent", "request.requests[0].cores"}},
+		{"memory percent above 100", gpu.Input{Nodes: []gpu.Node{node}, Request: gpu.FitRequest{Requests: []gpu.Request{{Container: "c", Type: "NVIDIA", Nums: 1, MemoryPercent: 101}}}}, gpu.Options{}, gpu.ErrInvalidRequest, []string{"request.requests[0].memoryPercent"}},
+		{"unknown policies", gpu.Input{Request: gpu.FitRequest{NodePolicy: "random", GPUPolicy: []gpu.Policy{gpu.Spread, "topology"}}}, gpu.Options{}, gpu.ErrInvalidRequest, []string{"request.nodePolicy", "request.gpuPolicy[1]"}},
+		{"NaN and negative weights", gpu.Input{Request: gpu.FitRequest{Weights: gpu.Weights{Slot: math.NaN(), Core: -1, Memory: math.Inf(1)}}}, gpu.Options{}, gpu.ErrInvalidRequest,
+			[]string{"request.weights.slot", "request.weights.core", "request.weights.memory"}},
+		{"request and nodes both bad", gpu.Input{Nodes: []gpu.Node{{}}, Request: gpu.FitRequest{NodePolicy: "x"}}, gpu.Options{}, gpu.ErrInvalidInput, []string{"request.nodePolicy", "nodes[0].name"}},
+		{"negative options", gpu.Input{}, gpu.Options{RetryDeadline: -1, RetryBase: math.MinInt64, FixedInterval: -time.Second}, gpu.ErrInvalidOptions,
+			[]string{"options.retryDeadline", "options.retryBase", "options.fixedInterval"}},
+		{"MaxInt64 options", gpu.Input{}, gpu.Options{RetryDeadline: math.MaxInt64, ExtenderHTTPTimeout: math.MaxInt64, RetryCap: math.MaxInt64}, gpu.ErrInvalidOptions,
+			[]string{"options.retryDeadline", "options.extenderHTTPTimeout", "options.retryCap"}},
+		{"deadline not below the HTTP timeout, cap below base, jitter NaN", gpu.Input{}, gpu.Options{RetryDeadline: time.Minute, RetryBase: time.Second, RetryCap: time.Millisecond, RetryJitter: math.NaN()}, gpu.ErrInvalidOptions,
+			[]string{"options.retryDeadline", "options.retryCap", "options.retryJitter"}},
+		{"legal: no nodes", gpu.Input{Request: req}, gpu.Options{}, nil, nil},
+		{"legal: node without devices", gpu.Input{Nodes: []gpu.Node{{Name: "empty"}}, Request: req}, gpu.Options{}, nil, nil},
+		{"legal: MaxInt32 devices asked", gpu.Input{Nodes: []gpu.Node{node}, Request: gpu.FitRequest{Requests: []gpu.Request{nvReq("c", math.MaxInt32, math.MaxInt32, math.MaxInt32)}}}, gpu.Options{}, nil, nil},
+		{"legal: saturated usage", gpu.Input{Nodes: []gpu.Node{{Name: "n", Devices: []gpu.Device{used(card("g", 0), math.MaxInt32, math.MaxInt32, math.MaxInt32)}}}, Request: req}, gpu.HAMi(), nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := gpu.Decide(tc.in, tc.opts)
+			if tc.kind == nil {
+				if err != nil {
+					t.Fatalf("legal input refused: %v", err)
+				}
+				if p.Reason.Code == "" || p.Reason.Message == "" {
+					t.Fatalf("plan without a reason: %+v", p)
+				}
+				for _, n := range p.Nodes {
+					if n.Reason.Code == "" || (!n.Fits && n.Reason.Code != gpu.ReasonNodeUnfit) {
+						t.Errorf("node %s: reason %+v", n.Node, n.Reason)
+					}
+				}
+				return
+			}
+			if !errors.Is(err, tc.kind) || !errors.Is(err, gpu.ErrInvalidInput) && tc.kind != gpu.ErrInvalidOptions {
+				t.Fatalf("err = %v, want %v (and ErrInvalidInput)", err, tc.kind)
+			}
+			if diff := cmp.Diff(tc.fields, invalidFields(err)); diff != "" {
+				t.Errorf("fields (-want +got):\n%s\nerror: %v", diff, err)
+			}
+		})
+	}
+}
+
+// TestBadBindInput: StartBind names every missing field and the options'.
+func TestBadBindInput(t *testing.T) {
+	_, err := gpu.StartBind(gpu.BindInput{Options: gpu.Options{RetryJitter: 2}})
+	want := []string{"pod.namespace", "pod.name", "node", "now", "options.retryJitter"}
+	if !errors.Is(err, gpu.ErrInvalidBind) || !errors.Is(err, gpu.ErrInvalidInput) || !errors.Is(err, gpu.ErrInvalidOptions) || !cmp.Equal(invalidFields(err), want) {
+		t.Errorf("StartBind(zero) = %v (fields %v), want %v", err, invalidFields(err), want)
+	}
+	if _, err := gpu.ApplyBind(context.Background(), gpu.BindInput{}, nil, gpu.StoreWaiter{}); !errors.Is(err, gpu.ErrNilExecutor) || !errors.Is(err, gpu.ErrInvalidInput) {
+		t.Errorf("ApplyBind with a nil executor: %v", err)
+	}
+	var b gpu.Binder
+	if _, err := b.Bind(context.Background(), gpu.BindInput{}); !errors.Is(err, gpu.ErrNilExecutor) {
+		t.Errorf("zero Binder: %v", err)
+	}
+}
+
+// TestAddUsageRefusesImpossibleAllocations is the crafted-annotation probe:
+// two allocations of 2147483647 MiB used to wrap the device's used memory to
+// -2, after which every fit on the node failed validation.
+func TestAddUsageRefusesImpossibleAllocations(t *testing.T) {
+	devs := []gpu.Device{card("g0", 0), card("g1", 1)}
+	huge := gpu.Allocation{UUID: "g0", Type: "NVIDIA", MemoryMiB: math.MaxInt32, Cores: 10}
+	_, err := gpu.AddUsage(devs, huge, huge)
+	if !errors.Is(err, gpu.ErrInvalidDevice) || !cmp.Equal(invalidFields(err), []string{"allocs[0].memoryMiB", "allocs[1].memoryMiB"}) {
+		t.Fatalf("AddUsage(MaxInt32 twice) = %v, want both allocations refused by path", err)
+	}
+	bad := []gpu.Allocation{
+		{UUID: "nope", Type: "NVIDIA"},
+		{UUID: "g1", Type: "AMD", MemoryMiB: -1, Cores: 101},
+	}
+	_, err = gpu.AddUsage(devs, bad...)
+	if want := []string{"allocs[0].uuid", "allocs[1].type", "allocs[1].memoryMiB", "allocs[1].cores"}; !cmp.Equal(invalidFields(err), want) {
+		t.Errorf("fields = %v, want %v (%v)", invalidFields(err), want, err)
+	}
+	// Dropping the pod that carries the lie keeps the node schedulable.
+	out, err := gpu.AddUsage(devs, gpu.Allocation{UUID: "g0", Type: "NVIDIA", MemoryMiB: 8000, Cores: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := fit([]gpu.Node{{Name: "n", Devices: out}}, gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 1, 1000, 10)}})
+	if err != nil || p.Node != "n" {
+		t.Fatalf("fit after a legal full allocation = %v, %v", p, err)
+	}
+}
+
+var extremeInt32 = []int32{0, -1, 1, 100, 8000, math.MaxInt32, math.MinInt32, math.MaxInt32 - 1}
+
+// TestPropertyUsageNeverWraps: over extreme allocations AddUsage either
+// refuses naming the allocation or returns usage that is never negative and
+// never below what it was; Decide then either plans or refuses by field path,
+// never panics. Removing addSat32 (a plain +=) with the capacity check also
+// removed makes it fail at once: two MaxInt32 allocations give -2.
+func TestPropertyUsageNeverWraps(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		d := card("g0", 0)
+		d.MemoryMiB = rapid.SampledFrom([]int32{0, 1, 8000, math.MaxInt32}).Draw(t, "capacity")
+		d.Cores = rapid.SampledFrom([]int32{0, 100, math.MaxInt32}).Draw(t, "cores")
+		d.Used = rapid.SampledFrom([]int32{0, 1, math.MaxInt32}).Draw(t, "used")
+		d.UsedMemoryMiB = rapid.SampledFrom([]int32{0, d.MemoryMiB}).Draw(t, "usedMem")
+		n := rapid.IntRange(0, 4).Draw(t, "n")
+		allocs := make([]gpu.Allocation, n)
+		for i := range allocs {
+			allocs[i] = gpu.Allocation{UUID: "g0", Type: "NVIDIA",
+				MemoryMiB: rapid.SampledFrom(extremeInt32).Draw(t, "mem"),
+				Cores:     rapid.SampledFrom(extremeInt32).Draw(t, "allocCores")}
+		}
+		out, err := gpu.AddUsage([]gpu.Device{d}, allocs...)
+		if err != nil {
+			if !errors.Is(err, gpu.ErrInvalidDevice) || len(invalidFields(err)) == 0 {
+				t.Fatalf("refusal %v names no field", err)
+			}
+			for _, a := range allocs {
+				if a.MemoryMiB < 0 || a.MemoryMiB > d.MemoryMiB || a.Cores < 0 || a.Cores > d.Cores {
+					return
+				}
+			}
+			t.Fatalf("legal allocations %v refused: %v", allocs, err)
+		}
+		u := out[0]
+		if u.Used < d.Used || u.UsedMemoryMiB < d.UsedMemoryMiB || u.UsedCores < d.UsedCores {
+			t.Fatalf("usage went down or wrapped: %+v from %+v with %v", u, d, allocs)
+		}
+		p, err := fit([]gpu.Node{{Name: "n", Devices: out}}, gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 1,
+			rapid.SampledFrom(extremeInt32[:6]).Draw(t, "askMem"), rapid.SampledFrom([]int32{0, 1, 100, math.MaxInt32}).Draw(t, "askCores"))}})
+		if err != nil {
+			if !errors.Is(err, gpu.ErrInvalidInput) || len(invalidFields(err)) == 0 {
+				t.Fatalf("fit refused without a field: %v", err)
+			}
+			return
+		}
+		if p.Node == "" && p.Reason.Code != gpu.ReasonNoNodeFits {
+			t.Fatalf("no node chosen but reason %+v", p.Reason)
+		}
+	})
+}
+
+// TestZeroValues: the exported shell types' zero values are usable or say
+// they are not: a zero StoreWaiter reads the real clock and sleeps on real
+// timers, a zero NodeQueue queues, a zero Binder returns ErrNilExecutor (see
+// TestBadBindInput), a StoreWaiter on a fake clock sleeps until it moves.
+func TestZeroValues(t *testing.T) {
+	ctx := context.Background()
+	var w gpu.StoreWaiter
+	if w.Now().IsZero() || w.Changes("n", "l") != nil {
+		t.Error("zero StoreWaiter")
+	}
+	if woken, err := w.Sleep(ctx, time.Millisecond, nil); woken || err != nil {
+		t.Errorf("zero StoreWaiter Sleep = %v, %v", woken, err)
+	}
+	var q gpu.NodeQueue
+	leave, err := q.Enter(ctx, "n")
+	if err != nil || q.Len("n") != 1 {
+		t.Fatalf("zero NodeQueue: %v, len %d", err, q.Len("n"))
+	}
+	leave()
+	clk := fake.NewClock(time.Date(2026, 6, 14, 10, 0, 0, 0, time.UTC))
+	fw := gpu.StoreWaiter{Clock: clk}
+	done := make(chan bool)
+	go func() {
+		woken, _ := fw.Sleep(ctx, time.Second, nil)
+		done <- woken
+	}()
+	for clk.Waiters() == 0 {
+		time.Sleep(time.Millisecond) // until the sleeper is parked on the fake clock
+	}
+	clk.Advance(time.Second)
+	if woken := <-done; woken {
+		t.Error("a timeout reported as a wake-up")
+	}
+}
+
+// TestHAMiPreset: gpu.HAMi() is valid and restores HAMi's retry: only gang
+// pods retry, at a fixed interval, polling.
+func TestHAMiPreset(t *testing.T) {
+	o := gpu.HAMi()
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !o.RetryPodGroupOnly || o.FixedInterval != 100*time.Millisecond {
+		t.Errorf("HAMi() = %+v", o)
+	}
+	for attempt := range 5 {
+		if d, ok := gpu.NextRetry(attempt, time.Second, o, 0.9); !ok || d != 100*time.Millisecond {
+			t.Errorf("retry %d = %v, %v: want HAMi's fixed 100ms", attempt, d, ok)
+		}
+	}
+}
