@@ -70,6 +70,9 @@ type Ticket struct {
 // Begin starts an API call for r in mode: RecordBeforeCall records r at now,
 // RecordAfterSuccess only validates it.
 func (s *State) Begin(now time.Time, r Record, mode Recording) (Ticket, error) {
+	if err := checkNow(now); err != nil {
+		return Ticket{}, err
+	}
 	if mode > RecordAfterSuccess {
 		return Ticket{}, fmt.Errorf("%w: recording mode %d is unknown", ErrInvalidRecord, mode)
 	}
@@ -90,6 +93,9 @@ func (s *State) Begin(now time.Time, r Record, mode Recording) (Ticket, error) {
 // name and uid the server returned (if any). Under RecordAfterSuccess only a
 // success records the item, under the returned name.
 func (s *State) Finish(now time.Time, t Ticket, res CallResult, name string, uid types.UID) error {
+	if err := checkNow(now); err != nil {
+		return err
+	}
 	if t.Mode == RecordAfterSuccess {
 		if res != CallSucceeded {
 			return nil

@@ -30,7 +30,7 @@ func Example() {
 
 	// The informer has not caught up yet.
 	res, _ := st.Satisfied(now.Add(2*time.Second), rc, "gpu", expectations.NewView(nil))
-	fmt.Println(res.Satisfied, res.PendingPods(), res.RequeueAfter(now.Add(2*time.Second)))
+	fmt.Println(res.Satisfied, res.PendingPods(), res.RequeueAfter)
 
 	// Now it has.
 	view := expectations.NewView([]corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ray", Name: "rc-gpu-worker-x7k2p", UID: "uid-1"}}})

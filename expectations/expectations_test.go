@@ -80,7 +80,13 @@ type verdict struct {
 	NextChange                                  time.Time
 }
 
-func summarize(r expectations.Result) verdict {
+// summarize reports the next change as a time (now plus RequeueAfter), so
+// the table reads in the clock of its steps.
+func summarize(r expectations.Result, now time.Time) verdict {
+	var next time.Time
+	if r.RequeueAfter > 0 {
+		next = now.Add(r.RequeueAfter)
+	}
 	names := func(es []expectations.Entry) []string {
 		var out []string
 		for _, e := range es {
@@ -88,7 +94,7 @@ func summarize(r expectations.Result) verdict {
 			if n == "" {
 				n = "[" + e.Token + "]"
 			}
-			if e.Reason != 0 {
+			if e.Reason.Code != "" {
 				n += ":" + e.Reason.String()
 			}
 			out = append(out, n)
@@ -98,7 +104,7 @@ func summarize(r expectations.Result) verdict {
 	return verdict{
 		Satisfied: r.Satisfied, Pending: names(r.Pending), Observed: names(r.Observed),
 		Expired: names(r.Expired), Overdue: names(r.Overdue), Linger: names(r.Lingering),
-		NextChange: r.NextChange,
+		NextChange: next,
 	}
 }
 
@@ -246,7 +252,7 @@ func runSteps(t *testing.T, o expectations.Options, steps []step) {
 				t.Fatal(err)
 			}
 			got := satisfied(t, s, now, st.group, st.view)
-			if diff := cmp.Diff(*st.want, summarize(got)); diff != "" {
+			if diff := cmp.Diff(*st.want, summarize(got, now)); diff != "" {
 				t.Fatalf("step %d (t+%v, group %q): result (-want +got):\n%s\n%s", i, st.at, st.group, diff, got)
 			}
 			if diff := cmp.Diff(got, checked); diff != "" {

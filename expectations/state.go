@@ -161,6 +161,9 @@ func (s *State) dropOwner(key string) int {
 // KubeRay); the Seen latch carries over. Record is called BEFORE the API call,
 // then Conclude reports the call's outcome.
 func (s *State) Record(now time.Time, r Record) (Ref, error) {
+	if err := checkNow(now); err != nil {
+		return Ref{}, err
+	}
 	key, err := s.ownerKey(r.Owner)
 	if err != nil {
 		return Ref{}, err
@@ -344,6 +347,9 @@ func (c CallResult) String() string {
 // It reports whether an item was found. Concluding an unknown or forgotten item
 // does nothing and is not an error.
 func (s *State) Conclude(now time.Time, ref Ref, res CallResult, name string, uid types.UID) (bool, error) {
+	if err := checkNow(now); err != nil {
+		return false, err
+	}
 	if res < CallSucceeded || res > CallNotAttempted {
 		return false, fmt.Errorf("%w: call result %v is unknown", ErrInvalidRecord, res)
 	}
@@ -484,6 +490,9 @@ func (s *State) Forget(owner Owner) (int, error) {
 // expired items stay until observed or forgotten. It returns how many items it
 // dropped and fails only if a live owner is invalid.
 func (s *State) Prune(now time.Time, live []Owner) (int, error) {
+	if err := checkNow(now); err != nil {
+		return 0, err
+	}
 	keep := make(map[string]bool, len(live))
 	for _, o := range live {
 		k, err := s.ownerKey(o)

@@ -440,9 +440,7 @@ func (d *decider) checkExpectations() error {
 				d.pending = map[string][]string{}
 			}
 			d.pending[g] = res.PendingPods()
-			if !res.NextChange.IsZero() {
-				d.addHint(res.RequeueAfter(d.s.Now))
-			}
+			d.addHint(res.RequeueAfter)
 		}
 	}
 	return nil
