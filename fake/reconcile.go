@@ -2,6 +2,7 @@ package fake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -146,7 +147,9 @@ func (l *RayClusterLoop) Snapshot() (reconcile.Snapshot, error) {
 }
 
 // Step runs one pass: kubelet, snapshot, Decide, Apply. It returns the plan and
-// the report; an error is Decide's (malformed input).
+// the report; an error is Decide's (malformed input) or Apply's refusal of the
+// plan or of its expectation records. Failed executor calls, which the
+// simulation injects, are in the report only.
 func (l *RayClusterLoop) Step(ctx context.Context) (reconcile.Plan, reconcile.Report, error) {
 	l.Kubelet()
 	s, err := l.Snapshot()
@@ -157,9 +160,11 @@ func (l *RayClusterLoop) Step(ctx context.Context) (reconcile.Plan, reconcile.Re
 	if err != nil {
 		return reconcile.Plan{}, reconcile.Report{}, err
 	}
-	rep := reconcile.Apply(ctx, p, l.Exec, reconcile.ApplyOptions{
-		Expectations: l.Tracker, Clock: l.World.Clock.Now, TokenPrefix: "fake-", KeepGoing: l.KeepGoing,
-	})
+	ap := reconcile.Applier{Expectations: l.Tracker, Clock: l.World.Clock, TokenPrefix: "fake-", KeepGoing: l.KeepGoing}
+	rep, err := ap.Apply(ctx, p, l.Exec)
+	if errors.Is(err, reconcile.ErrInvalidInput) || errors.Is(err, reconcile.ErrExpectation) {
+		return p, rep, err
+	}
 	l.Forming = reconcile.UpdateForming(l.Forming, p, rep)
 	return p, rep, nil
 }

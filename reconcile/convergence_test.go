@@ -97,7 +97,7 @@ func convergenceCase(t *rapid.T, compatMode bool) {
 	}
 	o := opts()
 	if compatMode {
-		o.Compat = reconcile.AnchorV170()
+		o.Compat = reconcile.KubeRayV170().Compat
 	}
 	o.RandomPodDelete = rapid.Bool().Draw(t, "random")
 	if rapid.Bool().Draw(t, "derived") {

@@ -10,8 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/plancore/plancore/expectations"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
+	"github.com/plancore/plancore/expectations"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -25,14 +28,16 @@ const (
 )
 
 // Decide turns one snapshot into one plan (package doc). It never mutates s and
-// returns an error only for malformed input, wrapping ErrInvalidCluster,
-// ErrInvalidOptions, ErrHash or ErrPodBuilder; every cluster situation,
+// returns an error only for input it cannot plan: invalid options
+// (ErrInvalidOptions), a snapshot that Snapshot.Validate refuses
+// (ErrInvalidInput, every problem at once), a spec that cannot be hashed
+// (ErrHash) or a failing PodBuilder (ErrPodBuilder). Every cluster situation,
 // including KubeRay's requeue errors, is expressed in the plan.
 func Decide(s Snapshot, o Options) (Plan, error) {
 	if err := o.Validate(); err != nil {
 		return Plan{}, err
 	}
-	if err := checkStructure(&s.Cluster); err != nil {
+	if err := plancore.Invalid(ErrInvalidInput, s.validate()); err != nil {
 		return Plan{}, err
 	}
 	d := &decider{s: &s, o: o, c: o.Compat}
@@ -192,7 +197,6 @@ func (d *decider) finish() {
 	}
 	p.Totals.add(&p.Head)
 	if d.firstStop != nil {
-		p.Outcome.Requeue = true
 		p.Outcome.Reason = *d.firstStop
 		d.addHint(requeueAfterError)
 	}
@@ -399,9 +403,9 @@ func (d *decider) checkExpectations() error {
 	c := &d.s.Cluster
 	if d.c.CountTerminatingPods && st.Options().DeleteSatisfiedBy == expectations.SatisfiedByTerminating {
 		// KubeRay #3286: counting terminating pods while a terminating pod
-		// satisfies its delete deletes more pods than asked (D5).
-		return fmt.Errorf("%w: Compat.CountTerminatingPods with expectations DeleteSatisfiedBy %s over-deletes (KubeRay #3286)",
-			ErrInvalidOptions, expectations.SatisfiedByTerminating)
+		// satisfies its delete deletes more pods than asked.
+		return plancore.Invalid(ErrInvalidOptions, field.ErrorList{field.Invalid(field.NewPath("compat", "countTerminatingPods"), true,
+			"with expectations that a terminating pod satisfies, a scale-down deletes more pods than asked (KubeRay #3286)")})
 	}
 	owner := expectations.Owner{Namespace: c.Namespace, Name: c.Name, UID: c.UID}
 	groups := st.Groups(owner)
@@ -413,12 +417,12 @@ func (d *decider) checkExpectations() error {
 	// BenchmarkPlan10kPodsPendingDelete).
 	view, err := st.ViewFor(owner, d.s.Pods)
 	if err != nil {
-		return fmt.Errorf("%w: expectations: %v", ErrInvalidCluster, err)
+		return plancore.Invalid(ErrInvalidInput, field.ErrorList{field.Invalid(field.NewPath("expectations"), owner.String(), err.Error())})
 	}
 	for _, g := range groups {
 		res, err := st.Check(d.s.Now, owner, g, view)
 		if err != nil {
-			return fmt.Errorf("%w: expectations of group %q: %v", ErrInvalidCluster, g, err)
+			return plancore.Invalid(ErrInvalidInput, field.ErrorList{field.Invalid(field.NewPath("expectations"), g, err.Error())})
 		}
 		lingering := map[string]bool{}
 		for _, e := range res.Lingering {

@@ -1,8 +1,6 @@
 package reconcile_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -390,12 +388,6 @@ func TestMultiHost(t *testing.T) {
 			want: []string{"delete tpu a0 ScaleDown", "delete tpu a1 ScaleDown"}, outcome: "ok"},
 		{name: "compat scale down: name order", snap: mh(1, mhWorker("a0", "tpu", "tpu-Z1", 0, 0), mhWorker("a1", "tpu", "tpu-Z1", 0, 1), healthy[2], healthy[3]),
 			opts: compat(), want: []string{"delete tpu b0 ScaleDown", "delete tpu b1 ScaleDown"}, outcome: "ok"},
-		{name: "not a multiple of hosts after saturation", snap: func() reconcile.Snapshot {
-			s := mh(2)()
-			s.Cluster.Spec.WorkerGroups[0].Replicas = i32(2147483647)
-			s.Cluster.Spec.WorkerGroups[0].MaxReplicas = nil
-			return s
-		}, want: nil, outcome: "requeue desired worker pods (2147483647) is not a multiple of NumOfHosts (2) for group tpu"},
 		{name: "D8: legacy pods count as replicas", snap: mh(1, worker("l0", "tpu"), worker("l1", "tpu")), want: nil, outcome: "ok"},
 		{name: "D8: legacy pods with a failed member are deleted and replaced", snap: mh(1, worker("l0", "tpu", phase(corev1.PodFailed)), worker("l1", "tpu")),
 			want: []string{"delete tpu l0 LegacyMultiHostPods", "delete tpu l1 LegacyMultiHostPods", "create-group tpu tpu-***** #0 hosts [0 1] ReplicaGroupCreate"}, outcome: "ok"},
@@ -414,90 +406,6 @@ func TestMultiHost(t *testing.T) {
 		{name: "gate off: single-host path with replicas × hosts pods", snap: mh(1), opts: gateOff,
 			want: []string{"create tpu rc-tpu-worker-* ScaleUp", "create tpu rc-tpu-worker-* ScaleUp"}, outcome: "ok"},
 	})
-}
-
-// TestBadInput checks that malformed input errors name the field and value.
-func TestBadInput(t *testing.T) {
-	cases := []struct {
-		name string
-		edit func(*reconcile.Cluster)
-		want string
-	}{
-		{"empty name", func(c *reconcile.Cluster) { c.Name = "" }, "Cluster.Name is empty"},
-		{"name with underscore", func(c *reconcile.Cluster) { c.Name = "my_cluster" }, `Cluster.Name "my_cluster"`},
-		{"upper case namespace", func(c *reconcile.Cluster) { c.Namespace = "NS" }, `Cluster.Namespace "NS"`},
-		{"head without containers", func(c *reconcile.Cluster) { c.Spec.HeadGroup.Template.Spec.Containers = nil }, "Spec.HeadGroup.Template.Spec.Containers is empty"},
-		{"empty group name", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].GroupName = "" }, "Spec.WorkerGroups[0].GroupName is empty"},
-		{"duplicate group", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[1].GroupName = "a" }, `Spec.WorkerGroups[1].GroupName "a" duplicates Spec.WorkerGroups[0]`},
-		{"worker without containers", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[1].Template.Spec.Containers = nil }, `Spec.WorkerGroups[1].Template.Spec.Containers is empty (group "b"`},
-		{"group name giving invalid pod names", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].GroupName = "A.-b" }, `Spec.WorkerGroups[0].GroupName "A.-b"`},
-		{"long multi-host group name", func(c *reconcile.Cluster) {
-			c.Spec.WorkerGroups[0].GroupName = "g123456789012345678901234567890123456789012345678901234567890"
-			c.Spec.WorkerGroups[0].NumOfHosts = 2
-		}, "cannot produce a replica name label"},
-		{"absurd numOfHosts", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].NumOfHosts = 2147483647 }, "NumOfHosts = 2147483647 exceeds 10000"},
-		{"bad group label", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].Labels = map[string]string{"k": "bad value"} }, `Spec.WorkerGroups[0].Labels["k"] value "bad value"`},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := cluster(group("a", 1), group("b", 1))
-			tc.edit(&c)
-			_, err := reconcile.Decide(snap(c), opts())
-			if !errors.Is(err, reconcile.ErrInvalidCluster) {
-				t.Fatalf("err = %v, want ErrInvalidCluster", err)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("err = %q, want it to contain %q", err, tc.want)
-			}
-		})
-	}
-	t.Run("options", func(t *testing.T) {
-		for _, o := range []reconcile.Options{{}, {OperatorVersion: "v", NameMode: "Random"}, {OperatorVersion: "v", GroupFormationTimeout: -1},
-			{OperatorVersion: "v", Gates: reconcile.Gates{StatusConditions: 9}}} {
-			if _, err := reconcile.Decide(snap(cluster()), o); !errors.Is(err, reconcile.ErrInvalidOptions) {
-				t.Errorf("options %+v: err = %v, want ErrInvalidOptions", o, err)
-			}
-		}
-	})
-}
-
-// TestValidate covers the strict KubeRay validation rules.
-func TestValidate(t *testing.T) {
-	cases := []struct {
-		name string
-		edit func(*reconcile.Cluster)
-		want string
-	}{
-		{"negative replicas", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].Replicas = i32(-1) }, "Spec.WorkerGroups[0].Replicas = -1 is negative"},
-		{"min > max", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].MinReplicas = i32(5) }, "MinReplicas = 5 is greater than MaxReplicas = 2"},
-		{"missing min without autoscaling", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].MinReplicas = nil }, "are required when autoscaling is off"},
-		{"zero hosts", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].NumOfHosts = 0 }, "NumOfHosts = 0 is below 1"},
-		{"suspend with autoscaling", func(c *reconcile.Cluster) {
-			c.Spec.EnableInTreeAutoscaling = bptr(true)
-			c.Spec.WorkerGroups[0].Suspend = bptr(true)
-		}, "Suspend is true but in-tree autoscaling is on"},
-		{"bad upgrade type", func(c *reconcile.Cluster) {
-			c.Spec.UpgradeStrategy = &reconcile.UpgradeStrategy{Type: sptr("Rolling")}
-		}, `Spec.UpgradeStrategy.Type "Rolling"`},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := group("a", 1)
-			g.MaxReplicas = i32(2)
-			c := cluster(g)
-			if err := c.Validate(); err != nil {
-				t.Fatalf("valid cluster: %v", err)
-			}
-			tc.edit(&c)
-			err := c.Validate()
-			if !errors.Is(err, reconcile.ErrInvalidSpec) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want ErrInvalidSpec containing %q", err, tc.want)
-			}
-			if _, err := reconcile.Decide(snap(c), opts()); err != nil {
-				t.Errorf("Decide must still plan a spec that fails Validate: %v", err)
-			}
-		})
-	}
 }
 
 // TestBurstReplicas caps one pass's creates per group (ReplicaSet's burst);

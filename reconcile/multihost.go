@@ -40,6 +40,7 @@ func (d *decider) facts(rg *replicaGroup) *replicaGroup {
 	}
 	rg.known = true
 	var first *corev1.Pod
+	unknownAge := false
 	for _, i := range rg.members {
 		p := d.pod(i)
 		if first == nil || p.Name < first.Name {
@@ -51,6 +52,12 @@ func (d *decider) facts(rg *replicaGroup) *replicaGroup {
 		if p.CreationTimestamp.After(rg.newest) {
 			rg.newest = p.CreationTimestamp.Time
 		}
+		unknownAge = unknownAge || p.CreationTimestamp.IsZero()
+	}
+	if unknownAge {
+		// A member of unknown age makes the group the newest, as a zero
+		// creation time ranks a single pod (newerOrZeroFirst).
+		rg.newest = time.Time{}
 	}
 	if first != nil {
 		rg.index, rg.indexOK = replicaIndexOf(first)
@@ -404,7 +411,7 @@ func (d *decider) rankReplicas(rgs []*replicaGroup) {
 			return cmp.Compare(bi, ai)
 		}
 		if !a.newest.Equal(b.newest) {
-			return b.newest.Compare(a.newest)
+			return newerOrZeroFirst(a.newest, b.newest)
 		}
 		return cmp.Compare(a.name, b.name)
 	})

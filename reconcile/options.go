@@ -1,22 +1,26 @@
 package reconcile
 
 import (
-	"fmt"
+	"math"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
 // Gate is a feature switch whose zero value means the feature's default.
-type Gate int8
+type Gate string
 
 const (
 	// GateDefault leaves the feature at its default (on for both gates).
-	GateDefault Gate = iota
+	GateDefault Gate = ""
 	// GateOn enables the feature.
-	GateOn
+	GateOn Gate = "On"
 	// GateOff disables the feature.
-	GateOff
+	GateOff Gate = "Off"
 )
 
 // Enabled reports whether the gate is on; def is the feature's default.
@@ -108,21 +112,6 @@ type Compat struct {
 	MatchByLabelsOnly bool
 }
 
-// AnchorV170 returns the switches that reproduce KubeRay v1.7.0 exactly.
-func AnchorV170() Compat {
-	return Compat{
-		ZeroHostsMeansZeroPods:            true,
-		BlindWorkersToDelete:              true,
-		CountTerminatingPods:              true,
-		NameOrderVictims:                  true,
-		IgnoreUnlabelledMultiHostPods:     true,
-		DeleteIncompleteGroupsImmediately: true,
-		StopAtFirstGroupRequeue:           true,
-		StrictNotFound:                    true,
-		MatchByLabelsOnly:                 true,
-	}
-}
-
 // Options configure Decide. The zero value means the documented defaults,
 // except OperatorVersion, which is required.
 type Options struct {
@@ -159,36 +148,62 @@ const DefaultBurstReplicas = 500
 // DefaultGroupFormationTimeout is GroupFormationTimeout's default.
 const DefaultGroupFormationTimeout = 10 * time.Minute
 
-// Validate reports the first invalid option, wrapping ErrInvalidOptions.
+// KubeRayV170 returns the options that reproduce KubeRay v1.7.0's pod
+// reconciliation exactly, defects included: OperatorVersion "v1.7.0", every
+// Compat switch on, and no burst cap (KubeRay creates every missing pod in one
+// pass). A caller may still set BurstReplicas or change any field afterwards.
+func KubeRayV170() Options {
+	return Options{
+		OperatorVersion: "v1.7.0",
+		BurstReplicas:   NoBurstLimit,
+		Compat: Compat{
+			ZeroHostsMeansZeroPods:            true,
+			BlindWorkersToDelete:              true,
+			CountTerminatingPods:              true,
+			NameOrderVictims:                  true,
+			IgnoreUnlabelledMultiHostPods:     true,
+			DeleteIncompleteGroupsImmediately: true,
+			StopAtFirstGroupRequeue:           true,
+			StrictNotFound:                    true,
+			MatchByLabelsOnly:                 true,
+		},
+	}
+}
+
+// NoBurstLimit as BurstReplicas creates every missing pod in one plan, as
+// KubeRay does: no group can ask for more pods than this.
+const NoBurstLimit = math.MaxInt32
+
+// Validate reports every invalid option at once, in a *plancore.InvalidError
+// wrapping ErrInvalidOptions.
 func (o Options) Validate() error {
+	var errs field.ErrorList
 	if o.OperatorVersion == "" {
-		return fmt.Errorf("%w: OperatorVersion is required (KUBERAY_VERSION, e.g. %q)", ErrInvalidOptions, "v1.7.0")
+		errs = append(errs, field.Required(field.NewPath("operatorVersion"), "KUBERAY_VERSION, for example v1.7.0"))
 	}
 	switch o.NameMode {
 	case "", NameModeGenerateName, NameModeDerived:
 	default:
-		return fmt.Errorf("%w: NameMode %q is not %q or %q", ErrInvalidOptions, o.NameMode, NameModeGenerateName, NameModeDerived)
+		errs = append(errs, field.NotSupported(field.NewPath("nameMode"), o.NameMode, []string{string(NameModeGenerateName), string(NameModeDerived)}))
 	}
 	for _, g := range []struct {
 		name string
 		g    Gate
-	}{{"Gates.StatusConditions", o.Gates.StatusConditions}, {"Gates.MultiHostIndexing", o.Gates.MultiHostIndexing}} {
-		if g.g < GateDefault || g.g > GateOff {
-			return fmt.Errorf("%w: %s = %d is not a Gate", ErrInvalidOptions, g.name, g.g)
+	}{{"statusConditions", o.Gates.StatusConditions}, {"multiHostIndexing", o.Gates.MultiHostIndexing}} {
+		switch g.g {
+		case GateDefault, GateOn, GateOff:
+		default:
+			errs = append(errs, field.NotSupported(field.NewPath("gates", g.name), g.g, []string{string(GateDefault), string(GateOn), string(GateOff)}))
 		}
 	}
 	if o.BurstReplicas < 0 {
-		return fmt.Errorf("%w: BurstReplicas %d is negative", ErrInvalidOptions, o.BurstReplicas)
+		errs = append(errs, field.Invalid(field.NewPath("burstReplicas"), o.BurstReplicas, "must not be negative (0 means 500)"))
 	}
 	if o.GroupFormationTimeout < 0 {
-		return fmt.Errorf("%w: GroupFormationTimeout %v is negative", ErrInvalidOptions, o.GroupFormationTimeout)
+		errs = append(errs, field.Invalid(field.NewPath("groupFormationTimeout"), o.GroupFormationTimeout.String(), "must not be negative (0 means 10m)"))
 	}
-	for k, v := range o.PodDefaults.Labels {
-		if err := checkLabel("PodDefaults.Labels", k, v); err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
-		}
-	}
-	return nil
+	errs = append(errs, validateLabels(field.NewPath("podDefaults", "labels"), o.PodDefaults.Labels)...)
+	return plancore.Invalid(ErrInvalidOptions, errs)
 }
 
 func (o Options) statusConditions() bool  { return o.Gates.StatusConditions.Enabled(true) }

@@ -233,10 +233,10 @@ type FormingKey struct {
 
 // Outcome is the plan's verdict for the caller's loop.
 type Outcome struct {
-	// Requeue is set for KubeRay's requeue errors (§2.10).
-	Requeue bool
-	// RequeueAfter is the wake-up hint: 2s for requeues, or the earliest
-	// expectations deadline or formation backoff; 0 means none.
+	// RequeueAfter is the wake-up hint, relative to Snapshot.Now: 2s where
+	// KubeRay returns a requeue error, or the earliest expectations deadline or
+	// formation backoff; 0 means none. It maps onto controller-runtime's
+	// Result.RequeueAfter.
 	RequeueAfter time.Duration
 	// Reason is the first stop's reason with KubeRay's exact message, or OK.
 	Reason Reason
@@ -396,15 +396,10 @@ func (p Plan) Explain() string {
 		fmt.Fprintf(&b, "expectations drop forming %s/%s\n", k.Group, k.ReplicaName)
 	}
 	b.WriteString("outcome  ")
-	if p.Outcome.Requeue {
-		b.WriteString("requeue")
-	} else {
-		b.WriteString("ok")
-	}
 	if p.Outcome.RequeueAfter > 0 {
-		fmt.Fprintf(&b, " after %s", p.Outcome.RequeueAfter)
+		fmt.Fprintf(&b, "requeue after %s", p.Outcome.RequeueAfter)
 	} else {
-		b.WriteString(" (no requeue)")
+		b.WriteString("ok (no requeue)")
 	}
 	if p.Outcome.StoppedAt != "" {
 		fmt.Fprintf(&b, "  stopped at %s", p.Outcome.StoppedAt)

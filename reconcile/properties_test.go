@@ -17,7 +17,7 @@ import (
 	"github.com/plancore/plancore/reconcile"
 )
 
-// bothModes runs a property in default mode and with AnchorV170().
+// bothModes runs a property in default mode and with KubeRayV170().
 func bothModes(t *testing.T, prop func(t *rapid.T, s reconcile.Snapshot, o reconcile.Options, p reconcile.Plan)) {
 	for _, mode := range []struct {
 		name   string
