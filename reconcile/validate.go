@@ -78,6 +78,7 @@ func (c Cluster) Validate() error {
 func validateCluster(c *Cluster) field.ErrorList {
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
+	nameErrs := len(errs)
 	switch {
 	case c.Name == "":
 		errs = append(errs, field.Required(meta.Child("name"), ""))
@@ -87,6 +88,12 @@ func validateCluster(c *Cluster) field.ErrorList {
 		} else if !validGeneratedName(podNamePrefix(c.Name, NodeTypeHead, true)) {
 			errs = append(errs, generatedNameError(meta.Child("name"), c.Name, podNamePrefix(c.Name, NodeTypeHead, true)))
 		}
+	}
+	// A bad cluster name is reported once, not again in every group's pod
+	// names: the groups' names are then checked on their own.
+	cluster := c.Name
+	if len(errs) > nameErrs {
+		cluster = ""
 	}
 	if c.Namespace == "" {
 		errs = append(errs, field.Required(meta.Child("namespace"), ""))
@@ -101,7 +108,7 @@ func validateCluster(c *Cluster) field.ErrorList {
 	errs = append(errs, validateLabels(head.Child("metadata", "labels"), c.Spec.HeadGroup.Template.Labels)...)
 	seen := make(map[string]int, len(c.Spec.WorkerGroups))
 	for i := range c.Spec.WorkerGroups {
-		errs = append(errs, validateGroup(&c.Spec.WorkerGroups[i], i, c.Name, seen)...)
+		errs = append(errs, validateGroup(&c.Spec.WorkerGroups[i], i, cluster, seen)...)
 	}
 	if us := c.Spec.UpgradeStrategy; us != nil && us.Type != nil {
 		switch *us.Type {
@@ -151,7 +158,7 @@ func validateGroupName(g *WorkerGroup, i int, cluster string, seen map[string]in
 		return field.ErrorList{field.Duplicate(name, g.GroupName)}
 	}
 	seen[g.GroupName] = i
-	if prefix := podNamePrefix(cluster+"-"+g.GroupName, NodeTypeWorker, true); !validGeneratedName(prefix) {
+	if prefix := podNamePrefix(cluster+"-"+g.GroupName, NodeTypeWorker, true); cluster != "" && !validGeneratedName(prefix) {
 		return field.ErrorList{generatedNameError(name, g.GroupName, prefix)}
 	}
 	if g.NumOfHosts > 1 {
