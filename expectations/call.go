@@ -3,11 +3,14 @@ package expectations
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Classify maps the error of an API call for an item with action a to a
@@ -74,7 +77,7 @@ func (s *State) Begin(now time.Time, r Record, mode Recording) (Ticket, error) {
 		return Ticket{}, err
 	}
 	if mode > RecordAfterSuccess {
-		return Ticket{}, fmt.Errorf("%w: recording mode %d is unknown", ErrInvalidRecord, mode)
+		return Ticket{}, plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Invalid(field.NewPath("mode"), int(mode), "unknown recording mode")})
 	}
 	if mode == RecordAfterSuccess {
 		if _, err := s.ownerKey(r.Owner); err != nil {

@@ -3,6 +3,9 @@ package expectations_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"pgregory.net/rapid"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/expectations"
 )
 
@@ -108,7 +113,22 @@ func summarize(r expectations.Result, now time.Time) verdict {
 	}
 }
 
-func TestBadInputIsAnErrorNamingTheField(t *testing.T) {
+// fieldsOf returns the field paths an invalid-input error names.
+func fieldsOf(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, err error) []string {
+	t.Helper()
+	var inv *plancore.InvalidError
+	if !errors.As(err, &inv) {
+		t.Fatalf("err = %v, want a *plancore.InvalidError", err)
+	}
+	return inv.Fields()
+}
+
+// TestBadInput feeds bad records, owners, refs and times through the public
+// API; each row asserts the sentinel and the exact field named.
+func TestBadInput(t *testing.T) {
 	byName := expectations.Options{OwnerIdentity: expectations.ByName}
 	cases := []struct {
 		name    string
@@ -117,20 +137,20 @@ func TestBadInputIsAnErrorNamingTheField(t *testing.T) {
 		want    error
 		mention string
 	}{
-		{"empty owner UID", expectations.Options{}, expectations.Record{Owner: expectations.Owner{Namespace: "ns", Name: "rc"}, Action: expectations.Create, Pod: "p"}, expectations.ErrInvalidOwner, "owner.UID"},
-		{"empty owner name by name", byName, expectations.Record{Owner: expectations.Owner{UID: "u"}, Action: expectations.Create, Pod: "p"}, expectations.ErrInvalidOwner, "owner.Name"},
-		{"zero action", expectations.Options{}, expectations.Record{Owner: rc, Pod: "p"}, expectations.ErrInvalidRecord, "record.Action"},
-		{"unknown action", expectations.Options{}, expectations.Record{Owner: rc, Action: 9, Pod: "p"}, expectations.ErrInvalidRecord, "Action(9)"},
-		{"delete without pod", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Delete, Token: "t"}, expectations.ErrInvalidRecord, "record.Pod"},
-		{"create without pod or token", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Create}, expectations.ErrInvalidRecord, "record.Token"},
-		{"negative timeout", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p", Timeout: -2}, expectations.ErrInvalidRecord, "record.Timeout"},
+		{"empty owner UID", expectations.Options{}, expectations.Record{Owner: expectations.Owner{Namespace: "ns", Name: "rc"}, Action: expectations.Create, Pod: "p"}, expectations.ErrInvalidOwner, "owner.uid"},
+		{"empty owner name by name", byName, expectations.Record{Owner: expectations.Owner{UID: "u"}, Action: expectations.Create, Pod: "p"}, expectations.ErrInvalidOwner, "owner.name"},
+		{"zero action", expectations.Options{}, expectations.Record{Owner: rc, Pod: "p"}, expectations.ErrInvalidRecord, "record.action"},
+		{"unknown action", expectations.Options{}, expectations.Record{Owner: rc, Action: 9, Pod: "p"}, expectations.ErrInvalidRecord, "record.action"},
+		{"delete without pod", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Delete, Token: "t"}, expectations.ErrInvalidRecord, "record.pod"},
+		{"create without pod or token", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Create}, expectations.ErrInvalidRecord, "record.token"},
+		{"negative timeout", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p", Timeout: -2}, expectations.ErrInvalidRecord, "record.timeout"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustNew(t, tc.opts)
 			_, err := s.Record(t0, tc.rec)
-			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.mention) {
-				t.Fatalf("Record error = %v, want %v mentioning %q", err, tc.want, tc.mention)
+			if !errors.Is(err, tc.want) || !errors.Is(err, expectations.ErrInvalidInput) || !slices.Equal(fieldsOf(t, err), []string{tc.mention}) {
+				t.Fatalf("Record error = %v, want %v naming %q", err, tc.want, tc.mention)
 			}
 			if s.Len() != 0 {
 				t.Fatalf("Len = %d after a rejected record", s.Len())
@@ -168,25 +188,82 @@ func TestBadInputIsAnErrorNamingTheField(t *testing.T) {
 			t.Errorf("Prune: %v", err)
 		}
 	})
+	t.Run("zero now", func(t *testing.T) {
+		// A record at the zero time would expire at once; a check at the zero
+		// time would keep every deadline pending. Every method refuses it.
+		s := mustNew(t, expectations.Options{})
+		ref, err := s.Record(t0, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var zero time.Time
+		tk := expectations.Ticket{Record: expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p"}}
+		calls := map[string]func() error{
+			"Record": func() error {
+				_, err := s.Record(zero, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "q"})
+				return err
+			},
+			"Conclude":  func() error { _, err := s.Conclude(zero, ref, expectations.CallSucceeded, "", ""); return err },
+			"Resolve":   func() error { _, err := s.Resolve(zero, ref, "", ""); return err },
+			"Begin":     func() error { _, err := s.Begin(zero, tk.Record, expectations.RecordBeforeCall); return err },
+			"Finish":    func() error { return s.Finish(zero, tk, expectations.CallSucceeded, "p", "") },
+			"Check":     func() error { _, err := s.Check(zero, rc, "", nil); return err },
+			"Satisfied": func() error { _, err := s.Satisfied(zero, rc, "", nil); return err },
+			"Prune":     func() error { _, err := s.Prune(zero, nil); return err },
+		}
+		for _, name := range slices.Sorted(maps.Keys(calls)) {
+			err := calls[name]()
+			if !errors.Is(err, expectations.ErrInvalidInput) || !slices.Equal(fieldsOf(t, err), []string{"now"}) {
+				t.Errorf("%s at the zero time: err = %v", name, err)
+			}
+		}
+		if s.Len() != 1 {
+			t.Errorf("Len = %d, want the one record made at t0", s.Len())
+		}
+	})
+	t.Run("zero Tracker", func(t *testing.T) {
+		// The zero Tracker is a Tracker with the default options.
+		var tr expectations.Tracker
+		if n := tr.Len(); n != 0 {
+			t.Fatalf("Len = %d", n)
+		}
+		ref, err := tr.Record(t0, expectations.Record{Owner: rc, Group: "g", Action: expectations.Create, Pod: "p"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := tr.Satisfied(t0, rc, "g", expectations.NewView(nil))
+		if err != nil || r.Satisfied || r.RequeueAfter != expectations.DefaultTimeout {
+			t.Fatalf("Satisfied = %v, %v", r, err)
+		}
+		if _, err := tr.Record(t0, expectations.Record{Owner: expectations.Owner{Name: "x"}, Action: expectations.Create, Pod: "p"}); !errors.Is(err, expectations.ErrInvalidOwner) {
+			t.Fatalf("owner without UID: %v", err)
+		}
+		if ok, err := tr.Conclude(t0, ref, expectations.CallFailed, "", ""); !ok || err != nil || tr.Len() != 0 {
+			t.Fatalf("Conclude = %v, %v; Len %d", ok, err, tr.Len())
+		}
+		if tr.Snapshot() == nil || tr.Stats() != (expectations.Stats{}) {
+			t.Fatal("snapshot or stats of a zero Tracker")
+		}
+	})
 }
 
 func TestOptionsValidate(t *testing.T) {
 	cases := []struct {
 		name    string
 		o       expectations.Options
-		mention string // empty: valid
+		mention string // the field named; empty: valid
 	}{
 		{"zero", expectations.Options{}, ""},
 		{"kuberay", expectations.KubeRay(), ""},
 		{"kubernetes", expectations.Kubernetes(), ""},
 		{"openkruise", expectations.OpenKruise(), ""},
 		{"never", expectations.Options{CreateTimeout: expectations.Never, DeleteTimeout: expectations.Never}, ""},
-		{"negative create", expectations.Options{CreateTimeout: -time.Second}, "CreateTimeout -1s"},
-		{"negative delete", expectations.Options{DeleteTimeout: -time.Second}, "DeleteTimeout -1s"},
-		{"unknown delete rule", expectations.Options{DeleteSatisfiedBy: 5}, "DeleteSatisfiedBy DeleteRule(5)"},
-		{"unknown expiry", expectations.Options{OnExpiry: 5}, "OnExpiry ExpiryRule(5)"},
-		{"unknown identity", expectations.Options{OwnerIdentity: 5}, "OwnerIdentity Identity(5)"},
-		{"#3286 pairing", expectations.Options{DeleteSatisfiedBy: expectations.SatisfiedByTerminating, CountsTerminating: true}, "#3286"},
+		{"negative create", expectations.Options{CreateTimeout: -time.Second}, "createTimeout"},
+		{"negative delete", expectations.Options{DeleteTimeout: -time.Second}, "deleteTimeout"},
+		{"unknown delete rule", expectations.Options{DeleteSatisfiedBy: 5}, "deleteSatisfiedBy"},
+		{"unknown expiry", expectations.Options{OnExpiry: 5}, "onExpiry"},
+		{"unknown identity", expectations.Options{OwnerIdentity: 5}, "ownerIdentity"},
+		{"#3286 pairing", expectations.Options{DeleteSatisfiedBy: expectations.SatisfiedByTerminating, CountsTerminating: true}, "countsTerminating"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -197,8 +274,8 @@ func TestOptionsValidate(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, expectations.ErrInvalidOptions) || !strings.Contains(err.Error(), tc.mention) {
-				t.Fatalf("Validate = %v, want ErrInvalidOptions mentioning %q", err, tc.mention)
+			if !errors.Is(err, expectations.ErrInvalidOptions) || !slices.Equal(fieldsOf(t, err), []string{tc.mention}) {
+				t.Fatalf("Validate = %v, want ErrInvalidOptions naming %q", err, tc.mention)
 			}
 			if _, err := expectations.New(tc.o); !errors.Is(err, expectations.ErrInvalidOptions) {
 				t.Fatalf("New = %v, want ErrInvalidOptions", err)
@@ -609,4 +686,51 @@ func TestIntoVariantsMatch(t *testing.T) {
 	if err := s.SatisfiedInto(&reused, t0, expectations.Owner{Name: "x"}, "g", nil); !errors.Is(err, expectations.ErrInvalidOwner) || reused.Satisfied {
 		t.Fatalf("bad owner: %v, satisfied %v", err, reused.Satisfied)
 	}
+}
+
+// TestPropHostileTimeouts draws extreme option and record timeouts: each is
+// refused naming its field, or the item's wait is never negative and never
+// wraps into the past. (Letting a negative Record.Timeout through
+// record.validate makes it fail: the item expires as it is recorded.)
+func TestPropHostileTimeouts(t *testing.T) {
+	extremes := []time.Duration{0, -1, 1, time.Second, math.MaxInt64, math.MinInt64, -2}
+	rapid.Check(t, func(t *rapid.T) {
+		o := expectations.Options{
+			CreateTimeout: rapid.SampledFrom(extremes).Draw(t, "create"),
+			DeleteTimeout: rapid.SampledFrom(extremes).Draw(t, "delete"),
+		}
+		s, err := expectations.New(o)
+		if err != nil {
+			if !errors.Is(err, expectations.ErrInvalidOptions) {
+				t.Fatalf("New: %v", err)
+			}
+			for _, f := range fieldsOf(t, err) {
+				if f != "createTimeout" && f != "deleteTimeout" {
+					t.Fatalf("New names %s: %v", f, err)
+				}
+			}
+			return
+		}
+		timeout := rapid.SampledFrom(extremes).Draw(t, "record")
+		_, err = s.Record(t0, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p", Timeout: timeout})
+		if err != nil {
+			if !errors.Is(err, expectations.ErrInvalidRecord) || !slices.Equal(fieldsOf(t, err), []string{"record.timeout"}) {
+				t.Fatalf("Record: %v", err)
+			}
+			return
+		}
+		r, err := s.Check(t0, rc, "", expectations.NewView(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.RequeueAfter < 0 {
+			t.Fatalf("RequeueAfter %v is negative", r.RequeueAfter)
+		}
+		if len(r.Expired) != 0 {
+			t.Fatalf("an item recorded at %v expired at once:\n%s", t0, r)
+		}
+		if len(r.Pending) == 1 && !r.Pending[0].Deadline.IsZero() && r.Pending[0].Deadline.Before(t0) {
+			t.Fatalf("deadline %v is before the record at %v", r.Pending[0].Deadline, t0)
+		}
+	})
 }

@@ -3,6 +3,10 @@ package expectations
 import (
 	"fmt"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Never, as a timeout, means an item never expires: it settles only when it is
@@ -159,30 +163,33 @@ func OpenKruise() Options {
 	}
 }
 
-// Validate reports the first problem with o, naming the field and its value.
+// Validate reports every problem with o at once, each naming its field and
+// value, in a *plancore.InvalidError wrapping ErrInvalidOptions.
 func (o Options) Validate() error {
+	var errs field.ErrorList
 	if o.CreateTimeout < 0 && o.CreateTimeout != Never {
-		return fmt.Errorf("%w: CreateTimeout %v is negative (use Never to disable it)", ErrInvalidOptions, o.CreateTimeout)
+		errs = append(errs, field.Invalid(field.NewPath("createTimeout"), o.CreateTimeout.String(), "negative (use Never to disable it)"))
 	}
 	if o.DeleteTimeout < 0 && o.DeleteTimeout != Never {
-		return fmt.Errorf("%w: DeleteTimeout %v is negative (use Never to disable it)", ErrInvalidOptions, o.DeleteTimeout)
+		errs = append(errs, field.Invalid(field.NewPath("deleteTimeout"), o.DeleteTimeout.String(), "negative (use Never to disable it)"))
 	}
 	if o.DeleteSatisfiedBy > SatisfiedByTerminating {
-		return fmt.Errorf("%w: DeleteSatisfiedBy %v is unknown", ErrInvalidOptions, o.DeleteSatisfiedBy)
+		errs = append(errs, field.Invalid(field.NewPath("deleteSatisfiedBy"), o.DeleteSatisfiedBy.String(), "unknown rule"))
 	}
 	if o.OnExpiry > Block {
-		return fmt.Errorf("%w: OnExpiry %v is unknown", ErrInvalidOptions, o.OnExpiry)
+		errs = append(errs, field.Invalid(field.NewPath("onExpiry"), o.OnExpiry.String(), "unknown rule"))
 	}
 	if o.OwnerIdentity > ByName {
-		return fmt.Errorf("%w: OwnerIdentity %v is unknown", ErrInvalidOptions, o.OwnerIdentity)
+		errs = append(errs, field.Invalid(field.NewPath("ownerIdentity"), o.OwnerIdentity.String(), "unknown identity"))
 	}
 	// KubeRay #3286: PR #2150 settled deletes on a DeletionTimestamp while the
 	// planner still counted terminating pods, so a scale-down by one deleted more
 	// pods than asked, then recreated them.
 	if o.DeleteSatisfiedBy == SatisfiedByTerminating && o.CountsTerminating {
-		return fmt.Errorf("%w: DeleteSatisfiedBy %v with CountsTerminating true lets a scale-down delete more pods than asked (KubeRay #3286)", ErrInvalidOptions, o.DeleteSatisfiedBy)
+		errs = append(errs, field.Invalid(field.NewPath("countsTerminating"), true,
+			"with deleteSatisfiedBy terminating, a scale-down deletes more pods than asked (KubeRay #3286)"))
 	}
-	return nil
+	return plancore.Invalid(ErrInvalidOptions, errs)
 }
 
 // timeout returns the effective timeout for action a, given a per-record

@@ -8,6 +8,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // State is the pure expectations core: the in-flight creates and deletes of
@@ -108,12 +112,12 @@ func (s *State) Options() Options {
 func (s *State) ownerKey(o Owner) (string, error) {
 	if s.opts.OwnerIdentity == ByName {
 		if o.Name == "" {
-			return "", fmt.Errorf("%w: owner.Name is empty (owners are keyed by name); owner.Namespace %q", ErrInvalidOwner, o.Namespace)
+			return "", plancore.Invalid(ErrInvalidOwner, field.ErrorList{field.Required(field.NewPath("owner", "name"), "owners are keyed by name")})
 		}
 		return o.Namespace + "/" + o.Name, nil
 	}
 	if o.UID == "" {
-		return "", fmt.Errorf("%w: owner.UID is empty (owners are keyed by UID); owner %s/%s", ErrInvalidOwner, o.Namespace, o.Name)
+		return "", plancore.Invalid(ErrInvalidOwner, field.ErrorList{field.Required(field.NewPath("owner", "uid"), "owners are keyed by UID; owner "+o.Namespace+"/"+o.Name)})
 	}
 	return string(o.UID), nil
 }
@@ -351,7 +355,7 @@ func (s *State) Conclude(now time.Time, ref Ref, res CallResult, name string, ui
 		return false, err
 	}
 	if res < CallSucceeded || res > CallNotAttempted {
-		return false, fmt.Errorf("%w: call result %v is unknown", ErrInvalidRecord, res)
+		return false, plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Invalid(field.NewPath("result"), res.String(), "unknown call result")})
 	}
 	key, g, it, err := s.lookup(ref)
 	if err != nil || it == nil {
@@ -431,7 +435,7 @@ func (s *State) Observe(owner Owner, pod ObservedPod) (int, error) {
 		return 0, err
 	}
 	if pod.Name == "" {
-		return 0, fmt.Errorf("%w: observed pod.Name is empty", ErrInvalidRecord)
+		return 0, plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Required(field.NewPath("pod", "name"), "an observed pod needs its name")})
 	}
 	rec, ok := s.owners[key]
 	if !ok {
@@ -464,11 +468,11 @@ func (s *State) Observe(owner Owner, pod ObservedPod) (int, error) {
 // pods at once. It returns how many items it removed.
 func (s *State) Forget(owner Owner) (int, error) {
 	if owner.UID == "" && owner.Name == "" {
-		return 0, fmt.Errorf("%w: owner.UID and owner.Name are both empty; Forget needs one", ErrInvalidOwner)
+		return 0, plancore.Invalid(ErrInvalidOwner, field.ErrorList{field.Required(field.NewPath("owner", "uid"), "owner.uid and owner.name are both empty; Forget needs one")})
 	}
 	if s.opts.OwnerIdentity == ByName {
 		if owner.Name == "" {
-			return 0, fmt.Errorf("%w: owner.Name is empty (owners are keyed by name)", ErrInvalidOwner)
+			return 0, plancore.Invalid(ErrInvalidOwner, field.ErrorList{field.Required(field.NewPath("owner", "name"), "owners are keyed by name")})
 		}
 		return s.dropOwner(owner.Namespace + "/" + owner.Name), nil
 	}

@@ -2,9 +2,14 @@ package expectations
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Action is what an item expects to happen to its pod.
@@ -118,24 +123,24 @@ func (r Record) validate() error {
 	switch r.Action {
 	case Create:
 		if r.Pod == "" && r.Token == "" {
-			return fmt.Errorf("%w: record.Pod and record.Token are both empty for a create of group %q", ErrInvalidRecord, r.Group)
+			return plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Required(field.NewPath("record", "token"), "a create needs record.pod or record.token (group "+strconv.Quote(r.Group)+")")})
 		}
 	case Delete:
 		if r.Pod == "" {
-			return fmt.Errorf("%w: record.Pod is empty for a delete of group %q", ErrInvalidRecord, r.Group)
+			return plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Required(field.NewPath("record", "pod"), "a delete needs the pod name (group "+strconv.Quote(r.Group)+")")})
 		}
 	default:
-		return fmt.Errorf("%w: record.Action %v is unknown", ErrInvalidRecord, r.Action)
+		return plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Invalid(field.NewPath("record", "action"), r.Action.String(), "must be Create or Delete")})
 	}
 	if r.Timeout < 0 && r.Timeout != Never {
-		return fmt.Errorf("%w: record.Timeout %v is negative (use Never to disable it)", ErrInvalidRecord, r.Timeout)
+		return plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Invalid(field.NewPath("record", "timeout"), r.Timeout.String(), "negative (use Never to disable it)")})
 	}
 	return nil
 }
 
 func (r Ref) validate() error {
 	if r.Pod == "" && r.Token == "" {
-		return fmt.Errorf("%w: ref.Pod and ref.Token are both empty", ErrInvalidRecord)
+		return plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Required(field.NewPath("ref", "pod"), "ref.pod and ref.token are both empty")})
 	}
 	return nil
 }
