@@ -157,94 +157,9 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	t.Run("check, observe, forget, conclude", func(t *testing.T) {
-		s := mustNew(t, expectations.Options{})
-		noUID := expectations.Owner{Namespace: "ns", Name: "rc"}
-		if _, err := s.Check(t0, noUID, "", nil); !errors.Is(err, expectations.ErrInvalidOwner) {
-			t.Errorf("Check: %v", err)
-		}
-		if _, err := s.Satisfied(t0, noUID, "", nil); !errors.Is(err, expectations.ErrInvalidOwner) {
-			t.Errorf("Satisfied: %v", err)
-		}
-		if _, err := s.Observe(noUID, expectations.ObservedPod{Name: "p"}); !errors.Is(err, expectations.ErrInvalidOwner) {
-			t.Errorf("Observe: %v", err)
-		}
-		if _, err := s.Observe(rc, expectations.ObservedPod{}); !errors.Is(err, expectations.ErrInvalidRecord) {
-			t.Errorf("Observe without name: %v", err)
-		}
-		if _, err := s.Forget(expectations.Owner{Namespace: "ns"}); !errors.Is(err, expectations.ErrInvalidOwner) {
-			t.Errorf("Forget: %v", err)
-		}
-		if _, err := s.Rollback(expectations.Ref{Owner: rc}); !errors.Is(err, expectations.ErrInvalidRecord) {
-			t.Errorf("Rollback of an empty ref: %v", err)
-		}
-		if _, err := s.Conclude(t0, expectations.Ref{Owner: rc, Pod: "p"}, 0, "", ""); !errors.Is(err, expectations.ErrInvalidRecord) {
-			t.Errorf("Conclude with result 0: %v", err)
-		}
-		if _, err := s.Begin(t0, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p"}, 7); !errors.Is(err, expectations.ErrInvalidRecord) {
-			t.Errorf("Begin with mode 7: %v", err)
-		}
-		if _, err := s.Prune(t0, []expectations.Owner{noUID}); !errors.Is(err, expectations.ErrInvalidOwner) {
-			t.Errorf("Prune: %v", err)
-		}
-	})
-	t.Run("zero now", func(t *testing.T) {
-		// A record at the zero time would expire at once; a check at the zero
-		// time would keep every deadline pending. Every method refuses it.
-		s := mustNew(t, expectations.Options{})
-		ref, err := s.Record(t0, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var zero time.Time
-		tk := expectations.Ticket{Record: expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p"}}
-		calls := map[string]func() error{
-			"Record": func() error {
-				_, err := s.Record(zero, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "q"})
-				return err
-			},
-			"Conclude":  func() error { _, err := s.Conclude(zero, ref, expectations.CallSucceeded, "", ""); return err },
-			"Resolve":   func() error { _, err := s.Resolve(zero, ref, "", ""); return err },
-			"Begin":     func() error { _, err := s.Begin(zero, tk.Record, expectations.RecordBeforeCall); return err },
-			"Finish":    func() error { return s.Finish(zero, tk, expectations.CallSucceeded, "p", "") },
-			"Check":     func() error { _, err := s.Check(zero, rc, "", nil); return err },
-			"Satisfied": func() error { _, err := s.Satisfied(zero, rc, "", nil); return err },
-			"Prune":     func() error { _, err := s.Prune(zero, nil); return err },
-		}
-		for _, name := range slices.Sorted(maps.Keys(calls)) {
-			err := calls[name]()
-			if !errors.Is(err, expectations.ErrInvalidInput) || !slices.Equal(fieldsOf(t, err), []string{"now"}) {
-				t.Errorf("%s at the zero time: err = %v", name, err)
-			}
-		}
-		if s.Len() != 1 {
-			t.Errorf("Len = %d, want the one record made at t0", s.Len())
-		}
-	})
-	t.Run("zero Tracker", func(t *testing.T) {
-		// The zero Tracker is a Tracker with the default options.
-		var tr expectations.Tracker
-		if n := tr.Len(); n != 0 {
-			t.Fatalf("Len = %d", n)
-		}
-		ref, err := tr.Record(t0, expectations.Record{Owner: rc, Group: "g", Action: expectations.Create, Pod: "p"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := tr.Satisfied(t0, rc, "g", expectations.NewView(nil))
-		if err != nil || r.Satisfied || r.RequeueAfter != expectations.DefaultTimeout {
-			t.Fatalf("Satisfied = %v, %v", r, err)
-		}
-		if _, err := tr.Record(t0, expectations.Record{Owner: expectations.Owner{Name: "x"}, Action: expectations.Create, Pod: "p"}); !errors.Is(err, expectations.ErrInvalidOwner) {
-			t.Fatalf("owner without UID: %v", err)
-		}
-		if ok, err := tr.Conclude(t0, ref, expectations.CallFailed, "", ""); !ok || err != nil || tr.Len() != 0 {
-			t.Fatalf("Conclude = %v, %v; Len %d", ok, err, tr.Len())
-		}
-		if tr.Snapshot() == nil || tr.Stats() != (expectations.Stats{}) {
-			t.Fatal("snapshot or stats of a zero Tracker")
-		}
-	})
+	t.Run("check, observe, forget, conclude", badInputCalls)
+	t.Run("zero now", badInputZeroNow)
+	t.Run("zero Tracker", badInputZeroTracker)
 }
 
 func TestOptionsValidate(t *testing.T) {
@@ -733,4 +648,95 @@ func TestPropHostileTimeouts(t *testing.T) {
 			t.Fatalf("deadline %v is before the record at %v", r.Pending[0].Deadline, t0)
 		}
 	})
+}
+
+func badInputCalls(t *testing.T) {
+	s := mustNew(t, expectations.Options{})
+	noUID := expectations.Owner{Namespace: "ns", Name: "rc"}
+	if _, err := s.Check(t0, noUID, "", nil); !errors.Is(err, expectations.ErrInvalidOwner) {
+		t.Errorf("Check: %v", err)
+	}
+	if _, err := s.Satisfied(t0, noUID, "", nil); !errors.Is(err, expectations.ErrInvalidOwner) {
+		t.Errorf("Satisfied: %v", err)
+	}
+	if _, err := s.Observe(noUID, expectations.ObservedPod{Name: "p"}); !errors.Is(err, expectations.ErrInvalidOwner) {
+		t.Errorf("Observe: %v", err)
+	}
+	if _, err := s.Observe(rc, expectations.ObservedPod{}); !errors.Is(err, expectations.ErrInvalidRecord) {
+		t.Errorf("Observe without name: %v", err)
+	}
+	if _, err := s.Forget(expectations.Owner{Namespace: "ns"}); !errors.Is(err, expectations.ErrInvalidOwner) {
+		t.Errorf("Forget: %v", err)
+	}
+	if _, err := s.Rollback(expectations.Ref{Owner: rc}); !errors.Is(err, expectations.ErrInvalidRecord) {
+		t.Errorf("Rollback of an empty ref: %v", err)
+	}
+	if _, err := s.Conclude(t0, expectations.Ref{Owner: rc, Pod: "p"}, 0, "", ""); !errors.Is(err, expectations.ErrInvalidRecord) {
+		t.Errorf("Conclude with result 0: %v", err)
+	}
+	if _, err := s.Begin(t0, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p"}, 7); !errors.Is(err, expectations.ErrInvalidRecord) {
+		t.Errorf("Begin with mode 7: %v", err)
+	}
+	if _, err := s.Prune(t0, []expectations.Owner{noUID}); !errors.Is(err, expectations.ErrInvalidOwner) {
+		t.Errorf("Prune: %v", err)
+	}
+}
+
+func badInputZeroNow(t *testing.T) {
+	// A record at the zero time would expire at once; a check at the zero
+	// time would keep every deadline pending. Every method refuses it.
+	s := mustNew(t, expectations.Options{})
+	ref, err := s.Record(t0, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zero time.Time
+	tk := expectations.Ticket{Record: expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p"}}
+	calls := map[string]func() error{
+		"Record": func() error {
+			_, err := s.Record(zero, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "q"})
+			return err
+		},
+		"Conclude":  func() error { _, err := s.Conclude(zero, ref, expectations.CallSucceeded, "", ""); return err },
+		"Resolve":   func() error { _, err := s.Resolve(zero, ref, "", ""); return err },
+		"Begin":     func() error { _, err := s.Begin(zero, tk.Record, expectations.RecordBeforeCall); return err },
+		"Finish":    func() error { return s.Finish(zero, tk, expectations.CallSucceeded, "p", "") },
+		"Check":     func() error { _, err := s.Check(zero, rc, "", nil); return err },
+		"Satisfied": func() error { _, err := s.Satisfied(zero, rc, "", nil); return err },
+		"Prune":     func() error { _, err := s.Prune(zero, nil); return err },
+	}
+	for _, name := range slices.Sorted(maps.Keys(calls)) {
+		err := calls[name]()
+		if !errors.Is(err, expectations.ErrInvalidInput) || !slices.Equal(fieldsOf(t, err), []string{"now"}) {
+			t.Errorf("%s at the zero time: err = %v", name, err)
+		}
+	}
+	if s.Len() != 1 {
+		t.Errorf("Len = %d, want the one record made at t0", s.Len())
+	}
+}
+
+func badInputZeroTracker(t *testing.T) {
+	// The zero Tracker is a Tracker with the default options.
+	var tr expectations.Tracker
+	if n := tr.Len(); n != 0 {
+		t.Fatalf("Len = %d", n)
+	}
+	ref, err := tr.Record(t0, expectations.Record{Owner: rc, Group: "g", Action: expectations.Create, Pod: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tr.Satisfied(t0, rc, "g", expectations.NewView(nil))
+	if err != nil || r.Satisfied || r.RequeueAfter != expectations.DefaultTimeout {
+		t.Fatalf("Satisfied = %v, %v", r, err)
+	}
+	if _, err := tr.Record(t0, expectations.Record{Owner: expectations.Owner{Name: "x"}, Action: expectations.Create, Pod: "p"}); !errors.Is(err, expectations.ErrInvalidOwner) {
+		t.Fatalf("owner without UID: %v", err)
+	}
+	if ok, err := tr.Conclude(t0, ref, expectations.CallFailed, "", ""); !ok || err != nil || tr.Len() != 0 {
+		t.Fatalf("Conclude = %v, %v; Len %d", ok, err, tr.Len())
+	}
+	if tr.Snapshot() == nil || tr.Stats() != (expectations.Stats{}) {
+		t.Fatal("snapshot or stats of a zero Tracker")
+	}
 }

@@ -63,10 +63,18 @@ func TestBadInput(t *testing.T) {
 		{name: "numOfHosts MaxInt32", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.WorkerGroups[0].NumOfHosts = math.MaxInt32 }, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".numOfHosts"}},
 		{name: "numOfHosts -1", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.WorkerGroups[0].NumOfHosts = -1 }, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".numOfHosts"}},
 		{name: "numOfHosts 0 means 1", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.WorkerGroups[0].NumOfHosts = 0 }},
-		{name: "bad group label value", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.WorkerGroups[0].Labels = map[string]string{"k": "bad value"} }, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".labels[k]"}},
-		{name: "template label value a/b", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.WorkerGroups[0].Template.Labels = map[string]string{"k": "a/b"} }, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".template.metadata.labels[k]"}},
-		{name: "template label value of 10,000 characters", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.WorkerGroups[0].Template.Labels = map[string]string{"k": long} }, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".template.metadata.labels[k]"}},
-		{name: "template label with a bad key", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.WorkerGroups[0].Template.Labels = map[string]string{"-k": "v"} }, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".template.metadata.labels"}},
+		{name: "bad group label value", edit: func(s *reconcile.Snapshot) {
+			s.Cluster.Spec.WorkerGroups[0].Labels = map[string]string{"k": "bad value"}
+		}, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".labels[k]"}},
+		{name: "template label value a/b", edit: func(s *reconcile.Snapshot) {
+			s.Cluster.Spec.WorkerGroups[0].Template.Labels = map[string]string{"k": "a/b"}
+		}, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".template.metadata.labels[k]"}},
+		{name: "template label value of 10,000 characters", edit: func(s *reconcile.Snapshot) {
+			s.Cluster.Spec.WorkerGroups[0].Template.Labels = map[string]string{"k": long}
+		}, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".template.metadata.labels[k]"}},
+		{name: "template label with a bad key", edit: func(s *reconcile.Snapshot) {
+			s.Cluster.Spec.WorkerGroups[0].Template.Labels = map[string]string{"-k": "v"}
+		}, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".template.metadata.labels"}},
 		{name: "head template label", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.HeadGroup.Template.Labels = map[string]string{"k": "a/b"} }, kind: reconcile.ErrInvalidInput, fields: []string{"spec.headGroupSpec.template.metadata.labels[k]"}},
 		{name: "negative replicas", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.WorkerGroups[0].Replicas = i32(-1) }, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".replicas"}},
 		{name: "MinInt32 replicas", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.WorkerGroups[0].Replicas = i32(math.MinInt32) }, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".replicas"}},
