@@ -14,7 +14,7 @@ import (
 )
 
 // Classify maps the error of an API call for an item with action a to a
-// CallResult, per §3.2: nil is success; AlreadyExists is "already done" for a
+// CallResult: nil is success; AlreadyExists is "already done" for a
 // create of a fixed name (fixedName) and a definite failure for a generated
 // name (nothing was created); NotFound is "already done" for a delete;
 // invalid, forbidden (which includes exceeded quota), conflict (a failed
@@ -56,7 +56,7 @@ type Recording uint8
 const (
 	// RecordBeforeCall (the default) records before the call and concludes it
 	// after, rolling back only a definite failure (the anchors Kubernetes and
-	// OpenKruise; fixes KubeRay's D3).
+	// OpenKruise; fixes KubeRay recording after the call).
 	RecordBeforeCall Recording = iota
 	// RecordAfterSuccess records only after the call succeeded, under the name
 	// the server returned, as KubeRay does. A create that fails yet happens, or a

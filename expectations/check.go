@@ -6,7 +6,7 @@ import (
 )
 
 // Check decides, without changing s, whether owner's group is satisfied at now
-// given view: every item of the group is decided from the view (§3.3), with no
+// given view: every item of the group is decided from the view, with no
 // early exit. It is what a pure planner calls on the State held in its snapshot;
 // a nil State holds nothing, so every group is satisfied.
 // Satisfied returns the same Result and also applies it.
@@ -285,7 +285,7 @@ func (d *decision) entry(it *item, deadline time.Time) Entry {
 	return e
 }
 
-// decide applies §3.3 to one item whose deadline (zero: never) is given.
+// decide applies the package rules to one item whose deadline (zero: never) is given.
 func (s *State) decide(now time.Time, sp *viewSpace, it *item, deadline time.Time, d *decision) {
 	*d = decision{entrySeen: it.seen}
 	var vs ViewState

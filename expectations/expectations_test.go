@@ -387,7 +387,7 @@ func TestOpenKruiseProfile(t *testing.T) {
 	})
 }
 
-// TestDefaults covers plancore's own behaviour (§2, §3).
+// TestDefaults covers plancore's own behaviour.
 func TestDefaults(t *testing.T) {
 	o := expectations.Options{}
 	other := expectations.Owner{Namespace: "ns", Name: "rc", UID: "uid-2"}
@@ -414,20 +414,20 @@ func TestDefaults(t *testing.T) {
 			{view: pods("a@u2"), group: "g", want: &verdict{Pending: []string{"a:unseen"}, NextChange: at(5 * time.Minute)}},
 			{view: pods("a@u1"), group: "g", want: &verdict{Satisfied: true, Observed: []string{"a"}}},
 		}},
-		{"partial failure: only the created pod is awaited (§3.7 example 1)", []step{
+		{"partial failure: only the created pod is awaited", []step{
 			{record: &expectations.Record{Owner: rc, Group: "gpu", Action: expectations.Create, Token: "t1"}},
 			{record: &expectations.Record{Owner: rc, Group: "gpu", Action: expectations.Create, Token: "t2"}},
 			{at: time.Second, ref: &expectations.Ref{Group: "gpu", Token: "t1"}, result: expectations.CallSucceeded, name: "rc-gpu-worker-x7k2p"},
 			{at: time.Second, ref: &expectations.Ref{Group: "gpu", Token: "t2"}, result: expectations.CallFailed},
 			{at: 2 * time.Second, group: "gpu", want: &verdict{Pending: []string{"rc-gpu-worker-x7k2p:unseen"}, NextChange: at(5*time.Minute + time.Second)}},
 		}},
-		{"ambiguous stamped create observed by token (§3.7 example 2)", []step{
+		{"ambiguous stamped create observed by token", []step{
 			{record: &expectations.Record{Owner: rc, Group: "g", Action: expectations.Create, Token: "t3"}},
 			{at: 10 * time.Second, ref: &expectations.Ref{Group: "g", Token: "t3"}, result: expectations.CallAmbiguous},
 			{at: 20 * time.Second, group: "g", want: &verdict{Pending: []string{"[t3]:unresolved token"}, NextChange: at(5*time.Minute + 10*time.Second)}},
 			{at: 30 * time.Second, group: "g", view: pods("rc-g-abcde#t3"), want: &verdict{Satisfied: true, Observed: []string{"rc-g-abcde"}}},
 		}},
-		{"stuck terminating delete expires (§3.7 example 3)", []step{
+		{"stuck terminating delete expires", []step{
 			{record: &expectations.Record{Owner: rc, Group: "g", Action: expectations.Delete, Pod: "w-3", Seen: true}},
 			{at: time.Minute, group: "g", view: pods("w-3~"), want: &verdict{Pending: []string{"w-3:still present"}, NextChange: at(5 * time.Minute)}},
 			{at: 5 * time.Minute, group: "g", view: pods("w-3~"), want: &verdict{Satisfied: true, Expired: []string{"w-3"}}},
@@ -474,7 +474,7 @@ func TestLingeringWhenThePlannerCountsTerminatingPods(t *testing.T) {
 	})
 }
 
-// TestConcludeTable is §3.2's table: what each call outcome does to a create
+// TestConcludeTable is Conclude's table: what each call outcome does to a create
 // and to a delete.
 func TestConcludeTable(t *testing.T) {
 	type row struct {

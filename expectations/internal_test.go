@@ -66,7 +66,7 @@ func (s *State) invariants() error {
 	return nil
 }
 
-// TestTenThousandSettleToNothing is §5's memory test: 10,000 items recorded
+// TestTenThousandSettleToNothing is the memory test: 10,000 items recorded
 // and all settled leave no item, no group map and no owner behind.
 func TestTenThousandSettleToNothing(t *testing.T) {
 	s := &State{}

@@ -18,7 +18,7 @@ import (
 )
 
 // The properties in this file drive a State with random operations, without
-// the fake world: §4 properties 6 to 9, and the Tracker against the core.
+// the fake world: exact wake-ups, Forget, no leaks, purity, and the Tracker against the core.
 
 var (
 	propOwners = []expectations.Owner{
@@ -223,7 +223,7 @@ func checkCounts(t *rapid.T, s *expectations.State) {
 	}
 }
 
-// TestPropertyRequeueAfterIsExact is §4 property 6: with an unchanged view, the
+// TestPropertyRequeueAfterIsExact says: with an unchanged view, the
 // result changes at RequeueAfter and not before.
 func TestPropertyRequeueAfterIsExact(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -264,7 +264,7 @@ func sameReason(a, b expectations.Entry) bool { return reflect.DeepEqual(a, b) }
 
 func anyOverdue(r expectations.Result) bool { return len(r.Overdue) > 0 }
 
-// TestPropertyForgetRemovesEverything is §4 property 7.
+// TestPropertyForgetRemovesEverything: Forget leaves nothing of the owner.
 func TestPropertyForgetRemovesEverything(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s, now, ops := randomState(t)
@@ -308,7 +308,7 @@ func TestPropertyForgetRemovesEverything(t *testing.T) {
 	})
 }
 
-// TestPropertyNoLeak is §4 property 8: Prune drops owners not listed, and
+// TestPropertyNoLeak: Prune drops owners not listed, and
 // keeps no item whose deadline passed (under Unblock) except lingering ones.
 func TestPropertyNoLeak(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -355,7 +355,7 @@ func TestPropertyNoLeak(t *testing.T) {
 	})
 }
 
-// TestPropertyPurity is §4 property 9: Check and Satisfied agree, the view is
+// TestPropertyPurity: Check and Satisfied agree, the view is
 // never modified, repeating a check settles nothing new, and replaying the same
 // calls gives byte-identical results.
 func TestPropertyPurity(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 	"github.com/plancore/plancore/fake"
 )
 
-// This file is §4's simulation: a reconcile loop over fake's pod store, whose
+// This file is a simulation: a reconcile loop over fake's pod store, whose
 // informer lags, gated by expectations (or, for the baseline, not gated).
 
 // scenario is one generated run: world parameters and a script of actor events,
@@ -84,7 +84,7 @@ func optionalIndex(t *rapid.T, label string, p float64) int {
 }
 
 // scenarioGen draws scenarios whose informer lag stays below the timeout
-// (§4's safety assumption) unless lagBeyondTimeout is set.
+// (the safety assumption) unless lagBeyondTimeout is set.
 func scenarioGen(lagBeyondTimeout bool) *rapid.Generator[scenario] {
 	return rapid.Custom(func(t *rapid.T) scenario {
 		sc := scenario{
@@ -146,7 +146,7 @@ type simResult struct {
 	// Creates and Deletes count calls made.
 	Creates, Deletes int
 	// Liveness describes the first check that was still unsatisfied although
-	// every item should have settled (§4 property 5), empty if none.
+	// every item should have settled, empty if none.
 	Liveness string
 }
 
@@ -480,7 +480,7 @@ func (m *sim) create(now time.Time, n int) error {
 	return nil
 }
 
-// TestGatedLoopNeverOvershoots is §4 properties 1 and 2: with the informer lag
+// TestGatedLoopNeverOvershoots says: with the informer lag
 // below the timeout, a loop gated by expectations never creates more pods than
 // desired and never deletes below the desired count, whatever the faults.
 func TestGatedLoopNeverOvershoots(t *testing.T) {
@@ -496,14 +496,14 @@ func TestGatedLoopNeverOvershoots(t *testing.T) {
 		if res.Liveness != "" {
 			t.Fatalf("liveness: %s", res.Liveness)
 		}
-		// §4 property 5's corollary: a healthy system never alerts.
+		// A healthy system never alerts.
 		if sc.healthy() && res.Expired > 0 {
 			t.Fatalf("healthy run reported %d expiries", res.Expired)
 		}
 	})
 }
 
-// TestUngatedLoopOvershoots is §4 property 3: the same generator and loop
+// TestUngatedLoopOvershoots says: the same generator and loop
 // without expectations must overshoot, or the generator proves nothing.
 func TestUngatedLoopOvershoots(t *testing.T) {
 	gen := scenarioGen(false)
@@ -528,7 +528,7 @@ func TestUngatedLoopOvershoots(t *testing.T) {
 	t.Logf("ungated loop overshot in %d of %d scenarios; first: %s", found, budget, first)
 }
 
-// TestExpiryExplainsOvershoot is §4 property 4: with the lag beyond the
+// TestExpiryExplainsOvershoot says: with the lag beyond the
 // timeout, overshoot is possible, but only after an Expired report.
 func TestExpiryExplainsOvershoot(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {

@@ -25,7 +25,7 @@ type State struct {
 	opts   Options
 	owners map[string]*ownerRec
 	// names maps namespace/name to the owner key last used for it, so that an
-	// owner recreated under a new UID drops its predecessor's items (D4).
+	// owner recreated under a new UID drops its predecessor's items (KubeRay #4078).
 	names map[podKey]string
 	len   int
 }
@@ -302,7 +302,7 @@ func (s *State) compactIfSparse(ownerKey, groupName string, g *group) {
 	}
 }
 
-// CallResult classifies how an API call behind an item ended (§3.2 of the
+// CallResult classifies how an API call behind an item ended
 // specification).
 type CallResult uint8
 
@@ -339,7 +339,7 @@ func (c CallResult) String() string {
 	return fmt.Sprintf("CallResult(%d)", uint8(c))
 }
 
-// Conclude applies the outcome of the call behind ref at now, per §3.2:
+// Conclude applies the outcome of the call behind ref at now:
 //
 //   - succeeded: a create's token resolves to name (and uid); the deadline
 //     restarts, so a slow call does not eat the cache-lag budget;

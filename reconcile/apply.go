@@ -99,7 +99,7 @@ type ActionResult struct {
 type Report struct {
 	Results []ActionResult
 	// Forming holds formation records written or updated by partially failed
-	// CreateReplicaGroup actions (D9); merge them with UpdateForming.
+	// CreateReplicaGroup actions (KubeRay #4540); merge them with UpdateForming.
 	Forming []FormingGroup `json:",omitempty"`
 	// Stopped is set when Apply stopped early at a failed action.
 	Stopped bool
@@ -418,7 +418,7 @@ func (ap *applier) createGroup(a *Action, i int, res *ActionResult, rep *Report)
 	}
 	created := len(cg.Pods) - len(missing)
 	if !cg.Serial && (created > 0 || cg.Retry) {
-		// The group is partial: write or update its formation record (D9).
+		// The group is partial: write or update its formation record (KubeRay #4540).
 		now := ap.now()
 		f := FormingGroup{Group: a.Group, ReplicaName: cg.ReplicaName, ReplicaIndex: cg.ReplicaIndex,
 			Missing: missing, Attempts: cg.Attempts + 1, FirstFailure: now, LastAttempt: now, LastError: firstErr.Error()}

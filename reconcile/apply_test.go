@@ -214,7 +214,7 @@ func TestApplyRejectsMalformedActions(t *testing.T) {
 	}
 }
 
-// TestQuotaThrash is KubeRay #4540 (D9): a quota leaves room for one host of
+// TestQuotaThrash is KubeRay #4540 (KubeRay #4540): a quota leaves room for one host of
 // a second replica group. KubeRay deletes the partial group and creates it
 // again on every pass; plancore keeps it, retries only the missing host with
 // backoff, and deletes it once GroupFormationTimeout passes.

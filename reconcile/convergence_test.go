@@ -37,7 +37,7 @@ func groupState(pods []corev1.Pod, group string, hosts int, healthyOnly bool) (c
 }
 
 // groupStateCounting is groupState, counting terminating pods too when the
-// planner does (KubeRay, D4).
+// planner does (KubeRay).
 func groupStateCounting(pods []corev1.Pod, group string, hosts int, healthyOnly, withTerminating bool) (count int, complete bool, detail string) {
 	complete = true
 	replicas := map[string]map[string]bool{}

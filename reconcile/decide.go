@@ -21,7 +21,7 @@ import (
 // requeueAfterError is the anchor's outer-loop delay after a requeue error.
 const requeueAfterError = 2 * time.Second
 
-// Formation retry backoff: 2s·2^attempts, capped (D9).
+// Formation retry backoff: 2s·2^attempts, capped (KubeRay #4540).
 const (
 	formationBackoffBase = 2 * time.Second
 	formationBackoffCap  = 5 * time.Minute
@@ -163,7 +163,7 @@ func (d *decider) sizeActions() {
 	}
 }
 
-// chain runs the anchor's decision chain (§2.11).
+// chain runs the anchor's decision chain.
 func (d *decider) chain() error {
 	notVisited := func(from int) {
 		for j := from; j < len(d.plan.Groups); j++ {
@@ -234,7 +234,7 @@ func (d *decider) stopChain(at string, r Reason, requeue bool) {
 	}
 }
 
-// stopGroup is a requeue inside group gi. Plancore stops only that group (D11);
+// stopGroup is a requeue inside group gi. Plancore stops only that group;
 // KubeRay stops the chain.
 func (d *decider) stopGroup(gi int, r Reason) {
 	gr := &d.plan.Groups[gi]
@@ -364,7 +364,7 @@ func (d *decider) groupPods(gi int) []int32 { return d.order[d.start[gi]:d.start
 func (d *decider) pod(i int32) *corev1.Pod { return &d.s.Pods[i] }
 
 // counted reports whether pod i of this cluster takes part in counts, health
-// checks and victim choice: terminating pods do not (D4) unless
+// checks and victim choice: terminating pods do not (KubeRay #4078) unless
 // Compat.CountTerminatingPods. It reads the flag the bucket pass recorded, not
 // the pod.
 func (d *decider) counted(i int32) bool {
@@ -450,7 +450,7 @@ func (d *decider) checkExpectations() error {
 	return nil
 }
 
-// ---- §2.2 suspend ----
+// ---- suspend ----
 
 func (d *decider) suspend() bool {
 	c := &d.s.Cluster
@@ -498,7 +498,7 @@ func (d *decider) deleteAll(group string, r Reason, sel map[string]string, activ
 	}
 }
 
-// ---- §2.3 Recreate ----
+// ---- Recreate ----
 
 func (d *decider) recreate() bool {
 	c := &d.s.Cluster
@@ -510,7 +510,7 @@ func (d *decider) recreate() bool {
 	// first by name. Terminating heads are included, as in KubeRay.
 	h := d.pod(d.heads[0])
 	if v := h.Annotations[AnnotationKubeRayVersion]; v != "" && v != d.o.OperatorVersion {
-		// KubeRay hides this as an Update inside a predicate (D10).
+		// KubeRay hides this as an Update inside a predicate.
 		d.plan.Actions = append(d.plan.Actions, Action{
 			Kind: KindPatchPodAnnotations, Group: "",
 			Reason: Reason{Code: ReasonRecreateVersionSkip, Pods: []string{h.Name},
@@ -531,7 +531,7 @@ func (d *decider) recreate() bool {
 	return false
 }
 
-// ---- §2.4 head ----
+// ---- head ----
 
 func (d *decider) head() error {
 	c := &d.s.Cluster
@@ -565,7 +565,7 @@ func (d *decider) head() error {
 		d.stopChain("head", Reason{Code: v.code, Message: v.message}, true)
 	case len(active) == 0:
 		if hc.Terminating > 0 {
-			// KubeRay counts a terminating head as the head (D4); plancore does
+			// KubeRay counts a terminating head as the head (KubeRay #4078); plancore does
 			// not count it, but never creates a second head beside it.
 			d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonHeadPredecessorTerminating,
 				Message: "the previous head pod is still terminating; the new head is created once it is gone"})
@@ -689,7 +689,7 @@ func (d *decider) replicaName(gi int, index int) string {
 	}
 }
 
-// ---- §2.6 worker groups ----
+// ---- worker groups ----
 
 func minMax(g *WorkerGroup) (int32, int32) {
 	lo, hi := int32(0), int32(math.MaxInt32)
@@ -719,7 +719,7 @@ func clampReplicas(g *WorkerGroup) int32 {
 }
 
 // hosts is the effective numOfHosts: KubeRay's guard "≤ 0 becomes 1" is dead
-// code since #3353 (D2), so 0 means 0 pods there; plancore treats ≤ 0 as 1.
+// code since #3353, so 0 means 0 pods there; plancore treats ≤ 0 as 1.
 func (d *decider) hosts(g *WorkerGroup) int32 {
 	if g.NumOfHosts <= 0 && !d.c.ZeroHostsMeansZeroPods {
 		return 1
@@ -728,7 +728,7 @@ func (d *decider) hosts(g *WorkerGroup) int32 {
 }
 
 // desiredPods is replicas × hosts, computed in int64 and saturated at
-// MaxInt32 (KubeRay multiplies in int32 and can overflow, D12).
+// MaxInt32 (KubeRay multiplies in int32 and can overflow).
 func (d *decider) desiredPods(g *WorkerGroup) int32 {
 	r, h := int64(clampReplicas(g)), int64(d.hosts(g))
 	if r < 0 || h < 0 {
@@ -899,8 +899,8 @@ func (d *decider) scaleDownAllowed() bool {
 	return as == nil || !*as || d.o.RandomPodDelete
 }
 
-// workersToDelete plans the deletes of the group's listed workers (§2.6 step
-// 7) and returns the names deleted.
+// workersToDelete plans the deletes of the group's listed workers 
+// and returns the names deleted.
 func (d *decider) workersToDelete(gi int) map[string]bool {
 	c := &d.s.Cluster
 	g := &c.Spec.WorkerGroups[gi]
@@ -919,7 +919,7 @@ func (d *decider) workersToDelete(gi int) map[string]bool {
 		idx := d.wtdNames[name]
 		if d.c.BlindWorkersToDelete {
 			// KubeRay sends a bare delete by name in the namespace, whatever
-			// the pod is (D3, #733, #3738). A name listed by two groups is
+			// the pod is (KubeRay #733, #3738). A name listed by two groups is
 			// sent once per plan (KubeRay's second call would be a 404).
 			deleted[name] = true
 			if d.blindSent[name] {
@@ -967,7 +967,7 @@ func (d *decider) workersToDelete(gi int) map[string]bool {
 }
 
 // indexSet is a set of non-negative replica indices that hands out the
-// lowest free ones (§2.6 step 11, §2.7 step 6). Indices below the size hint
+// lowest free ones. Indices below the size hint
 // live in a bool slice; others (large label values, or a negative index in a
 // formation record) in a map.
 type indexSet struct {

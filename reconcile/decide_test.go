@@ -45,7 +45,7 @@ func cond(typ string, st metav1.ConditionStatus) metav1.Condition {
 	return metav1.Condition{Type: typ, Status: st}
 }
 
-// TestSuspend covers every row of §2.2.
+// TestSuspend covers every suspend case.
 func TestSuspend(t *testing.T) {
 	suspending := func(pods ...corev1.Pod) func() reconcile.Snapshot {
 		return func() reconcile.Snapshot {
@@ -96,7 +96,7 @@ func recreateCluster() reconcile.Cluster {
 	return c
 }
 
-// TestRecreate covers §2.3.
+// TestRecreate covers the Recreate upgrade strategy.
 func TestRecreate(t *testing.T) {
 	hash, err := reconcile.SpecHash(recreateCluster().Spec)
 	if err != nil {
@@ -148,7 +148,7 @@ func TestRecreate(t *testing.T) {
 	})
 }
 
-// TestHead covers §2.4 and §2.5 on the head.
+// TestHead covers the head pod and its health.
 func TestHead(t *testing.T) {
 	provisioned := func(ann string) func() reconcile.Snapshot {
 		return func() reconcile.Snapshot {
@@ -200,7 +200,7 @@ func TestHead(t *testing.T) {
 	})
 }
 
-// TestShouldDeletePod covers every row of the §2.5 table, through the head.
+// TestShouldDeletePod covers every case of shouldDeletePod, through the head.
 func TestShouldDeletePod(t *testing.T) {
 	rows := []struct {
 		phase   corev1.PodPhase
@@ -244,7 +244,7 @@ func TestShouldDeletePod(t *testing.T) {
 	})
 }
 
-// TestWorkers covers §2.6 and the worked examples of §7.
+// TestWorkers covers single-host worker groups.
 func TestWorkers(t *testing.T) {
 	autoscaled := func(c reconcile.Cluster) reconcile.Cluster {
 		c.Spec.EnableInTreeAutoscaling = bptr(true)
@@ -298,7 +298,7 @@ func TestWorkers(t *testing.T) {
 		{name: "unhealthy worker: delete, no create, later groups go on", snap: func() reconcile.Snapshot {
 			return snap(cluster(group("a", 2), group("b", 1)), withHead(worker("a1", "a", phase(corev1.PodFailed)))...)
 		}, want: []string{"delete a a1 WorkerTerminalPhase", "create b rc-b-worker-* #0 ScaleUp"}, outcome: "requeue delete 1 unhealthy worker Pods"},
-		{name: "compat: unhealthy worker stops later groups (D11)", snap: func() reconcile.Snapshot {
+		{name: "compat: unhealthy worker stops later groups", snap: func() reconcile.Snapshot {
 			return snap(cluster(group("a", 2), group("b", 1)), withHead(worker("a1", "a", phase(corev1.PodFailed)))...)
 		}, opts: compat(), want: []string{"delete a a1 WorkerTerminalPhase"}, outcome: "requeue @group a delete 1 unhealthy worker Pods"},
 		{name: "scale down without autoscaler: ranked victims", snap: func() reconcile.Snapshot {
@@ -325,7 +325,7 @@ func TestWorkers(t *testing.T) {
 		{name: "example 4 compat: terminating pod counted", snap: func() reconcile.Snapshot {
 			return snap(cluster(group("small", 2)), withHead(worker("w0", "small", index(0), terminatingPod()), worker("w1", "small", index(1)))...)
 		}, opts: compat(), want: nil, outcome: "ok"},
-		{name: "numOfHosts 0 means 1 by default (D2)", snap: func() reconcile.Snapshot {
+		{name: "numOfHosts 0 means 1 by default", snap: func() reconcile.Snapshot {
 			g := group("small", 1)
 			g.NumOfHosts = 0
 			return snap(cluster(g), withHead(worker("w1", "small"))...)
@@ -351,7 +351,8 @@ func TestWorkers(t *testing.T) {
 	})
 }
 
-// TestMultiHost covers §2.7 and D7-D9.
+// TestMultiHost covers multi-host groups: ranked choices, unlabelled
+// (legacy) pods and partially formed groups (KubeRay #4540).
 func TestMultiHost(t *testing.T) {
 	mh := func(replicas int32, pods ...corev1.Pod) func() reconcile.Snapshot {
 		return func() reconcile.Snapshot { return snap(cluster(mhGroup("tpu", replicas, 2)), withHead(pods...)...) }
@@ -388,20 +389,20 @@ func TestMultiHost(t *testing.T) {
 			want: []string{"delete tpu a0 ScaleDown", "delete tpu a1 ScaleDown"}, outcome: "ok"},
 		{name: "compat scale down: name order", snap: mh(1, mhWorker("a0", "tpu", "tpu-Z1", 0, 0), mhWorker("a1", "tpu", "tpu-Z1", 0, 1), healthy[2], healthy[3]),
 			opts: compat(), want: []string{"delete tpu b0 ScaleDown", "delete tpu b1 ScaleDown"}, outcome: "ok"},
-		{name: "D8: legacy pods count as replicas", snap: mh(1, worker("l0", "tpu"), worker("l1", "tpu")), want: nil, outcome: "ok"},
-		{name: "D8: legacy pods with a failed member are deleted and replaced", snap: mh(1, worker("l0", "tpu", phase(corev1.PodFailed)), worker("l1", "tpu")),
+		{name: "legacy: pods count as replicas", snap: mh(1, worker("l0", "tpu"), worker("l1", "tpu")), want: nil, outcome: "ok"},
+		{name: "legacy: pods with a failed member are deleted and replaced", snap: mh(1, worker("l0", "tpu", phase(corev1.PodFailed)), worker("l1", "tpu")),
 			want: []string{"delete tpu l0 LegacyMultiHostPods", "delete tpu l1 LegacyMultiHostPods", "create-group tpu tpu-***** #0 hosts [0 1] ReplicaGroupCreate"}, outcome: "ok"},
-		{name: "D8: legacy go first on scale down", snap: mh(1, append([]corev1.Pod{worker("l0", "tpu"), worker("l1", "tpu")}, healthy[0], healthy[1])...),
+		{name: "legacy: go first on scale down", snap: mh(1, append([]corev1.Pod{worker("l0", "tpu"), worker("l1", "tpu")}, healthy[0], healthy[1])...),
 			want: []string{"delete tpu l0 ScaleDown", "delete tpu l1 ScaleDown"}, outcome: "ok"},
-		{name: "D8 compat: legacy pods invisible, groups pile on", snap: mh(1, worker("l0", "tpu", phase(corev1.PodFailed)), worker("l1", "tpu")),
+		{name: "legacy, KubeRay mode: pods invisible, groups pile on", snap: mh(1, worker("l0", "tpu", phase(corev1.PodFailed)), worker("l1", "tpu")),
 			opts: compat(), want: []string{"create-group tpu tpu-***** #0 hosts [0 1] ReplicaGroupCreate"}, outcome: "ok"},
-		{name: "D9: forming group retries only its missing host", snap: forming(t0.Add(-time.Minute), 1, t0.Add(-time.Minute)),
+		{name: "forming: group retries only its missing host", snap: forming(t0.Add(-time.Minute), 1, t0.Add(-time.Minute)),
 			want: []string{"create-group tpu tpu-C1 #1 hosts [1] ReplicaGroupFormationRetry"}, outcome: "ok"},
-		{name: "D9: forming group waits out its backoff", snap: forming(t0.Add(-time.Second), 1, t0.Add(-time.Second)),
+		{name: "forming: group waits out its backoff", snap: forming(t0.Add(-time.Second), 1, t0.Add(-time.Second)),
 			want: nil, outcome: "ok"},
-		{name: "D9: forming group times out", snap: forming(t0.Add(-11*time.Minute), 5, t0.Add(-time.Minute)),
+		{name: "forming: group times out", snap: forming(t0.Add(-11*time.Minute), 5, t0.Add(-time.Minute)),
 			want: []string{"delete tpu c0 ReplicaGroupFormationTimeout", "create-group tpu tpu-***** #1 hosts [0 1] ReplicaGroupCreate"}, outcome: "ok"},
-		{name: "D9 compat: partial group deleted at once", snap: forming(t0.Add(-time.Minute), 1, t0.Add(-time.Minute)), opts: compat(),
+		{name: "forming, KubeRay mode: partial group deleted at once", snap: forming(t0.Add(-time.Minute), 1, t0.Add(-time.Minute)), opts: compat(),
 			want: []string{"delete tpu c0 IncompleteReplicaGroup"}, outcome: "requeue @group tpu cleaned up incomplete replica group tpu-C1, requeueing"},
 		{name: "gate off: single-host path with replicas × hosts pods", snap: mh(1), opts: gateOff,
 			want: []string{"create tpu rc-tpu-worker-* ScaleUp", "create tpu rc-tpu-worker-* ScaleUp"}, outcome: "ok"},

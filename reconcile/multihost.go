@@ -439,7 +439,7 @@ func (d *decider) dropForming(group, replica string) {
 	}
 }
 
-// rankReplicas orders replica groups for removal. KubeRay walks a map (D7);
+// rankReplicas orders replica groups for removal. KubeRay walks a map;
 // plancore ranks: a group with a not-ready or unscheduled member (or still
 // forming) first, then the highest replica index (keeps indices dense from 0),
 // then the newest, then the name. Compat.NameOrderVictims uses name order.

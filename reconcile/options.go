@@ -35,7 +35,7 @@ func (g Gate) Enabled(def bool) bool {
 }
 
 // Gates are KubeRay's feature gates that change pod reconciliation. Unlike
-// KubeRay (D13), they come in through Options, never from a process registry.
+// KubeRay, they come in through Options, never from a process registry.
 type Gates struct {
 	// StatusConditions is RayClusterStatusConditions (Beta, default on).
 	StatusConditions Gate
@@ -80,27 +80,31 @@ type BuildInfo struct {
 	HostIndex    int
 }
 
-// Compat holds the restore switches of the spec's §3: each one brings back one
-// KubeRay v1.7.0 behaviour that plancore fixes by default.
+// Compat holds the restore switches: each one brings back one KubeRay v1.7.0
+// behaviour that plancore fixes by default. KubeRayV170 sets them all.
 type Compat struct {
-	// ZeroHostsMeansZeroPods restores D2: numOfHosts ≤ 0 gives 0 desired pods.
+	// ZeroHostsMeansZeroPods restores numOfHosts 0 giving 0 desired pods
+	// (KubeRay #2084; plancore treats 0 as 1).
 	ZeroHostsMeansZeroPods bool
-	// BlindWorkersToDelete restores D3: a bare delete by name for every listed
-	// name, without checking that the pod belongs to the group.
+	// BlindWorkersToDelete restores a bare delete by name for every listed
+	// name, without checking that the pod belongs to the group (KubeRay #733,
+	// #3738).
 	BlindWorkersToDelete bool
-	// CountTerminatingPods restores D4: terminating pods are counted, checked,
-	// deleted again and picked as victims.
+	// CountTerminatingPods restores counting terminating pods: they are
+	// checked, deleted again and picked as victims (KubeRay #4078, #1936).
 	CountTerminatingPods bool
-	// NameOrderVictims restores D6 (first N pods by name) and replaces the D7
-	// ranking of replica groups by name order.
+	// NameOrderVictims restores taking the first N pods by name as scale-down
+	// victims (KubeRay #747), and orders replica groups by name instead of
+	// ranking them (KubeRay walks a map).
 	NameOrderVictims bool
-	// IgnoreUnlabelledMultiHostPods restores D8: pods of a multi-host group
-	// without a replica name are invisible.
+	// IgnoreUnlabelledMultiHostPods restores ignoring the pods of a
+	// multi-host group that carry no replica name.
 	IgnoreUnlabelledMultiHostPods bool
-	// DeleteIncompleteGroupsImmediately restores D9: a partial replica group is
-	// deleted on the next pass even if its creation is still being retried.
+	// DeleteIncompleteGroupsImmediately restores deleting a partial replica
+	// group on the next pass even if its creation is still being retried
+	// (KubeRay #4540).
 	DeleteIncompleteGroupsImmediately bool
-	// StopAtFirstGroupRequeue restores D11: a requeue in one group aborts every
+	// StopAtFirstGroupRequeue restores a requeue in one group aborting every
 	// later group for this pass.
 	StopAtFirstGroupRequeue bool
 	// StrictNotFound restores KubeRay's treatment of NotFound on unhealthy and
@@ -131,7 +135,7 @@ type Options struct {
 	// PodBuilder, when set, transforms each pod body before identity is applied.
 	PodBuilder PodBuilder `json:"-"`
 	// GroupFormationTimeout bounds how long a partial multi-host replica group
-	// is retried before it is deleted (D9). Zero means 10 minutes.
+	// is retried before it is deleted (KubeRay #4540). Zero means 10 minutes.
 	GroupFormationTimeout time.Duration
 	// BurstReplicas caps the pods one group creates in one plan, like the
 	// ReplicaSet controller's burstReplicas; the rest come in the next passes.

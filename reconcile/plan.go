@@ -75,7 +75,7 @@ func (r Reason) String() string {
 }
 
 // FailureReason is what an executor reports when an action fails; it feeds
-// the RayClusterReplicaFailure condition (§2.10).
+// the RayClusterReplicaFailure condition.
 type FailureReason string
 
 // Failure reasons, as KubeRay's utils.ErrFailed*.
@@ -151,7 +151,7 @@ type CreatePod struct {
 
 // CreateReplicaGroup creates the pods of one multi-host replica group: all H
 // hosts of a new group, or the missing hosts of a group still forming. The
-// executor attempts every pod even if one fails (D9).
+// executor attempts every pod even if one fails (KubeRay #4540).
 type CreateReplicaGroup struct {
 	ReplicaName  string
 	ReplicaIndex int

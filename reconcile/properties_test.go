@@ -140,7 +140,7 @@ func TestPropDeletesAreSafe(t *testing.T) {
 					t.Fatalf("pod %s deleted twice:\n%s", d.Name, p.Explain())
 				}
 				if blind {
-					// KubeRay's blind delete by name (D3) may name anything, and
+					// KubeRay's blind delete by name (KubeRay #733) may name anything, and
 					// the pod's own group may delete it again.
 					continue
 				}
