@@ -899,7 +899,7 @@ func (d *decider) scaleDownAllowed() bool {
 	return as == nil || !*as || d.o.RandomPodDelete
 }
 
-// workersToDelete plans the deletes of the group's listed workers 
+// workersToDelete plans the deletes of the group's listed workers
 // and returns the names deleted.
 func (d *decider) workersToDelete(gi int) map[string]bool {
 	c := &d.s.Cluster
