@@ -51,17 +51,18 @@ func Classify(a Action, err error, fixedName bool) CallResult {
 }
 
 // Recording says when an executor records an item relative to its API call.
-type Recording uint8
+// The zero value is RecordBeforeCall.
+type Recording string
 
 const (
 	// RecordBeforeCall (the default) records before the call and concludes it
 	// after, rolling back only a definite failure (the anchors Kubernetes and
 	// OpenKruise; fixes KubeRay recording after the call).
-	RecordBeforeCall Recording = iota
+	RecordBeforeCall Recording = "BeforeCall"
 	// RecordAfterSuccess records only after the call succeeded, under the name
 	// the server returned, as KubeRay does. A create that fails yet happens, or a
 	// crash between the call and the record, leaves nothing recorded.
-	RecordAfterSuccess
+	RecordAfterSuccess Recording = "AfterSuccess"
 )
 
 // Ticket carries an item from Begin to Finish.
@@ -76,8 +77,8 @@ func (s *State) Begin(now time.Time, r Record, mode Recording) (Ticket, error) {
 	if err := checkNow(now); err != nil {
 		return Ticket{}, err
 	}
-	if mode > RecordAfterSuccess {
-		return Ticket{}, plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Invalid(field.NewPath("mode"), int(mode), "unknown recording mode")})
+	if mode != "" && mode != RecordBeforeCall && mode != RecordAfterSuccess {
+		return Ticket{}, plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Invalid(field.NewPath("mode"), string(mode), "unknown recording mode")})
 	}
 	if mode == RecordAfterSuccess {
 		if _, err := s.ownerKey(r.Owner); err != nil {

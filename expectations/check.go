@@ -287,8 +287,8 @@ func (d *decision) entry(it *item, deadline time.Time) Entry {
 
 // decide applies the package rules to one item whose deadline (zero: never) is given.
 func (s *State) decide(now time.Time, sp *viewSpace, it *item, deadline time.Time, d *decision) {
-	*d = decision{entrySeen: it.seen}
-	var vs ViewState
+	*d = decision{entrySeen: it.seen, view: ViewAbsent}
+	vs := ViewAbsent
 	if it.pod != "" {
 		vs = sp.state(it.pod, it.podUID)
 	}

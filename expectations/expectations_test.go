@@ -140,7 +140,7 @@ func TestBadInput(t *testing.T) {
 		{"empty owner UID", expectations.Options{}, expectations.Record{Owner: expectations.Owner{Namespace: "ns", Name: "rc"}, Action: expectations.Create, Pod: "p"}, expectations.ErrInvalidOwner, "owner.uid"},
 		{"empty owner name by name", byName, expectations.Record{Owner: expectations.Owner{UID: "u"}, Action: expectations.Create, Pod: "p"}, expectations.ErrInvalidOwner, "owner.name"},
 		{"zero action", expectations.Options{}, expectations.Record{Owner: rc, Pod: "p"}, expectations.ErrInvalidRecord, "record.action"},
-		{"unknown action", expectations.Options{}, expectations.Record{Owner: rc, Action: 9, Pod: "p"}, expectations.ErrInvalidRecord, "record.action"},
+		{"unknown action", expectations.Options{}, expectations.Record{Owner: rc, Action: "Nine", Pod: "p"}, expectations.ErrInvalidRecord, "record.action"},
 		{"delete without pod", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Delete, Token: "t"}, expectations.ErrInvalidRecord, "record.pod"},
 		{"create without pod or token", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Create}, expectations.ErrInvalidRecord, "record.token"},
 		{"negative timeout", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p", Timeout: -2}, expectations.ErrInvalidRecord, "record.timeout"},
@@ -175,9 +175,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"never", expectations.Options{CreateTimeout: expectations.Never, DeleteTimeout: expectations.Never}, ""},
 		{"negative create", expectations.Options{CreateTimeout: -time.Second}, "createTimeout"},
 		{"negative delete", expectations.Options{DeleteTimeout: -time.Second}, "deleteTimeout"},
-		{"unknown delete rule", expectations.Options{DeleteSatisfiedBy: 5}, "deleteSatisfiedBy"},
-		{"unknown expiry", expectations.Options{OnExpiry: 5}, "onExpiry"},
-		{"unknown identity", expectations.Options{OwnerIdentity: 5}, "ownerIdentity"},
+		{"unknown delete rule", expectations.Options{DeleteSatisfiedBy: "Never"}, "deleteSatisfiedBy"},
+		{"unknown expiry", expectations.Options{OnExpiry: "Sometimes"}, "onExpiry"},
+		{"unknown identity", expectations.Options{OwnerIdentity: "Label"}, "ownerIdentity"},
 		{"#3286 pairing", expectations.Options{DeleteSatisfiedBy: expectations.SatisfiedByTerminating, CountsTerminating: true}, "countsTerminating"},
 	}
 	for _, tc := range cases {
@@ -487,15 +487,15 @@ func TestConcludeTable(t *testing.T) {
 	rows := []row{
 		{expectations.Create, false, expectations.CallSucceeded, true, expectations.Resolved},
 		{expectations.Create, false, expectations.CallAlreadyDone, true, expectations.Resolved},
-		{expectations.Create, false, expectations.CallFailed, false, 0},
+		{expectations.Create, false, expectations.CallFailed, false, ""},
 		{expectations.Create, false, expectations.CallAmbiguous, true, expectations.Ambiguous},
-		{expectations.Create, false, expectations.CallNotAttempted, false, 0},
+		{expectations.Create, false, expectations.CallNotAttempted, false, ""},
 		{expectations.Delete, true, expectations.CallSucceeded, true, expectations.Resolved},
 		{expectations.Delete, true, expectations.CallAlreadyDone, true, expectations.Resolved},
-		{expectations.Delete, false, expectations.CallAlreadyDone, false, 0},
-		{expectations.Delete, true, expectations.CallFailed, false, 0},
+		{expectations.Delete, false, expectations.CallAlreadyDone, false, ""},
+		{expectations.Delete, true, expectations.CallFailed, false, ""},
 		{expectations.Delete, true, expectations.CallAmbiguous, true, expectations.Ambiguous},
-		{expectations.Delete, true, expectations.CallNotAttempted, false, 0},
+		{expectations.Delete, true, expectations.CallNotAttempted, false, ""},
 	}
 	for _, r := range rows {
 		t.Run(r.action.String()+"/"+r.result.String()+map[bool]string{true: "/seen"}[r.seen], func(t *testing.T) {
@@ -671,10 +671,10 @@ func badInputCalls(t *testing.T) {
 	if _, err := s.Rollback(expectations.Ref{Owner: rc}); !errors.Is(err, expectations.ErrInvalidRecord) {
 		t.Errorf("Rollback of an empty ref: %v", err)
 	}
-	if _, err := s.Conclude(t0, expectations.Ref{Owner: rc, Pod: "p"}, 0, "", ""); !errors.Is(err, expectations.ErrInvalidRecord) {
+	if _, err := s.Conclude(t0, expectations.Ref{Owner: rc, Pod: "p"}, "", "", ""); !errors.Is(err, expectations.ErrInvalidRecord) {
 		t.Errorf("Conclude with result 0: %v", err)
 	}
-	if _, err := s.Begin(t0, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p"}, 7); !errors.Is(err, expectations.ErrInvalidRecord) {
+	if _, err := s.Begin(t0, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p"}, "Whenever"); !errors.Is(err, expectations.ErrInvalidRecord) {
 		t.Errorf("Begin with mode 7: %v", err)
 	}
 	if _, err := s.Prune(t0, []expectations.Owner{noUID}); !errors.Is(err, expectations.ErrInvalidOwner) {

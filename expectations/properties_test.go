@@ -102,7 +102,7 @@ func genOp(t *rapid.T, owners int) op {
 		o.UID = rapid.Bool().Draw(t, "withUID")
 		o.Timeout = rapid.SampledFrom([]time.Duration{0, 0, 10 * time.Second, expectations.Never}).Draw(t, "timeout")
 	case "conclude":
-		o.Result = expectations.CallResult(rapid.IntRange(1, 5).Draw(t, "result"))
+		o.Result = rapid.SampledFrom([]expectations.CallResult{expectations.CallSucceeded, expectations.CallAlreadyDone, expectations.CallFailed, expectations.CallAmbiguous, expectations.CallNotAttempted}).Draw(t, "result")
 	case "observe", "satisfied":
 		o.View = genView(t, "view")
 	case "advance":

@@ -128,7 +128,7 @@ func (s *State) ownerKey(o Owner) (string, error) {
 // hold items are registered, so checks of owners without items leave nothing
 // behind.
 func (s *State) supersede(o Owner, key string, register bool) {
-	if s.opts.OwnerIdentity != ByUID || o.Name == "" {
+	if s.opts.OwnerIdentity == ByName || o.Name == "" {
 		return
 	}
 	nk := podKey{o.Namespace, o.Name}
@@ -178,13 +178,14 @@ func (s *State) Record(now time.Time, r Record) (Ref, error) {
 	s.supersede(r.Owner, key, true)
 	g := s.groupFor(key, r.Owner, r.Group)
 	it := &item{
-		action:   r.Action,
-		pod:      r.Pod,
-		token:    r.Token,
-		podUID:   r.PodUID,
-		recorded: now,
-		timeout:  s.opts.timeout(r.Action, r.Timeout),
-		seen:     r.Seen,
+		resolution: InFlight,
+		action:     r.Action,
+		pod:        r.Pod,
+		token:      r.Token,
+		podUID:     r.PodUID,
+		recorded:   now,
+		timeout:    s.opts.timeout(r.Action, r.Timeout),
+		seen:       r.Seen,
 	}
 	s.put(key, g, it)
 	return r.Ref(), nil
@@ -302,24 +303,23 @@ func (s *State) compactIfSparse(ownerKey, groupName string, g *group) {
 	}
 }
 
-// CallResult classifies how an API call behind an item ended
-// specification).
-type CallResult uint8
+// CallResult classifies how an API call behind an item ended.
+type CallResult string
 
 const (
 	// CallSucceeded means the call did what it asked.
-	CallSucceeded CallResult = iota + 1
+	CallSucceeded CallResult = "Succeeded"
 	// CallAlreadyDone means the work was already done: AlreadyExists for a create
 	// of a fixed name, NotFound for a delete.
-	CallAlreadyDone
+	CallAlreadyDone CallResult = "AlreadyDone"
 	// CallFailed means the call definitely had no effect (invalid, forbidden,
 	// quota, failed precondition).
-	CallFailed
+	CallFailed CallResult = "Failed"
 	// CallAmbiguous means the call may or may not have taken effect (timeout,
 	// 5xx, lost connection, cancelled).
-	CallAmbiguous
+	CallAmbiguous CallResult = "Ambiguous"
 	// CallNotAttempted means the executor stopped before making the call.
-	CallNotAttempted
+	CallNotAttempted CallResult = "NotAttempted"
 )
 
 // String names the result.
@@ -336,7 +336,7 @@ func (c CallResult) String() string {
 	case CallNotAttempted:
 		return "not-attempted"
 	}
-	return fmt.Sprintf("CallResult(%d)", uint8(c))
+	return fmt.Sprintf("CallResult(%q)", string(c))
 }
 
 // Conclude applies the outcome of the call behind ref at now:
@@ -354,7 +354,7 @@ func (s *State) Conclude(now time.Time, ref Ref, res CallResult, name string, ui
 	if err := checkNow(now); err != nil {
 		return false, err
 	}
-	if res < CallSucceeded || res > CallNotAttempted {
+	if !slices.Contains([]CallResult{CallSucceeded, CallAlreadyDone, CallFailed, CallAmbiguous, CallNotAttempted}, res) {
 		return false, plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Invalid(field.NewPath("result"), res.String(), "unknown call result")})
 	}
 	key, g, it, err := s.lookup(ref)

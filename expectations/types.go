@@ -13,13 +13,13 @@ import (
 )
 
 // Action is what an item expects to happen to its pod.
-type Action uint8
+type Action string
 
 const (
 	// Create expects a pod to appear.
-	Create Action = iota + 1
+	Create Action = "Create"
 	// Delete expects a pod to go away.
-	Delete
+	Delete Action = "Delete"
 )
 
 // String names the action.
@@ -30,7 +30,7 @@ func (a Action) String() string {
 	case Delete:
 		return "delete"
 	}
-	return fmt.Sprintf("Action(%d)", uint8(a))
+	return fmt.Sprintf("Action(%q)", string(a))
 }
 
 // Owner identifies the managed object whose pods are tracked (a RayCluster, a
@@ -50,30 +50,30 @@ func (o Owner) String() string {
 }
 
 // Resolution says how far the API call behind an item got.
-type Resolution uint8
+type Resolution string
 
 const (
 	// InFlight means the item was recorded before its call and the call has not
 	// reported back yet.
-	InFlight Resolution = iota
+	InFlight Resolution = "InFlight"
 	// Resolved means the call succeeded, or found its work already done.
-	Resolved
+	Resolved Resolution = "Resolved"
 	// Ambiguous means the call failed in a way that does not say whether it took
 	// effect (a timeout, a 5xx, a lost connection).
-	Ambiguous
+	Ambiguous Resolution = "Ambiguous"
 )
 
 // String names the resolution.
 func (r Resolution) String() string {
 	switch r {
-	case InFlight:
+	case "", InFlight:
 		return "in-flight"
 	case Resolved:
 		return "resolved"
 	case Ambiguous:
 		return "ambiguous"
 	}
-	return fmt.Sprintf("Resolution(%d)", uint8(r))
+	return fmt.Sprintf("Resolution(%q)", string(r))
 }
 
 // Record describes one create or delete to expect.
