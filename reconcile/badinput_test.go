@@ -111,6 +111,15 @@ func TestBadInput(t *testing.T) {
 			b.Namespace, b.UID = "other", "uid-other"
 			s.Pods = []corev1.Pod{worker("w", "a"), b}
 		}},
+		{name: "formation record without names, negative index and attempts", edit: func(s *reconcile.Snapshot) {
+			s.Forming = []reconcile.FormingGroup{{ReplicaIndex: -1, Attempts: math.MinInt}}
+		}, kind: reconcile.ErrInvalidInput, fields: []string{"forming[0].group", "forming[0].replicaName", "forming[0].replicaIndex", "forming[0].attempts"}},
+		{name: "formation record of MaxInt index and attempts is legal", edit: func(s *reconcile.Snapshot) {
+			s.Cluster.Spec.WorkerGroups[0].NumOfHosts = 2
+			s.Pods = append(withHead(), mhWorker("m0", "a", "a-xxxxx", math.MaxInt, 0))
+			s.Forming = []reconcile.FormingGroup{{Group: "a", ReplicaName: "a-xxxxx", ReplicaIndex: math.MaxInt, Attempts: math.MaxInt,
+				Missing: []int{-1, math.MaxInt}, FirstFailure: t0, LastAttempt: t0.Add(-time.Hour)}}
+		}},
 		{name: "every problem at once", edit: func(s *reconcile.Snapshot) {
 			s.Cluster.Name, s.Now = "", time.Time{}
 			s.Cluster.Spec.WorkerGroups[1].Replicas = i32(-5)

@@ -20,7 +20,8 @@ const MaxNumOfHosts = 10000
 // Validate reports every problem of s at once, each with its field path and
 // value, in a *plancore.InvalidError wrapping ErrInvalidInput: the cluster's
 // problems (Cluster.Validate, paths such as spec.workerGroupSpecs[1].replicas),
-// a zero now, and pods listed twice (by namespace and name, or by UID).
+// a zero now, formation records without a name or with a negative index or
+// attempt count, and pods listed twice (by namespace and name, or by UID).
 // Decide runs exactly this validation.
 func (s Snapshot) Validate() error {
 	return plancore.Invalid(ErrInvalidInput, s.validate())
@@ -31,7 +32,32 @@ func (s *Snapshot) validate() field.ErrorList {
 	if s.Now.IsZero() {
 		errs = append(errs, field.Required(field.NewPath("now"), "the caller's clock reading for this pass"))
 	}
+	errs = append(errs, validateForming(s.Forming)...)
 	return append(errs, validatePods(s.Pods)...)
+}
+
+// validateForming checks the formation records the caller hands back: each
+// names a replica group by name and a non-negative index, with a count of
+// attempts that cannot be negative.
+func validateForming(forming []FormingGroup) field.ErrorList {
+	var errs field.ErrorList
+	for i := range forming {
+		f := &forming[i]
+		path := field.NewPath("forming").Index(i)
+		if f.Group == "" {
+			errs = append(errs, field.Required(path.Child("group"), ""))
+		}
+		if f.ReplicaName == "" {
+			errs = append(errs, field.Required(path.Child("replicaName"), ""))
+		}
+		if f.ReplicaIndex < 0 {
+			errs = append(errs, field.Invalid(path.Child("replicaIndex"), f.ReplicaIndex, "must not be negative"))
+		}
+		if f.Attempts < 0 {
+			errs = append(errs, field.Invalid(path.Child("attempts"), f.Attempts, "must not be negative"))
+		}
+	}
+	return errs
 }
 
 // validatePods rejects a snapshot that lists one pod twice: a cache never does,
