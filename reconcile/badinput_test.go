@@ -171,7 +171,8 @@ func TestBadInput(t *testing.T) {
 // cluster has no UID applied with a tracker, a record the tracker refuses.
 func TestApplyBadInput(t *testing.T) {
 	w := fake.NewWorld(1, t0)
-	exec := fake.NewReconcileExecutor(fake.NewPodStore(w, fake.PodStoreOptions{}))
+	store := fake.NewPodStore(w, fake.PodStoreOptions{})
+	exec := fake.NewReconcileExecutor(store)
 	p := mustDecide(t, snap(cluster(group("a", 1))), opts())
 	if _, err := reconcile.Apply(context.Background(), p, nil); !errors.Is(err, reconcile.ErrNilExecutor) || !errors.Is(err, reconcile.ErrInvalidInput) {
 		t.Errorf("nil executor: err = %v", err)
@@ -183,7 +184,7 @@ func TestApplyBadInput(t *testing.T) {
 	if !errors.Is(err, reconcile.ErrInvalidPlan) || !slices.Equal(fieldsOf(t, err), []string{"clusterUID"}) || len(rep.Results) != 0 {
 		t.Errorf("empty UID with a tracker: err = %v, %d results", err, len(rep.Results))
 	}
-	if n := len(fake.NewPodStore(w, fake.PodStoreOptions{}).Pods("ns")); n != 0 {
+	if n := len(store.Pods("ns")); n != 0 {
 		t.Errorf("%d pods created", n)
 	}
 	// A zero Clock reading makes every record fail: the actions fail before
@@ -199,8 +200,8 @@ func TestApplyBadInput(t *testing.T) {
 			t.Errorf("action %d: %s created %v, want failed before the call", r.Index, r.Status, r.Created)
 		}
 	}
-	if tr.Len() != 0 {
-		t.Errorf("tracker holds %d records", tr.Len())
+	if tr.Len() != 0 || len(store.Pods("ns")) != 0 {
+		t.Errorf("tracker holds %d records, store %d pods", tr.Len(), len(store.Pods("ns")))
 	}
 	// Without expectations, an empty UID is fine.
 	if _, err := reconcile.Apply(context.Background(), noUID, exec); err != nil {
