@@ -144,6 +144,11 @@ func TestBadInput(t *testing.T) {
 		{"delete without pod", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Delete, Token: "t"}, expectations.ErrInvalidRecord, "record.pod"},
 		{"create without pod or token", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Create}, expectations.ErrInvalidRecord, "record.token"},
 		{"negative timeout", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p", Timeout: -2}, expectations.ErrInvalidRecord, "record.timeout"},
+		{"MinInt64 timeout", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Delete, Pod: "p", Timeout: math.MinInt64}, expectations.ErrInvalidRecord, "record.timeout"},
+		{"empty owner", expectations.Options{}, expectations.Record{Action: expectations.Create, Pod: "p"}, expectations.ErrInvalidOwner, "owner.uid"},
+		{"empty owner by name", byName, expectations.Record{Action: expectations.Create, Pod: "p"}, expectations.ErrInvalidOwner, "owner.name"},
+		{"lower-case action", expectations.Options{}, expectations.Record{Owner: rc, Action: "create", Pod: "p"}, expectations.ErrInvalidRecord, "record.action"},
+		{"delete with a token only", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Delete, Token: "t", Timeout: expectations.Never}, expectations.ErrInvalidRecord, "record.pod"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
