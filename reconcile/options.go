@@ -206,7 +206,7 @@ func (o Options) Validate() error {
 	if o.GroupFormationTimeout < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("groupFormationTimeout"), o.GroupFormationTimeout.String(), "must not be negative (0 means 10m)"))
 	}
-	errs = append(errs, validateLabels(field.NewPath("podDefaults", "labels"), o.PodDefaults.Labels)...)
+	errs = append(errs, validateLabels(func() *field.Path { return field.NewPath("podDefaults", "labels") }, o.PodDefaults.Labels)...)
 	return plancore.Invalid(ErrInvalidOptions, errs)
 }
 
