@@ -719,7 +719,8 @@ func clampReplicas(g *WorkerGroup) int32 {
 }
 
 // hosts is the effective numOfHosts: KubeRay's guard "≤ 0 becomes 1" is dead
-// code since #3353, so 0 means 0 pods there; plancore treats ≤ 0 as 1.
+// code since KubeRay #3353, so 0 means 0 pods there; plancore treats 0 as 1
+// (validation refuses negative values).
 func (d *decider) hosts(g *WorkerGroup) int32 {
 	if g.NumOfHosts <= 0 && !d.c.ZeroHostsMeansZeroPods {
 		return 1

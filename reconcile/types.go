@@ -95,7 +95,8 @@ type WorkerGroup struct {
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
 	// NumOfHosts is the number of pods per replica. KubeRay defaults it to 1;
-	// plancore treats a value ≤ 0 as 1 unless Compat.ZeroHostsMeansZeroPods.
+	// plancore treats 0 as 1 unless Compat.ZeroHostsMeansZeroPods. A negative
+	// value, or one above MaxNumOfHosts, is invalid input.
 	NumOfHosts     int32                  `json:"numOfHosts,omitempty"`
 	Suspend        *bool                  `json:"suspend,omitempty"`
 	ScaleStrategy  ScaleStrategy          `json:"scaleStrategy,omitempty"`
