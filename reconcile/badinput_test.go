@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"pgregory.net/rapid"
 
@@ -341,4 +342,45 @@ func validLabel(k, v string) string {
 		return strings.Join(msgs, "; ")
 	}
 	return strings.Join(validation.IsValidLabelValue(v), "; ")
+}
+
+// TestKubeRayV170CreatesEveryMissingPod: the KubeRay preset has no burst cap,
+// as KubeRay creates every missing pod in one pass; a caller's cap still holds.
+func TestKubeRayV170CreatesEveryMissingPod(t *testing.T) {
+	g := group("big", 2000)
+	g.MaxReplicas = nil
+	tpu := mhGroup("tpu", 300, 4)
+	tpu.MaxReplicas = nil
+	s := snap(cluster(g, tpu), withHead()...)
+	p := mustDecide(t, s, reconcile.KubeRayV170())
+	if p.Groups[0].Place != 2000 || p.Groups[1].Place != 1200 || p.Outcome.RequeueAfter != 0 {
+		t.Fatalf("placed %d and %d pods, requeue after %v; want 2000 and 1200 in one pass", p.Groups[0].Place, p.Groups[1].Place, p.Outcome.RequeueAfter)
+	}
+	o := reconcile.KubeRayV170()
+	o.BurstReplicas = 100
+	p = mustDecide(t, s, o)
+	if p.Groups[0].Place != 100 || p.Groups[1].Place != 100 {
+		t.Fatalf("with BurstReplicas 100: placed %d and %d pods", p.Groups[0].Place, p.Groups[1].Place)
+	}
+}
+
+// TestVictimsWithZeroTimes: a pod whose ready-transition or creation time is
+// zero ranks as the newest, as Kubernetes' ActivePods ranks it, so it is the
+// scale-down victim.
+func TestVictimsWithZeroTimes(t *testing.T) {
+	zeroCreated := func(p *corev1.Pod) { p.CreationTimestamp = metav1.Time{} }
+	zeroReady := func(p *corev1.Pod) { p.Status.Conditions[0].LastTransitionTime = metav1.Time{} }
+	for _, tc := range []struct {
+		name string
+		opt  podOpt
+	}{{"zero creation time", zeroCreated}, {"zero ready time", zeroReady}} {
+		t.Run(tc.name, func(t *testing.T) {
+			// "a" is older than "b" by name order; the zero time must win over both.
+			s := snap(cluster(group("g", 2)), withHead(worker("a", "g", created(-time.Minute)), worker("z", "g", tc.opt), worker("b", "g", created(-2*time.Minute)))...)
+			p := mustDecide(t, s, opts())
+			if got := summarize(p); len(got) != 1 || !strings.Contains(got[0], " z ") {
+				t.Fatalf("victims %v, want z", got)
+			}
+		})
+	}
 }

@@ -18,6 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// maxActionsHint bounds the action list's initial capacity beyond the pods.
+const maxActionsHint = 4096
+
 // requeueAfterError is the anchor's outer-loop delay after a requeue error.
 const requeueAfterError = 2 * time.Second
 
@@ -159,7 +162,9 @@ func (d *decider) sizeActions() {
 		est += gap + d.mayDelGroup[i]
 	}
 	if est > 0 {
-		d.plan.Actions = make([]Action, 0, est+1)
+		// The hint is bounded: with NoBurstLimit a huge replica count must
+		// not turn into one huge allocation before any pod is built.
+		d.plan.Actions = make([]Action, 0, min(est, len(d.s.Pods)+maxActionsHint)+1)
 	}
 }
 

@@ -155,7 +155,8 @@ const DefaultGroupFormationTimeout = 10 * time.Minute
 // KubeRayV170 returns the options that reproduce KubeRay v1.7.0's pod
 // reconciliation exactly, defects included: OperatorVersion "v1.7.0", every
 // Compat switch on, and no burst cap (KubeRay creates every missing pod in one
-// pass). A caller may still set BurstReplicas or change any field afterwards.
+// pass, so a group scaled to a huge replica count puts that many pods into one
+// plan). A caller may still set BurstReplicas or change any field afterwards.
 func KubeRayV170() Options {
 	return Options{
 		OperatorVersion: "v1.7.0",
