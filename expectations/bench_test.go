@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The benchmarks of §5: Satisfied over 10,000 items of one group against a
+// The benchmarks: Satisfied over 10,000 items of one group against a
 // view of 10,000 pods, and the baseline it is measured against, one bare pass
 // over the same items looking each up in the same index.
 
@@ -102,7 +102,7 @@ func BenchmarkSatisfiedInto10k(b *testing.B) {
 	}
 }
 
-// BenchmarkSatisfied10k is the §5 target: every item observed (and removed).
+// BenchmarkSatisfied10k is the main target: every item observed (and removed).
 func BenchmarkSatisfied10k(b *testing.B) { benchSatisfied(b, benchN, true) }
 
 // BenchmarkSatisfied10kNoneObserved: no item's pod is in the view.

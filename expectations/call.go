@@ -3,15 +3,18 @@ package expectations
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Classify maps the error of an API call for an item with action a to a
-// CallResult, per §3.2: nil is success; AlreadyExists is "already done" for a
+// CallResult: nil is success; AlreadyExists is "already done" for a
 // create of a fixed name (fixedName) and a definite failure for a generated
 // name (nothing was created); NotFound is "already done" for a delete;
 // invalid, forbidden (which includes exceeded quota), conflict (a failed
@@ -48,17 +51,18 @@ func Classify(a Action, err error, fixedName bool) CallResult {
 }
 
 // Recording says when an executor records an item relative to its API call.
-type Recording uint8
+// The zero value is RecordBeforeCall.
+type Recording string
 
 const (
 	// RecordBeforeCall (the default) records before the call and concludes it
 	// after, rolling back only a definite failure (the anchors Kubernetes and
-	// OpenKruise; fixes KubeRay's D3).
-	RecordBeforeCall Recording = iota
+	// OpenKruise; fixes KubeRay recording after the call).
+	RecordBeforeCall Recording = "BeforeCall"
 	// RecordAfterSuccess records only after the call succeeded, under the name
 	// the server returned, as KubeRay does. A create that fails yet happens, or a
 	// crash between the call and the record, leaves nothing recorded.
-	RecordAfterSuccess
+	RecordAfterSuccess Recording = "AfterSuccess"
 )
 
 // Ticket carries an item from Begin to Finish.
@@ -70,8 +74,11 @@ type Ticket struct {
 // Begin starts an API call for r in mode: RecordBeforeCall records r at now,
 // RecordAfterSuccess only validates it.
 func (s *State) Begin(now time.Time, r Record, mode Recording) (Ticket, error) {
-	if mode > RecordAfterSuccess {
-		return Ticket{}, fmt.Errorf("%w: recording mode %d is unknown", ErrInvalidRecord, mode)
+	if err := checkNow(now); err != nil {
+		return Ticket{}, err
+	}
+	if mode != "" && mode != RecordBeforeCall && mode != RecordAfterSuccess {
+		return Ticket{}, plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Invalid(field.NewPath("mode"), string(mode), "unknown recording mode")})
 	}
 	if mode == RecordAfterSuccess {
 		if _, err := s.ownerKey(r.Owner); err != nil {
@@ -90,6 +97,9 @@ func (s *State) Begin(now time.Time, r Record, mode Recording) (Ticket, error) {
 // name and uid the server returned (if any). Under RecordAfterSuccess only a
 // success records the item, under the returned name.
 func (s *State) Finish(now time.Time, t Ticket, res CallResult, name string, uid types.UID) error {
+	if err := checkNow(now); err != nil {
+		return err
+	}
 	if t.Mode == RecordAfterSuccess {
 		if res != CallSucceeded {
 			return nil

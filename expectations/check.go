@@ -6,7 +6,7 @@ import (
 )
 
 // Check decides, without changing s, whether owner's group is satisfied at now
-// given view: every item of the group is decided from the view (§3.3), with no
+// given view: every item of the group is decided from the view, with no
 // early exit. It is what a pure planner calls on the State held in its snapshot;
 // a nil State holds nothing, so every group is satisfied.
 // Satisfied returns the same Result and also applies it.
@@ -67,28 +67,16 @@ func (r *Result) trim() {
 func (s *State) check(r *Result, now time.Time, owner Owner, groupName string, view *View, commit bool) error {
 	r.reset(owner, groupName)
 	defer r.trim()
-	if s == nil {
-		// A nil State holds nothing: every group is satisfied.
-		if _, err := (&State{}).ownerKey(owner); err != nil {
-			*r = Result{}
-			return err
-		}
-		return nil
+	if err := checkNow(now); err != nil {
+		*r = Result{}
+		return err
 	}
-	key, err := s.ownerKey(owner)
+	key, rec, g, err := s.findGroup(owner, groupName, commit)
 	if err != nil {
 		*r = Result{}
 		return err
 	}
-	if commit {
-		s.supersede(owner, key, false)
-	}
-	rec, ok := s.owners[key]
-	if !ok {
-		return nil
-	}
-	g, ok := rec.groups[groupName]
-	if !ok {
+	if g == nil {
 		return nil
 	}
 	order := g.order
@@ -100,8 +88,39 @@ func (s *State) check(r *Result, now time.Time, owner Owner, groupName string, v
 			sortItems(order)
 		}
 	}
-	sp := view.space(owner.Namespace)
 	live := len(g.byKey)
+	settled := s.walk(r, now, view.space(owner.Namespace), order, live, commit)
+	r.Satisfied = len(r.Pending) == 0
+	if commit {
+		s.compact(key, rec, groupName, g, order, settled, live)
+	}
+	return nil
+}
+
+// findGroup validates owner and returns its key, record and group, or a nil
+// group when nothing is recorded for it. A nil State holds nothing.
+func (s *State) findGroup(owner Owner, groupName string, commit bool) (string, *ownerRec, *group, error) {
+	if s == nil {
+		_, err := (&State{}).ownerKey(owner)
+		return "", nil, nil, err
+	}
+	key, err := s.ownerKey(owner)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if commit {
+		s.supersede(owner, key, false)
+	}
+	rec, ok := s.owners[key]
+	if !ok {
+		return key, nil, nil, nil
+	}
+	return key, rec, rec.groups[groupName], nil
+}
+
+// walk decides every live item of order into r and returns how many it
+// settled; in commit mode it marks them dead and applies the other verdicts.
+func (s *State) walk(r *Result, now time.Time, sp *viewSpace, order []*item, live int, commit bool) int {
 	settled, seen := 0, 0
 	var d decision
 	for _, it := range order {
@@ -119,63 +138,70 @@ func (s *State) check(r *Result, now time.Time, owner Owner, groupName string, v
 		} else if commit {
 			d.apply(it)
 		}
-		if d.list == listNone {
-			continue
+		if d.list != listNone {
+			// Each list is sized on first use for every item still to come, so
+			// a check allocates once per list rather than growing it.
+			r.add(&d, d.entry(it, deadline), deadline, now, live-seen+1)
 		}
-		e := d.entry(it, deadline)
-		// Each list is sized on first use for every item still to come, so a
-		// check allocates once per list rather than growing it.
-		rest := live - seen + 1
-		switch d.list {
-		case listPending:
-			r.Pending = appendSized(r.Pending, e, rest)
-			if d.overdue {
-				r.Overdue = appendSized(r.Overdue, e, rest)
+	}
+	return settled
+}
+
+// add files e in the list d chose, sizing a new list for rest entries.
+func (r *Result) add(d *decision, e Entry, deadline, now time.Time, rest int) {
+	switch d.list {
+	case listPending:
+		r.Pending = appendSized(r.Pending, e, rest)
+		if d.overdue {
+			r.Overdue = appendSized(r.Overdue, e, rest)
+		}
+		if !deadline.IsZero() && deadline.After(now) {
+			if wait := deadline.Sub(now); r.RequeueAfter == 0 || wait < r.RequeueAfter {
+				r.RequeueAfter = wait
 			}
-			if !deadline.IsZero() && deadline.After(now) && (r.NextChange.IsZero() || deadline.Before(r.NextChange)) {
-				r.NextChange = deadline
-			}
-		case listObserved:
-			r.Observed = appendSized(r.Observed, e, rest)
-		case listExpired:
-			r.Expired = appendSized(r.Expired, e, rest)
-			if d.linger {
-				r.Lingering = appendSized(r.Lingering, e, rest)
-			}
-		case listLingering:
+		}
+	case listObserved:
+		r.Observed = appendSized(r.Observed, e, rest)
+	case listExpired:
+		r.Expired = appendSized(r.Expired, e, rest)
+		if d.linger {
 			r.Lingering = appendSized(r.Lingering, e, rest)
 		}
+	case listLingering:
+		r.Lingering = appendSized(r.Lingering, e, rest)
 	}
-	r.Satisfied = len(r.Pending) == 0
-	if commit {
-		rec.len -= settled
-		s.len -= settled
-		if settled == live {
-			// Everything settled: drop the group's map whole (Go maps never
-			// shrink, and deleting 10,000 keys one by one costs more).
-			delete(rec.groups, groupName)
-			if len(rec.groups) == 0 {
-				s.dropOwner(key)
-			}
-		} else if settled > 0 || g.dead > 0 {
-			keep := order[:0]
-			for _, it := range order {
-				if !it.dead {
-					keep = append(keep, it)
-					continue
-				}
-				// Items replaced earlier are dead but no longer own their
-				// key; only this check's settled items still do.
-				if k := it.key(); g.byKey[k] == it {
-					delete(g.byKey, k)
-				}
-			}
-			clear(order[len(keep):])
-			g.order = keep
-			g.dead = 0
+}
+
+// compact removes the items a committed check settled from the group (or the
+// whole group, or owner, when nothing is left).
+func (s *State) compact(key string, rec *ownerRec, groupName string, g *group, order []*item, settled, live int) {
+	rec.len -= settled
+	s.len -= settled
+	switch {
+	case settled == live:
+		// Everything settled: drop the group's map whole (Go maps never
+		// shrink, and deleting 10,000 keys one by one costs more).
+		delete(rec.groups, groupName)
+		if len(rec.groups) == 0 {
+			s.dropOwner(key)
 		}
+	case settled > 0 || g.dead > 0:
+		keep := order[:0]
+		for _, it := range order {
+			if !it.dead {
+				keep = append(keep, it)
+				continue
+			}
+			// Items replaced earlier are dead but no longer own their key;
+			// only this check's settled items still do.
+			if k := it.key(); g.byKey[k] == it {
+				delete(g.byKey, k)
+			}
+		}
+		clear(order[len(keep):])
+		g.order = keep
+		g.dead = 0
 	}
-	return nil
 }
 
 // sortGroup drops dead items from g's order, sorts it and clears dirty.
@@ -223,7 +249,7 @@ type decision struct {
 	linger     bool // becomes lingering
 	overdue    bool // first report of a Block expiry
 	entrySeen  bool // the entry reports Seen
-	reason     Reason
+	reason     ReasonCode
 	view       ViewState
 	tokenMatch *ViewPod // the pod carrying an unresolved create's token
 }
@@ -250,7 +276,7 @@ func (d *decision) entry(it *item, deadline time.Time) Entry {
 		Action:     it.action,
 		Seen:       d.entrySeen,
 		Resolution: it.resolution,
-		Reason:     d.reason,
+		Reason:     reasons[d.reason],
 		View:       d.view,
 	}
 	if d.tokenMatch != nil {
@@ -259,10 +285,10 @@ func (d *decision) entry(it *item, deadline time.Time) Entry {
 	return e
 }
 
-// decide applies §3.3 to one item whose deadline (zero: never) is given.
+// decide applies the package rules to one item whose deadline (zero: never) is given.
 func (s *State) decide(now time.Time, sp *viewSpace, it *item, deadline time.Time, d *decision) {
-	*d = decision{entrySeen: it.seen}
-	var vs ViewState
+	*d = decision{entrySeen: it.seen, view: ViewAbsent}
+	vs := ViewAbsent
 	if it.pod != "" {
 		vs = sp.state(it.pod, it.podUID)
 	}
@@ -313,7 +339,7 @@ func (s *State) decide(now time.Time, sp *viewSpace, it *item, deadline time.Tim
 		d.list, d.reason, d.overdue = listPending, ReasonExpired, !it.overdue
 		return
 	}
-	d.list, d.reason, d.view = listExpired, 0, vs
+	d.list, d.reason, d.view = listExpired, "", vs
 	if it.action == Delete && s.opts.CountsTerminating && vs != ViewAbsent {
 		// Reported Expired now, and Lingering on this and every later check
 		// until the pod is gone.

@@ -31,7 +31,7 @@
 //	view, _ := st.ViewFor(rc, cachedPods)             // once per snapshot
 //	res, _ := st.Satisfied(now, rc, "gpu", view)
 //	if !res.Satisfied {
-//		return requeueAfter(res.RequeueAfter(now))     // plan nothing for "gpu"
+//		return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil // plan nothing for "gpu"
 //	}
 //
 // ViewFor indexes only the pods the owner's records can match; NewView indexes
@@ -41,7 +41,17 @@
 // same way and changes nothing. A live controller shares a Tracker (a State
 // behind a mutex) between its informer handlers and reconciles; handlers may
 // call Observe so a pod created and deleted between two checks settles at once.
-// Call Forget when the owner is gone, and Prune now and then.
+// Call Forget when the owner is gone, and Prune now and then. The zero Tracker
+// is ready to use with the default Options.
+//
+// Unlike the planners, whose input holds the time, State and Tracker are a
+// stateful helper called once per event, so their methods take now as their
+// first argument; a zero now is refused (ErrInvalidInput naming "now"),
+// because an item recorded at the zero time would expire at once and the
+// next pass on a lagging cache would duplicate its create. Every invalid
+// owner, record or option is an error naming its field path and value
+// (*plancore.InvalidError); ErrInvalidOwner and ErrInvalidRecord both wrap
+// ErrInvalidInput. A pending item's Reason carries a ReasonCode to match on.
 //
 // # Determinism
 //
@@ -50,7 +60,7 @@
 // (no early exit at the first unsatisfied one, unlike KubeRay #4209), in key
 // order, so a Result lists its items sorted and its String is byte-identical for
 // identical inputs. Checking twice with the same arguments gives the same
-// verdict, Pending list and NextChange, and settles nothing new. A View is never
+// verdict, Pending list and RequeueAfter, and settles nothing new. A View is never
 // modified.
 //
 // # Compatibility

@@ -13,7 +13,7 @@ import (
 	"github.com/plancore/plancore/expectations"
 )
 
-// Example is §3.7's first example: two creates recorded before their calls;
+// Example is a partial failure: two creates recorded before their calls;
 // one succeeds, one is refused by a quota and rolled back, so the group waits
 // only for the pod that was made.
 func Example() {
@@ -30,7 +30,7 @@ func Example() {
 
 	// The informer has not caught up yet.
 	res, _ := st.Satisfied(now.Add(2*time.Second), rc, "gpu", expectations.NewView(nil))
-	fmt.Println(res.Satisfied, res.PendingPods(), res.RequeueAfter(now.Add(2*time.Second)))
+	fmt.Println(res.Satisfied, res.PendingPods(), res.RequeueAfter)
 
 	// Now it has.
 	view := expectations.NewView([]corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ray", Name: "rc-gpu-worker-x7k2p", UID: "uid-1"}}})
@@ -42,7 +42,7 @@ func Example() {
 	//   observed  create rc-gpu-worker-x7k2p [t1] uid=uid-1 deadline=2026-01-01T00:05:00Z seen=true resolved
 }
 
-// ExampleState_Satisfied is §3.7's second example: a create whose response was
+// ExampleState_Satisfied is an ambiguous create: a create whose response was
 // lost is found by the token stamped on the pod, instead of being made twice.
 func ExampleState_Satisfied() {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

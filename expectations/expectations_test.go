@@ -3,6 +3,9 @@ package expectations_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"pgregory.net/rapid"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/expectations"
 )
 
@@ -80,7 +85,13 @@ type verdict struct {
 	NextChange                                  time.Time
 }
 
-func summarize(r expectations.Result) verdict {
+// summarize reports the next change as a time (now plus RequeueAfter), so
+// the table reads in the clock of its steps.
+func summarize(r expectations.Result, now time.Time) verdict {
+	var next time.Time
+	if r.RequeueAfter > 0 {
+		next = now.Add(r.RequeueAfter)
+	}
 	names := func(es []expectations.Entry) []string {
 		var out []string
 		for _, e := range es {
@@ -88,7 +99,7 @@ func summarize(r expectations.Result) verdict {
 			if n == "" {
 				n = "[" + e.Token + "]"
 			}
-			if e.Reason != 0 {
+			if e.Reason.Code != "" {
 				n += ":" + e.Reason.String()
 			}
 			out = append(out, n)
@@ -98,11 +109,26 @@ func summarize(r expectations.Result) verdict {
 	return verdict{
 		Satisfied: r.Satisfied, Pending: names(r.Pending), Observed: names(r.Observed),
 		Expired: names(r.Expired), Overdue: names(r.Overdue), Linger: names(r.Lingering),
-		NextChange: r.NextChange,
+		NextChange: next,
 	}
 }
 
-func TestBadInputIsAnErrorNamingTheField(t *testing.T) {
+// fieldsOf returns the field paths an invalid-input error names.
+func fieldsOf(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, err error) []string {
+	t.Helper()
+	var inv *plancore.InvalidError
+	if !errors.As(err, &inv) {
+		t.Fatalf("err = %v, want a *plancore.InvalidError", err)
+	}
+	return inv.Fields()
+}
+
+// TestBadInput feeds bad records, owners, refs and times through the public
+// API; each row asserts the sentinel and the exact field named.
+func TestBadInput(t *testing.T) {
 	byName := expectations.Options{OwnerIdentity: expectations.ByName}
 	cases := []struct {
 		name    string
@@ -111,76 +137,53 @@ func TestBadInputIsAnErrorNamingTheField(t *testing.T) {
 		want    error
 		mention string
 	}{
-		{"empty owner UID", expectations.Options{}, expectations.Record{Owner: expectations.Owner{Namespace: "ns", Name: "rc"}, Action: expectations.Create, Pod: "p"}, expectations.ErrInvalidOwner, "owner.UID"},
-		{"empty owner name by name", byName, expectations.Record{Owner: expectations.Owner{UID: "u"}, Action: expectations.Create, Pod: "p"}, expectations.ErrInvalidOwner, "owner.Name"},
-		{"zero action", expectations.Options{}, expectations.Record{Owner: rc, Pod: "p"}, expectations.ErrInvalidRecord, "record.Action"},
-		{"unknown action", expectations.Options{}, expectations.Record{Owner: rc, Action: 9, Pod: "p"}, expectations.ErrInvalidRecord, "Action(9)"},
-		{"delete without pod", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Delete, Token: "t"}, expectations.ErrInvalidRecord, "record.Pod"},
-		{"create without pod or token", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Create}, expectations.ErrInvalidRecord, "record.Token"},
-		{"negative timeout", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p", Timeout: -2}, expectations.ErrInvalidRecord, "record.Timeout"},
+		{"empty owner UID", expectations.Options{}, expectations.Record{Owner: expectations.Owner{Namespace: "ns", Name: "rc"}, Action: expectations.Create, Pod: "p"}, expectations.ErrInvalidOwner, "owner.uid"},
+		{"empty owner name by name", byName, expectations.Record{Owner: expectations.Owner{UID: "u"}, Action: expectations.Create, Pod: "p"}, expectations.ErrInvalidOwner, "owner.name"},
+		{"zero action", expectations.Options{}, expectations.Record{Owner: rc, Pod: "p"}, expectations.ErrInvalidRecord, "record.action"},
+		{"unknown action", expectations.Options{}, expectations.Record{Owner: rc, Action: "Nine", Pod: "p"}, expectations.ErrInvalidRecord, "record.action"},
+		{"delete without pod", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Delete, Token: "t"}, expectations.ErrInvalidRecord, "record.pod"},
+		{"create without pod or token", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Create}, expectations.ErrInvalidRecord, "record.token"},
+		{"negative timeout", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p", Timeout: -2}, expectations.ErrInvalidRecord, "record.timeout"},
+		{"MinInt64 timeout", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Delete, Pod: "p", Timeout: math.MinInt64}, expectations.ErrInvalidRecord, "record.timeout"},
+		{"empty owner", expectations.Options{}, expectations.Record{Action: expectations.Create, Pod: "p"}, expectations.ErrInvalidOwner, "owner.uid"},
+		{"empty owner by name", byName, expectations.Record{Action: expectations.Create, Pod: "p"}, expectations.ErrInvalidOwner, "owner.name"},
+		{"lower-case action", expectations.Options{}, expectations.Record{Owner: rc, Action: "create", Pod: "p"}, expectations.ErrInvalidRecord, "record.action"},
+		{"delete with a token only", expectations.Options{}, expectations.Record{Owner: rc, Action: expectations.Delete, Token: "t", Timeout: expectations.Never}, expectations.ErrInvalidRecord, "record.pod"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustNew(t, tc.opts)
 			_, err := s.Record(t0, tc.rec)
-			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.mention) {
-				t.Fatalf("Record error = %v, want %v mentioning %q", err, tc.want, tc.mention)
+			if !errors.Is(err, tc.want) || !errors.Is(err, expectations.ErrInvalidInput) || !slices.Equal(fieldsOf(t, err), []string{tc.mention}) {
+				t.Fatalf("Record error = %v, want %v naming %q", err, tc.want, tc.mention)
 			}
 			if s.Len() != 0 {
 				t.Fatalf("Len = %d after a rejected record", s.Len())
 			}
 		})
 	}
-	t.Run("check, observe, forget, conclude", func(t *testing.T) {
-		s := mustNew(t, expectations.Options{})
-		noUID := expectations.Owner{Namespace: "ns", Name: "rc"}
-		if _, err := s.Check(t0, noUID, "", nil); !errors.Is(err, expectations.ErrInvalidOwner) {
-			t.Errorf("Check: %v", err)
-		}
-		if _, err := s.Satisfied(t0, noUID, "", nil); !errors.Is(err, expectations.ErrInvalidOwner) {
-			t.Errorf("Satisfied: %v", err)
-		}
-		if _, err := s.Observe(noUID, expectations.ObservedPod{Name: "p"}); !errors.Is(err, expectations.ErrInvalidOwner) {
-			t.Errorf("Observe: %v", err)
-		}
-		if _, err := s.Observe(rc, expectations.ObservedPod{}); !errors.Is(err, expectations.ErrInvalidRecord) {
-			t.Errorf("Observe without name: %v", err)
-		}
-		if _, err := s.Forget(expectations.Owner{Namespace: "ns"}); !errors.Is(err, expectations.ErrInvalidOwner) {
-			t.Errorf("Forget: %v", err)
-		}
-		if _, err := s.Rollback(expectations.Ref{Owner: rc}); !errors.Is(err, expectations.ErrInvalidRecord) {
-			t.Errorf("Rollback of an empty ref: %v", err)
-		}
-		if _, err := s.Conclude(t0, expectations.Ref{Owner: rc, Pod: "p"}, 0, "", ""); !errors.Is(err, expectations.ErrInvalidRecord) {
-			t.Errorf("Conclude with result 0: %v", err)
-		}
-		if _, err := s.Begin(t0, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p"}, 7); !errors.Is(err, expectations.ErrInvalidRecord) {
-			t.Errorf("Begin with mode 7: %v", err)
-		}
-		if _, err := s.Prune(t0, []expectations.Owner{noUID}); !errors.Is(err, expectations.ErrInvalidOwner) {
-			t.Errorf("Prune: %v", err)
-		}
-	})
+	t.Run("check, observe, forget, conclude", badInputCalls)
+	t.Run("zero now", badInputZeroNow)
+	t.Run("zero Tracker", badInputZeroTracker)
 }
 
 func TestOptionsValidate(t *testing.T) {
 	cases := []struct {
 		name    string
 		o       expectations.Options
-		mention string // empty: valid
+		mention string // the field named; empty: valid
 	}{
 		{"zero", expectations.Options{}, ""},
 		{"kuberay", expectations.KubeRay(), ""},
 		{"kubernetes", expectations.Kubernetes(), ""},
 		{"openkruise", expectations.OpenKruise(), ""},
 		{"never", expectations.Options{CreateTimeout: expectations.Never, DeleteTimeout: expectations.Never}, ""},
-		{"negative create", expectations.Options{CreateTimeout: -time.Second}, "CreateTimeout -1s"},
-		{"negative delete", expectations.Options{DeleteTimeout: -time.Second}, "DeleteTimeout -1s"},
-		{"unknown delete rule", expectations.Options{DeleteSatisfiedBy: 5}, "DeleteSatisfiedBy DeleteRule(5)"},
-		{"unknown expiry", expectations.Options{OnExpiry: 5}, "OnExpiry ExpiryRule(5)"},
-		{"unknown identity", expectations.Options{OwnerIdentity: 5}, "OwnerIdentity Identity(5)"},
-		{"#3286 pairing", expectations.Options{DeleteSatisfiedBy: expectations.SatisfiedByTerminating, CountsTerminating: true}, "#3286"},
+		{"negative create", expectations.Options{CreateTimeout: -time.Second}, "createTimeout"},
+		{"negative delete", expectations.Options{DeleteTimeout: -time.Second}, "deleteTimeout"},
+		{"unknown delete rule", expectations.Options{DeleteSatisfiedBy: "Never"}, "deleteSatisfiedBy"},
+		{"unknown expiry", expectations.Options{OnExpiry: "Sometimes"}, "onExpiry"},
+		{"unknown identity", expectations.Options{OwnerIdentity: "Label"}, "ownerIdentity"},
+		{"#3286 pairing", expectations.Options{DeleteSatisfiedBy: expectations.SatisfiedByTerminating, CountsTerminating: true}, "countsTerminating"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,8 +194,8 @@ func TestOptionsValidate(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, expectations.ErrInvalidOptions) || !strings.Contains(err.Error(), tc.mention) {
-				t.Fatalf("Validate = %v, want ErrInvalidOptions mentioning %q", err, tc.mention)
+			if !errors.Is(err, expectations.ErrInvalidOptions) || !slices.Equal(fieldsOf(t, err), []string{tc.mention}) {
+				t.Fatalf("Validate = %v, want ErrInvalidOptions naming %q", err, tc.mention)
 			}
 			if _, err := expectations.New(tc.o); !errors.Is(err, expectations.ErrInvalidOptions) {
 				t.Fatalf("New = %v, want ErrInvalidOptions", err)
@@ -246,7 +249,7 @@ func runSteps(t *testing.T, o expectations.Options, steps []step) {
 				t.Fatal(err)
 			}
 			got := satisfied(t, s, now, st.group, st.view)
-			if diff := cmp.Diff(*st.want, summarize(got)); diff != "" {
+			if diff := cmp.Diff(*st.want, summarize(got, now)); diff != "" {
 				t.Fatalf("step %d (t+%v, group %q): result (-want +got):\n%s\n%s", i, st.at, st.group, diff, got)
 			}
 			if diff := cmp.Diff(got, checked); diff != "" {
@@ -389,7 +392,7 @@ func TestOpenKruiseProfile(t *testing.T) {
 	})
 }
 
-// TestDefaults covers plancore's own behaviour (§2, §3).
+// TestDefaults covers plancore's own behaviour.
 func TestDefaults(t *testing.T) {
 	o := expectations.Options{}
 	other := expectations.Owner{Namespace: "ns", Name: "rc", UID: "uid-2"}
@@ -416,20 +419,20 @@ func TestDefaults(t *testing.T) {
 			{view: pods("a@u2"), group: "g", want: &verdict{Pending: []string{"a:unseen"}, NextChange: at(5 * time.Minute)}},
 			{view: pods("a@u1"), group: "g", want: &verdict{Satisfied: true, Observed: []string{"a"}}},
 		}},
-		{"partial failure: only the created pod is awaited (§3.7 example 1)", []step{
+		{"partial failure: only the created pod is awaited", []step{
 			{record: &expectations.Record{Owner: rc, Group: "gpu", Action: expectations.Create, Token: "t1"}},
 			{record: &expectations.Record{Owner: rc, Group: "gpu", Action: expectations.Create, Token: "t2"}},
 			{at: time.Second, ref: &expectations.Ref{Group: "gpu", Token: "t1"}, result: expectations.CallSucceeded, name: "rc-gpu-worker-x7k2p"},
 			{at: time.Second, ref: &expectations.Ref{Group: "gpu", Token: "t2"}, result: expectations.CallFailed},
 			{at: 2 * time.Second, group: "gpu", want: &verdict{Pending: []string{"rc-gpu-worker-x7k2p:unseen"}, NextChange: at(5*time.Minute + time.Second)}},
 		}},
-		{"ambiguous stamped create observed by token (§3.7 example 2)", []step{
+		{"ambiguous stamped create observed by token", []step{
 			{record: &expectations.Record{Owner: rc, Group: "g", Action: expectations.Create, Token: "t3"}},
 			{at: 10 * time.Second, ref: &expectations.Ref{Group: "g", Token: "t3"}, result: expectations.CallAmbiguous},
 			{at: 20 * time.Second, group: "g", want: &verdict{Pending: []string{"[t3]:unresolved token"}, NextChange: at(5*time.Minute + 10*time.Second)}},
 			{at: 30 * time.Second, group: "g", view: pods("rc-g-abcde#t3"), want: &verdict{Satisfied: true, Observed: []string{"rc-g-abcde"}}},
 		}},
-		{"stuck terminating delete expires (§3.7 example 3)", []step{
+		{"stuck terminating delete expires", []step{
 			{record: &expectations.Record{Owner: rc, Group: "g", Action: expectations.Delete, Pod: "w-3", Seen: true}},
 			{at: time.Minute, group: "g", view: pods("w-3~"), want: &verdict{Pending: []string{"w-3:still present"}, NextChange: at(5 * time.Minute)}},
 			{at: 5 * time.Minute, group: "g", view: pods("w-3~"), want: &verdict{Satisfied: true, Expired: []string{"w-3"}}},
@@ -476,7 +479,7 @@ func TestLingeringWhenThePlannerCountsTerminatingPods(t *testing.T) {
 	})
 }
 
-// TestConcludeTable is §3.2's table: what each call outcome does to a create
+// TestConcludeTable is Conclude's table: what each call outcome does to a create
 // and to a delete.
 func TestConcludeTable(t *testing.T) {
 	type row struct {
@@ -489,15 +492,15 @@ func TestConcludeTable(t *testing.T) {
 	rows := []row{
 		{expectations.Create, false, expectations.CallSucceeded, true, expectations.Resolved},
 		{expectations.Create, false, expectations.CallAlreadyDone, true, expectations.Resolved},
-		{expectations.Create, false, expectations.CallFailed, false, 0},
+		{expectations.Create, false, expectations.CallFailed, false, ""},
 		{expectations.Create, false, expectations.CallAmbiguous, true, expectations.Ambiguous},
-		{expectations.Create, false, expectations.CallNotAttempted, false, 0},
+		{expectations.Create, false, expectations.CallNotAttempted, false, ""},
 		{expectations.Delete, true, expectations.CallSucceeded, true, expectations.Resolved},
 		{expectations.Delete, true, expectations.CallAlreadyDone, true, expectations.Resolved},
-		{expectations.Delete, false, expectations.CallAlreadyDone, false, 0},
-		{expectations.Delete, true, expectations.CallFailed, false, 0},
+		{expectations.Delete, false, expectations.CallAlreadyDone, false, ""},
+		{expectations.Delete, true, expectations.CallFailed, false, ""},
 		{expectations.Delete, true, expectations.CallAmbiguous, true, expectations.Ambiguous},
-		{expectations.Delete, true, expectations.CallNotAttempted, false, 0},
+		{expectations.Delete, true, expectations.CallNotAttempted, false, ""},
 	}
 	for _, r := range rows {
 		t.Run(r.action.String()+"/"+r.result.String()+map[bool]string{true: "/seen"}[r.seen], func(t *testing.T) {
@@ -602,5 +605,143 @@ func TestIntoVariantsMatch(t *testing.T) {
 	}
 	if err := s.SatisfiedInto(&reused, t0, expectations.Owner{Name: "x"}, "g", nil); !errors.Is(err, expectations.ErrInvalidOwner) || reused.Satisfied {
 		t.Fatalf("bad owner: %v, satisfied %v", err, reused.Satisfied)
+	}
+}
+
+// TestPropHostileTimeouts draws extreme option and record timeouts: each is
+// refused naming its field, or the item's wait is never negative and never
+// wraps into the past. (Letting a negative Record.Timeout through
+// record.validate makes it fail: the item expires as it is recorded.)
+func TestPropHostileTimeouts(t *testing.T) {
+	extremes := []time.Duration{0, -1, 1, time.Second, math.MaxInt64, math.MinInt64, -2}
+	rapid.Check(t, func(t *rapid.T) {
+		o := expectations.Options{
+			CreateTimeout: rapid.SampledFrom(extremes).Draw(t, "create"),
+			DeleteTimeout: rapid.SampledFrom(extremes).Draw(t, "delete"),
+		}
+		s, err := expectations.New(o)
+		if err != nil {
+			if !errors.Is(err, expectations.ErrInvalidOptions) {
+				t.Fatalf("New: %v", err)
+			}
+			for _, f := range fieldsOf(t, err) {
+				if f != "createTimeout" && f != "deleteTimeout" {
+					t.Fatalf("New names %s: %v", f, err)
+				}
+			}
+			return
+		}
+		timeout := rapid.SampledFrom(extremes).Draw(t, "record")
+		_, err = s.Record(t0, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p", Timeout: timeout})
+		if err != nil {
+			if !errors.Is(err, expectations.ErrInvalidRecord) || !slices.Equal(fieldsOf(t, err), []string{"record.timeout"}) {
+				t.Fatalf("Record: %v", err)
+			}
+			return
+		}
+		r, err := s.Check(t0, rc, "", expectations.NewView(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.RequeueAfter < 0 {
+			t.Fatalf("RequeueAfter %v is negative", r.RequeueAfter)
+		}
+		if len(r.Expired) != 0 {
+			t.Fatalf("an item recorded at %v expired at once:\n%s", t0, r)
+		}
+		if len(r.Pending) == 1 && !r.Pending[0].Deadline.IsZero() && r.Pending[0].Deadline.Before(t0) {
+			t.Fatalf("deadline %v is before the record at %v", r.Pending[0].Deadline, t0)
+		}
+	})
+}
+
+func badInputCalls(t *testing.T) {
+	s := mustNew(t, expectations.Options{})
+	noUID := expectations.Owner{Namespace: "ns", Name: "rc"}
+	if _, err := s.Check(t0, noUID, "", nil); !errors.Is(err, expectations.ErrInvalidOwner) {
+		t.Errorf("Check: %v", err)
+	}
+	if _, err := s.Satisfied(t0, noUID, "", nil); !errors.Is(err, expectations.ErrInvalidOwner) {
+		t.Errorf("Satisfied: %v", err)
+	}
+	if _, err := s.Observe(noUID, expectations.ObservedPod{Name: "p"}); !errors.Is(err, expectations.ErrInvalidOwner) {
+		t.Errorf("Observe: %v", err)
+	}
+	if _, err := s.Observe(rc, expectations.ObservedPod{}); !errors.Is(err, expectations.ErrInvalidRecord) {
+		t.Errorf("Observe without name: %v", err)
+	}
+	if _, err := s.Forget(expectations.Owner{Namespace: "ns"}); !errors.Is(err, expectations.ErrInvalidOwner) {
+		t.Errorf("Forget: %v", err)
+	}
+	if _, err := s.Rollback(expectations.Ref{Owner: rc}); !errors.Is(err, expectations.ErrInvalidRecord) {
+		t.Errorf("Rollback of an empty ref: %v", err)
+	}
+	if _, err := s.Conclude(t0, expectations.Ref{Owner: rc, Pod: "p"}, "", "", ""); !errors.Is(err, expectations.ErrInvalidRecord) {
+		t.Errorf("Conclude with result 0: %v", err)
+	}
+	if _, err := s.Begin(t0, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p"}, "Whenever"); !errors.Is(err, expectations.ErrInvalidRecord) {
+		t.Errorf("Begin with mode 7: %v", err)
+	}
+	if _, err := s.Prune(t0, []expectations.Owner{noUID}); !errors.Is(err, expectations.ErrInvalidOwner) {
+		t.Errorf("Prune: %v", err)
+	}
+}
+
+func badInputZeroNow(t *testing.T) {
+	// A record at the zero time would expire at once; a check at the zero
+	// time would keep every deadline pending. Every method refuses it.
+	s := mustNew(t, expectations.Options{})
+	ref, err := s.Record(t0, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zero time.Time
+	tk := expectations.Ticket{Record: expectations.Record{Owner: rc, Action: expectations.Create, Pod: "p"}}
+	calls := map[string]func() error{
+		"Record": func() error {
+			_, err := s.Record(zero, expectations.Record{Owner: rc, Action: expectations.Create, Pod: "q"})
+			return err
+		},
+		"Conclude":  func() error { _, err := s.Conclude(zero, ref, expectations.CallSucceeded, "", ""); return err },
+		"Resolve":   func() error { _, err := s.Resolve(zero, ref, "", ""); return err },
+		"Begin":     func() error { _, err := s.Begin(zero, tk.Record, expectations.RecordBeforeCall); return err },
+		"Finish":    func() error { return s.Finish(zero, tk, expectations.CallSucceeded, "p", "") },
+		"Check":     func() error { _, err := s.Check(zero, rc, "", nil); return err },
+		"Satisfied": func() error { _, err := s.Satisfied(zero, rc, "", nil); return err },
+		"Prune":     func() error { _, err := s.Prune(zero, nil); return err },
+	}
+	for _, name := range slices.Sorted(maps.Keys(calls)) {
+		err := calls[name]()
+		if !errors.Is(err, expectations.ErrInvalidInput) || !slices.Equal(fieldsOf(t, err), []string{"now"}) {
+			t.Errorf("%s at the zero time: err = %v", name, err)
+		}
+	}
+	if s.Len() != 1 {
+		t.Errorf("Len = %d, want the one record made at t0", s.Len())
+	}
+}
+
+func badInputZeroTracker(t *testing.T) {
+	// The zero Tracker is a Tracker with the default options.
+	var tr expectations.Tracker
+	if n := tr.Len(); n != 0 {
+		t.Fatalf("Len = %d", n)
+	}
+	ref, err := tr.Record(t0, expectations.Record{Owner: rc, Group: "g", Action: expectations.Create, Pod: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tr.Satisfied(t0, rc, "g", expectations.NewView(nil))
+	if err != nil || r.Satisfied || r.RequeueAfter != expectations.DefaultTimeout {
+		t.Fatalf("Satisfied = %v, %v", r, err)
+	}
+	if _, err := tr.Record(t0, expectations.Record{Owner: expectations.Owner{Name: "x"}, Action: expectations.Create, Pod: "p"}); !errors.Is(err, expectations.ErrInvalidOwner) {
+		t.Fatalf("owner without UID: %v", err)
+	}
+	if ok, err := tr.Conclude(t0, ref, expectations.CallFailed, "", ""); !ok || err != nil || tr.Len() != 0 {
+		t.Fatalf("Conclude = %v, %v; Len %d", ok, err, tr.Len())
+	}
+	if tr.Snapshot() == nil || tr.Stats() != (expectations.Stats{}) {
+		t.Fatal("snapshot or stats of a zero Tracker")
 	}
 }

@@ -105,7 +105,7 @@ func TestGoldenTranscripts(t *testing.T) {
 	timeout := apierrors.NewServerTimeout(podsGR, "create", 1)
 
 	t.Run("partial_failure", func(t *testing.T) {
-		tr := newTranscript(t, "§3.7 example 1: partial failure", expectations.Options{})
+		tr := newTranscript(t, "partial failure", expectations.Options{})
 		t1 := tr.record(expectations.Record{Group: "gpu", Action: expectations.Create, Token: "t1"})
 		t2 := tr.record(expectations.Record{Group: "gpu", Action: expectations.Create, Token: "t2"})
 		tr.at(time.Second).conclude(t1, nil, "rc-gpu-worker-x7k2p", "uid-x7k2p")
@@ -117,7 +117,7 @@ func TestGoldenTranscripts(t *testing.T) {
 		tr.golden("partial_failure")
 	})
 	t.Run("ambiguous_create", func(t *testing.T) {
-		tr := newTranscript(t, "§3.7 example 2: an ambiguous create found by its stamped token", expectations.Options{})
+		tr := newTranscript(t, "an ambiguous create found by its stamped token", expectations.Options{})
 		ref := tr.record(expectations.Record{Group: "gpu", Action: expectations.Create, Token: "t3"})
 		tr.at(10*time.Second).conclude(ref, timeout, "", "")
 		v, d := pods()
@@ -131,7 +131,7 @@ func TestGoldenTranscripts(t *testing.T) {
 			name string
 			o    expectations.Options
 		}{{"stuck_terminating_default", expectations.Options{}}, {"stuck_terminating_counted", expectations.Options{CountsTerminating: true}}, {"stuck_terminating_kuberay", expectations.KubeRay()}} {
-			tr := newTranscript(t, "§3.7 example 3: a pod stuck terminating ("+c.name+")", c.o)
+			tr := newTranscript(t, "a pod stuck terminating ("+c.name+")", c.o)
 			ref := tr.record(expectations.Record{Group: "small", Action: expectations.Delete, Pod: "w-3", Seen: true})
 			tr.conclude(ref, nil, "", "")
 			v, d := pods("w-3~", "w-4")
@@ -144,9 +144,9 @@ func TestGoldenTranscripts(t *testing.T) {
 		}
 	})
 	t.Run("stale_cache_kuberay", func(t *testing.T) {
-		// §3.7 example 4: a stale cache answers "no pods" on the second pass.
+		// A stale cache answers "no pods" on the second pass.
 		// With real expectations the second pass creates nothing.
-		tr := newTranscript(t, "§3.7 example 4: a stale cache on the KubeRay profile", expectations.KubeRay())
+		tr := newTranscript(t, "a stale cache on the KubeRay profile", expectations.KubeRay())
 		for _, p := range []struct{ group, pod string }{{"", "rc-head"}, {"small", "rc-small-a"}, {"small", "rc-small-b"}, {"small", "rc-small-c"}} {
 			ref := tr.record(expectations.Record{Group: p.group, Action: expectations.Create, Token: "tok-" + p.pod})
 			tr.conclude(ref, nil, p.pod, "")

@@ -66,7 +66,7 @@ func (s *State) invariants() error {
 	return nil
 }
 
-// TestTenThousandSettleToNothing is §5's memory test: 10,000 items recorded
+// TestTenThousandSettleToNothing is the memory test: 10,000 items recorded
 // and all settled leave no item, no group map and no owner behind.
 func TestTenThousandSettleToNothing(t *testing.T) {
 	s := &State{}
@@ -141,9 +141,9 @@ func FuzzState(f *testing.F) {
 			}
 			switch b % 9 {
 			case 0, 1:
-				s.Record(now, Record{Owner: o, Group: group, Action: Action(c>>6 + 0), Pod: pod, Token: token, Seen: b&16 != 0})
+				s.Record(now, Record{Owner: o, Group: group, Action: []Action{"", Create, Delete, "Move"}[c>>6], Pod: pod, Token: token, Seen: b&16 != 0})
 			case 2:
-				s.Conclude(now, ref, CallResult(c>>6+1), fmt.Sprint("p", b>>4&3), "")
+				s.Conclude(now, ref, []CallResult{CallSucceeded, CallAlreadyDone, CallFailed, CallAmbiguous}[c>>6], fmt.Sprint("p", b>>4&3), "")
 			case 3:
 				s.Satisfied(now, o, group, v)
 			case 4:

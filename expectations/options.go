@@ -2,7 +2,12 @@ package expectations
 
 import (
 	"fmt"
+	"slices"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Never, as a timeout, means an item never expires: it settles only when it is
@@ -15,73 +20,73 @@ const Never time.Duration = -1
 const DefaultTimeout = 5 * time.Minute
 
 // DeleteRule says which view of a deleted pod satisfies its delete item.
-type DeleteRule uint8
+type DeleteRule string
 
 const (
 	// SatisfiedByAbsent (the default, and KubeRay's rule since PR #3520) settles a
 	// delete only once the pod is gone from the view.
-	SatisfiedByAbsent DeleteRule = iota
+	SatisfiedByAbsent DeleteRule = "Absent"
 	// SatisfiedByTerminating settles a delete as soon as the view shows the pod
 	// terminating (Kubernetes' ReplicaSet). It is safe only for a planner that does
 	// not count terminating pods: Validate rejects it with CountsTerminating
 	// (KubeRay #3286).
-	SatisfiedByTerminating
+	SatisfiedByTerminating DeleteRule = "Terminating"
 )
 
 // String names the rule.
 func (r DeleteRule) String() string {
 	switch r {
-	case SatisfiedByAbsent:
+	case "", SatisfiedByAbsent:
 		return "absent"
 	case SatisfiedByTerminating:
 		return "terminating"
 	}
-	return fmt.Sprintf("DeleteRule(%d)", uint8(r))
+	return fmt.Sprintf("DeleteRule(%q)", string(r))
 }
 
 // ExpiryRule says what happens to an item whose deadline passed unobserved.
-type ExpiryRule uint8
+type ExpiryRule string
 
 const (
 	// Unblock (the default) settles the item as Expired, so the group can proceed.
-	Unblock ExpiryRule = iota
+	Unblock ExpiryRule = "Unblock"
 	// Block keeps the item pending with reason Expired, so the group stays
 	// blocked until the item is observed or forgotten (OpenKruise's default).
-	Block
+	Block ExpiryRule = "Block"
 )
 
 // String names the rule.
 func (r ExpiryRule) String() string {
 	switch r {
-	case Unblock:
+	case "", Unblock:
 		return "unblock"
 	case Block:
 		return "block"
 	}
-	return fmt.Sprintf("ExpiryRule(%d)", uint8(r))
+	return fmt.Sprintf("ExpiryRule(%q)", string(r))
 }
 
 // Identity says how owners are told apart.
-type Identity uint8
+type Identity string
 
 const (
 	// ByUID (the default) keys owners by UID, so an owner deleted and recreated
 	// under the same namespace and name never inherits the old one's items
 	// (kubernetes #69376).
-	ByUID Identity = iota
+	ByUID Identity = "UID"
 	// ByName keys owners by namespace and name, as all three anchors do.
-	ByName
+	ByName Identity = "Name"
 )
 
 // String names the identity.
 func (i Identity) String() string {
 	switch i {
-	case ByUID:
+	case "", ByUID:
 		return "uid"
 	case ByName:
 		return "name"
 	}
-	return fmt.Sprintf("Identity(%d)", uint8(i))
+	return fmt.Sprintf("Identity(%q)", string(i))
 }
 
 // Options configures a State. The zero value means plancore's defaults: 5 minute
@@ -159,30 +164,33 @@ func OpenKruise() Options {
 	}
 }
 
-// Validate reports the first problem with o, naming the field and its value.
+// Validate reports every problem with o at once, each naming its field and
+// value, in a *plancore.InvalidError wrapping ErrInvalidOptions.
 func (o Options) Validate() error {
+	var errs field.ErrorList
 	if o.CreateTimeout < 0 && o.CreateTimeout != Never {
-		return fmt.Errorf("%w: CreateTimeout %v is negative (use Never to disable it)", ErrInvalidOptions, o.CreateTimeout)
+		errs = append(errs, field.Invalid(field.NewPath("createTimeout"), o.CreateTimeout.String(), "negative (use Never to disable it)"))
 	}
 	if o.DeleteTimeout < 0 && o.DeleteTimeout != Never {
-		return fmt.Errorf("%w: DeleteTimeout %v is negative (use Never to disable it)", ErrInvalidOptions, o.DeleteTimeout)
+		errs = append(errs, field.Invalid(field.NewPath("deleteTimeout"), o.DeleteTimeout.String(), "negative (use Never to disable it)"))
 	}
-	if o.DeleteSatisfiedBy > SatisfiedByTerminating {
-		return fmt.Errorf("%w: DeleteSatisfiedBy %v is unknown", ErrInvalidOptions, o.DeleteSatisfiedBy)
+	if !slices.Contains([]DeleteRule{"", SatisfiedByAbsent, SatisfiedByTerminating}, o.DeleteSatisfiedBy) {
+		errs = append(errs, field.Invalid(field.NewPath("deleteSatisfiedBy"), o.DeleteSatisfiedBy.String(), "unknown rule"))
 	}
-	if o.OnExpiry > Block {
-		return fmt.Errorf("%w: OnExpiry %v is unknown", ErrInvalidOptions, o.OnExpiry)
+	if !slices.Contains([]ExpiryRule{"", Unblock, Block}, o.OnExpiry) {
+		errs = append(errs, field.Invalid(field.NewPath("onExpiry"), o.OnExpiry.String(), "unknown rule"))
 	}
-	if o.OwnerIdentity > ByName {
-		return fmt.Errorf("%w: OwnerIdentity %v is unknown", ErrInvalidOptions, o.OwnerIdentity)
+	if !slices.Contains([]Identity{"", ByUID, ByName}, o.OwnerIdentity) {
+		errs = append(errs, field.Invalid(field.NewPath("ownerIdentity"), o.OwnerIdentity.String(), "unknown identity"))
 	}
 	// KubeRay #3286: PR #2150 settled deletes on a DeletionTimestamp while the
 	// planner still counted terminating pods, so a scale-down by one deleted more
 	// pods than asked, then recreated them.
 	if o.DeleteSatisfiedBy == SatisfiedByTerminating && o.CountsTerminating {
-		return fmt.Errorf("%w: DeleteSatisfiedBy %v with CountsTerminating true lets a scale-down delete more pods than asked (KubeRay #3286)", ErrInvalidOptions, o.DeleteSatisfiedBy)
+		errs = append(errs, field.Invalid(field.NewPath("countsTerminating"), true,
+			"with deleteSatisfiedBy terminating, a scale-down deletes more pods than asked (KubeRay #3286)"))
 	}
-	return nil
+	return plancore.Invalid(ErrInvalidOptions, errs)
 }
 
 // timeout returns the effective timeout for action a, given a per-record

@@ -18,7 +18,7 @@ import (
 )
 
 // The properties in this file drive a State with random operations, without
-// the fake world: §4 properties 6 to 9, and the Tracker against the core.
+// the fake world: exact wake-ups, Forget, no leaks, purity, and the Tracker against the core.
 
 var (
 	propOwners = []expectations.Owner{
@@ -102,7 +102,7 @@ func genOp(t *rapid.T, owners int) op {
 		o.UID = rapid.Bool().Draw(t, "withUID")
 		o.Timeout = rapid.SampledFrom([]time.Duration{0, 0, 10 * time.Second, expectations.Never}).Draw(t, "timeout")
 	case "conclude":
-		o.Result = expectations.CallResult(rapid.IntRange(1, 5).Draw(t, "result"))
+		o.Result = rapid.SampledFrom([]expectations.CallResult{expectations.CallSucceeded, expectations.CallAlreadyDone, expectations.CallFailed, expectations.CallAmbiguous, expectations.CallNotAttempted}).Draw(t, "result")
 	case "observe", "satisfied":
 		o.View = genView(t, "view")
 	case "advance":
@@ -223,9 +223,9 @@ func checkCounts(t *rapid.T, s *expectations.State) {
 	}
 }
 
-// TestPropertyNextChangeIsExact is §4 property 6: with an unchanged view, the
-// result changes at NextChange and not before.
-func TestPropertyNextChangeIsExact(t *testing.T) {
+// TestPropertyRequeueAfterIsExact says: with an unchanged view, the
+// result changes at RequeueAfter and not before.
+func TestPropertyRequeueAfterIsExact(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s, now, _ := randomState(t)
 		owner := propOwners[rapid.IntRange(0, len(propOwners)-1).Draw(t, "owner")]
@@ -235,35 +235,36 @@ func TestPropertyNextChangeIsExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.NextChange.IsZero() {
+		if r.RequeueAfter == 0 {
 			later, _ := s.Check(now.Add(1000*time.Hour), owner, group, view)
 			if diff := cmp.Diff(r.Pending, later.Pending, cmp.Comparer(sameReason)); diff != "" && !anyOverdue(later) {
-				t.Fatalf("no NextChange, yet the pending list changed:\n%s", diff)
+				t.Fatalf("no RequeueAfter, yet the pending list changed:\n%s", diff)
 			}
 			return
 		}
-		if !r.NextChange.After(now) {
-			t.Fatalf("NextChange %v is not after now %v", r.NextChange, now)
+		if r.RequeueAfter < 0 {
+			t.Fatalf("RequeueAfter %v is negative", r.RequeueAfter)
 		}
-		before, _ := s.Check(r.NextChange.Add(-time.Nanosecond), owner, group, view)
+		next := now.Add(r.RequeueAfter)
+		before, _ := s.Check(next.Add(-time.Nanosecond), owner, group, view)
 		if diff := cmp.Diff(r.Pending, before.Pending); diff != "" || before.Satisfied != r.Satisfied {
-			t.Fatalf("the result changed before NextChange:\n%s", diff)
+			t.Fatalf("the result changed before RequeueAfter:\n%s", diff)
 		}
-		at, _ := s.Check(r.NextChange, owner, group, view)
+		at, _ := s.Check(next, owner, group, view)
 		if cmp.Equal(r.Pending, at.Pending) {
-			t.Fatalf("the result did not change at NextChange %v:\n%s", r.NextChange, at)
+			t.Fatalf("the result did not change after RequeueAfter %v:\n%s", r.RequeueAfter, at)
 		}
 	})
 }
 
-// sameReason compares entries ignoring nothing; it exists so a zero NextChange
-// can tolerate Block's reason flip (which NextChange does not announce once an
+// sameReason compares entries ignoring nothing; it exists so a zero RequeueAfter
+// can tolerate Block's reason flip (which RequeueAfter does not announce once an
 // item is overdue).
 func sameReason(a, b expectations.Entry) bool { return reflect.DeepEqual(a, b) }
 
 func anyOverdue(r expectations.Result) bool { return len(r.Overdue) > 0 }
 
-// TestPropertyForgetRemovesEverything is §4 property 7.
+// TestPropertyForgetRemovesEverything: Forget leaves nothing of the owner.
 func TestPropertyForgetRemovesEverything(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s, now, ops := randomState(t)
@@ -287,7 +288,7 @@ func TestPropertyForgetRemovesEverything(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if !r.Satisfied || len(r.Pending)+len(r.Lingering) != 0 || !r.NextChange.IsZero() {
+					if !r.Satisfied || len(r.Pending)+len(r.Lingering) != 0 || r.RequeueAfter != 0 {
 						t.Fatalf("%s: owner %s group %q:\n%s", when, o, g, r)
 					}
 				}
@@ -307,7 +308,7 @@ func TestPropertyForgetRemovesEverything(t *testing.T) {
 	})
 }
 
-// TestPropertyNoLeak is §4 property 8: Prune drops owners not listed, and
+// TestPropertyNoLeak: Prune drops owners not listed, and
 // keeps no item whose deadline passed (under Unblock) except lingering ones.
 func TestPropertyNoLeak(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -354,7 +355,7 @@ func TestPropertyNoLeak(t *testing.T) {
 	})
 }
 
-// TestPropertyPurity is §4 property 9: Check and Satisfied agree, the view is
+// TestPropertyPurity: Check and Satisfied agree, the view is
 // never modified, repeating a check settles nothing new, and replaying the same
 // calls gives byte-identical results.
 func TestPropertyPurity(t *testing.T) {
@@ -387,7 +388,7 @@ func TestPropertyPurity(t *testing.T) {
 						t.Fatalf("a clone decided differently:\n%s", diff)
 					}
 					again, _ := s.Satisfied(now, owner, group, v)
-					if again.Satisfied != got.Satisfied || !cmp.Equal(again.Pending, got.Pending) || !again.NextChange.Equal(got.NextChange) ||
+					if again.Satisfied != got.Satisfied || !cmp.Equal(again.Pending, got.Pending) || again.RequeueAfter != got.RequeueAfter ||
 						len(again.Observed)+len(again.Expired)+len(again.Overdue) != 0 {
 						t.Fatalf("a repeated check changed or settled something:\nfirst:\n%s\nagain:\n%s", got, again)
 					}

@@ -8,34 +8,43 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Reason says why an item is still pending.
-type Reason uint8
+// ReasonCode says, in one UpperCamelCase word, why an item is still pending.
+// The codes are part of the API: match on them, never on Message.
+type ReasonCode string
 
 const (
 	// ReasonUnseen: a create whose pod the view has not shown yet, or a delete
 	// whose pod is absent but was never seen (its absence proves nothing).
-	ReasonUnseen Reason = iota + 1
+	ReasonUnseen ReasonCode = "Unseen"
 	// ReasonPresent: a delete whose pod the view still shows.
-	ReasonPresent
+	ReasonPresent ReasonCode = "Present"
 	// ReasonUnresolved: a create known only by its token, with no pod carrying it.
-	ReasonUnresolved
+	ReasonUnresolved ReasonCode = "Unresolved"
 	// ReasonExpired: the deadline passed unobserved and OnExpiry is Block.
-	ReasonExpired
+	ReasonExpired ReasonCode = "Expired"
 )
 
-// String names the reason.
+// Reason explains why an item is pending: a code to match on and a message
+// for people.
+type Reason struct {
+	Code    ReasonCode `json:"code"`
+	Message string     `json:"message"`
+}
+
+// String is the message, or the code when there is none.
 func (r Reason) String() string {
-	switch r {
-	case ReasonUnseen:
-		return "unseen"
-	case ReasonPresent:
-		return "still present"
-	case ReasonUnresolved:
-		return "unresolved token"
-	case ReasonExpired:
-		return "expired"
+	if r.Message == "" {
+		return string(r.Code)
 	}
-	return fmt.Sprintf("Reason(%d)", uint8(r))
+	return r.Message
+}
+
+// reasons holds the one Reason of each code, so a check allocates nothing for it.
+var reasons = map[ReasonCode]Reason{
+	ReasonUnseen:     {Code: ReasonUnseen, Message: "unseen"},
+	ReasonPresent:    {Code: ReasonPresent, Message: "still present"},
+	ReasonUnresolved: {Code: ReasonUnresolved, Message: "unresolved token"},
+	ReasonExpired:    {Code: ReasonExpired, Message: "expired"},
 }
 
 // Entry describes one item in a Result.
@@ -52,7 +61,7 @@ type Entry struct {
 	// Resolution says how far the item's API call got.
 	Resolution Resolution
 	// Reason says why a Pending item waits; zero in the other lists.
-	Reason Reason
+	Reason Reason `json:",omitzero"`
 	// View is what the view showed of the pod: set for Expired and Lingering
 	// items (an expired create is usually absent, an expired delete present or
 	// terminating), ViewAbsent elsewhere.
@@ -84,18 +93,10 @@ type Result struct {
 	// both Expired and Lingering). They do not block the group, but the
 	// planner must neither count their pods nor pick them as victims.
 	Lingering []Entry
-	// NextChange is the earliest future deadline of a pending item, or zero: with
-	// an unchanged view, the result changes at NextChange and not before.
-	NextChange time.Time
-}
-
-// RequeueAfter returns how long after now the caller should check again if the
-// view does not change first, or zero when no deadline is pending.
-func (r Result) RequeueAfter(now time.Time) time.Duration {
-	if r.NextChange.IsZero() {
-		return 0
-	}
-	return r.NextChange.Sub(now)
+	// RequeueAfter is how long after the check's now the earliest deadline of a
+	// pending item falls, or zero when none is pending: with an unchanged view,
+	// the result changes then and not before.
+	RequeueAfter time.Duration
 }
 
 // LingeringPods returns the names of the Lingering pods, in order.
@@ -140,8 +141,8 @@ func (r Result) String() string {
 		verdict = "unsatisfied"
 	}
 	fmt.Fprintf(&b, "owner %s group %q: %s", r.Owner, r.Group, verdict)
-	if !r.NextChange.IsZero() {
-		fmt.Fprintf(&b, ", next change %s", r.NextChange.UTC().Format(time.RFC3339Nano))
+	if r.RequeueAfter > 0 {
+		fmt.Fprintf(&b, ", requeue after %s", r.RequeueAfter)
 	}
 	b.WriteByte('\n')
 	write := func(list string, es []Entry) {
@@ -150,8 +151,8 @@ func (r Result) String() string {
 			if e.PodUID != "" {
 				fmt.Fprintf(&b, " uid=%s", e.PodUID)
 			}
-			if e.Reason != 0 {
-				fmt.Fprintf(&b, " (%s)", e.Reason)
+			if e.Reason.Code != "" {
+				fmt.Fprintf(&b, " (%s)", e.Reason.Code)
 			}
 			if list == "expired" || list == "lingering" {
 				fmt.Fprintf(&b, " view=%s", e.View)

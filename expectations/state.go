@@ -8,6 +8,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // State is the pure expectations core: the in-flight creates and deletes of
@@ -21,7 +25,7 @@ type State struct {
 	opts   Options
 	owners map[string]*ownerRec
 	// names maps namespace/name to the owner key last used for it, so that an
-	// owner recreated under a new UID drops its predecessor's items (D4).
+	// owner recreated under a new UID drops its predecessor's items (KubeRay #4078).
 	names map[podKey]string
 	len   int
 }
@@ -108,12 +112,12 @@ func (s *State) Options() Options {
 func (s *State) ownerKey(o Owner) (string, error) {
 	if s.opts.OwnerIdentity == ByName {
 		if o.Name == "" {
-			return "", fmt.Errorf("%w: owner.Name is empty (owners are keyed by name); owner.Namespace %q", ErrInvalidOwner, o.Namespace)
+			return "", plancore.Invalid(ErrInvalidOwner, field.ErrorList{field.Required(field.NewPath("owner", "name"), "owners are keyed by name")})
 		}
 		return o.Namespace + "/" + o.Name, nil
 	}
 	if o.UID == "" {
-		return "", fmt.Errorf("%w: owner.UID is empty (owners are keyed by UID); owner %s/%s", ErrInvalidOwner, o.Namespace, o.Name)
+		return "", plancore.Invalid(ErrInvalidOwner, field.ErrorList{field.Required(field.NewPath("owner", "uid"), "owners are keyed by UID; owner "+o.Namespace+"/"+o.Name)})
 	}
 	return string(o.UID), nil
 }
@@ -124,7 +128,7 @@ func (s *State) ownerKey(o Owner) (string, error) {
 // hold items are registered, so checks of owners without items leave nothing
 // behind.
 func (s *State) supersede(o Owner, key string, register bool) {
-	if s.opts.OwnerIdentity != ByUID || o.Name == "" {
+	if s.opts.OwnerIdentity == ByName || o.Name == "" {
 		return
 	}
 	nk := podKey{o.Namespace, o.Name}
@@ -161,6 +165,9 @@ func (s *State) dropOwner(key string) int {
 // KubeRay); the Seen latch carries over. Record is called BEFORE the API call,
 // then Conclude reports the call's outcome.
 func (s *State) Record(now time.Time, r Record) (Ref, error) {
+	if err := checkNow(now); err != nil {
+		return Ref{}, err
+	}
 	key, err := s.ownerKey(r.Owner)
 	if err != nil {
 		return Ref{}, err
@@ -171,13 +178,14 @@ func (s *State) Record(now time.Time, r Record) (Ref, error) {
 	s.supersede(r.Owner, key, true)
 	g := s.groupFor(key, r.Owner, r.Group)
 	it := &item{
-		action:   r.Action,
-		pod:      r.Pod,
-		token:    r.Token,
-		podUID:   r.PodUID,
-		recorded: now,
-		timeout:  s.opts.timeout(r.Action, r.Timeout),
-		seen:     r.Seen,
+		resolution: InFlight,
+		action:     r.Action,
+		pod:        r.Pod,
+		token:      r.Token,
+		podUID:     r.PodUID,
+		recorded:   now,
+		timeout:    s.opts.timeout(r.Action, r.Timeout),
+		seen:       r.Seen,
 	}
 	s.put(key, g, it)
 	return r.Ref(), nil
@@ -295,24 +303,23 @@ func (s *State) compactIfSparse(ownerKey, groupName string, g *group) {
 	}
 }
 
-// CallResult classifies how an API call behind an item ended (§3.2 of the
-// specification).
-type CallResult uint8
+// CallResult classifies how an API call behind an item ended.
+type CallResult string
 
 const (
 	// CallSucceeded means the call did what it asked.
-	CallSucceeded CallResult = iota + 1
+	CallSucceeded CallResult = "Succeeded"
 	// CallAlreadyDone means the work was already done: AlreadyExists for a create
 	// of a fixed name, NotFound for a delete.
-	CallAlreadyDone
+	CallAlreadyDone CallResult = "AlreadyDone"
 	// CallFailed means the call definitely had no effect (invalid, forbidden,
 	// quota, failed precondition).
-	CallFailed
+	CallFailed CallResult = "Failed"
 	// CallAmbiguous means the call may or may not have taken effect (timeout,
 	// 5xx, lost connection, cancelled).
-	CallAmbiguous
+	CallAmbiguous CallResult = "Ambiguous"
 	// CallNotAttempted means the executor stopped before making the call.
-	CallNotAttempted
+	CallNotAttempted CallResult = "NotAttempted"
 )
 
 // String names the result.
@@ -329,10 +336,10 @@ func (c CallResult) String() string {
 	case CallNotAttempted:
 		return "not-attempted"
 	}
-	return fmt.Sprintf("CallResult(%d)", uint8(c))
+	return fmt.Sprintf("CallResult(%q)", string(c))
 }
 
-// Conclude applies the outcome of the call behind ref at now, per §3.2:
+// Conclude applies the outcome of the call behind ref at now:
 //
 //   - succeeded: a create's token resolves to name (and uid); the deadline
 //     restarts, so a slow call does not eat the cache-lag budget;
@@ -344,8 +351,11 @@ func (c CallResult) String() string {
 // It reports whether an item was found. Concluding an unknown or forgotten item
 // does nothing and is not an error.
 func (s *State) Conclude(now time.Time, ref Ref, res CallResult, name string, uid types.UID) (bool, error) {
-	if res < CallSucceeded || res > CallNotAttempted {
-		return false, fmt.Errorf("%w: call result %v is unknown", ErrInvalidRecord, res)
+	if err := checkNow(now); err != nil {
+		return false, err
+	}
+	if !slices.Contains([]CallResult{CallSucceeded, CallAlreadyDone, CallFailed, CallAmbiguous, CallNotAttempted}, res) {
+		return false, plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Invalid(field.NewPath("result"), res.String(), "unknown call result")})
 	}
 	key, g, it, err := s.lookup(ref)
 	if err != nil || it == nil {
@@ -425,7 +435,7 @@ func (s *State) Observe(owner Owner, pod ObservedPod) (int, error) {
 		return 0, err
 	}
 	if pod.Name == "" {
-		return 0, fmt.Errorf("%w: observed pod.Name is empty", ErrInvalidRecord)
+		return 0, plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Required(field.NewPath("pod", "name"), "an observed pod needs its name")})
 	}
 	rec, ok := s.owners[key]
 	if !ok {
@@ -458,11 +468,11 @@ func (s *State) Observe(owner Owner, pod ObservedPod) (int, error) {
 // pods at once. It returns how many items it removed.
 func (s *State) Forget(owner Owner) (int, error) {
 	if owner.UID == "" && owner.Name == "" {
-		return 0, fmt.Errorf("%w: owner.UID and owner.Name are both empty; Forget needs one", ErrInvalidOwner)
+		return 0, plancore.Invalid(ErrInvalidOwner, field.ErrorList{field.Required(field.NewPath("owner", "uid"), "owner.uid and owner.name are both empty; Forget needs one")})
 	}
 	if s.opts.OwnerIdentity == ByName {
 		if owner.Name == "" {
-			return 0, fmt.Errorf("%w: owner.Name is empty (owners are keyed by name)", ErrInvalidOwner)
+			return 0, plancore.Invalid(ErrInvalidOwner, field.ErrorList{field.Required(field.NewPath("owner", "name"), "owners are keyed by name")})
 		}
 		return s.dropOwner(owner.Namespace + "/" + owner.Name), nil
 	}
@@ -484,6 +494,9 @@ func (s *State) Forget(owner Owner) (int, error) {
 // expired items stay until observed or forgotten. It returns how many items it
 // dropped and fails only if a live owner is invalid.
 func (s *State) Prune(now time.Time, live []Owner) (int, error) {
+	if err := checkNow(now); err != nil {
+		return 0, err
+	}
 	keep := make(map[string]bool, len(live))
 	for _, o := range live {
 		k, err := s.ownerKey(o)

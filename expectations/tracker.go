@@ -11,6 +11,7 @@ import (
 // Tracker is a State behind a mutex, for a live controller whose informer
 // handlers, workers and reconciles share one set of expectations. Like the
 // State, it never reads a clock: every method that needs the time takes now.
+// The zero Tracker is ready to use with the default Options.
 // It also counts expiries, for a metric: an expiry means the cache lagged
 // beyond the timeout, or a pod got stuck, and deserves an alert.
 type Tracker struct {
@@ -18,6 +19,15 @@ type Tracker struct {
 	s       *State
 	expired uint64
 	overdue uint64
+}
+
+// state returns the State, making an empty one with the default Options on
+// first use of a zero Tracker. The caller holds t.mu.
+func (t *Tracker) state() *State {
+	if t.s == nil {
+		t.s = &State{}
+	}
+	return t.s
 }
 
 // Stats are the Tracker's counters since it was built.
@@ -41,49 +51,49 @@ func NewTracker(o Options) (*Tracker, error) {
 func (t *Tracker) Record(now time.Time, r Record) (Ref, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.Record(now, r)
+	return t.state().Record(now, r)
 }
 
 // Conclude is State.Conclude under the lock.
 func (t *Tracker) Conclude(now time.Time, ref Ref, res CallResult, name string, uid types.UID) (bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.Conclude(now, ref, res, name, uid)
+	return t.state().Conclude(now, ref, res, name, uid)
 }
 
 // Resolve is State.Resolve under the lock.
 func (t *Tracker) Resolve(now time.Time, ref Ref, name string, uid types.UID) (bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.Resolve(now, ref, name, uid)
+	return t.state().Resolve(now, ref, name, uid)
 }
 
 // Rollback is State.Rollback under the lock.
 func (t *Tracker) Rollback(ref Ref) (bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.Rollback(ref)
+	return t.state().Rollback(ref)
 }
 
 // Begin is State.Begin under the lock.
 func (t *Tracker) Begin(now time.Time, r Record, mode Recording) (Ticket, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.Begin(now, r, mode)
+	return t.state().Begin(now, r, mode)
 }
 
 // Finish is State.Finish under the lock.
 func (t *Tracker) Finish(now time.Time, tk Ticket, res CallResult, name string, uid types.UID) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.Finish(now, tk, res, name, uid)
+	return t.state().Finish(now, tk, res, name, uid)
 }
 
 // Check is State.Check under the lock.
 func (t *Tracker) Check(now time.Time, owner Owner, group string, view *View) (Result, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.Check(now, owner, group, view)
+	return t.state().Check(now, owner, group, view)
 }
 
 // Satisfied is State.Satisfied under the lock; it counts the expiries it
@@ -91,7 +101,7 @@ func (t *Tracker) Check(now time.Time, owner Owner, group string, view *View) (R
 func (t *Tracker) Satisfied(now time.Time, owner Owner, group string, view *View) (Result, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r, err := t.s.Satisfied(now, owner, group, view)
+	r, err := t.state().Satisfied(now, owner, group, view)
 	t.expired += uint64(len(r.Expired))
 	t.overdue += uint64(len(r.Overdue))
 	return r, err
@@ -101,7 +111,7 @@ func (t *Tracker) Satisfied(now time.Time, owner Owner, group string, view *View
 func (t *Tracker) CheckInto(r *Result, now time.Time, owner Owner, group string, view *View) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.CheckInto(r, now, owner, group, view)
+	return t.state().CheckInto(r, now, owner, group, view)
 }
 
 // SatisfiedInto is State.SatisfiedInto under the lock; it counts the expiries
@@ -109,7 +119,7 @@ func (t *Tracker) CheckInto(r *Result, now time.Time, owner Owner, group string,
 func (t *Tracker) SatisfiedInto(r *Result, now time.Time, owner Owner, group string, view *View) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	err := t.s.SatisfiedInto(r, now, owner, group, view)
+	err := t.state().SatisfiedInto(r, now, owner, group, view)
 	t.expired += uint64(len(r.Expired))
 	t.overdue += uint64(len(r.Overdue))
 	return err
@@ -119,49 +129,49 @@ func (t *Tracker) SatisfiedInto(r *Result, now time.Time, owner Owner, group str
 func (t *Tracker) Observe(owner Owner, pod ObservedPod) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.Observe(owner, pod)
+	return t.state().Observe(owner, pod)
 }
 
 // Forget is State.Forget under the lock.
 func (t *Tracker) Forget(owner Owner) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.Forget(owner)
+	return t.state().Forget(owner)
 }
 
 // Prune is State.Prune under the lock.
 func (t *Tracker) Prune(now time.Time, live []Owner) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.Prune(now, live)
+	return t.state().Prune(now, live)
 }
 
 // Len is State.Len under the lock.
 func (t *Tracker) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.Len()
+	return t.state().Len()
 }
 
 // Count is State.Count under the lock.
 func (t *Tracker) Count(owner Owner) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.Count(owner)
+	return t.state().Count(owner)
 }
 
 // Groups is State.Groups under the lock.
 func (t *Tracker) Groups(owner Owner) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.Groups(owner)
+	return t.state().Groups(owner)
 }
 
 // Snapshot returns a deep copy of the State, for a pure planner's snapshot.
 func (t *Tracker) Snapshot() *State {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.Clone()
+	return t.state().Clone()
 }
 
 // Stats returns the counters.
@@ -175,5 +185,5 @@ func (t *Tracker) Stats() Stats {
 func (t *Tracker) ViewFor(owner Owner, pods []corev1.Pod) (*View, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.ViewFor(owner, pods)
+	return t.state().ViewFor(owner, pods)
 }

@@ -2,19 +2,24 @@ package expectations
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Action is what an item expects to happen to its pod.
-type Action uint8
+type Action string
 
 const (
 	// Create expects a pod to appear.
-	Create Action = iota + 1
+	Create Action = "Create"
 	// Delete expects a pod to go away.
-	Delete
+	Delete Action = "Delete"
 )
 
 // String names the action.
@@ -25,7 +30,7 @@ func (a Action) String() string {
 	case Delete:
 		return "delete"
 	}
-	return fmt.Sprintf("Action(%d)", uint8(a))
+	return fmt.Sprintf("Action(%q)", string(a))
 }
 
 // Owner identifies the managed object whose pods are tracked (a RayCluster, a
@@ -45,30 +50,30 @@ func (o Owner) String() string {
 }
 
 // Resolution says how far the API call behind an item got.
-type Resolution uint8
+type Resolution string
 
 const (
 	// InFlight means the item was recorded before its call and the call has not
 	// reported back yet.
-	InFlight Resolution = iota
+	InFlight Resolution = "InFlight"
 	// Resolved means the call succeeded, or found its work already done.
-	Resolved
+	Resolved Resolution = "Resolved"
 	// Ambiguous means the call failed in a way that does not say whether it took
 	// effect (a timeout, a 5xx, a lost connection).
-	Ambiguous
+	Ambiguous Resolution = "Ambiguous"
 )
 
 // String names the resolution.
 func (r Resolution) String() string {
 	switch r {
-	case InFlight:
+	case "", InFlight:
 		return "in-flight"
 	case Resolved:
 		return "resolved"
 	case Ambiguous:
 		return "ambiguous"
 	}
-	return fmt.Sprintf("Resolution(%d)", uint8(r))
+	return fmt.Sprintf("Resolution(%q)", string(r))
 }
 
 // Record describes one create or delete to expect.
@@ -118,24 +123,24 @@ func (r Record) validate() error {
 	switch r.Action {
 	case Create:
 		if r.Pod == "" && r.Token == "" {
-			return fmt.Errorf("%w: record.Pod and record.Token are both empty for a create of group %q", ErrInvalidRecord, r.Group)
+			return plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Required(field.NewPath("record", "token"), "a create needs record.pod or record.token (group "+strconv.Quote(r.Group)+")")})
 		}
 	case Delete:
 		if r.Pod == "" {
-			return fmt.Errorf("%w: record.Pod is empty for a delete of group %q", ErrInvalidRecord, r.Group)
+			return plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Required(field.NewPath("record", "pod"), "a delete needs the pod name (group "+strconv.Quote(r.Group)+")")})
 		}
 	default:
-		return fmt.Errorf("%w: record.Action %v is unknown", ErrInvalidRecord, r.Action)
+		return plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Invalid(field.NewPath("record", "action"), r.Action.String(), "must be Create or Delete")})
 	}
 	if r.Timeout < 0 && r.Timeout != Never {
-		return fmt.Errorf("%w: record.Timeout %v is negative (use Never to disable it)", ErrInvalidRecord, r.Timeout)
+		return plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Invalid(field.NewPath("record", "timeout"), r.Timeout.String(), "negative (use Never to disable it)")})
 	}
 	return nil
 }
 
 func (r Ref) validate() error {
 	if r.Pod == "" && r.Token == "" {
-		return fmt.Errorf("%w: ref.Pod and ref.Token are both empty", ErrInvalidRecord)
+		return plancore.Invalid(ErrInvalidRecord, field.ErrorList{field.Required(field.NewPath("ref", "pod"), "ref.pod and ref.token are both empty")})
 	}
 	return nil
 }

@@ -12,29 +12,29 @@ import (
 const TokenAnnotation = "expectations.plancore.io/token"
 
 // ViewState is what a View shows of one pod.
-type ViewState uint8
+type ViewState string
 
 const (
 	// ViewAbsent means the pod is not in the view (or only another pod of the
 	// same name is).
-	ViewAbsent ViewState = iota
+	ViewAbsent ViewState = "Absent"
 	// ViewPresent means the pod is in the view and not terminating.
-	ViewPresent
+	ViewPresent ViewState = "Present"
 	// ViewTerminating means the pod is in the view with a DeletionTimestamp.
-	ViewTerminating
+	ViewTerminating ViewState = "Terminating"
 )
 
 // String names the state.
 func (s ViewState) String() string {
 	switch s {
-	case ViewAbsent:
+	case "", ViewAbsent:
 		return "absent"
 	case ViewPresent:
 		return "present"
 	case ViewTerminating:
 		return "terminating"
 	}
-	return fmt.Sprintf("ViewState(%d)", uint8(s))
+	return fmt.Sprintf("ViewState(%q)", string(s))
 }
 
 // ViewPod is the part of a pod a View keeps.

@@ -2,6 +2,7 @@ package fake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -32,11 +33,20 @@ type ReconcileExecutor struct {
 
 var _ reconcile.Executor = (*ReconcileExecutor)(nil)
 
+// errNoStore is what a ReconcileExecutor without a Store answers to every call.
+var errNoStore = errors.New("fake: ReconcileExecutor has no Store (use NewReconcileExecutor)")
+
+// errLoopNotBuilt is what a RayClusterLoop without its parts answers.
+var errLoopNotBuilt = errors.New("fake: RayClusterLoop has no World, Store, Exec or Tracker (use NewRayClusterLoop)")
+
 // NewReconcileExecutor returns an executor writing to s.
 func NewReconcileExecutor(s *PodStore) *ReconcileExecutor { return &ReconcileExecutor{Store: s} }
 
 // CreatePod implements reconcile.Executor.
 func (e *ReconcileExecutor) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	if e.Store == nil {
+		return nil, errNoStore
+	}
 	if e.Quota > 0 && len(e.Store.Pods(pod.Namespace)) >= e.Quota {
 		// The API server refuses the create: it is a call like any other.
 		target := pod.Namespace + "/" + pod.Name
@@ -57,11 +67,17 @@ func (e *ReconcileExecutor) CreatePod(ctx context.Context, pod *corev1.Pod) (*co
 
 // DeletePod implements reconcile.Executor.
 func (e *ReconcileExecutor) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {
+	if e.Store == nil {
+		return errNoStore
+	}
 	return e.Store.DeletePod(ctx, namespace, name, DeleteOptions{UID: uid})
 }
 
 // DeleteAllOf implements reconcile.Executor.
 func (e *ReconcileExecutor) DeleteAllOf(ctx context.Context, namespace string, selector map[string]string) error {
+	if e.Store == nil {
+		return errNoStore
+	}
 	_, err := e.Store.DeleteAllOf(ctx, namespace, labels.SelectorFromSet(selector))
 	return err
 }
@@ -70,6 +86,9 @@ func (e *ReconcileExecutor) DeleteAllOf(ctx context.Context, namespace string, s
 // PodStore.PatchPodAnnotations (UID and resourceVersion preconditions,
 // Conflict when either differs).
 func (e *ReconcileExecutor) PatchPodAnnotations(ctx context.Context, namespace, name string, uid types.UID, resourceVersion string, set map[string]string) error {
+	if e.Store == nil {
+		return errNoStore
+	}
 	return e.Store.PatchPodAnnotations(ctx, namespace, name, uid, resourceVersion, set)
 }
 
@@ -109,9 +128,17 @@ func (l *RayClusterLoop) Owner() expectations.Owner {
 	return expectations.Owner{Namespace: l.Cluster.Namespace, Name: l.Cluster.Name, UID: l.Cluster.UID}
 }
 
+// built reports whether the loop has its parts; a zero loop has none.
+func (l *RayClusterLoop) built() bool {
+	return l.World != nil && l.Store != nil && l.Exec != nil && l.Tracker != nil
+}
+
 // Kubelet starts every pending, non-terminating pod that has waited
-// StartDelay: it is scheduled, Running and Ready.
+// StartDelay: it is scheduled, Running and Ready. A zero loop does nothing.
 func (l *RayClusterLoop) Kubelet() {
+	if !l.built() {
+		return
+	}
 	now := l.World.Clock.Now()
 	for _, p := range l.Store.Pods(l.Cluster.Namespace) {
 		if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil || now.Sub(p.CreationTimestamp.Time) < l.StartDelay {
@@ -128,6 +155,9 @@ func (l *RayClusterLoop) Kubelet() {
 // Snapshot reads the informer and settles the expectations of every group
 // on it (what a controller does before planning), and returns the snapshot.
 func (l *RayClusterLoop) Snapshot() (reconcile.Snapshot, error) {
+	if !l.built() {
+		return reconcile.Snapshot{}, errLoopNotBuilt
+	}
 	now := l.World.Clock.Now()
 	pods := l.Store.Informer().List(l.Cluster.Namespace, nil)
 	view, err := l.Tracker.ViewFor(l.Owner(), pods)
@@ -146,7 +176,9 @@ func (l *RayClusterLoop) Snapshot() (reconcile.Snapshot, error) {
 }
 
 // Step runs one pass: kubelet, snapshot, Decide, Apply. It returns the plan and
-// the report; an error is Decide's (malformed input).
+// the report; an error is Decide's (malformed input) or Apply's refusal of the
+// plan or of its expectation records. Failed executor calls, which the
+// simulation injects, are in the report only.
 func (l *RayClusterLoop) Step(ctx context.Context) (reconcile.Plan, reconcile.Report, error) {
 	l.Kubelet()
 	s, err := l.Snapshot()
@@ -157,9 +189,11 @@ func (l *RayClusterLoop) Step(ctx context.Context) (reconcile.Plan, reconcile.Re
 	if err != nil {
 		return reconcile.Plan{}, reconcile.Report{}, err
 	}
-	rep := reconcile.Apply(ctx, p, l.Exec, reconcile.ApplyOptions{
-		Expectations: l.Tracker, Clock: l.World.Clock.Now, TokenPrefix: "fake-", KeepGoing: l.KeepGoing,
-	})
+	ap := reconcile.Applier{Expectations: l.Tracker, Clock: l.World.Clock, TokenPrefix: "fake-", KeepGoing: l.KeepGoing}
+	rep, err := ap.Apply(ctx, p, l.Exec)
+	if errors.Is(err, reconcile.ErrInvalidInput) || errors.Is(err, reconcile.ErrExpectation) {
+		return p, rep, err
+	}
 	l.Forming = reconcile.UpdateForming(l.Forming, p, rep)
 	return p, rep, nil
 }

@@ -222,3 +222,20 @@ func TestRayClusterLoopAdoptsHashOnOperatorUpgrade(t *testing.T) {
 		t.Fatalf("the pass after the patch plans\n%s\nwant nothing", p)
 	}
 }
+
+// TestZeroReconcileTypes: a zero executor and a zero loop answer with an
+// error, never a panic.
+func TestZeroReconcileTypes(t *testing.T) {
+	var e fake.ReconcileExecutor
+	if _, err := e.CreatePod(context.Background(), &corev1.Pod{}); err == nil {
+		t.Error("CreatePod on a zero executor: no error")
+	}
+	if err := e.DeletePod(context.Background(), "ns", "p", ""); err == nil {
+		t.Error("DeletePod on a zero executor: no error")
+	}
+	var l fake.RayClusterLoop
+	l.Kubelet()
+	if _, _, err := l.Step(context.Background()); err == nil {
+		t.Error("Step on a zero loop: no error")
+	}
+}

@@ -12,7 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/expectations"
 )
 
@@ -53,17 +56,22 @@ const (
 	CallSkipped CallStatus = "skipped"
 )
 
-// ApplyOptions configure Apply.
-type ApplyOptions struct {
+// Applier applies plans like Apply and also keeps the plan's expectations in
+// a Tracker. Its zero value is Apply: no expectations, stop at the first
+// failure.
+type Applier struct {
 	// Expectations, when set, receives the expectation records the plan's
 	// actions imply: each is recorded around its call (Begin before, Finish
 	// after, per Recording), and the plan's ExpectationOps are applied first.
+	// A plan without a ClusterUID is then refused: the records are keyed by
+	// the owner's UID. A record that cannot be made fails its action before
+	// the call, and one that cannot be concluded fails it after.
 	Expectations *expectations.Tracker
 	// Recording is when records are made; the default records before the
 	// call and rolls back definite failures (KubeRay records after success).
 	Recording expectations.Recording
 	// Clock, when set, times the records; by default the plan's Now is used.
-	Clock func() time.Time
+	Clock clock.PassiveClock
 	// TokenPrefix starts the token of every GenerateName create, which Apply
 	// stamps on the pod (expectations.TokenAnnotation) so that an ambiguous
 	// create is recognised when it appears. Use a per-process random value.
@@ -91,21 +99,23 @@ type ActionResult struct {
 type Report struct {
 	Results []ActionResult
 	// Forming holds formation records written or updated by partially failed
-	// CreateReplicaGroup actions (D9); merge them with UpdateForming.
+	// CreateReplicaGroup actions (KubeRay #4540); merge them with UpdateForming.
 	Forming []FormingGroup `json:",omitempty"`
 	// Stopped is set when Apply stopped early at a failed action.
 	Stopped bool
 }
 
-// Err returns the first failed action's error (patches excluded, which KubeRay
-// only logs), or nil.
+// Err joins the errors of the failed actions (patches excluded, which KubeRay
+// only logs; their errors stay in the report), or returns nil. It is the
+// error Apply returned, less any failure to apply ExpectationOps.
 func (r Report) Err() error {
+	var errs []error
 	for _, a := range r.Results {
-		if a.Err != nil && a.Kind != KindPatchPodAnnotations && (a.Status == CallFailed || a.Status == CallAmbiguous) {
-			return a.Err
+		if a.Err != nil && a.Kind != KindPatchPodAnnotations {
+			errs = append(errs, a.Err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // failureError makes the executor's error KubeRay-shaped: the failure reason,
@@ -140,25 +150,37 @@ func classify(act expectations.Action, err error, notFoundOK, fixedName bool) Ca
 }
 
 // Apply executes the plan in its order (annotation patches, DeleteAllOf,
-// head, then groups in spec order, deletes before creates). It records each
-// action's expectations around its call, tolerates NotFound on deletes that
-// allow it and AlreadyExists on creates with a fixed name, and reports every
-// action. It stops at the first failed action unless KeepGoing; a failed
-// annotation patch never stops it (KubeRay only logs it). A CreateReplicaGroup
-// attempts every member even if one fails, and reports the partial group in
-// Report.Forming (D9), unless the plan asks for KubeRay's serial creation.
-func Apply(ctx context.Context, p Plan, exec Executor, o ApplyOptions) Report {
+// head, then groups in spec order, deletes before creates) through exec,
+// without expectations: it is Applier{}.Apply.
+func Apply(ctx context.Context, p Plan, exec Executor) (Report, error) {
+	return Applier{}.Apply(ctx, p, exec)
+}
+
+// Apply executes the plan in its order. It records each action's
+// expectations around its call, tolerates NotFound on deletes that allow it
+// and AlreadyExists on creates with a fixed name, and reports every action.
+// It stops at the first failed action unless KeepGoing; a failed annotation
+// patch never stops it (KubeRay only logs it). A CreateReplicaGroup attempts
+// every member even if one fails, and reports the partial group in
+// Report.Forming, unless the plan asks for KubeRay's serial creation.
+//
+// The error joins every failed action's error (each wraps the executor's
+// error, or ErrExpectation for a record that could not be kept) and the
+// failures to apply ExpectationOps; failed patches are in the report only. A
+// nil exec (ErrNilExecutor) or, with Expectations, a plan without ClusterUID
+// (ErrInvalidPlan) is refused before anything is done.
+func (o Applier) Apply(ctx context.Context, p Plan, exec Executor) (Report, error) {
+	if exec == nil {
+		return Report{}, ErrNilExecutor
+	}
+	if o.Expectations != nil && p.ClusterUID == "" {
+		return Report{}, plancore.Invalid(ErrInvalidPlan, field.ErrorList{field.Required(field.NewPath("clusterUID"),
+			"expectations are keyed by the cluster's UID; without it the next pass would repeat these actions")})
+	}
 	rep := Report{Results: make([]ActionResult, 0, len(p.Actions))}
 	ns, name, _ := strings.Cut(p.Cluster, "/")
 	ap := &applier{ctx: ctx, exec: exec, o: o, plan: &p, owner: expectations.Owner{Namespace: ns, Name: name, UID: p.ClusterUID}}
-	if tr := o.Expectations; tr != nil {
-		for _, ref := range p.ExpectationOps.Drop {
-			_, _ = tr.Rollback(ref)
-		}
-		if p.ExpectationOps.ClearCluster {
-			_, _ = tr.Forget(expectations.Owner{Namespace: ns, Name: name})
-		}
-	}
+	opsErr := ap.expectationOps()
 	for i := range p.Actions {
 		a := &p.Actions[i]
 		res := ActionResult{Index: i, Kind: a.Kind, Group: a.Group}
@@ -168,63 +190,9 @@ func Apply(ctx context.Context, p Plan, exec Executor, o ApplyOptions) Report {
 			rep.Results = append(rep.Results, res)
 			continue
 		}
-		var err error
-		switch a.Kind {
-		case KindPatchPodAnnotations:
-			if a.Patch == nil {
-				err = fmt.Errorf("%w: action %d has no Patch", ErrInvalidPlan, i)
-				break
-			}
-			res.Target = a.Patch.Name
-			err = exec.PatchPodAnnotations(ctx, a.Patch.Namespace, a.Patch.Name, a.Patch.UID, a.Patch.ResourceVersion, a.Patch.Set)
-			res.Status = classify(expectations.Create, err, false, false)
-		case KindDeleteAllOf:
-			if a.DeleteAll == nil {
-				err = fmt.Errorf("%w: action %d has no DeleteAll", ErrInvalidPlan, i)
-				break
-			}
-			res.Target = a.DeleteAll.SelectorString()
-			err = exec.DeleteAllOf(ctx, a.DeleteAll.Namespace, a.DeleteAll.Selector)
-			res.Status = classify(expectations.Create, err, false, false)
-		case KindDeletePod:
-			if a.Delete == nil {
-				err = fmt.Errorf("%w: action %d has no Delete", ErrInvalidPlan, i)
-				break
-			}
-			d := a.Delete
-			res.Target = d.Name
-			tk, recorded := ap.begin(a, 0, d.Name, d.UID, "")
-			err = exec.DeletePod(ctx, d.Namespace, d.Name, d.UID)
-			// A UID precondition that fails means the pod we meant is gone.
-			if err != nil && d.UID != "" && apierrors.IsConflict(err) {
-				err = apierrors.NewNotFound(corev1.Resource("pods"), d.Name)
-			}
-			res.Status = classify(expectations.Delete, err, d.NotFoundIsSuccess, false)
-			if recorded {
-				ap.finish(tk, expectations.Delete, err, false, d.Name, "")
-			}
-		case KindCreatePod:
-			if a.Create == nil || a.Create.Pod == nil {
-				err = fmt.Errorf("%w: action %d has no Create", ErrInvalidPlan, i)
-				break
-			}
-			res.Target = podNameOrPrefix(a.Create.Pod)
-			var name string
-			res.Status, name, err = ap.createOne(a, i, 0, a.Create.Pod)
-			if name != "" {
-				res.Created = append(res.Created, name)
-			}
-		case KindCreateReplicaGroup:
-			if a.CreateGroup == nil {
-				err = fmt.Errorf("%w: action %d has no CreateGroup", ErrInvalidPlan, i)
-				break
-			}
-			res.Target = a.CreateGroup.ReplicaName
-			res.Status, err = ap.createGroup(a, i, &res, &rep)
-		default:
-			err = fmt.Errorf("%w: action %d has unknown kind %q", ErrInvalidPlan, i, a.Kind)
-		}
-		if err != nil && res.Status != CallAlreadyDone {
+		// A call that found its work done returns no error, unless its
+		// expectation could not be kept, which fails the action.
+		if err := ap.do(a, i, &res, &rep); err != nil {
 			if res.Status == "" || res.Status == CallDone {
 				res.Status = CallFailed
 			}
@@ -238,30 +206,126 @@ func Apply(ctx context.Context, p Plan, exec Executor, o ApplyOptions) Report {
 		}
 		rep.Results = append(rep.Results, res)
 	}
-	return rep
+	return rep, errors.Join(opsErr, rep.Err())
+}
+
+// expectationOps applies the plan's drops and cluster clear to the tracker.
+func (ap *applier) expectationOps() error {
+	tr := ap.o.Expectations
+	if tr == nil {
+		return nil
+	}
+	var errs []error
+	for _, ref := range ap.plan.ExpectationOps.Drop {
+		if _, err := tr.Rollback(ref); err != nil {
+			errs = append(errs, fmt.Errorf("%w: dropping %s/%s: %w", ErrExpectation, ref.Group, cmpOr(ref.Pod, ref.Token), err))
+		}
+	}
+	if ap.plan.ExpectationOps.ClearCluster {
+		if _, err := tr.Forget(expectations.Owner{Namespace: ap.owner.Namespace, Name: ap.owner.Name}); err != nil {
+			errs = append(errs, fmt.Errorf("%w: clearing the cluster: %w", ErrExpectation, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// do performs action i, filling in res.Target and res.Status.
+func (ap *applier) do(a *Action, i int, res *ActionResult, rep *Report) error {
+	ctx, exec := ap.ctx, ap.exec
+	switch a.Kind {
+	case KindPatchPodAnnotations:
+		if a.Patch == nil {
+			return fmt.Errorf("%w: action %d has no Patch", ErrInvalidPlan, i)
+		}
+		res.Target = a.Patch.Name
+		err := exec.PatchPodAnnotations(ctx, a.Patch.Namespace, a.Patch.Name, a.Patch.UID, a.Patch.ResourceVersion, a.Patch.Set)
+		res.Status = classify(expectations.Create, err, false, false)
+		return err
+	case KindDeleteAllOf:
+		if a.DeleteAll == nil {
+			return fmt.Errorf("%w: action %d has no DeleteAll", ErrInvalidPlan, i)
+		}
+		res.Target = a.DeleteAll.SelectorString()
+		err := exec.DeleteAllOf(ctx, a.DeleteAll.Namespace, a.DeleteAll.Selector)
+		res.Status = classify(expectations.Create, err, false, false)
+		return err
+	case KindDeletePod:
+		if a.Delete == nil {
+			return fmt.Errorf("%w: action %d has no Delete", ErrInvalidPlan, i)
+		}
+		res.Target = a.Delete.Name
+		var err error
+		res.Status, err = ap.deleteOne(a)
+		return err
+	case KindCreatePod:
+		if a.Create == nil || a.Create.Pod == nil {
+			return fmt.Errorf("%w: action %d has no Create", ErrInvalidPlan, i)
+		}
+		res.Target = podNameOrPrefix(a.Create.Pod)
+		st, name, err := ap.createOne(a, i, 0, a.Create.Pod)
+		res.Status = st
+		if name != "" {
+			res.Created = append(res.Created, name)
+		}
+		return err
+	case KindCreateReplicaGroup:
+		if a.CreateGroup == nil {
+			return fmt.Errorf("%w: action %d has no CreateGroup", ErrInvalidPlan, i)
+		}
+		res.Target = a.CreateGroup.ReplicaName
+		var err error
+		res.Status, err = ap.createGroup(a, i, res, rep)
+		return err
+	}
+	return fmt.Errorf("%w: action %d has unknown kind %q", ErrInvalidPlan, i, a.Kind)
+}
+
+// deleteOne deletes one pod, recording its expectation around the call.
+func (ap *applier) deleteOne(a *Action) (CallStatus, error) {
+	d := a.Delete
+	tk, recorded, err := ap.begin(a, 0, d.Name, d.UID, "")
+	if err != nil {
+		return CallFailed, err
+	}
+	err = ap.exec.DeletePod(ap.ctx, d.Namespace, d.Name, d.UID)
+	// A UID precondition that fails means the pod we meant is gone.
+	if err != nil && d.UID != "" && apierrors.IsConflict(err) {
+		err = apierrors.NewNotFound(corev1.Resource("pods"), d.Name)
+	}
+	st := classify(expectations.Delete, err, d.NotFoundIsSuccess, false)
+	var ferr error
+	if recorded {
+		ferr = ap.finish(tk, expectations.Delete, err, false, d.Name, "")
+	}
+	if st == CallAlreadyDone {
+		err = nil // NotFound on a delete that tolerates it: done
+	}
+	return st, errors.Join(err, ferr)
 }
 
 // applier carries one Apply call's state.
 type applier struct {
 	ctx   context.Context
 	exec  Executor
-	o     ApplyOptions
+	o     Applier
 	plan  *Plan
 	owner expectations.Owner
 }
 
 func (ap *applier) now() time.Time {
 	if ap.o.Clock != nil {
-		return ap.o.Clock()
+		return ap.o.Clock.Now()
 	}
 	return ap.plan.Now
 }
 
-// begin records the k-th expectation of a before its call.
-func (ap *applier) begin(a *Action, k int, pod string, uid types.UID, token string) (expectations.Ticket, bool) {
+// begin records the k-th expectation of a before its call. It reports
+// whether a record was begun, and an error wrapping ErrExpectation when it
+// could not be: the call must then not be made.
+func (ap *applier) begin(a *Action, k int, pod string, uid types.UID, token string) (expectations.Ticket, bool, error) {
 	tr := ap.o.Expectations
 	if tr == nil || k >= len(a.Expect) {
-		return expectations.Ticket{}, false
+		return expectations.Ticket{}, false, nil
 	}
 	e := a.Expect[k]
 	r := expectations.Record{Owner: ap.owner, Group: e.Group, Pod: pod, Token: token, Seen: e.Seen}
@@ -271,11 +335,19 @@ func (ap *applier) begin(a *Action, k int, pod string, uid types.UID, token stri
 		r.Action, r.PodUID = expectations.Delete, uid
 	}
 	tk, err := tr.Begin(ap.now(), r, ap.o.Recording)
-	return tk, err == nil
+	if err != nil {
+		return tk, false, fmt.Errorf("%w: %s %s: %w", ErrExpectation, r.Action, cmpOr(pod, token), err)
+	}
+	return tk, true, nil
 }
 
-func (ap *applier) finish(tk expectations.Ticket, act expectations.Action, err error, fixedName bool, name string, uid types.UID) {
-	_ = ap.o.Expectations.Finish(ap.now(), tk, expectations.Classify(act, err, fixedName), name, uid)
+// finish concludes a record begun before the call; an error wraps
+// ErrExpectation.
+func (ap *applier) finish(tk expectations.Ticket, act expectations.Action, err error, fixedName bool, name string, uid types.UID) error {
+	if ferr := ap.o.Expectations.Finish(ap.now(), tk, expectations.Classify(act, err, fixedName), name, uid); ferr != nil {
+		return fmt.Errorf("%w: concluding %s %s: %w", ErrExpectation, act, cmpOr(name, tk.Record.Token), ferr)
+	}
+	return nil
 }
 
 // createOne creates one pod (the k-th of action i), recording its expectation
@@ -291,7 +363,10 @@ func (ap *applier) createOne(a *Action, i, k int, pod *corev1.Pod) (CallStatus, 
 		}
 		pod.Annotations[expectations.TokenAnnotation] = token
 	}
-	tk, recorded := ap.begin(a, k, pod.Name, "", token)
+	tk, recorded, err := ap.begin(a, k, pod.Name, "", token)
+	if err != nil {
+		return CallFailed, "", err
+	}
 	out, err := ap.exec.CreatePod(ap.ctx, pod)
 	st := classify(expectations.Create, err, false, fixed)
 	var name string
@@ -302,13 +377,14 @@ func (ap *applier) createOne(a *Action, i, k int, pod *corev1.Pod) (CallStatus, 
 	case st == CallAlreadyDone:
 		name = pod.Name
 	}
+	var ferr error
 	if recorded {
-		ap.finish(tk, expectations.Create, err, fixed, name, uid)
+		ferr = ap.finish(tk, expectations.Create, err, fixed, name, uid)
 	}
 	if st == CallAlreadyDone {
 		err = nil
 	}
-	return st, name, err
+	return st, name, errors.Join(err, ferr)
 }
 
 // createGroup creates the members of one replica group. By default every member
@@ -342,7 +418,7 @@ func (ap *applier) createGroup(a *Action, i int, res *ActionResult, rep *Report)
 	}
 	created := len(cg.Pods) - len(missing)
 	if !cg.Serial && (created > 0 || cg.Retry) {
-		// The group is partial: write or update its formation record (D9).
+		// The group is partial: write or update its formation record (KubeRay #4540).
 		now := ap.now()
 		f := FormingGroup{Group: a.Group, ReplicaName: cg.ReplicaName, ReplicaIndex: cg.ReplicaIndex,
 			Missing: missing, Attempts: cg.Attempts + 1, FirstFailure: now, LastAttempt: now, LastError: firstErr.Error()}

@@ -45,7 +45,11 @@ func newApplyEnv(t *testing.T) *applyEnv {
 }
 
 func (e *applyEnv) apply(p reconcile.Plan, keepGoing bool) reconcile.Report {
-	return reconcile.Apply(context.Background(), p, e.exec, reconcile.ApplyOptions{Expectations: e.tracker, Clock: e.w.Clock.Now, KeepGoing: keepGoing, TokenPrefix: "t-"})
+	ap := reconcile.Applier{Expectations: e.tracker, Clock: e.w.Clock, KeepGoing: keepGoing, TokenPrefix: "t-"}
+	// The tests read the report; Apply's error is rep.Err() when the
+	// plan's expectation drops apply cleanly, as they do here.
+	rep, _ := ap.Apply(context.Background(), p, e.exec)
+	return rep
 }
 
 func mustDecide(t *testing.T, s reconcile.Snapshot, o reconcile.Options) reconcile.Plan {
@@ -204,13 +208,13 @@ func TestApplyPatchFailureDoesNotStop(t *testing.T) {
 
 func TestApplyRejectsMalformedActions(t *testing.T) {
 	e := newApplyEnv(t)
-	rep := e.apply(reconcile.Plan{Cluster: "ns/rc", Actions: []reconcile.Action{{Kind: reconcile.KindDeletePod}}}, false)
+	rep := e.apply(reconcile.Plan{Cluster: "ns/rc", ClusterUID: "uid-rc", Actions: []reconcile.Action{{Kind: reconcile.KindDeletePod}}}, false)
 	if !errors.Is(rep.Err(), reconcile.ErrInvalidPlan) {
 		t.Fatalf("Err = %v, want ErrInvalidPlan", rep.Err())
 	}
 }
 
-// TestQuotaThrash is KubeRay #4540 (D9): a quota leaves room for one host of
+// TestQuotaThrash is KubeRay #4540 (KubeRay #4540): a quota leaves room for one host of
 // a second replica group. KubeRay deletes the partial group and creates it
 // again on every pass; plancore keeps it, retries only the missing host with
 // backoff, and deletes it once GroupFormationTimeout passes.

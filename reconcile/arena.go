@@ -3,7 +3,7 @@ package reconcile
 // arena hands out small slices carved from larger blocks, so that a plan of n
 // actions costs O(log n) allocations for its per-action parts (the DeletePod
 // payload, the one-record Expect list, the one-name Reason.Pods) instead of
-// one allocation each (§6: allocations proportional to actions, not pods,
+// one allocation each (allocations proportional to actions, not pods,
 // and as few as possible per action).
 //
 // Every slice it returns has its capacity capped at its length, so a caller

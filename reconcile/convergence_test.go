@@ -37,7 +37,7 @@ func groupState(pods []corev1.Pod, group string, hosts int, healthyOnly bool) (c
 }
 
 // groupStateCounting is groupState, counting terminating pods too when the
-// planner does (KubeRay, D4).
+// planner does (KubeRay).
 func groupStateCounting(pods []corev1.Pod, group string, hosts int, healthyOnly, withTerminating bool) (count int, complete bool, detail string) {
 	complete = true
 	replicas := map[string]map[string]bool{}
@@ -80,162 +80,196 @@ func TestPropConvergence(t *testing.T) {
 }
 
 func convergenceCase(t *rapid.T, compatMode bool) {
-	ctx := context.Background()
-	prm := convergenceParams{L: rapid.IntRange(0, 3).Draw(t, "lag"), T: rapid.IntRange(0, 3).Draw(t, "grace"), E: 10}
-	w := fake.NewWorld(rapid.Uint64().Draw(t, "worldSeed"), t0)
-	nGroups := rapid.IntRange(1, 3).Draw(t, "groups")
+	r := newConvRun(t, compatMode)
+	// Chaos: faults, spec changes, pods dying, autoscaler deletions.
+	chaos := rapid.IntRange(2, 8).Draw(t, "chaosRounds")
+	for round := range chaos {
+		r.disturb()
+		r.step(round)
+	}
+	// Stable: no faults, no spec changes; the autoscaler has cleared its list.
+	r.w.Faults.Clear()
+	for gi := range r.loop.Cluster.Spec.WorkerGroups {
+		r.loop.Cluster.Spec.WorkerGroups[gi].ScaleStrategy.WorkersToDelete = nil
+	}
+	bound := r.prm.bound()
+	converged := -1
+	for k := 1; k <= bound+3 && (converged < 0 || k <= converged+2); k++ {
+		ok := r.settled(r.step(chaos + k))
+		if ok && converged < 0 {
+			converged = k
+		}
+		if !ok && converged >= 0 {
+			t.Fatalf("round %d: converged at %d, then diverged", k, converged)
+		}
+	}
+	if converged < 0 || converged > bound {
+		plan, _, _ := r.loop.Step(context.Background())
+		t.Fatalf("not converged within B=%d rounds (converged at %d; L=%d T=%d E=%d):%s\nnext plan:\n%s",
+			bound, converged, r.prm.L, r.prm.T, r.prm.E, r.describe(), plan.Explain())
+	}
+	if converged > worstConvergence.rounds {
+		worstConvergence.rounds, worstConvergence.bound = converged, bound
+	}
+}
+
+// convRun is one convergence case: a fake world and the reconcile loop on it.
+type convRun struct {
+	t          *rapid.T
+	compatMode bool
+	prm        convergenceParams
+	w          *fake.World
+	loop       *fake.RayClusterLoop
+	o          reconcile.Options
+	nGroups    int
+	autoscaler bool
+	// blindForeignDelete is set once KubeRay's blind workersToDelete deleted
+	// a pod of another group: KubeRay records that delete under the listing
+	// group's expectations, so the pod's own group, reading a lagging cache,
+	// still counts it and deletes one pod too many. Invariant 9 is
+	// plancore's; in KubeRay's mode it is checked only until that happens.
+	blindForeignDelete bool
+}
+
+func newConvRun(t *rapid.T, compatMode bool) *convRun {
+	r := &convRun{t: t, compatMode: compatMode}
+	r.prm = convergenceParams{L: rapid.IntRange(0, 3).Draw(t, "lag"), T: rapid.IntRange(0, 3).Draw(t, "grace"), E: 10}
+	r.w = fake.NewWorld(rapid.Uint64().Draw(t, "worldSeed"), t0)
+	r.nGroups = rapid.IntRange(1, 3).Draw(t, "groups")
 	var groups []reconcile.WorkerGroup
-	for i := range nGroups {
+	for i := range r.nGroups {
 		g := group(fmt.Sprintf("g%d", i), rapid.Int32Range(0, 4).Draw(t, "replicas"))
 		g.NumOfHosts = rapid.Int32Range(1, 3).Draw(t, "hosts")
 		groups = append(groups, g)
 	}
 	c := cluster(groups...)
-	autoscaler := rapid.IntRange(0, 3).Draw(t, "autoscaler") == 0
-	if autoscaler {
+	r.autoscaler = rapid.IntRange(0, 3).Draw(t, "autoscaler") == 0
+	if r.autoscaler {
 		c.Spec.EnableInTreeAutoscaling = bptr(true)
 	}
-	o := opts()
+	r.o = opts()
 	if compatMode {
-		o.Compat = reconcile.AnchorV170()
+		r.o.Compat = reconcile.KubeRayV170().Compat
 	}
-	o.RandomPodDelete = rapid.Bool().Draw(t, "random")
+	r.o.RandomPodDelete = rapid.Bool().Draw(t, "random")
 	if rapid.Bool().Draw(t, "derived") {
-		o.NameMode = reconcile.NameModeDerived
+		r.o.NameMode = reconcile.NameModeDerived
 	}
-	exp := expectations.Options{CreateTimeout: time.Duration(prm.E) * time.Second, DeleteTimeout: time.Duration(prm.E) * time.Second}
-	if compatMode {
-		exp.CountsTerminating = true
-	}
-	store := fake.PodStoreOptions{Lag: time.Duration(prm.L) * time.Second, DropRate: 0.2, GraceMax: time.Duration(prm.T) * time.Second}
-	loop, err := fake.NewRayClusterLoop(w, store, exp, c, o)
+	exp := expectations.Options{CreateTimeout: time.Duration(r.prm.E) * time.Second, DeleteTimeout: time.Duration(r.prm.E) * time.Second}
+	exp.CountsTerminating = compatMode
+	store := fake.PodStoreOptions{Lag: time.Duration(r.prm.L) * time.Second, DropRate: 0.2, GraceMax: time.Duration(r.prm.T) * time.Second}
+	loop, err := fake.NewRayClusterLoop(r.w, store, exp, c, r.o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.loop = loop
 	loop.Seed = rapid.Uint64().Draw(t, "nameSeed")
 	errAPI := errors.New("apiserver: connection reset")
 	p := rapid.Float64Range(0, 0.3).Draw(t, "faultRate")
 	for _, kind := range []string{fake.KindPodCreate, fake.KindPodDelete, fake.KindPodDeleteAll} {
-		w.Faults.SetRates(kind, p/2, p/2, errAPI)
+		r.w.Faults.SetRates(kind, p/2, p/2, errAPI)
 	}
+	return r
+}
 
-	// blindForeignDelete is set once the anchor's blind workersToDelete (D3)
-	// deleted a pod of another group: KubeRay records that delete under the
-	// listing group's expectations, so the pod's own group, reading a lagging
-	// cache, still counts it and deletes one pod too many. Invariant 9 is
-	// plancore's; in anchor mode it is checked only until D3 strikes.
-	blindForeignDelete := false
-	step := func(round int) reconcile.Plan {
-		// Invariant 9: scale-down deletes never exceed the true surplus.
-		before := loop.Store.Pods("ns")
-		active := map[string]bool{}
-		for _, p := range before {
-			if p.DeletionTimestamp == nil || compatMode {
-				active[p.Name] = true
-			}
+// step runs one reconcile a second later and checks invariant 9:
+// scale-down deletes never exceed the true surplus.
+func (r *convRun) step(round int) reconcile.Plan {
+	before := r.loop.Store.Pods("ns")
+	active := map[string]bool{}
+	for _, p := range before {
+		if p.DeletionTimestamp == nil || r.compatMode {
+			active[p.Name] = true
 		}
-		w.Clock.Advance(time.Second)
-		plan, rep, err := loop.Step(ctx)
-		if err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		for gi, g := range loop.Cluster.Spec.WorkerGroups {
-			// The surplus is counted by the planner's rule: KubeRay counts
-			// terminating pods (D4), plancore does not.
-			count, _, _ := groupStateCounting(before, g.GroupName, int(g.NumOfHosts), false, compatMode)
-			surplus := max(0, count-int(plan.Groups[gi].Desired))
-			deleted := 0
-			for _, r := range rep.Results {
-				a := plan.Actions[r.Index]
-				// A delete of a pod already terminating removes nothing more,
-				// unless the planner counts terminating pods.
-				if a.Group == g.GroupName && a.Kind == reconcile.KindDeletePod && a.Reason.Code == reconcile.ReasonScaleDown &&
-					active[a.Delete.Name] && (r.Status == reconcile.CallDone || r.Status == reconcile.CallAmbiguous) {
-					deleted++
-				}
-			}
-			if deleted > surplus && !blindForeignDelete {
-				t.Fatalf("round %d group %s: %d scale-down deletes with a true surplus of %d\n%s", round, g.GroupName, deleted, surplus, plan.Explain())
-			}
-		}
-		return plan
 	}
+	r.w.Clock.Advance(time.Second)
+	plan, rep, err := r.loop.Step(context.Background())
+	if err != nil {
+		r.t.Fatalf("round %d: %v", round, err)
+	}
+	for gi, g := range r.loop.Cluster.Spec.WorkerGroups {
+		// The surplus is counted by the planner's rule: KubeRay counts
+		// terminating pods, plancore does not.
+		count, _, _ := groupStateCounting(before, g.GroupName, int(g.NumOfHosts), false, r.compatMode)
+		surplus := max(0, count-int(plan.Groups[gi].Desired))
+		deleted := 0
+		for _, res := range rep.Results {
+			a := plan.Actions[res.Index]
+			// A delete of a pod already terminating removes nothing more,
+			// unless the planner counts terminating pods.
+			if a.Group == g.GroupName && a.Kind == reconcile.KindDeletePod && a.Reason.Code == reconcile.ReasonScaleDown &&
+				active[a.Delete.Name] && (res.Status == reconcile.CallDone || res.Status == reconcile.CallAmbiguous) {
+				deleted++
+			}
+		}
+		if deleted > surplus && !r.blindForeignDelete {
+			r.t.Fatalf("round %d group %s: %d scale-down deletes with a true surplus of %d\n%s", round, g.GroupName, deleted, surplus, plan.Explain())
+		}
+	}
+	return plan
+}
 
-	// Chaos: faults, spec changes, pods dying, autoscaler deletions.
-	chaos := rapid.IntRange(2, 8).Draw(t, "chaosRounds")
-	for r := range chaos {
-		switch rapid.IntRange(0, 5).Draw(t, "actor") {
-		case 0:
-			gi := rapid.IntRange(0, nGroups-1).Draw(t, "resizeGroup")
-			loop.Cluster.Spec.WorkerGroups[gi].Replicas = i32(rapid.Int32Range(0, 4).Draw(t, "newReplicas"))
-		case 1:
-			if pods := loop.Store.Pods("ns"); len(pods) > 0 {
-				victim := pods[rapid.IntRange(0, len(pods)-1).Draw(t, "dies")]
-				_ = loop.Store.SetPhase("ns", victim.Name, corev1.PodFailed)
-			}
-		case 2:
-			if pods := loop.Store.Pods("ns"); len(pods) > 0 {
-				victim := pods[rapid.IntRange(0, len(pods)-1).Draw(t, "wtd")]
-				gi := rapid.IntRange(0, nGroups-1).Draw(t, "wtdGroup")
-				g := &loop.Cluster.Spec.WorkerGroups[gi]
-				g.ScaleStrategy.WorkersToDelete = append(g.ScaleStrategy.WorkersToDelete, victim.Name)
-				if o.Compat.BlindWorkersToDelete && victim.Labels[reconcile.LabelGroup] != g.GroupName {
-					blindForeignDelete = true
-				}
-				if autoscaler {
-					// The autoscaler lowers replicas with its deletions.
-					g.Replicas = i32(max(0, *g.Replicas-1))
-				}
-			}
+// disturb is one chaos actor: a resize, a pod dying, an autoscaler deletion,
+// or nothing.
+func (r *convRun) disturb() {
+	t, loop := r.t, r.loop
+	switch rapid.IntRange(0, 5).Draw(t, "actor") {
+	case 0:
+		gi := rapid.IntRange(0, r.nGroups-1).Draw(t, "resizeGroup")
+		loop.Cluster.Spec.WorkerGroups[gi].Replicas = i32(rapid.Int32Range(0, 4).Draw(t, "newReplicas"))
+	case 1:
+		if pods := loop.Store.Pods("ns"); len(pods) > 0 {
+			victim := pods[rapid.IntRange(0, len(pods)-1).Draw(t, "dies")]
+			_ = loop.Store.SetPhase("ns", victim.Name, corev1.PodFailed)
 		}
-		step(r)
-	}
-
-	// Stable: no faults, no spec changes; the autoscaler has cleared its list.
-	w.Faults.Clear()
-	for gi := range loop.Cluster.Spec.WorkerGroups {
-		loop.Cluster.Spec.WorkerGroups[gi].ScaleStrategy.WorkersToDelete = nil
-	}
-	scaleDown := !autoscaler || o.RandomPodDelete
-	bound := prm.bound()
-	converged := -1
-	for r := 1; r <= bound+3 && (converged < 0 || r <= converged+2); r++ {
-		plan := step(chaos + r)
+	case 2:
 		pods := loop.Store.Pods("ns")
-		ok := true
-		for gi, g := range loop.Cluster.Spec.WorkerGroups {
-			count, complete, _ := groupState(pods, g.GroupName, int(g.NumOfHosts), true)
-			want := int(plan.Groups[gi].Desired)
-			if !complete || count < want || (scaleDown && count != want) {
-				ok = false
-			}
+		if len(pods) == 0 {
+			return
 		}
-		if ok && converged < 0 {
-			converged = r
+		victim := pods[rapid.IntRange(0, len(pods)-1).Draw(t, "wtd")]
+		gi := rapid.IntRange(0, r.nGroups-1).Draw(t, "wtdGroup")
+		g := &loop.Cluster.Spec.WorkerGroups[gi]
+		g.ScaleStrategy.WorkersToDelete = append(g.ScaleStrategy.WorkersToDelete, victim.Name)
+		if r.o.Compat.BlindWorkersToDelete && victim.Labels[reconcile.LabelGroup] != g.GroupName {
+			r.blindForeignDelete = true
 		}
-		if !ok && converged >= 0 {
-			t.Fatalf("round %d: converged at %d, then diverged", r, converged)
+		if r.autoscaler {
+			// The autoscaler lowers replicas with its deletions.
+			g.Replicas = i32(max(0, *g.Replicas-1))
 		}
 	}
-	if converged < 0 || converged > bound {
-		pods := loop.Store.Pods("ns")
-		msg := ""
-		for _, g := range loop.Cluster.Spec.WorkerGroups {
-			count, complete, detail := groupState(pods, g.GroupName, int(g.NumOfHosts), true)
-			msg += fmt.Sprintf("\n group %s replicas %d hosts %d: %d pods, complete %v%s", g.GroupName, *g.Replicas, g.NumOfHosts, count, complete, detail)
+}
+
+// settled reports whether every group holds its desired pods, complete.
+func (r *convRun) settled(plan reconcile.Plan) bool {
+	scaleDown := !r.autoscaler || r.o.RandomPodDelete
+	pods := r.loop.Store.Pods("ns")
+	for gi, g := range r.loop.Cluster.Spec.WorkerGroups {
+		count, complete, _ := groupState(pods, g.GroupName, int(g.NumOfHosts), true)
+		want := int(plan.Groups[gi].Desired)
+		if !complete || count < want || (scaleDown && count != want) {
+			return false
 		}
-		for _, p := range pods {
-			msg += fmt.Sprintf("\n  pod %s %v phase %s term %v", p.Name, p.Labels, p.Status.Phase, p.DeletionTimestamp != nil)
-		}
-		snapNow, _ := loop.Snapshot()
-		for _, p := range snapNow.Pods {
-			msg += fmt.Sprintf("\n  cached %s", p.Name)
-		}
-		msg += fmt.Sprintf("\n forming %+v groups %v opts %+v", loop.Forming, loop.Tracker.Groups(loop.Owner()), loop.Options)
-		plan, _, _ := loop.Step(ctx)
-		t.Fatalf("not converged within B=%d rounds (converged at %d; L=%d T=%d E=%d):%s\nnext plan:\n%s", bound, converged, prm.L, prm.T, prm.E, msg, plan.Explain())
 	}
-	if converged > worstConvergence.rounds {
-		worstConvergence.rounds, worstConvergence.bound = converged, bound
+	return true
+}
+
+// describe renders the world for a failure message.
+func (r *convRun) describe() string {
+	loop := r.loop
+	pods := loop.Store.Pods("ns")
+	msg := ""
+	for _, g := range loop.Cluster.Spec.WorkerGroups {
+		count, complete, detail := groupState(pods, g.GroupName, int(g.NumOfHosts), true)
+		msg += fmt.Sprintf("\n group %s replicas %d hosts %d: %d pods, complete %v%s", g.GroupName, *g.Replicas, g.NumOfHosts, count, complete, detail)
 	}
+	for _, p := range pods {
+		msg += fmt.Sprintf("\n  pod %s %v phase %s term %v", p.Name, p.Labels, p.Status.Phase, p.DeletionTimestamp != nil)
+	}
+	snapNow, _ := loop.Snapshot()
+	for _, p := range snapNow.Pods {
+		msg += fmt.Sprintf("\n  cached %s", p.Name)
+	}
+	return msg + fmt.Sprintf("\n forming %+v groups %v opts %+v", loop.Forming, loop.Tracker.Groups(loop.Owner()), loop.Options)
 }

@@ -10,29 +10,37 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/plancore/plancore/expectations"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
+	"github.com/plancore/plancore/expectations"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// maxActionsHint bounds the action list's initial capacity beyond the pods.
+const maxActionsHint = 4096
 
 // requeueAfterError is the anchor's outer-loop delay after a requeue error.
 const requeueAfterError = 2 * time.Second
 
-// Formation retry backoff: 2s·2^attempts, capped (D9).
+// Formation retry backoff: 2s·2^attempts, capped (KubeRay #4540).
 const (
 	formationBackoffBase = 2 * time.Second
 	formationBackoffCap  = 5 * time.Minute
 )
 
 // Decide turns one snapshot into one plan (package doc). It never mutates s and
-// returns an error only for malformed input, wrapping ErrInvalidCluster,
-// ErrInvalidOptions, ErrHash or ErrPodBuilder; every cluster situation,
+// returns an error only for input it cannot plan: invalid options
+// (ErrInvalidOptions), a snapshot that Snapshot.Validate refuses
+// (ErrInvalidInput, every problem at once), a spec that cannot be hashed
+// (ErrHash) or a failing PodBuilder (ErrPodBuilder). Every cluster situation,
 // including KubeRay's requeue errors, is expressed in the plan.
 func Decide(s Snapshot, o Options) (Plan, error) {
 	if err := o.Validate(); err != nil {
 		return Plan{}, err
 	}
-	if err := checkStructure(&s.Cluster); err != nil {
+	if err := plancore.Invalid(ErrInvalidInput, s.validate()); err != nil {
 		return Plan{}, err
 	}
 	d := &decider{s: &s, o: o, c: o.Compat}
@@ -154,11 +162,13 @@ func (d *decider) sizeActions() {
 		est += gap + d.mayDelGroup[i]
 	}
 	if est > 0 {
-		d.plan.Actions = make([]Action, 0, est+1)
+		// The hint is bounded: with NoBurstLimit a huge replica count must
+		// not turn into one huge allocation before any pod is built.
+		d.plan.Actions = make([]Action, 0, min(est, len(d.s.Pods)+maxActionsHint)+1)
 	}
 }
 
-// chain runs the anchor's decision chain (§2.11).
+// chain runs the anchor's decision chain.
 func (d *decider) chain() error {
 	notVisited := func(from int) {
 		for j := from; j < len(d.plan.Groups); j++ {
@@ -192,7 +202,6 @@ func (d *decider) finish() {
 	}
 	p.Totals.add(&p.Head)
 	if d.firstStop != nil {
-		p.Outcome.Requeue = true
 		p.Outcome.Reason = *d.firstStop
 		d.addHint(requeueAfterError)
 	}
@@ -230,7 +239,7 @@ func (d *decider) stopChain(at string, r Reason, requeue bool) {
 	}
 }
 
-// stopGroup is a requeue inside group gi. Plancore stops only that group (D11);
+// stopGroup is a requeue inside group gi. Plancore stops only that group;
 // KubeRay stops the chain.
 func (d *decider) stopGroup(gi int, r Reason) {
 	gr := &d.plan.Groups[gi]
@@ -360,7 +369,7 @@ func (d *decider) groupPods(gi int) []int32 { return d.order[d.start[gi]:d.start
 func (d *decider) pod(i int32) *corev1.Pod { return &d.s.Pods[i] }
 
 // counted reports whether pod i of this cluster takes part in counts, health
-// checks and victim choice: terminating pods do not (D4) unless
+// checks and victim choice: terminating pods do not (KubeRay #4078) unless
 // Compat.CountTerminatingPods. It reads the flag the bucket pass recorded, not
 // the pod.
 func (d *decider) counted(i int32) bool {
@@ -399,9 +408,9 @@ func (d *decider) checkExpectations() error {
 	c := &d.s.Cluster
 	if d.c.CountTerminatingPods && st.Options().DeleteSatisfiedBy == expectations.SatisfiedByTerminating {
 		// KubeRay #3286: counting terminating pods while a terminating pod
-		// satisfies its delete deletes more pods than asked (D5).
-		return fmt.Errorf("%w: Compat.CountTerminatingPods with expectations DeleteSatisfiedBy %s over-deletes (KubeRay #3286)",
-			ErrInvalidOptions, expectations.SatisfiedByTerminating)
+		// satisfies its delete deletes more pods than asked.
+		return plancore.Invalid(ErrInvalidOptions, field.ErrorList{field.Invalid(field.NewPath("compat", "countTerminatingPods"), true,
+			"with expectations that a terminating pod satisfies, a scale-down deletes more pods than asked (KubeRay #3286)")})
 	}
 	owner := expectations.Owner{Namespace: c.Namespace, Name: c.Name, UID: c.UID}
 	groups := st.Groups(owner)
@@ -413,12 +422,12 @@ func (d *decider) checkExpectations() error {
 	// BenchmarkPlan10kPodsPendingDelete).
 	view, err := st.ViewFor(owner, d.s.Pods)
 	if err != nil {
-		return fmt.Errorf("%w: expectations: %v", ErrInvalidCluster, err)
+		return plancore.Invalid(ErrInvalidInput, field.ErrorList{field.Invalid(field.NewPath("expectations"), owner.String(), err.Error())})
 	}
 	for _, g := range groups {
 		res, err := st.Check(d.s.Now, owner, g, view)
 		if err != nil {
-			return fmt.Errorf("%w: expectations of group %q: %v", ErrInvalidCluster, g, err)
+			return plancore.Invalid(ErrInvalidInput, field.ErrorList{field.Invalid(field.NewPath("expectations"), g, err.Error())})
 		}
 		lingering := map[string]bool{}
 		for _, e := range res.Lingering {
@@ -440,15 +449,13 @@ func (d *decider) checkExpectations() error {
 				d.pending = map[string][]string{}
 			}
 			d.pending[g] = res.PendingPods()
-			if !res.NextChange.IsZero() {
-				d.addHint(res.RequeueAfter(d.s.Now))
-			}
+			d.addHint(res.RequeueAfter)
 		}
 	}
 	return nil
 }
 
-// ---- §2.2 suspend ----
+// ---- suspend ----
 
 func (d *decider) suspend() bool {
 	c := &d.s.Cluster
@@ -496,7 +503,7 @@ func (d *decider) deleteAll(group string, r Reason, sel map[string]string, activ
 	}
 }
 
-// ---- §2.3 Recreate ----
+// ---- Recreate ----
 
 func (d *decider) recreate() bool {
 	c := &d.s.Cluster
@@ -508,7 +515,7 @@ func (d *decider) recreate() bool {
 	// first by name. Terminating heads are included, as in KubeRay.
 	h := d.pod(d.heads[0])
 	if v := h.Annotations[AnnotationKubeRayVersion]; v != "" && v != d.o.OperatorVersion {
-		// KubeRay hides this as an Update inside a predicate (D10).
+		// KubeRay hides this as an Update inside a predicate.
 		d.plan.Actions = append(d.plan.Actions, Action{
 			Kind: KindPatchPodAnnotations, Group: "",
 			Reason: Reason{Code: ReasonRecreateVersionSkip, Pods: []string{h.Name},
@@ -529,7 +536,7 @@ func (d *decider) recreate() bool {
 	return false
 }
 
-// ---- §2.4 head ----
+// ---- head ----
 
 func (d *decider) head() error {
 	c := &d.s.Cluster
@@ -563,7 +570,7 @@ func (d *decider) head() error {
 		d.stopChain("head", Reason{Code: v.code, Message: v.message}, true)
 	case len(active) == 0:
 		if hc.Terminating > 0 {
-			// KubeRay counts a terminating head as the head (D4); plancore does
+			// KubeRay counts a terminating head as the head (KubeRay #4078); plancore does
 			// not count it, but never creates a second head beside it.
 			d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonHeadPredecessorTerminating,
 				Message: "the previous head pod is still terminating; the new head is created once it is gone"})
@@ -687,7 +694,7 @@ func (d *decider) replicaName(gi int, index int) string {
 	}
 }
 
-// ---- §2.6 worker groups ----
+// ---- worker groups ----
 
 func minMax(g *WorkerGroup) (int32, int32) {
 	lo, hi := int32(0), int32(math.MaxInt32)
@@ -717,7 +724,8 @@ func clampReplicas(g *WorkerGroup) int32 {
 }
 
 // hosts is the effective numOfHosts: KubeRay's guard "≤ 0 becomes 1" is dead
-// code since #3353 (D2), so 0 means 0 pods there; plancore treats ≤ 0 as 1.
+// code since KubeRay #3353, so 0 means 0 pods there; plancore treats 0 as 1
+// (validation refuses negative values).
 func (d *decider) hosts(g *WorkerGroup) int32 {
 	if g.NumOfHosts <= 0 && !d.c.ZeroHostsMeansZeroPods {
 		return 1
@@ -726,7 +734,7 @@ func (d *decider) hosts(g *WorkerGroup) int32 {
 }
 
 // desiredPods is replicas × hosts, computed in int64 and saturated at
-// MaxInt32 (KubeRay multiplies in int32 and can overflow, D12).
+// MaxInt32 (KubeRay multiplies in int32 and can overflow).
 func (d *decider) desiredPods(g *WorkerGroup) int32 {
 	r, h := int64(clampReplicas(g)), int64(d.hosts(g))
 	if r < 0 || h < 0 {
@@ -897,8 +905,8 @@ func (d *decider) scaleDownAllowed() bool {
 	return as == nil || !*as || d.o.RandomPodDelete
 }
 
-// workersToDelete plans the deletes of the group's listed workers (§2.6 step
-// 7) and returns the names deleted.
+// workersToDelete plans the deletes of the group's listed workers
+// and returns the names deleted.
 func (d *decider) workersToDelete(gi int) map[string]bool {
 	c := &d.s.Cluster
 	g := &c.Spec.WorkerGroups[gi]
@@ -917,7 +925,7 @@ func (d *decider) workersToDelete(gi int) map[string]bool {
 		idx := d.wtdNames[name]
 		if d.c.BlindWorkersToDelete {
 			// KubeRay sends a bare delete by name in the namespace, whatever
-			// the pod is (D3, #733, #3738). A name listed by two groups is
+			// the pod is (KubeRay #733, #3738). A name listed by two groups is
 			// sent once per plan (KubeRay's second call would be a 404).
 			deleted[name] = true
 			if d.blindSent[name] {
@@ -965,7 +973,7 @@ func (d *decider) workersToDelete(gi int) map[string]bool {
 }
 
 // indexSet is a set of non-negative replica indices that hands out the
-// lowest free ones (§2.6 step 11, §2.7 step 6). Indices below the size hint
+// lowest free ones. Indices below the size hint
 // live in a bool slice; others (large label values, or a negative index in a
 // formation record) in a map.
 type indexSet struct {

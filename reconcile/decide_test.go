@@ -1,8 +1,6 @@
 package reconcile_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -47,7 +45,7 @@ func cond(typ string, st metav1.ConditionStatus) metav1.Condition {
 	return metav1.Condition{Type: typ, Status: st}
 }
 
-// TestSuspend covers every row of §2.2.
+// TestSuspend covers every suspend case.
 func TestSuspend(t *testing.T) {
 	suspending := func(pods ...corev1.Pod) func() reconcile.Snapshot {
 		return func() reconcile.Snapshot {
@@ -98,7 +96,7 @@ func recreateCluster() reconcile.Cluster {
 	return c
 }
 
-// TestRecreate covers §2.3.
+// TestRecreate covers the Recreate upgrade strategy.
 func TestRecreate(t *testing.T) {
 	hash, err := reconcile.SpecHash(recreateCluster().Spec)
 	if err != nil {
@@ -150,7 +148,7 @@ func TestRecreate(t *testing.T) {
 	})
 }
 
-// TestHead covers §2.4 and §2.5 on the head.
+// TestHead covers the head pod and its health.
 func TestHead(t *testing.T) {
 	provisioned := func(ann string) func() reconcile.Snapshot {
 		return func() reconcile.Snapshot {
@@ -202,7 +200,7 @@ func TestHead(t *testing.T) {
 	})
 }
 
-// TestShouldDeletePod covers every row of the §2.5 table, through the head.
+// TestShouldDeletePod covers every case of shouldDeletePod, through the head.
 func TestShouldDeletePod(t *testing.T) {
 	rows := []struct {
 		phase   corev1.PodPhase
@@ -246,7 +244,7 @@ func TestShouldDeletePod(t *testing.T) {
 	})
 }
 
-// TestWorkers covers §2.6 and the worked examples of §7.
+// TestWorkers covers single-host worker groups.
 func TestWorkers(t *testing.T) {
 	autoscaled := func(c reconcile.Cluster) reconcile.Cluster {
 		c.Spec.EnableInTreeAutoscaling = bptr(true)
@@ -300,7 +298,7 @@ func TestWorkers(t *testing.T) {
 		{name: "unhealthy worker: delete, no create, later groups go on", snap: func() reconcile.Snapshot {
 			return snap(cluster(group("a", 2), group("b", 1)), withHead(worker("a1", "a", phase(corev1.PodFailed)))...)
 		}, want: []string{"delete a a1 WorkerTerminalPhase", "create b rc-b-worker-* #0 ScaleUp"}, outcome: "requeue delete 1 unhealthy worker Pods"},
-		{name: "compat: unhealthy worker stops later groups (D11)", snap: func() reconcile.Snapshot {
+		{name: "compat: unhealthy worker stops later groups", snap: func() reconcile.Snapshot {
 			return snap(cluster(group("a", 2), group("b", 1)), withHead(worker("a1", "a", phase(corev1.PodFailed)))...)
 		}, opts: compat(), want: []string{"delete a a1 WorkerTerminalPhase"}, outcome: "requeue @group a delete 1 unhealthy worker Pods"},
 		{name: "scale down without autoscaler: ranked victims", snap: func() reconcile.Snapshot {
@@ -327,7 +325,7 @@ func TestWorkers(t *testing.T) {
 		{name: "example 4 compat: terminating pod counted", snap: func() reconcile.Snapshot {
 			return snap(cluster(group("small", 2)), withHead(worker("w0", "small", index(0), terminatingPod()), worker("w1", "small", index(1)))...)
 		}, opts: compat(), want: nil, outcome: "ok"},
-		{name: "numOfHosts 0 means 1 by default (D2)", snap: func() reconcile.Snapshot {
+		{name: "numOfHosts 0 means 1 by default", snap: func() reconcile.Snapshot {
 			g := group("small", 1)
 			g.NumOfHosts = 0
 			return snap(cluster(g), withHead(worker("w1", "small"))...)
@@ -353,7 +351,8 @@ func TestWorkers(t *testing.T) {
 	})
 }
 
-// TestMultiHost covers §2.7 and D7-D9.
+// TestMultiHost covers multi-host groups: ranked choices, unlabelled
+// (legacy) pods and partially formed groups (KubeRay #4540).
 func TestMultiHost(t *testing.T) {
 	mh := func(replicas int32, pods ...corev1.Pod) func() reconcile.Snapshot {
 		return func() reconcile.Snapshot { return snap(cluster(mhGroup("tpu", replicas, 2)), withHead(pods...)...) }
@@ -390,114 +389,24 @@ func TestMultiHost(t *testing.T) {
 			want: []string{"delete tpu a0 ScaleDown", "delete tpu a1 ScaleDown"}, outcome: "ok"},
 		{name: "compat scale down: name order", snap: mh(1, mhWorker("a0", "tpu", "tpu-Z1", 0, 0), mhWorker("a1", "tpu", "tpu-Z1", 0, 1), healthy[2], healthy[3]),
 			opts: compat(), want: []string{"delete tpu b0 ScaleDown", "delete tpu b1 ScaleDown"}, outcome: "ok"},
-		{name: "not a multiple of hosts after saturation", snap: func() reconcile.Snapshot {
-			s := mh(2)()
-			s.Cluster.Spec.WorkerGroups[0].Replicas = i32(2147483647)
-			s.Cluster.Spec.WorkerGroups[0].MaxReplicas = nil
-			return s
-		}, want: nil, outcome: "requeue desired worker pods (2147483647) is not a multiple of NumOfHosts (2) for group tpu"},
-		{name: "D8: legacy pods count as replicas", snap: mh(1, worker("l0", "tpu"), worker("l1", "tpu")), want: nil, outcome: "ok"},
-		{name: "D8: legacy pods with a failed member are deleted and replaced", snap: mh(1, worker("l0", "tpu", phase(corev1.PodFailed)), worker("l1", "tpu")),
+		{name: "legacy: pods count as replicas", snap: mh(1, worker("l0", "tpu"), worker("l1", "tpu")), want: nil, outcome: "ok"},
+		{name: "legacy: pods with a failed member are deleted and replaced", snap: mh(1, worker("l0", "tpu", phase(corev1.PodFailed)), worker("l1", "tpu")),
 			want: []string{"delete tpu l0 LegacyMultiHostPods", "delete tpu l1 LegacyMultiHostPods", "create-group tpu tpu-***** #0 hosts [0 1] ReplicaGroupCreate"}, outcome: "ok"},
-		{name: "D8: legacy go first on scale down", snap: mh(1, append([]corev1.Pod{worker("l0", "tpu"), worker("l1", "tpu")}, healthy[0], healthy[1])...),
+		{name: "legacy: go first on scale down", snap: mh(1, append([]corev1.Pod{worker("l0", "tpu"), worker("l1", "tpu")}, healthy[0], healthy[1])...),
 			want: []string{"delete tpu l0 ScaleDown", "delete tpu l1 ScaleDown"}, outcome: "ok"},
-		{name: "D8 compat: legacy pods invisible, groups pile on", snap: mh(1, worker("l0", "tpu", phase(corev1.PodFailed)), worker("l1", "tpu")),
+		{name: "legacy, KubeRay mode: pods invisible, groups pile on", snap: mh(1, worker("l0", "tpu", phase(corev1.PodFailed)), worker("l1", "tpu")),
 			opts: compat(), want: []string{"create-group tpu tpu-***** #0 hosts [0 1] ReplicaGroupCreate"}, outcome: "ok"},
-		{name: "D9: forming group retries only its missing host", snap: forming(t0.Add(-time.Minute), 1, t0.Add(-time.Minute)),
+		{name: "forming: group retries only its missing host", snap: forming(t0.Add(-time.Minute), 1, t0.Add(-time.Minute)),
 			want: []string{"create-group tpu tpu-C1 #1 hosts [1] ReplicaGroupFormationRetry"}, outcome: "ok"},
-		{name: "D9: forming group waits out its backoff", snap: forming(t0.Add(-time.Second), 1, t0.Add(-time.Second)),
+		{name: "forming: group waits out its backoff", snap: forming(t0.Add(-time.Second), 1, t0.Add(-time.Second)),
 			want: nil, outcome: "ok"},
-		{name: "D9: forming group times out", snap: forming(t0.Add(-11*time.Minute), 5, t0.Add(-time.Minute)),
+		{name: "forming: group times out", snap: forming(t0.Add(-11*time.Minute), 5, t0.Add(-time.Minute)),
 			want: []string{"delete tpu c0 ReplicaGroupFormationTimeout", "create-group tpu tpu-***** #1 hosts [0 1] ReplicaGroupCreate"}, outcome: "ok"},
-		{name: "D9 compat: partial group deleted at once", snap: forming(t0.Add(-time.Minute), 1, t0.Add(-time.Minute)), opts: compat(),
+		{name: "forming, KubeRay mode: partial group deleted at once", snap: forming(t0.Add(-time.Minute), 1, t0.Add(-time.Minute)), opts: compat(),
 			want: []string{"delete tpu c0 IncompleteReplicaGroup"}, outcome: "requeue @group tpu cleaned up incomplete replica group tpu-C1, requeueing"},
 		{name: "gate off: single-host path with replicas × hosts pods", snap: mh(1), opts: gateOff,
 			want: []string{"create tpu rc-tpu-worker-* ScaleUp", "create tpu rc-tpu-worker-* ScaleUp"}, outcome: "ok"},
 	})
-}
-
-// TestBadInput checks that malformed input errors name the field and value.
-func TestBadInput(t *testing.T) {
-	cases := []struct {
-		name string
-		edit func(*reconcile.Cluster)
-		want string
-	}{
-		{"empty name", func(c *reconcile.Cluster) { c.Name = "" }, "Cluster.Name is empty"},
-		{"name with underscore", func(c *reconcile.Cluster) { c.Name = "my_cluster" }, `Cluster.Name "my_cluster"`},
-		{"upper case namespace", func(c *reconcile.Cluster) { c.Namespace = "NS" }, `Cluster.Namespace "NS"`},
-		{"head without containers", func(c *reconcile.Cluster) { c.Spec.HeadGroup.Template.Spec.Containers = nil }, "Spec.HeadGroup.Template.Spec.Containers is empty"},
-		{"empty group name", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].GroupName = "" }, "Spec.WorkerGroups[0].GroupName is empty"},
-		{"duplicate group", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[1].GroupName = "a" }, `Spec.WorkerGroups[1].GroupName "a" duplicates Spec.WorkerGroups[0]`},
-		{"worker without containers", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[1].Template.Spec.Containers = nil }, `Spec.WorkerGroups[1].Template.Spec.Containers is empty (group "b"`},
-		{"group name giving invalid pod names", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].GroupName = "A.-b" }, `Spec.WorkerGroups[0].GroupName "A.-b"`},
-		{"long multi-host group name", func(c *reconcile.Cluster) {
-			c.Spec.WorkerGroups[0].GroupName = "g123456789012345678901234567890123456789012345678901234567890"
-			c.Spec.WorkerGroups[0].NumOfHosts = 2
-		}, "cannot produce a replica name label"},
-		{"absurd numOfHosts", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].NumOfHosts = 2147483647 }, "NumOfHosts = 2147483647 exceeds 10000"},
-		{"bad group label", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].Labels = map[string]string{"k": "bad value"} }, `Spec.WorkerGroups[0].Labels["k"] value "bad value"`},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := cluster(group("a", 1), group("b", 1))
-			tc.edit(&c)
-			_, err := reconcile.Decide(snap(c), opts())
-			if !errors.Is(err, reconcile.ErrInvalidCluster) {
-				t.Fatalf("err = %v, want ErrInvalidCluster", err)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("err = %q, want it to contain %q", err, tc.want)
-			}
-		})
-	}
-	t.Run("options", func(t *testing.T) {
-		for _, o := range []reconcile.Options{{}, {OperatorVersion: "v", NameMode: "Random"}, {OperatorVersion: "v", GroupFormationTimeout: -1},
-			{OperatorVersion: "v", Gates: reconcile.Gates{StatusConditions: 9}}} {
-			if _, err := reconcile.Decide(snap(cluster()), o); !errors.Is(err, reconcile.ErrInvalidOptions) {
-				t.Errorf("options %+v: err = %v, want ErrInvalidOptions", o, err)
-			}
-		}
-	})
-}
-
-// TestValidate covers the strict KubeRay validation rules.
-func TestValidate(t *testing.T) {
-	cases := []struct {
-		name string
-		edit func(*reconcile.Cluster)
-		want string
-	}{
-		{"negative replicas", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].Replicas = i32(-1) }, "Spec.WorkerGroups[0].Replicas = -1 is negative"},
-		{"min > max", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].MinReplicas = i32(5) }, "MinReplicas = 5 is greater than MaxReplicas = 2"},
-		{"missing min without autoscaling", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].MinReplicas = nil }, "are required when autoscaling is off"},
-		{"zero hosts", func(c *reconcile.Cluster) { c.Spec.WorkerGroups[0].NumOfHosts = 0 }, "NumOfHosts = 0 is below 1"},
-		{"suspend with autoscaling", func(c *reconcile.Cluster) {
-			c.Spec.EnableInTreeAutoscaling = bptr(true)
-			c.Spec.WorkerGroups[0].Suspend = bptr(true)
-		}, "Suspend is true but in-tree autoscaling is on"},
-		{"bad upgrade type", func(c *reconcile.Cluster) {
-			c.Spec.UpgradeStrategy = &reconcile.UpgradeStrategy{Type: sptr("Rolling")}
-		}, `Spec.UpgradeStrategy.Type "Rolling"`},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := group("a", 1)
-			g.MaxReplicas = i32(2)
-			c := cluster(g)
-			if err := c.Validate(); err != nil {
-				t.Fatalf("valid cluster: %v", err)
-			}
-			tc.edit(&c)
-			err := c.Validate()
-			if !errors.Is(err, reconcile.ErrInvalidSpec) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want ErrInvalidSpec containing %q", err, tc.want)
-			}
-			if _, err := reconcile.Decide(snap(c), opts()); err != nil {
-				t.Errorf("Decide must still plan a spec that fails Validate: %v", err)
-			}
-		})
-	}
 }
 
 // TestBurstReplicas caps one pass's creates per group (ReplicaSet's burst);

@@ -5,47 +5,78 @@
 // # Usage
 //
 // Build a Snapshot from the informer cache (the cluster object, its pods, the
-// expectations verdict, the formation records, the clock), call Decide, and
-// hand the plan to Apply with an Executor:
+// expectations state, the formation records, the clock reading in Now), call
+// Decide, and hand the plan to Apply with an Executor, or to an Applier that
+// also keeps the plan's expectations in a Tracker:
 //
 //	plan, err := reconcile.Decide(snap, reconcile.Options{OperatorVersion: "v1.7.0"})
 //	if err != nil {
-//		return err // malformed input only; wraps ErrInvalidCluster, ErrInvalidOptions, ...
+//		return err // ErrInvalidInput or ErrInvalidOptions, naming every bad field
 //	}
-//	report := reconcile.Apply(ctx, plan, exec, reconcile.ApplyOptions{Expectations: rec})
-//	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, report.Err()
+//	applier := reconcile.Applier{Expectations: tracker}
+//	report, err := applier.Apply(ctx, plan, exec)
+//	forming = reconcile.UpdateForming(forming, plan, report)
+//	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, err
 //
-// The decision chain is KubeRay's (§2 of the spec): spec hash, suspend,
-// Recreate upgrade, head pod, then worker groups in spec order. Every
-// situation KubeRay answers with a requeue error is a plan outcome with
-// KubeRay's exact message; Decide errors only on input from which no valid pod
-// can be built. Plan.Explain renders the plan with a reason on every action.
+// Decide follows KubeRay's decision chain: spec hash, suspend, Recreate
+// upgrade, head pod, then worker groups in spec order. Every situation
+// KubeRay answers with a requeue error is a plan outcome with KubeRay's exact
+// message and a RequeueAfter of 2s; Decide errors only on input it cannot
+// plan, and refuses exactly what Snapshot.Validate refuses (a zero Now, pods
+// listed twice, and Cluster.Validate's problems), all at once. Plan.Explain
+// renders the plan with a reason on every action. KubeRayV170 returns the
+// options that reproduce KubeRay v1.7.0 exactly.
 //
 // # Determinism
 //
 // Decide reads nothing but its arguments: no clock (Snapshot.Now), no random
 // source, no environment variables or feature-gate registry (KubeRay reads
-// ENABLE_RANDOM_POD_DELETE and its gates during the decision, D13). The same
-// snapshot and options give a deep-equal plan and a byte-identical Explain
-// text; the order of Snapshot.Pods does not matter, map iteration never
-// reaches the output, and every tie is broken by name. Generated names —
-// replica group names <group>-<5 chars> and, with NameModeDerived, pod names —
-// are derived from Snapshot.Seed, the cluster UID, the group, the replica and
-// host index, and an attempt counter that grows until the name collides with
-// no pod in the snapshot. The snapshot is never written: templates are deep-
-// copied into each created pod (KubeRay wrote defaults into its input, D1).
+// ENABLE_RANDOM_POD_DELETE and its gates during the decision; here they are
+// Options). The same snapshot and options give a deep-equal plan and a
+// byte-identical Explain text; the order of Snapshot.Pods does not matter, map
+// iteration never reaches the output, and every tie is broken by name.
+// Generated names (replica group names <group>-<5 chars> and, with
+// NameModeDerived, pod names) are derived from Snapshot.Seed, the cluster UID,
+// the group, the replica and host index, and an attempt counter that grows
+// until the name collides with no pod in the snapshot. The snapshot is never
+// written: templates are deep-copied into each created pod (KubeRay wrote
+// defaults into its input).
 //
 // # Compatibility
 //
-// With Options.Compat = AnchorV170() the plan reproduces KubeRay v1.7.0's
-// decisions exactly, including its defects. By default plancore fixes them:
-// terminating pods are not counted (D4), workersToDelete only deletes members
-// of the group (D3), numOfHosts ≤ 0 means 1 (D2), surplus pods are ranked like
-// ReplicaSet victims instead of taken in list order (D6), replica groups are
-// ranked instead of chosen in map order (D7), unlabelled multi-host pods are
-// handled as one legacy group (D8), a partially created replica group is
-// completed instead of deleted and re-created in a loop (D9, #4540), and a
-// requeue in one group no longer stalls the later groups (D11). Each fix has a
-// switch in Compat. Where the anchor chose in list or map order, plancore
-// chooses in name order in compat mode.
+// With KubeRayV170() the plan reproduces KubeRay v1.7.0's decisions exactly,
+// including its defects, and creates every missing pod in one pass. By
+// default plancore differs from it deliberately, each difference with a switch
+// in Compat:
+//
+//   - terminating pods are not counted, health-checked, deleted again or
+//     picked as victims, so a pod stuck terminating no longer blocks its
+//     replacement (KubeRay #4078, #1936);
+//   - workersToDelete only deletes pods of the listing group, never a pod of
+//     another group or cluster by name (KubeRay #733, #3738);
+//   - numOfHosts 0 means 1, as the CRD's default does, where KubeRay's guard
+//     is dead code and 0 gives no pods (KubeRay #2084);
+//   - surplus pods are ranked like ReplicaSet victims (Kubernetes'
+//     ActivePods: unscheduled, pending, not ready, lower deletion cost, ready
+//     for less time, more restarts, newer first; a zero ready or creation time
+//     counts as the newest) instead of taken in list order (KubeRay #747);
+//   - replica groups are ranked instead of chosen in Go map order;
+//   - unlabelled multi-host pods left from before the indexing gate are
+//     handled as one legacy group instead of being ignored while new groups
+//     pile on top of them;
+//   - a partially created replica group is completed, with a backoff and a
+//     formation timeout, instead of being deleted and re-created in a loop
+//     (KubeRay #4540);
+//   - a requeue in one worker group no longer stalls the later groups;
+//   - pods controlled by another incarnation of the cluster (another UID) are
+//     ignored;
+//   - a group creates at most BurstReplicas (500) pods per pass, like the
+//     ReplicaSet controller's burst, where KubeRay has no cap;
+//   - replicas × numOfHosts past MaxInt32 is refused, where KubeRay
+//     multiplies in int32 and wraps.
+//
+// KubeRay's webhook rules (minReplicas and maxReplicas required without
+// autoscaling, min ≤ max, no group suspend with autoscaling) are left to the
+// caller's admission, as in KubeRay's pod logic: Decide plans such specs with
+// min winning over max.
 package reconcile

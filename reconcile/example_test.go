@@ -77,9 +77,9 @@ func ExampleDecide_workersToDelete() {
 	for _, compat := range []bool{false, true} {
 		o := reconcile.Options{OperatorVersion: "v1.7.0", RandomPodDelete: true}
 		if compat {
-			o.Compat = reconcile.AnchorV170()
+			o.Compat = reconcile.KubeRayV170().Compat
 		}
-		plan, _ := reconcile.Decide(reconcile.Snapshot{Cluster: c, Pods: pods}, o)
+		plan, _ := reconcile.Decide(reconcile.Snapshot{Cluster: c, Pods: pods, Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, o)
 		fmt.Println("compat:", compat)
 		for _, a := range plan.Actions {
 			fmt.Printf("  delete %s (%s)\n", a.Delete.Name, a.Reason.Code)
@@ -108,8 +108,8 @@ func ExampleApply() {
 
 	plan, _ := reconcile.Decide(reconcile.Snapshot{Cluster: exampleCluster(), Now: w.Clock.Now()},
 		reconcile.Options{OperatorVersion: "v1.7.0"})
-	report := reconcile.Apply(context.Background(), plan, fake.NewReconcileExecutor(store),
-		reconcile.ApplyOptions{Expectations: tracker, Clock: w.Clock.Now, KeepGoing: true})
+	applier := reconcile.Applier{Expectations: tracker, Clock: w.Clock, KeepGoing: true}
+	report, _ := applier.Apply(context.Background(), plan, fake.NewReconcileExecutor(store))
 	for _, r := range report.Results {
 		fmt.Println(r.Kind, r.Target, r.Status, r.Created)
 	}

@@ -28,7 +28,7 @@ func FuzzDecide(f *testing.F) {
 		}
 		o := opts()
 		if compatMode {
-			o.Compat = reconcile.AnchorV170()
+			o.Compat = reconcile.KubeRayV170().Compat
 		}
 		p, err := reconcile.Decide(s, o)
 		if err != nil {

@@ -13,16 +13,16 @@ import (
 	"github.com/plancore/plancore/reconcile"
 )
 
-// genOptions draws default or AnchorV170 options with random switches.
+// genOptions draws default or KubeRayV170 options with random switches.
 func genOptions(t *rapid.T, compatMode bool) reconcile.Options {
 	o := opts()
 	if compatMode {
-		o.Compat = reconcile.AnchorV170()
+		o.Compat = reconcile.KubeRayV170().Compat
 	}
 	o.RandomPodDelete = rapid.Bool().Draw(t, "randomPodDelete")
 	o.DeterministicHeadName = rapid.Bool().Draw(t, "deterministicHead")
-	o.Gates.StatusConditions = reconcile.Gate(rapid.IntRange(0, 2).Draw(t, "gateStatus"))
-	o.Gates.MultiHostIndexing = reconcile.Gate(rapid.IntRange(0, 2).Draw(t, "gateMultiHost"))
+	o.Gates.StatusConditions = rapid.SampledFrom([]reconcile.Gate{reconcile.GateDefault, reconcile.GateOn, reconcile.GateOff}).Draw(t, "gateStatus")
+	o.Gates.MultiHostIndexing = rapid.SampledFrom([]reconcile.Gate{reconcile.GateDefault, reconcile.GateOn, reconcile.GateOff}).Draw(t, "gateMultiHost")
 	if rapid.Bool().Draw(t, "derived") {
 		o.NameMode = reconcile.NameModeDerived
 	}
@@ -44,7 +44,7 @@ func genSnapshot(t *rapid.T, maxGroups int) reconcile.Snapshot {
 	for i := range nGroups {
 		g := group(fmt.Sprintf("g%d", i), 0)
 		g.NumOfHosts = rapid.Int32Range(0, 4).Draw(t, "hosts")
-		g.Replicas = optI32(t, "replicas", -1, 5)
+		g.Replicas = optI32(t, "replicas", 0, 5)
 		g.MinReplicas = optI32(t, "min", 0, 4)
 		g.MaxReplicas = optI32(t, "max", 0, 6)
 		if rapid.IntRange(0, 5).Draw(t, "suspend") == 0 {

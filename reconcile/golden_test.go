@@ -95,8 +95,8 @@ func goldenCases() []goldenCase {
 func renderInput(s reconcile.Snapshot, o reconcile.Options) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# cluster %s/%s", s.Cluster.Namespace, s.Cluster.Name)
-	if o.Compat == reconcile.AnchorV170() {
-		b.WriteString("  compat AnchorV170")
+	if o.Compat == reconcile.KubeRayV170().Compat {
+		b.WriteString("  compat KubeRayV170")
 	}
 	if o.NameMode != "" {
 		fmt.Fprintf(&b, "  names %s", o.NameMode)

@@ -8,11 +8,11 @@ import (
 )
 
 // SpecHash computes the hash KubeRay stores in the head's
-// ray.io/upgrade-strategy-recreate-hash annotation (§2.1), over plancore's spec
+// ray.io/upgrade-strategy-recreate-hash annotation, over plancore's spec
 // type: a defaulted copy (nil rayStartParams become {}), with replicas, min,
 // max, workersToDelete, template tolerations and scheduling gates and the
 // whole upgrade strategy cleared, marshalled with encoding/json, SHA-1, then
-// base32 hex. The input is never written (KubeRay D1 wrote defaults into it).
+// base32 hex. The input is never written (KubeRay wrote defaults into it).
 func SpecHash(spec ClusterSpec) (string, error) {
 	// c and its groups are shallow copies: the cleared fields are set on the
 	// copies only, and json.Marshal reads what they share with spec.

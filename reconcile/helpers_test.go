@@ -59,7 +59,7 @@ func opts() reconcile.Options { return reconcile.Options{OperatorVersion: "v1.7.
 
 func compat() reconcile.Options {
 	o := opts()
-	o.Compat = reconcile.AnchorV170()
+	o.Compat = reconcile.KubeRayV170().Compat
 	return o
 }
 
@@ -185,8 +185,9 @@ func summarize(p reconcile.Plan) []string {
 
 func outcome(p reconcile.Plan) string {
 	o := p.Outcome
+	// A stop with a reason and a wake-up is KubeRay's requeue error.
 	s := "ok"
-	if o.Requeue {
+	if o.Reason.Code != reconcile.ReasonOK && o.RequeueAfter > 0 {
 		s = "requeue"
 	}
 	if o.StoppedAt != "" {

@@ -1,6 +1,6 @@
 package reconcile
 
-// Label and annotation keys KubeRay puts on pods (§2.8).
+// Label and annotation keys KubeRay puts on pods.
 const (
 	LabelCluster      = "ray.io/cluster"
 	LabelNodeType     = "ray.io/node-type"
@@ -20,7 +20,7 @@ const (
 	// stops head re-creation once the cluster is provisioned (#4234).
 	AnnotationDisableProvisionedHeadRestart = "ray.io/disable-provisioned-head-restart"
 	// AnnotationPodDeletionCost is the ReplicaSet deletion-cost annotation used
-	// by victim ranking (D6).
+	// by victim ranking (KubeRay #747).
 	AnnotationPodDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
 
 	NodeTypeHead   = "head"

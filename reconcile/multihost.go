@@ -40,6 +40,7 @@ func (d *decider) facts(rg *replicaGroup) *replicaGroup {
 	}
 	rg.known = true
 	var first *corev1.Pod
+	unknownAge := false
 	for _, i := range rg.members {
 		p := d.pod(i)
 		if first == nil || p.Name < first.Name {
@@ -51,6 +52,12 @@ func (d *decider) facts(rg *replicaGroup) *replicaGroup {
 		if p.CreationTimestamp.After(rg.newest) {
 			rg.newest = p.CreationTimestamp.Time
 		}
+		unknownAge = unknownAge || p.CreationTimestamp.IsZero()
+	}
+	if unknownAge {
+		// A member of unknown age makes the group the newest, as a zero
+		// creation time ranks a single pod (newerOrZeroFirst).
+		rg.newest = time.Time{}
 	}
 	if first != nil {
 		rg.index, rg.indexOK = replicaIndexOf(first)
@@ -58,16 +65,74 @@ func (d *decider) facts(rg *replicaGroup) *replicaGroup {
 	return rg
 }
 
-// multiHost is reconcileMultiHostWorkerGroup (§2.7) with plancore's fixes
-// (D4, D7, D8, D9) unless restored by Compat.
-func (d *decider) multiHost(gi int) error {
-	c := &d.s.Cluster
-	g := &c.Spec.WorkerGroups[gi]
-	gr := &d.plan.Groups[gi]
-	H := int(g.NumOfHosts)
+// mhPass is one multi-host group's state while multiHost runs its steps.
+type mhPass struct {
+	gi     int
+	g      *WorkerGroup
+	gr     *GroupReport
+	hosts  int
+	rgs    []*replicaGroup // in replica-name order (byName relies on it)
+	legacy []int32         // unlabelled pods, by name
+	// legacyDeleted is set once the legacy pods are planned for deletion.
+	legacyDeleted bool
+	// valid are the replica groups left after the deletions; forming says one
+	// of them is still forming.
+	valid   []*replicaGroup
+	forming bool
+}
 
-	// Step 1: bucket the counted pods by replica name.
-	pods := d.groupPods(gi)
+// byName finds the replica group called name, or nil.
+func (m *mhPass) byName(name string) *replicaGroup {
+	k, ok := slices.BinarySearchFunc(m.rgs, name, func(rg *replicaGroup, n string) int { return cmp.Compare(rg.name, n) })
+	if !ok {
+		return nil
+	}
+	return m.rgs[k]
+}
+
+// multiHost is KubeRay's reconcileMultiHostWorkerGroup with plancore's fixes
+// (terminating pods not counted, ranked choices instead of map order,
+// unlabelled pods handled as one legacy group, partial groups completed
+// rather than deleted) unless restored by Compat. It runs as named steps; a
+// step that stops the group ends it.
+func (d *decider) multiHost(gi int) error {
+	g := &d.s.Cluster.Spec.WorkerGroups[gi]
+	m := &mhPass{gi: gi, g: g, gr: &d.plan.Groups[gi], hosts: int(g.NumOfHosts)}
+	d.bucketReplicas(m)
+	d.attachForming(m)
+	if d.deleteIncomplete(m) {
+		return nil
+	}
+	d.deleteUnhealthy(m)
+	d.deleteUnhealthyLegacy(m)
+	if n := d.multiHostWorkersToDelete(m); n > 0 {
+		d.stopGroup(gi, Reason{Code: ReasonWorkersToDelete, Message: fmt.Sprintf("deleted %d worker Pods based on ScaleStrategy, requeueing", n)})
+		return nil
+	}
+	d.collectValid(m)
+	legacyReplicas := 0
+	if !m.legacyDeleted {
+		legacyReplicas = len(m.legacy) / m.hosts
+	}
+	running := len(m.valid) + legacyReplicas
+	desiredPods := int(m.gr.Desired)
+	if desiredPods%m.hosts != 0 {
+		d.stopGroup(gi, Reason{Code: ReasonNotMultipleOfHosts,
+			Message: fmt.Sprintf("desired worker pods (%d) is not a multiple of NumOfHosts (%d) for group %s", desiredPods, m.hosts, g.GroupName)})
+		return nil
+	}
+	desired := desiredPods / m.hosts
+	toCreate := desired - running
+	if toCreate < 0 {
+		toCreate = d.scaleDownReplicas(m, -toCreate, legacyReplicas)
+	}
+	return d.createReplicas(m, toCreate, running, desired)
+}
+
+// bucketReplicas groups the counted pods by replica name, and keeps the
+// unlabelled ones apart as legacy pods (KubeRay ignores them).
+func (d *decider) bucketReplicas(m *mhPass) {
+	pods := d.groupPods(m.gi)
 	if cap(d.mhKeys) < len(pods) {
 		d.mhKeys = make([]mhPod, 0, len(pods))
 	}
@@ -80,7 +145,7 @@ func (d *decider) multiHost(gi int) error {
 		p := d.pod(i)
 		r, ok := p.Labels[LabelReplicaName]
 		if !ok {
-			gr.Legacy++
+			m.gr.Legacy++
 			if !d.c.IgnoreUnlabelledMultiHostPods {
 				legacy = append(legacy, i)
 			}
@@ -99,8 +164,8 @@ func (d *decider) multiHost(gi int) error {
 		return cmp.Compare(d.pod(a.idx).Name, d.pod(b.idx).Name)
 	})
 	slices.SortFunc(legacy, func(a, b int32) int { return cmp.Compare(d.pod(a).Name, d.pod(b).Name) })
-	// The replica groups and their member lists are carved from two blocks:
-	// rgs is in replica-name order, which byName's binary search relies on.
+	m.legacy = legacy
+	// The replica groups and their member lists are carved from two blocks.
 	nrg := 0
 	for k := range keys {
 		if k == 0 || keys[k].replica != keys[k-1].replica {
@@ -108,7 +173,7 @@ func (d *decider) multiHost(gi int) error {
 		}
 	}
 	rgBlock := make([]replicaGroup, nrg)
-	rgs := make([]*replicaGroup, 0, nrg)
+	m.rgs = make([]*replicaGroup, 0, nrg)
 	members := make([]int32, len(keys))
 	for k := range keys {
 		members[k] = keys[k].idx
@@ -118,176 +183,161 @@ func (d *decider) multiHost(gi int) error {
 		for j < len(keys) && keys[j].replica == keys[k].replica {
 			j++
 		}
-		rg := &rgBlock[len(rgs)]
+		rg := &rgBlock[len(m.rgs)]
 		rg.name, rg.members = keys[k].replica, members[k:j:j]
-		rgs = append(rgs, rg)
+		m.rgs = append(m.rgs, rg)
 		k = j
 	}
-	byName := func(name string) *replicaGroup {
-		k, ok := slices.BinarySearchFunc(rgs, name, func(rg *replicaGroup, n string) int { return cmp.Compare(rg.name, n) })
-		if !ok {
-			return nil
-		}
-		return rgs[k]
-	}
+}
 
-	// Formation records (D9): attach live ones, drop settled ones.
-	if !d.c.DeleteIncompleteGroupsImmediately {
-		for _, f := range d.forming[g.GroupName] {
-			rg := byName(f.ReplicaName)
-			switch {
-			case rg == nil || len(rg.members) >= H:
-				d.dropForming(g.GroupName, f.ReplicaName)
-			default:
-				rg.forming = f
-			}
-		}
-	} else {
-		for _, f := range d.forming[g.GroupName] {
-			d.dropForming(g.GroupName, f.ReplicaName)
+// attachForming attaches the live formation records to their replica groups
+// and drops the settled ones (KubeRay #4540). In KubeRay's mode every record
+// is dropped: partial groups are deleted at once.
+func (d *decider) attachForming(m *mhPass) {
+	for _, f := range d.forming[m.g.GroupName] {
+		rg := m.byName(f.ReplicaName)
+		switch {
+		case d.c.DeleteIncompleteGroupsImmediately, rg == nil, len(rg.members) >= m.hosts:
+			d.dropForming(m.g.GroupName, f.ReplicaName)
+		default:
+			rg.forming = f
 		}
 	}
+}
 
-	// Step 2: incomplete replica groups.
+// deleteIncomplete deletes forming groups past their formation timeout, and
+// the first incomplete group that is not forming, which stops the group.
+func (d *decider) deleteIncomplete(m *mhPass) bool {
 	var incomplete []*replicaGroup
-	for _, rg := range rgs {
-		if len(rg.members) >= H {
+	for _, rg := range m.rgs {
+		if len(rg.members) >= m.hosts {
 			continue
 		}
 		if rg.forming != nil {
 			if d.s.Now.Sub(rg.forming.FirstFailure) >= d.o.formationTimeout() {
-				d.deleteReplica(gi, rg, Reason{Code: ReasonReplicaGroupFormationTimeout,
+				d.deleteReplica(m.gi, rg, Reason{Code: ReasonReplicaGroupFormationTimeout,
 					Message: fmt.Sprintf("replica group %s did not form within %s (last error: %s); deleting it", rg.name, d.o.formationTimeout(), rg.forming.LastError)})
-				d.dropForming(g.GroupName, rg.name)
+				d.dropForming(m.g.GroupName, rg.name)
 				rg.forming = nil
 			}
 			continue
 		}
 		incomplete = append(incomplete, rg)
 	}
-	if len(incomplete) > 0 {
-		// KubeRay takes the first in map order, a random choice (D7).
-		d.rankReplicas(incomplete)
-		rg := incomplete[0]
-		msg := fmt.Sprintf("cleaned up incomplete replica group %s, requeueing", rg.name)
-		d.deleteReplica(gi, rg, Reason{Code: ReasonIncompleteReplicaGroup, Message: msg})
-		d.stopGroup(gi, Reason{Code: ReasonIncompleteReplicaGroup, Message: msg})
-		return nil
+	if len(incomplete) == 0 {
+		return false
 	}
+	// KubeRay takes the first in map order, a random choice; plancore ranks.
+	d.rankReplicas(incomplete)
+	rg := incomplete[0]
+	msg := fmt.Sprintf("cleaned up incomplete replica group %s, requeueing", rg.name)
+	d.deleteReplica(m.gi, rg, Reason{Code: ReasonIncompleteReplicaGroup, Message: msg})
+	d.stopGroup(m.gi, Reason{Code: ReasonIncompleteReplicaGroup, Message: msg})
+	return true
+}
 
-	// Step 3: unhealthy replica groups go whole; no early return.
-	for _, rg := range rgs {
+// firstUnhealthy counts the unhealthy pods among pods and returns the first
+// one's verdict.
+func (d *decider) firstUnhealthy(m *mhPass, pods []int32) deleteVerdict {
+	var first deleteVerdict
+	for _, i := range pods {
+		if !d.workerMayDelete(i) {
+			continue
+		}
+		if v := shouldDeletePod(d.pod(i), NodeTypeWorker); v.del {
+			m.gr.Unhealthy++
+			if !first.del {
+				first = v
+			}
+		}
+	}
+	return first
+}
+
+// deleteUnhealthy deletes every replica group with an unhealthy member,
+// whole; unlike the single-host path it does not stop the group.
+func (d *decider) deleteUnhealthy(m *mhPass) {
+	for _, rg := range m.rgs {
 		if rg.deleted {
 			continue
 		}
-		var first deleteVerdict
-		for _, i := range rg.members {
-			if !d.workerMayDelete(i) {
-				continue
-			}
-			if v := shouldDeletePod(d.pod(i), NodeTypeWorker); v.del {
-				gr.Unhealthy++
-				if !first.del {
-					first = v
-				}
-			}
-		}
-		if first.del {
-			d.deleteReplica(gi, rg, Reason{Code: ReasonUnhealthyReplicaGroup, Message: first.message})
+		if first := d.firstUnhealthy(m, rg.members); first.del {
+			d.deleteReplica(m.gi, rg, Reason{Code: ReasonUnhealthyReplicaGroup, Message: first.message})
 			if rg.forming != nil {
-				d.dropForming(g.GroupName, rg.name)
+				d.dropForming(m.g.GroupName, rg.name)
 				rg.forming = nil
 			}
 		}
 	}
-	legacyDeleted := false
-	if len(legacy) > 0 {
-		var first deleteVerdict
-		for _, i := range legacy {
-			if !d.workerMayDelete(i) {
-				continue
-			}
-			if v := shouldDeletePod(d.pod(i), NodeTypeWorker); v.del {
-				gr.Unhealthy++
-				if !first.del {
-					first = v
-				}
-			}
-		}
-		// D8: KubeRay ignores unlabelled pods once the gate is on, so a Failed
-		// legacy pod is kept forever and new groups pile on top of them.
-		switch {
-		case first.del:
-			d.deletePods(gi, legacy, Reason{Code: ReasonLegacyMultiHostPods, Message: "unlabelled multi-host pods with an unhealthy member: " + first.message})
-			legacyDeleted = true
-		case len(legacy)%H != 0:
-			d.deletePods(gi, legacy, Reason{Code: ReasonLegacyMultiHostPods,
-				Message: fmt.Sprintf("%d unlabelled pods are not a multiple of numOfHosts %d: deleting them", len(legacy), H)})
-			legacyDeleted = true
-		}
-	}
+}
 
-	// Step 4: workersToDelete expands to whole replica groups.
-	if n := d.multiHostWorkersToDelete(gi, byName, legacy, &legacyDeleted); n > 0 {
-		d.stopGroup(gi, Reason{Code: ReasonWorkersToDelete, Message: fmt.Sprintf("deleted %d worker Pods based on ScaleStrategy, requeueing", n)})
-		return nil
+// deleteUnhealthyLegacy deletes the legacy pods when one of them is unhealthy
+// or they are not a whole number of replicas. KubeRay ignores unlabelled pods
+// once the indexing gate is on, so a Failed legacy pod is kept forever and
+// new groups pile on top of them.
+func (d *decider) deleteUnhealthyLegacy(m *mhPass) {
+	if len(m.legacy) == 0 {
+		return
 	}
+	first := d.firstUnhealthy(m, m.legacy)
+	switch {
+	case first.del:
+		d.deletePods(m.gi, m.legacy, Reason{Code: ReasonLegacyMultiHostPods, Message: "unlabelled multi-host pods with an unhealthy member: " + first.message})
+		m.legacyDeleted = true
+	case len(m.legacy)%m.hosts != 0:
+		d.deletePods(m.gi, m.legacy, Reason{Code: ReasonLegacyMultiHostPods,
+			Message: fmt.Sprintf("%d unlabelled pods are not a multiple of numOfHosts %d: deleting them", len(m.legacy), m.hosts)})
+		m.legacyDeleted = true
+	}
+}
 
-	// Step 5: valid groups and indices.
-	valid := make([]*replicaGroup, 0, len(rgs))
-	forming := false
-	for _, rg := range rgs {
+// collectValid keeps the replica groups not deleted so far.
+func (d *decider) collectValid(m *mhPass) {
+	m.valid = make([]*replicaGroup, 0, len(m.rgs))
+	for _, rg := range m.rgs {
 		if rg.deleted {
 			continue
 		}
-		valid = append(valid, rg)
+		m.valid = append(m.valid, rg)
 		if rg.forming != nil {
-			forming = true
+			m.forming = true
 		}
 	}
-	legacyReplicas := 0
-	if !legacyDeleted {
-		legacyReplicas = len(legacy) / H
-	}
-	running := len(valid) + legacyReplicas
-	desiredPods := int(gr.Desired)
-	if desiredPods%H != 0 {
-		d.stopGroup(gi, Reason{Code: ReasonNotMultipleOfHosts,
-			Message: fmt.Sprintf("desired worker pods (%d) is not a multiple of NumOfHosts (%d) for group %s", desiredPods, H, g.GroupName)})
-		return nil
-	}
-	desired := desiredPods / H
-	toCreate := desired - running
+}
 
-	// Step 7: scale down by whole groups.
-	if toCreate < 0 {
-		if !d.scaleDownAllowed() {
-			gr.Ignore += -toCreate * H
-			d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonScaleDownLeftToAutoscaler,
-				Message: fmt.Sprintf("group %s: %d surplus replica groups are left to the autoscaler (#1253)", g.GroupName, -toCreate)})
-		} else {
-			remove := -toCreate
-			if legacyReplicas > 0 {
-				// Legacy pods hold no index; they go first, all together (D8).
-				d.deletePods(gi, legacy, Reason{Code: ReasonScaleDown, Message: "scaling down: unlabelled multi-host pods go first"})
-				remove -= legacyReplicas
+// scaleDownReplicas removes surplus whole replica groups (legacy pods first,
+// then the ranked groups) and returns how many replicas are still to create
+// (zero, or what the legacy pods over-deleted).
+func (d *decider) scaleDownReplicas(m *mhPass, surplus, legacyReplicas int) int {
+	if !d.scaleDownAllowed() {
+		m.gr.Ignore += surplus * m.hosts
+		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonScaleDownLeftToAutoscaler,
+			Message: fmt.Sprintf("group %s: %d surplus replica groups are left to the autoscaler (#1253)", m.g.GroupName, surplus)})
+		return 0
+	}
+	remove := surplus
+	if legacyReplicas > 0 {
+		// Legacy pods hold no index; they go first, all together.
+		d.deletePods(m.gi, m.legacy, Reason{Code: ReasonScaleDown, Message: "scaling down: unlabelled multi-host pods go first"})
+		remove -= legacyReplicas
+	}
+	if remove > 0 {
+		d.rankReplicas(m.valid)
+		for _, rg := range m.valid[:remove] {
+			d.deleteReplica(m.gi, rg, Reason{Code: ReasonScaleDown, Message: "scaling down"})
+			if rg.forming != nil {
+				d.dropForming(m.g.GroupName, rg.name)
 			}
-			if remove > 0 {
-				d.rankReplicas(valid)
-				for _, rg := range valid[:remove] {
-					d.deleteReplica(gi, rg, Reason{Code: ReasonScaleDown, Message: "scaling down"})
-					if rg.forming != nil {
-						d.dropForming(g.GroupName, rg.name)
-					}
-				}
-			}
-			toCreate = max(0, -remove)
 		}
 	}
+	return max(0, -remove)
+}
 
-	// Step 6: creations: retries of forming groups, then new groups.
+// formationRetries returns the forming groups whose backoff has passed,
+// noting the others and asking to be woken when theirs ends.
+func (d *decider) formationRetries(m *mhPass) []*replicaGroup {
 	var retries []*replicaGroup
-	for _, rg := range valid {
+	for _, rg := range m.valid {
 		if rg.forming == nil || rg.deleted {
 			continue
 		}
@@ -295,70 +345,83 @@ func (d *decider) multiHost(gi int) error {
 		if d.s.Now.Before(next) {
 			d.addHint(next.Sub(d.s.Now))
 			d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonReplicaGroupFormationBackoff,
-				Message: fmt.Sprintf("group %s: replica group %s retries its missing hosts at %s", g.GroupName, rg.name, next.UTC().Format(time.RFC3339))})
+				Message: fmt.Sprintf("group %s: replica group %s retries its missing hosts at %s", m.g.GroupName, rg.name, next.UTC().Format(time.RFC3339))})
 			continue
 		}
 		retries = append(retries, rg)
 	}
+	return retries
+}
+
+// createReplicas plans the retries of forming groups, then toCreate new
+// replica groups at the lowest free indices.
+func (d *decider) createReplicas(m *mhPass, toCreate, running, desired int) error {
+	retries := d.formationRetries(m)
 	if len(retries) == 0 && toCreate <= 0 {
 		return nil
 	}
 	if d.s.TLS.Enabled && !d.s.TLS.SecretsReady {
-		d.stopGroup(gi, d.mtlsReason())
+		d.stopGroup(m.gi, d.mtlsReason())
 		return nil
 	}
 	for _, rg := range retries {
-		present := make([]bool, H)
-		for _, i := range rg.members {
-			if h, ok := hostIndexOf(d.pod(i)); ok && h < H {
-				present[h] = true
-			}
-		}
-		var hosts []int
-		for h := range H {
-			if !present[h] {
-				hosts = append(hosts, h)
-			}
-		}
-		f := rg.forming
-		if err := d.createReplica(gi, rg.name, f.ReplicaIndex, hosts, f, Reason{Code: ReasonReplicaGroupFormationRetry,
-			Message: fmt.Sprintf("completing replica group %s: hosts %v are missing (attempt %d; last error: %s)", rg.name, hosts, f.Attempts+1, f.LastError)}); err != nil {
+		if err := d.retryReplica(m, rg); err != nil {
 			return err
 		}
 	}
-	if toCreate > 0 {
-		if forming && !d.c.DeleteIncompleteGroupsImmediately {
-			// Two half-formed groups could deadlock on one quota (D9).
-			d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonReplicaGroupForming,
-				Message: fmt.Sprintf("group %s: %d new replica groups wait until the forming group is complete", g.GroupName, toCreate)})
-			return nil
+	if toCreate <= 0 {
+		return nil
+	}
+	if m.forming && !d.c.DeleteIncompleteGroupsImmediately {
+		// Two half-formed groups could deadlock on one quota (KubeRay #4540).
+		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonReplicaGroupForming,
+			Message: fmt.Sprintf("group %s: %d new replica groups wait until the forming group is complete", m.g.GroupName, toCreate)})
+		return nil
+	}
+	allHosts := make([]int, m.hosts)
+	for h := range allHosts {
+		allHosts[h] = h
+	}
+	// The indices in use: a forming group's recorded index, else the one read
+	// from its first pod by name. Creations only follow a scale-down that
+	// deleted nothing, so valid is still whole.
+	used := newIndexSet(len(m.valid))
+	for _, rg := range m.valid {
+		if rg.forming != nil {
+			used.add(rg.forming.ReplicaIndex)
+		} else if d.facts(rg).indexOK {
+			used.add(rg.index)
 		}
-		allHosts := make([]int, H)
-		for h := range allHosts {
-			allHosts[h] = h
-		}
-		// The indices in use: a forming group's recorded index, else the one
-		// read from its first pod by name (§2.7 step 5). Creations only
-		// follow a scale-down that deleted nothing, so valid is still whole.
-		used := newIndexSet(len(valid))
-		for _, rg := range valid {
-			if rg.forming != nil {
-				used.add(rg.forming.ReplicaIndex)
-			} else if d.facts(rg).indexOK {
-				used.add(rg.index)
-			}
-		}
-		for range d.burstLimit(g.GroupName, toCreate, H) {
-			next := used.take()
-			gr.FreeIndices = append(gr.FreeIndices, next)
-			name := d.replicaName(gi, next)
-			if err := d.createReplica(gi, name, next, allHosts, nil, Reason{Code: ReasonReplicaGroupCreate,
-				Message: fmt.Sprintf("scaling up: %d of %d replica groups running", running, desired)}); err != nil {
-				return err
-			}
+	}
+	for range d.burstLimit(m.g.GroupName, toCreate, m.hosts) {
+		next := used.take()
+		m.gr.FreeIndices = append(m.gr.FreeIndices, next)
+		name := d.replicaName(m.gi, next)
+		if err := d.createReplica(m.gi, name, next, allHosts, nil, Reason{Code: ReasonReplicaGroupCreate,
+			Message: fmt.Sprintf("scaling up: %d of %d replica groups running", running, desired)}); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// retryReplica plans the missing hosts of a forming group.
+func (d *decider) retryReplica(m *mhPass, rg *replicaGroup) error {
+	present := make([]bool, m.hosts)
+	for _, i := range rg.members {
+		if h, ok := hostIndexOf(d.pod(i)); ok && h < m.hosts {
+			present[h] = true
+		}
+	}
+	var hosts []int
+	for h := range m.hosts {
+		if !present[h] {
+			hosts = append(hosts, h)
+		}
+	}
+	f := rg.forming
+	return d.createReplica(m.gi, rg.name, f.ReplicaIndex, hosts, f, Reason{Code: ReasonReplicaGroupFormationRetry,
+		Message: fmt.Sprintf("completing replica group %s: hosts %v are missing (attempt %d; last error: %s)", rg.name, hosts, f.Attempts+1, f.LastError)})
 }
 
 // formationBackoff is 2s·2^attempts, capped at 5 minutes.
@@ -376,7 +439,7 @@ func (d *decider) dropForming(group, replica string) {
 	}
 }
 
-// rankReplicas orders replica groups for removal. KubeRay walks a map (D7);
+// rankReplicas orders replica groups for removal. KubeRay walks a map;
 // plancore ranks: a group with a not-ready or unscheduled member (or still
 // forming) first, then the highest replica index (keeps indices dense from 0),
 // then the newest, then the name. Compat.NameOrderVictims uses name order.
@@ -404,7 +467,7 @@ func (d *decider) rankReplicas(rgs []*replicaGroup) {
 			return cmp.Compare(bi, ai)
 		}
 		if !a.newest.Equal(b.newest) {
-			return b.newest.Compare(a.newest)
+			return newerOrZeroFirst(a.newest, b.newest)
 		}
 		return cmp.Compare(a.name, b.name)
 	})
@@ -464,11 +527,10 @@ func (d *decider) createReplica(gi int, name string, index int, hosts []int, f *
 }
 
 // multiHostWorkersToDelete expands listed workers to their whole replica
-// groups (§2.7 step 4) and plans the deletes; it returns the expanded count.
-func (d *decider) multiHostWorkersToDelete(gi int, byName func(string) *replicaGroup, legacy []int32, legacyDeleted *bool) int {
+// groups and plans the deletes; it returns the expanded count.
+func (d *decider) multiHostWorkersToDelete(m *mhPass) int {
 	c := &d.s.Cluster
-	g := &c.Spec.WorkerGroups[gi]
-	gr := &d.plan.Groups[gi]
+	gi, g, gr, byName, legacy := m.gi, m.g, m.gr, m.byName, m.legacy
 	if len(g.ScaleStrategy.WorkersToDelete) == 0 {
 		return 0
 	}
@@ -528,7 +590,7 @@ func (d *decider) multiHostWorkersToDelete(gi int, byName func(string) *replicaG
 		}
 	}
 	if slices.ContainsFunc(expanded, func(i int32) bool { _, ok := d.pod(i).Labels[LabelReplicaName]; return !ok }) {
-		*legacyDeleted = true
+		m.legacyDeleted = true
 	}
 	d.deletePods(gi, expanded, reason)
 	return len(expanded)

@@ -1,22 +1,26 @@
 package reconcile
 
 import (
-	"fmt"
+	"math"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
 // Gate is a feature switch whose zero value means the feature's default.
-type Gate int8
+type Gate string
 
 const (
 	// GateDefault leaves the feature at its default (on for both gates).
-	GateDefault Gate = iota
+	GateDefault Gate = ""
 	// GateOn enables the feature.
-	GateOn
+	GateOn Gate = "On"
 	// GateOff disables the feature.
-	GateOff
+	GateOff Gate = "Off"
 )
 
 // Enabled reports whether the gate is on; def is the feature's default.
@@ -31,7 +35,7 @@ func (g Gate) Enabled(def bool) bool {
 }
 
 // Gates are KubeRay's feature gates that change pod reconciliation. Unlike
-// KubeRay (D13), they come in through Options, never from a process registry.
+// KubeRay, they come in through Options, never from a process registry.
 type Gates struct {
 	// StatusConditions is RayClusterStatusConditions (Beta, default on).
 	StatusConditions Gate
@@ -76,27 +80,31 @@ type BuildInfo struct {
 	HostIndex    int
 }
 
-// Compat holds the restore switches of the spec's §3: each one brings back one
-// KubeRay v1.7.0 behaviour that plancore fixes by default.
+// Compat holds the restore switches: each one brings back one KubeRay v1.7.0
+// behaviour that plancore fixes by default. KubeRayV170 sets them all.
 type Compat struct {
-	// ZeroHostsMeansZeroPods restores D2: numOfHosts ≤ 0 gives 0 desired pods.
+	// ZeroHostsMeansZeroPods restores numOfHosts 0 giving 0 desired pods
+	// (KubeRay #2084; plancore treats 0 as 1).
 	ZeroHostsMeansZeroPods bool
-	// BlindWorkersToDelete restores D3: a bare delete by name for every listed
-	// name, without checking that the pod belongs to the group.
+	// BlindWorkersToDelete restores a bare delete by name for every listed
+	// name, without checking that the pod belongs to the group (KubeRay #733,
+	// #3738).
 	BlindWorkersToDelete bool
-	// CountTerminatingPods restores D4: terminating pods are counted, checked,
-	// deleted again and picked as victims.
+	// CountTerminatingPods restores counting terminating pods: they are
+	// checked, deleted again and picked as victims (KubeRay #4078, #1936).
 	CountTerminatingPods bool
-	// NameOrderVictims restores D6 (first N pods by name) and replaces the D7
-	// ranking of replica groups by name order.
+	// NameOrderVictims restores taking the first N pods by name as scale-down
+	// victims (KubeRay #747), and orders replica groups by name instead of
+	// ranking them (KubeRay walks a map).
 	NameOrderVictims bool
-	// IgnoreUnlabelledMultiHostPods restores D8: pods of a multi-host group
-	// without a replica name are invisible.
+	// IgnoreUnlabelledMultiHostPods restores ignoring the pods of a
+	// multi-host group that carry no replica name.
 	IgnoreUnlabelledMultiHostPods bool
-	// DeleteIncompleteGroupsImmediately restores D9: a partial replica group is
-	// deleted on the next pass even if its creation is still being retried.
+	// DeleteIncompleteGroupsImmediately restores deleting a partial replica
+	// group on the next pass even if its creation is still being retried
+	// (KubeRay #4540).
 	DeleteIncompleteGroupsImmediately bool
-	// StopAtFirstGroupRequeue restores D11: a requeue in one group aborts every
+	// StopAtFirstGroupRequeue restores a requeue in one group aborting every
 	// later group for this pass.
 	StopAtFirstGroupRequeue bool
 	// StrictNotFound restores KubeRay's treatment of NotFound on unhealthy and
@@ -106,21 +114,6 @@ type Compat struct {
 	// default a pod whose controller is another RayCluster incarnation (a
 	// different UID) is ignored.
 	MatchByLabelsOnly bool
-}
-
-// AnchorV170 returns the switches that reproduce KubeRay v1.7.0 exactly.
-func AnchorV170() Compat {
-	return Compat{
-		ZeroHostsMeansZeroPods:            true,
-		BlindWorkersToDelete:              true,
-		CountTerminatingPods:              true,
-		NameOrderVictims:                  true,
-		IgnoreUnlabelledMultiHostPods:     true,
-		DeleteIncompleteGroupsImmediately: true,
-		StopAtFirstGroupRequeue:           true,
-		StrictNotFound:                    true,
-		MatchByLabelsOnly:                 true,
-	}
 }
 
 // Options configure Decide. The zero value means the documented defaults,
@@ -142,7 +135,7 @@ type Options struct {
 	// PodBuilder, when set, transforms each pod body before identity is applied.
 	PodBuilder PodBuilder `json:"-"`
 	// GroupFormationTimeout bounds how long a partial multi-host replica group
-	// is retried before it is deleted (D9). Zero means 10 minutes.
+	// is retried before it is deleted (KubeRay #4540). Zero means 10 minutes.
 	GroupFormationTimeout time.Duration
 	// BurstReplicas caps the pods one group creates in one plan, like the
 	// ReplicaSet controller's burstReplicas; the rest come in the next passes.
@@ -159,36 +152,63 @@ const DefaultBurstReplicas = 500
 // DefaultGroupFormationTimeout is GroupFormationTimeout's default.
 const DefaultGroupFormationTimeout = 10 * time.Minute
 
-// Validate reports the first invalid option, wrapping ErrInvalidOptions.
+// KubeRayV170 returns the options that reproduce KubeRay v1.7.0's pod
+// reconciliation exactly, defects included: OperatorVersion "v1.7.0", every
+// Compat switch on, and no burst cap (KubeRay creates every missing pod in one
+// pass, so a group scaled to a huge replica count puts that many pods into one
+// plan). A caller may still set BurstReplicas or change any field afterwards.
+func KubeRayV170() Options {
+	return Options{
+		OperatorVersion: "v1.7.0",
+		BurstReplicas:   NoBurstLimit,
+		Compat: Compat{
+			ZeroHostsMeansZeroPods:            true,
+			BlindWorkersToDelete:              true,
+			CountTerminatingPods:              true,
+			NameOrderVictims:                  true,
+			IgnoreUnlabelledMultiHostPods:     true,
+			DeleteIncompleteGroupsImmediately: true,
+			StopAtFirstGroupRequeue:           true,
+			StrictNotFound:                    true,
+			MatchByLabelsOnly:                 true,
+		},
+	}
+}
+
+// NoBurstLimit as BurstReplicas creates every missing pod in one plan, as
+// KubeRay does: no group can ask for more pods than this.
+const NoBurstLimit = math.MaxInt32
+
+// Validate reports every invalid option at once, in a *plancore.InvalidError
+// wrapping ErrInvalidOptions.
 func (o Options) Validate() error {
+	var errs field.ErrorList
 	if o.OperatorVersion == "" {
-		return fmt.Errorf("%w: OperatorVersion is required (KUBERAY_VERSION, e.g. %q)", ErrInvalidOptions, "v1.7.0")
+		errs = append(errs, field.Required(field.NewPath("operatorVersion"), "KUBERAY_VERSION, for example v1.7.0"))
 	}
 	switch o.NameMode {
 	case "", NameModeGenerateName, NameModeDerived:
 	default:
-		return fmt.Errorf("%w: NameMode %q is not %q or %q", ErrInvalidOptions, o.NameMode, NameModeGenerateName, NameModeDerived)
+		errs = append(errs, field.NotSupported(field.NewPath("nameMode"), o.NameMode, []string{string(NameModeGenerateName), string(NameModeDerived)}))
 	}
 	for _, g := range []struct {
 		name string
 		g    Gate
-	}{{"Gates.StatusConditions", o.Gates.StatusConditions}, {"Gates.MultiHostIndexing", o.Gates.MultiHostIndexing}} {
-		if g.g < GateDefault || g.g > GateOff {
-			return fmt.Errorf("%w: %s = %d is not a Gate", ErrInvalidOptions, g.name, g.g)
+	}{{"statusConditions", o.Gates.StatusConditions}, {"multiHostIndexing", o.Gates.MultiHostIndexing}} {
+		switch g.g {
+		case GateDefault, GateOn, GateOff:
+		default:
+			errs = append(errs, field.NotSupported(field.NewPath("gates", g.name), g.g, []string{string(GateDefault), string(GateOn), string(GateOff)}))
 		}
 	}
 	if o.BurstReplicas < 0 {
-		return fmt.Errorf("%w: BurstReplicas %d is negative", ErrInvalidOptions, o.BurstReplicas)
+		errs = append(errs, field.Invalid(field.NewPath("burstReplicas"), o.BurstReplicas, "must not be negative (0 means 500)"))
 	}
 	if o.GroupFormationTimeout < 0 {
-		return fmt.Errorf("%w: GroupFormationTimeout %v is negative", ErrInvalidOptions, o.GroupFormationTimeout)
+		errs = append(errs, field.Invalid(field.NewPath("groupFormationTimeout"), o.GroupFormationTimeout.String(), "must not be negative (0 means 10m)"))
 	}
-	for k, v := range o.PodDefaults.Labels {
-		if err := checkLabel("PodDefaults.Labels", k, v); err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
-		}
-	}
-	return nil
+	errs = append(errs, validateLabels(func() *field.Path { return field.NewPath("podDefaults", "labels") }, o.PodDefaults.Labels)...)
+	return plancore.Invalid(ErrInvalidOptions, errs)
 }
 
 func (o Options) statusConditions() bool  { return o.Gates.StatusConditions.Enabled(true) }

@@ -13,58 +13,116 @@ import (
 	"github.com/plancore/plancore/expectations"
 )
 
-// ReasonCode is a stable machine-readable reason.
+// ReasonCode is a stable machine-readable reason, in UpperCamelCase. The
+// codes are part of the API: match on them, never on Message.
 type ReasonCode string
 
 // Reason codes of actions, notices and outcomes.
 const (
-	ReasonOK                           ReasonCode = "OK"
-	ReasonSuspendDeleteAll             ReasonCode = "SuspendDeleteAll"
-	ReasonSuspended                    ReasonCode = "Suspended"
-	ReasonSuspendRequested             ReasonCode = "SuspendRequested"
-	ReasonRecreateSpecChanged          ReasonCode = "RecreateSpecChanged"
-	ReasonRecreateVersionSkip          ReasonCode = "RecreateVersionSkip"
-	ReasonExpectationsPending          ReasonCode = "ExpectationsPending"
-	ReasonHeadTerminalPhase            ReasonCode = "HeadTerminalPhase"
-	ReasonHeadContainerExited          ReasonCode = "HeadContainerExited"
-	ReasonHeadCreate                   ReasonCode = "HeadCreate"
-	ReasonHeadRestartDisabled          ReasonCode = "HeadRestartDisabled"
-	ReasonHeadPredecessorTerminating   ReasonCode = "HeadPredecessorTerminating"
-	ReasonMultipleHeads                ReasonCode = "MultipleHeads"
-	ReasonMTLSNotReady                 ReasonCode = "MTLSNotReady"
-	ReasonWorkerTerminalPhase          ReasonCode = "WorkerTerminalPhase"
-	ReasonWorkerContainerExited        ReasonCode = "WorkerContainerExited"
-	ReasonUnhealthyWorkers             ReasonCode = "UnhealthyWorkers"
-	ReasonWorkersToDelete              ReasonCode = "WorkersToDelete"
-	ReasonWorkersToDeleteNotMember     ReasonCode = "WorkersToDeleteNotMember"
-	ReasonWorkersToDeleteAbsent        ReasonCode = "WorkersToDeleteAbsent"
-	ReasonScaleUp                      ReasonCode = "ScaleUp"
-	ReasonScaleDown                    ReasonCode = "ScaleDown"
-	ReasonScaleDownLeftToAutoscaler    ReasonCode = "ScaleDownLeftToAutoscaler"
-	ReasonGroupSuspended               ReasonCode = "GroupSuspended"
-	ReasonUnhealthyReplicaGroup        ReasonCode = "UnhealthyReplicaGroup"
-	ReasonIncompleteReplicaGroup       ReasonCode = "IncompleteReplicaGroup"
-	ReasonReplicaGroupCreate           ReasonCode = "ReplicaGroupCreate"
-	ReasonReplicaGroupFormationRetry   ReasonCode = "ReplicaGroupFormationRetry"
+	// ReasonOK: the chain ran to the end; nothing stopped it.
+	ReasonOK ReasonCode = "OK"
+	// ReasonSuspendDeleteAll: the cluster is suspending; every pod is deleted.
+	ReasonSuspendDeleteAll ReasonCode = "SuspendDeleteAll"
+	// ReasonSuspended: the cluster is suspended; nothing is planned.
+	ReasonSuspended ReasonCode = "Suspended"
+	// ReasonSuspendRequested: spec.suspend is set; the plan waits for the
+	// RayClusterSuspending condition.
+	ReasonSuspendRequested ReasonCode = "SuspendRequested"
+	// ReasonRecreateSpecChanged: the Recreate strategy saw a new spec hash and
+	// deletes every pod.
+	ReasonRecreateSpecChanged ReasonCode = "RecreateSpecChanged"
+	// ReasonRecreateVersionSkip: the head was created by another KubeRay
+	// version; its hash is adopted instead of recreating.
+	ReasonRecreateVersionSkip ReasonCode = "RecreateVersionSkip"
+	// ReasonExpectationsPending: a group's expectations are not satisfied; the
+	// group is skipped this pass.
+	ReasonExpectationsPending ReasonCode = "ExpectationsPending"
+	// ReasonHeadTerminalPhase: the head pod failed or succeeded and is deleted.
+	ReasonHeadTerminalPhase ReasonCode = "HeadTerminalPhase"
+	// ReasonHeadContainerExited: the head's Ray container exited and will not
+	// restart; the head is deleted.
+	ReasonHeadContainerExited ReasonCode = "HeadContainerExited"
+	// ReasonHeadCreate: there is no head pod; one is created.
+	ReasonHeadCreate ReasonCode = "HeadCreate"
+	// ReasonHeadRestartDisabled: the head is gone on a provisioned cluster
+	// that disables head restarts; nothing is planned.
+	ReasonHeadRestartDisabled ReasonCode = "HeadRestartDisabled"
+	// ReasonHeadPredecessorTerminating: the previous head is still
+	// terminating; the new one waits.
+	ReasonHeadPredecessorTerminating ReasonCode = "HeadPredecessorTerminating"
+	// ReasonMultipleHeads: more than one head pod; KubeRay's requeue.
+	ReasonMultipleHeads ReasonCode = "MultipleHeads"
+	// ReasonMTLSNotReady: the mTLS secrets are not ready; creations wait.
+	ReasonMTLSNotReady ReasonCode = "MTLSNotReady"
+	// ReasonWorkerTerminalPhase: a worker failed or succeeded and is deleted.
+	ReasonWorkerTerminalPhase ReasonCode = "WorkerTerminalPhase"
+	// ReasonWorkerContainerExited: a worker's Ray container exited and will
+	// not restart; the worker is deleted.
+	ReasonWorkerContainerExited ReasonCode = "WorkerContainerExited"
+	// ReasonUnhealthyWorkers: unhealthy workers were deleted; the group
+	// requeues.
+	ReasonUnhealthyWorkers ReasonCode = "UnhealthyWorkers"
+	// ReasonWorkersToDelete: a pod listed in scaleStrategy.workersToDelete is
+	// deleted.
+	ReasonWorkersToDelete ReasonCode = "WorkersToDelete"
+	// ReasonWorkersToDeleteNotMember: a listed pod belongs to another group or
+	// cluster and is not deleted.
+	ReasonWorkersToDeleteNotMember ReasonCode = "WorkersToDeleteNotMember"
+	// ReasonWorkersToDeleteAbsent: a listed pod is not in the snapshot.
+	ReasonWorkersToDeleteAbsent ReasonCode = "WorkersToDeleteAbsent"
+	// ReasonScaleUp: missing worker pods are created.
+	ReasonScaleUp ReasonCode = "ScaleUp"
+	// ReasonScaleDown: surplus worker pods are deleted.
+	ReasonScaleDown ReasonCode = "ScaleDown"
+	// ReasonScaleDownLeftToAutoscaler: the surplus is left to the autoscaler.
+	ReasonScaleDownLeftToAutoscaler ReasonCode = "ScaleDownLeftToAutoscaler"
+	// ReasonGroupSuspended: a suspended worker group's pods are deleted.
+	ReasonGroupSuspended ReasonCode = "GroupSuspended"
+	// ReasonUnhealthyReplicaGroup: a multi-host replica group with an
+	// unhealthy member is deleted whole.
+	ReasonUnhealthyReplicaGroup ReasonCode = "UnhealthyReplicaGroup"
+	// ReasonIncompleteReplicaGroup: a replica group missing hosts is deleted;
+	// the group requeues.
+	ReasonIncompleteReplicaGroup ReasonCode = "IncompleteReplicaGroup"
+	// ReasonReplicaGroupCreate: a new multi-host replica group is created.
+	ReasonReplicaGroupCreate ReasonCode = "ReplicaGroupCreate"
+	// ReasonReplicaGroupFormationRetry: the missing hosts of a forming group
+	// are created again.
+	ReasonReplicaGroupFormationRetry ReasonCode = "ReplicaGroupFormationRetry"
+	// ReasonReplicaGroupFormationBackoff: a forming group waits for its retry
+	// backoff.
 	ReasonReplicaGroupFormationBackoff ReasonCode = "ReplicaGroupFormationBackoff"
+	// ReasonReplicaGroupFormationTimeout: a forming group did not form in
+	// time and is deleted.
 	ReasonReplicaGroupFormationTimeout ReasonCode = "ReplicaGroupFormationTimeout"
-	ReasonReplicaGroupForming          ReasonCode = "ReplicaGroupForming"
-	ReasonLegacyMultiHostPods          ReasonCode = "LegacyMultiHostPods"
-	ReasonNotMultipleOfHosts           ReasonCode = "NotMultipleOfHosts"
-	ReasonInvalidNumOfHosts            ReasonCode = "InvalidNumOfHosts"
-	ReasonGroupNotInSpec               ReasonCode = "GroupNotInSpec"
-	ReasonForeignOwner                 ReasonCode = "ForeignOwner"
-	ReasonBurstLimited                 ReasonCode = "BurstLimited"
-	ReasonNotVisited                   ReasonCode = "NotVisited"
+	// ReasonReplicaGroupForming: new replica groups wait for a forming one.
+	ReasonReplicaGroupForming ReasonCode = "ReplicaGroupForming"
+	// ReasonLegacyMultiHostPods: unlabelled multi-host pods are deleted.
+	ReasonLegacyMultiHostPods ReasonCode = "LegacyMultiHostPods"
+	// ReasonNotMultipleOfHosts: the desired pods are not a whole number of
+	// replica groups; KubeRay's requeue.
+	ReasonNotMultipleOfHosts ReasonCode = "NotMultipleOfHosts"
+	// ReasonInvalidNumOfHosts: numOfHosts 0 is treated as 1.
+	ReasonInvalidNumOfHosts ReasonCode = "InvalidNumOfHosts"
+	// ReasonGroupNotInSpec: pods carry a group that is not in the spec; they
+	// are left alone.
+	ReasonGroupNotInSpec ReasonCode = "GroupNotInSpec"
+	// ReasonForeignOwner: pods labelled for the cluster are controlled by
+	// another incarnation of it and are ignored.
+	ReasonForeignOwner ReasonCode = "ForeignOwner"
+	// ReasonBurstLimited: a group creates at most BurstReplicas pods this pass.
+	ReasonBurstLimited ReasonCode = "BurstLimited"
+	// ReasonNotVisited: an earlier stop ended the chain before this group.
+	ReasonNotVisited ReasonCode = "NotVisited"
 )
 
 // Reason explains an action, notice or outcome.
 type Reason struct {
-	Code ReasonCode
+	Code ReasonCode `json:"code"`
 	// Message reuses KubeRay's text where one exists.
-	Message string
+	Message string `json:"message"`
 	// Pods names the pods concerned, sorted, when relevant.
-	Pods []string `json:",omitempty"`
+	Pods []string `json:"pods,omitempty"`
 }
 
 func (r Reason) String() string {
@@ -75,7 +133,7 @@ func (r Reason) String() string {
 }
 
 // FailureReason is what an executor reports when an action fails; it feeds
-// the RayClusterReplicaFailure condition (§2.10).
+// the RayClusterReplicaFailure condition.
 type FailureReason string
 
 // Failure reasons, as KubeRay's utils.ErrFailed*.
@@ -151,7 +209,7 @@ type CreatePod struct {
 
 // CreateReplicaGroup creates the pods of one multi-host replica group: all H
 // hosts of a new group, or the missing hosts of a group still forming. The
-// executor attempts every pod even if one fails (D9).
+// executor attempts every pod even if one fails (KubeRay #4540).
 type CreateReplicaGroup struct {
 	ReplicaName  string
 	ReplicaIndex int
@@ -233,10 +291,10 @@ type FormingKey struct {
 
 // Outcome is the plan's verdict for the caller's loop.
 type Outcome struct {
-	// Requeue is set for KubeRay's requeue errors (§2.10).
-	Requeue bool
-	// RequeueAfter is the wake-up hint: 2s for requeues, or the earliest
-	// expectations deadline or formation backoff; 0 means none.
+	// RequeueAfter is the wake-up hint, relative to Snapshot.Now: 2s where
+	// KubeRay returns a requeue error, or the earliest expectations deadline or
+	// formation backoff; 0 means none. It maps onto controller-runtime's
+	// Result.RequeueAfter.
 	RequeueAfter time.Duration
 	// Reason is the first stop's reason with KubeRay's exact message, or OK.
 	Reason Reason
@@ -396,15 +454,10 @@ func (p Plan) Explain() string {
 		fmt.Fprintf(&b, "expectations drop forming %s/%s\n", k.Group, k.ReplicaName)
 	}
 	b.WriteString("outcome  ")
-	if p.Outcome.Requeue {
-		b.WriteString("requeue")
-	} else {
-		b.WriteString("ok")
-	}
 	if p.Outcome.RequeueAfter > 0 {
-		fmt.Fprintf(&b, " after %s", p.Outcome.RequeueAfter)
+		fmt.Fprintf(&b, "requeue after %s", p.Outcome.RequeueAfter)
 	} else {
-		b.WriteString(" (no requeue)")
+		b.WriteString("ok (no requeue)")
 	}
 	if p.Outcome.StoppedAt != "" {
 		fmt.Fprintf(&b, "  stopped at %s", p.Outcome.StoppedAt)

@@ -12,7 +12,7 @@ import (
 )
 
 // podNamePrefix is KubeRay's utils.PodName: the prefix cut to its first 50
-// bytes, lower-cased, then "-<type>", plus "-" for GenerateName (§2.9).
+// bytes, lower-cased, then "-<type>", plus "-" for GenerateName.
 func podNamePrefix(prefix, nodeType string, generate bool) string {
 	if len(prefix) > 50 {
 		prefix = prefix[:50]
@@ -71,7 +71,7 @@ type podSpec struct {
 }
 
 // buildPod makes the complete pod body for ps: the template deep-copied,
-// transformed by the PodBuilder, then given KubeRay's identity (§2.8).
+// transformed by the PodBuilder, then given KubeRay's identity.
 func (d *decider) buildPod(ps podSpec) (*corev1.Pod, error) {
 	c := &d.s.Cluster
 	var tmpl *corev1.PodTemplateSpec
@@ -179,7 +179,7 @@ func ftEnabled(c *Cluster) bool {
 	return strings.EqualFold(c.Annotations[AnnotationFTEnabled], "true") || c.Spec.GcsFaultToleranceOptions != nil
 }
 
-// deleteVerdict is shouldDeletePod's answer (§2.5).
+// deleteVerdict is shouldDeletePod's answer.
 type deleteVerdict struct {
 	del     bool
 	code    ReasonCode

@@ -17,7 +17,7 @@ import (
 	"github.com/plancore/plancore/reconcile"
 )
 
-// bothModes runs a property in default mode and with AnchorV170().
+// bothModes runs a property in default mode and with KubeRayV170().
 func bothModes(t *testing.T, prop func(t *rapid.T, s reconcile.Snapshot, o reconcile.Options, p reconcile.Plan)) {
 	for _, mode := range []struct {
 		name   string
@@ -140,7 +140,7 @@ func TestPropDeletesAreSafe(t *testing.T) {
 					t.Fatalf("pod %s deleted twice:\n%s", d.Name, p.Explain())
 				}
 				if blind {
-					// KubeRay's blind delete by name (D3) may name anything, and
+					// KubeRay's blind delete by name (KubeRay #733) may name anything, and
 					// the pod's own group may delete it again.
 					continue
 				}
@@ -218,7 +218,7 @@ func TestPropReplicaGroups(t *testing.T) {
 		for _, a := range p.Actions {
 			if a.Kind == reconcile.KindDeletePod {
 				deleted[a.Delete.Name] = true
-				// Blind workersToDelete deletes (compat, D3) may hit any pod.
+				// Blind workersToDelete deletes (KubeRay's mode) may hit any pod.
 				if a.Delete.UID != "" {
 					whole[a.Delete.Name] = true
 				}
@@ -229,110 +229,129 @@ func TestPropReplicaGroups(t *testing.T) {
 			hosts[g.GroupName] = int(g.NumOfHosts)
 		}
 		multi := o.Gates.MultiHostIndexing != reconcile.GateOff
-		for _, a := range p.Actions {
-			if a.Kind == reconcile.KindCreatePod && a.Group != reconcile.HeadGroupLabel && multi && hosts[a.Group] > 1 {
-				t.Fatalf("single pod created in multi-host group %s", a.Group)
-			}
-			if a.Kind != reconcile.KindCreateReplicaGroup {
-				continue
-			}
-			cg := a.CreateGroup
-			if !cg.Retry && (len(cg.Pods) != hosts[a.Group] || !cmp.Equal(cg.Hosts, seq(hosts[a.Group]))) {
-				t.Fatalf("new replica group with hosts %v for H=%d", cg.Hosts, hosts[a.Group])
-			}
-			for k, pod := range cg.Pods {
-				if pod.Labels[reconcile.LabelReplicaName] != cg.ReplicaName || pod.Labels[reconcile.LabelReplicaIndex] != strconv.Itoa(cg.ReplicaIndex) ||
-					pod.Labels[reconcile.LabelHostIndex] != strconv.Itoa(cg.Hosts[k]) {
-					t.Fatalf("member %d labels %v", k, pod.Labels)
-				}
-			}
-		}
+		checkCreatedGroups(t, p, hosts, multi)
 		if !multi {
 			return
 		}
-		// Every multi-host delete covers the whole (counted) replica group.
 		for gname, h := range hosts {
-			if h <= 1 {
-				continue
+			if h > 1 {
+				checkWholeDeletes(t, s, o, p, gname, whole)
 			}
-			members := map[string][]string{}
-			for _, pod := range s.Pods {
-				if pod.Namespace != "ns" || pod.Labels[reconcile.LabelCluster] != "rc" || pod.Labels[reconcile.LabelGroup] != gname {
-					continue
-				}
-				if pod.DeletionTimestamp != nil && !o.Compat.CountTerminatingPods {
-					continue
-				}
-				r, ok := pod.Labels[reconcile.LabelReplicaName]
-				if !ok && o.Compat.IgnoreUnlabelledMultiHostPods {
-					continue
-				}
-				members[r] = append(members[r], pod.Name)
-			}
-			for r, names := range members {
-				n := 0
-				for _, nm := range names {
-					if whole[nm] {
-						n++
-					}
-				}
-				if n != 0 && n != len(names) {
-					t.Fatalf("group %s replica %q: %d of %d members deleted:\n%s", gname, r, n, len(names), p.Explain())
-				}
-			}
-		}
-		// Indices unique after the plan among non-terminating pods, if they
-		// were unique before.
-		for gname, h := range hosts {
-			before := map[string]string{} // index -> replica (or pod for H=1)
-			unique := true
-			after := map[string]string{}
-			for _, pod := range s.Pods {
-				if pod.Namespace != "ns" || pod.Labels[reconcile.LabelCluster] != "rc" || pod.Labels[reconcile.LabelGroup] != gname || pod.DeletionTimestamp != nil {
-					continue
-				}
-				idx, ok := pod.Labels[reconcile.LabelReplicaIndex]
-				if !ok {
-					continue
-				}
-				owner := pod.Name
-				if h > 1 {
-					// Unlabelled (legacy) multi-host pods hold no index (D8).
-					if owner, ok = pod.Labels[reconcile.LabelReplicaName]; !ok {
-						continue
-					}
-				}
-				if prev, ok := before[idx]; ok && prev != owner {
-					unique = false
-				}
-				before[idx] = owner
-				if !deleted[pod.Name] {
-					after[idx] = owner
-				}
-			}
-			if !unique || isPending(s, gname) {
-				continue
-			}
-			for _, a := range p.Actions {
-				if a.Group != gname {
-					continue
-				}
-				var idx, owner string
-				switch {
-				case a.Create != nil && a.Create.ReplicaIndex >= 0:
-					idx, owner = strconv.Itoa(a.Create.ReplicaIndex), "new"+strconv.Itoa(a.Create.ReplicaIndex)
-				case a.CreateGroup != nil:
-					idx, owner = strconv.Itoa(a.CreateGroup.ReplicaIndex), a.CreateGroup.ReplicaName
-				default:
-					continue
-				}
-				if prev, ok := after[idx]; ok && prev != owner {
-					t.Fatalf("group %s: index %s reused by %s while %s holds it:\n%s", gname, idx, owner, prev, p.Explain())
-				}
-				after[idx] = owner
-			}
+			checkUniqueIndices(t, s, p, gname, h, deleted)
 		}
 	})
+}
+
+// checkCreatedGroups: no single pod in a multi-host group, and every new
+// replica group has all its hosts, labelled with its name and index.
+func checkCreatedGroups(t *rapid.T, p reconcile.Plan, hosts map[string]int, multi bool) {
+	for _, a := range p.Actions {
+		if a.Kind == reconcile.KindCreatePod && a.Group != reconcile.HeadGroupLabel && multi && hosts[a.Group] > 1 {
+			t.Fatalf("single pod created in multi-host group %s", a.Group)
+		}
+		if a.Kind != reconcile.KindCreateReplicaGroup {
+			continue
+		}
+		cg := a.CreateGroup
+		if !cg.Retry && (len(cg.Pods) != hosts[a.Group] || !cmp.Equal(cg.Hosts, seq(hosts[a.Group]))) {
+			t.Fatalf("new replica group with hosts %v for H=%d", cg.Hosts, hosts[a.Group])
+		}
+		for k, pod := range cg.Pods {
+			if pod.Labels[reconcile.LabelReplicaName] != cg.ReplicaName || pod.Labels[reconcile.LabelReplicaIndex] != strconv.Itoa(cg.ReplicaIndex) ||
+				pod.Labels[reconcile.LabelHostIndex] != strconv.Itoa(cg.Hosts[k]) {
+				t.Fatalf("member %d labels %v", k, pod.Labels)
+			}
+		}
+	}
+}
+
+// checkWholeDeletes: every multi-host delete covers the whole (counted)
+// replica group.
+func checkWholeDeletes(t *rapid.T, s reconcile.Snapshot, o reconcile.Options, p reconcile.Plan, gname string, whole map[string]bool) {
+	members := map[string][]string{}
+	for _, pod := range s.Pods {
+		if pod.Namespace != "ns" || pod.Labels[reconcile.LabelCluster] != "rc" || pod.Labels[reconcile.LabelGroup] != gname {
+			continue
+		}
+		if pod.DeletionTimestamp != nil && !o.Compat.CountTerminatingPods {
+			continue
+		}
+		r, ok := pod.Labels[reconcile.LabelReplicaName]
+		if !ok && o.Compat.IgnoreUnlabelledMultiHostPods {
+			continue
+		}
+		members[r] = append(members[r], pod.Name)
+	}
+	for r, names := range members {
+		n := 0
+		for _, nm := range names {
+			if whole[nm] {
+				n++
+			}
+		}
+		if n != 0 && n != len(names) {
+			t.Fatalf("group %s replica %q: %d of %d members deleted:\n%s", gname, r, n, len(names), p.Explain())
+		}
+	}
+}
+
+// indexOwners maps each replica index of group gname's non-terminating pods
+// to its owner (the replica name, or the pod for H=1), before and after the
+// plan's deletes; unique reports that no index had two owners before.
+func indexOwners(s reconcile.Snapshot, gname string, h int, deleted map[string]bool) (after map[string]string, unique bool) {
+	before := map[string]string{}
+	after, unique = map[string]string{}, true
+	for _, pod := range s.Pods {
+		if pod.Namespace != "ns" || pod.Labels[reconcile.LabelCluster] != "rc" || pod.Labels[reconcile.LabelGroup] != gname || pod.DeletionTimestamp != nil {
+			continue
+		}
+		idx, ok := pod.Labels[reconcile.LabelReplicaIndex]
+		if !ok {
+			continue
+		}
+		owner := pod.Name
+		if h > 1 {
+			// Unlabelled (legacy) multi-host pods hold no index.
+			if owner, ok = pod.Labels[reconcile.LabelReplicaName]; !ok {
+				continue
+			}
+		}
+		if prev, ok := before[idx]; ok && prev != owner {
+			unique = false
+		}
+		before[idx] = owner
+		if !deleted[pod.Name] {
+			after[idx] = owner
+		}
+	}
+	return after, unique
+}
+
+// checkUniqueIndices: indices stay unique after the plan among
+// non-terminating pods, if they were unique before.
+func checkUniqueIndices(t *rapid.T, s reconcile.Snapshot, p reconcile.Plan, gname string, h int, deleted map[string]bool) {
+	after, unique := indexOwners(s, gname, h, deleted)
+	if !unique || isPending(s, gname) {
+		return
+	}
+	for _, a := range p.Actions {
+		if a.Group != gname {
+			continue
+		}
+		var idx, owner string
+		switch {
+		case a.Create != nil && a.Create.ReplicaIndex >= 0:
+			idx, owner = strconv.Itoa(a.Create.ReplicaIndex), "new"+strconv.Itoa(a.Create.ReplicaIndex)
+		case a.CreateGroup != nil:
+			idx, owner = strconv.Itoa(a.CreateGroup.ReplicaIndex), a.CreateGroup.ReplicaName
+		default:
+			continue
+		}
+		if prev, ok := after[idx]; ok && prev != owner {
+			t.Fatalf("group %s: index %s reused by %s while %s holds it:\n%s", gname, idx, owner, prev, p.Explain())
+		}
+		after[idx] = owner
+	}
 }
 
 func seq(n int) []int {

@@ -35,7 +35,7 @@ type Snapshot struct {
 	Now time.Time
 	// Seed is an opaque value from which every generated name is derived.
 	Seed uint64
-	// ClusterHash, when set, is used instead of the hash Decide computes (§2.1):
+	// ClusterHash, when set, is used instead of the hash Decide computes:
 	// a caller that holds the real RayCluster passes KubeRay's own hash so that
 	// the annotations on pods KubeRay created stay valid.
 	ClusterHash string
@@ -55,7 +55,7 @@ type Cluster struct {
 }
 
 // ClusterSpec mirrors the fields of KubeRay's RayClusterSpec that shape pods.
-// The JSON tags fix the hash input (§2.1).
+// The JSON tags fix the hash input.
 type ClusterSpec struct {
 	RayVersion string `json:"rayVersion,omitempty"`
 	// EnableInTreeAutoscaling turns the Ray autoscaler on; with it on, only the
@@ -95,7 +95,8 @@ type WorkerGroup struct {
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
 	// NumOfHosts is the number of pods per replica. KubeRay defaults it to 1;
-	// plancore treats a value ≤ 0 as 1 (D2) unless Compat.ZeroHostsMeansZeroPods.
+	// plancore treats 0 as 1 unless Compat.ZeroHostsMeansZeroPods. A negative
+	// value, or one above MaxNumOfHosts, is invalid input.
 	NumOfHosts     int32                  `json:"numOfHosts,omitempty"`
 	Suspend        *bool                  `json:"suspend,omitempty"`
 	ScaleStrategy  ScaleStrategy          `json:"scaleStrategy,omitempty"`
@@ -120,8 +121,8 @@ type TLS struct {
 
 // FormingGroup is a multi-host replica group whose creation failed part way:
 // the executor created some members and not others. While the record is live,
-// Decide plans only the missing hosts under the same name and index (D9,
-// KubeRay #4540).
+// Decide plans only the missing hosts under the same name and index (KubeRay
+// #4540).
 type FormingGroup struct {
 	Group        string
 	ReplicaName  string

@@ -1,86 +1,295 @@
 package reconcile
 
 import (
-	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // MaxNumOfHosts bounds numOfHosts: a multi-host replica group is planned as
 // one unit of that many pods, so an absurd value must not reach the planner.
 const MaxNumOfHosts = 10000
 
-// checkStructure rejects input from which no valid pod can be built. Decide
-// calls it; everything it accepts, Decide plans without panicking.
-func checkStructure(c *Cluster) error {
-	if c.Name == "" {
-		return fmt.Errorf("%w: Cluster.Name is empty", ErrInvalidCluster)
+// Validate reports every problem of s at once, each with its field path and
+// value, in a *plancore.InvalidError wrapping ErrInvalidInput: the cluster's
+// problems (Cluster.Validate, paths such as spec.workerGroupSpecs[1].replicas),
+// a zero now, formation records without a name or with a negative index or
+// attempt count, and pods listed twice (by namespace and name, or by UID).
+// Decide runs exactly this validation.
+func (s Snapshot) Validate() error {
+	return plancore.Invalid(ErrInvalidInput, s.validate())
+}
+
+func (s *Snapshot) validate() field.ErrorList {
+	errs := validateCluster(&s.Cluster)
+	if s.Now.IsZero() {
+		errs = append(errs, field.Required(field.NewPath("now"), "the caller's clock reading for this pass"))
 	}
-	if errs := validation.IsValidLabelValue(c.Name); len(errs) > 0 {
-		return fmt.Errorf("%w: Cluster.Name %q is not a valid label value: %s", ErrInvalidCluster, c.Name, strings.Join(errs, "; "))
+	errs = append(errs, validateForming(s.Forming)...)
+	return append(errs, validatePods(s.Pods)...)
+}
+
+// validateForming checks the formation records the caller hands back: each
+// names a replica group by name and a non-negative index, with a count of
+// attempts that cannot be negative.
+func validateForming(forming []FormingGroup) field.ErrorList {
+	var errs field.ErrorList
+	for i := range forming {
+		f := &forming[i]
+		path := field.NewPath("forming").Index(i)
+		if f.Group == "" {
+			errs = append(errs, field.Required(path.Child("group"), ""))
+		}
+		if f.ReplicaName == "" {
+			errs = append(errs, field.Required(path.Child("replicaName"), ""))
+		}
+		if f.ReplicaIndex < 0 {
+			errs = append(errs, field.Invalid(path.Child("replicaIndex"), f.ReplicaIndex, "must not be negative"))
+		}
+		if f.Attempts < 0 {
+			errs = append(errs, field.Invalid(path.Child("attempts"), f.Attempts, "must not be negative"))
+		}
+	}
+	return errs
+}
+
+// validatePods rejects a snapshot that lists one pod twice: a cache never does,
+// and planning on it would count (and delete) the same pod several times. It
+// runs on every Decide, so it finds repeats with two open-addressing tables
+// of pod indices (one allocation) rather than maps of strings: see
+// BenchmarkDecideSteady10k.
+func validatePods(pods []corev1.Pod) field.ErrorList {
+	if len(pods) < 2 {
+		return nil
+	}
+	size := 1
+	for size < 2*len(pods) {
+		size <<= 1
+	}
+	slots := make([]int32, 2*size) // pod index + 1; 0 is empty
+	byName, byUID := slots[:size], slots[size:]
+	mask := uint64(size - 1)
+	var errs field.ErrorList
+	for i := range pods {
+		p := &pods[i]
+		if j := probe(byName, mask, fnv(fnv(fnvOffset, p.Namespace), p.Name), i, func(j int) bool {
+			return pods[j].Name == p.Name && pods[j].Namespace == p.Namespace
+		}); j >= 0 {
+			errs = append(errs, field.Duplicate(field.NewPath("pods").Index(i).Child("metadata", "name"), p.Namespace+"/"+p.Name))
+		}
+		if p.UID == "" {
+			continue
+		}
+		if j := probe(byUID, mask, fnv(fnvOffset, string(p.UID)), i, func(j int) bool { return pods[j].UID == p.UID }); j >= 0 {
+			errs = append(errs, field.Duplicate(field.NewPath("pods").Index(i).Child("metadata", "uid"), p.UID))
+		}
+	}
+	return errs
+}
+
+// probe looks for an earlier entry equal to entry i (same reports it) in an
+// open-addressing table, starting at hash h. It returns that entry's index,
+// or -1 after inserting i.
+func probe(table []int32, mask, h uint64, i int, same func(j int) bool) int {
+	for k := h & mask; ; k = (k + 1) & mask {
+		switch j := table[k]; {
+		case j == 0:
+			table[k] = int32(i + 1)
+			return -1
+		case same(int(j - 1)):
+			return int(j - 1)
+		}
+	}
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// fnv continues an FNV-1a hash over the length of s and its last 16 bytes
+// (pod names share long prefixes and differ at the end; UIDs are random), so
+// a probe compares the strings themselves only on a likely match.
+func fnv(h uint64, s string) uint64 {
+	h = (h ^ uint64(len(s))) * fnvPrime
+	for i := max(0, len(s)-16); i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * fnvPrime
+	}
+	return h
+}
+
+// Validate reports every problem of c at once, in a *plancore.InvalidError
+// wrapping ErrInvalidInput: fields from which no valid pod can be built
+// (names, containers, template and group labels, numOfHosts negative or
+// above MaxNumOfHosts), replica counts that are negative or whose product with
+// numOfHosts passes MaxInt32, and an unknown upgrade strategy. numOfHosts 0
+// means 1. Decide refuses exactly what Validate refuses. The rules KubeRay's
+// webhook adds on top (minReplicas and maxReplicas required without
+// autoscaling, min ≤ max, no group suspend with autoscaling) are left to the
+// caller's admission: Decide plans such specs as KubeRay's pod logic does
+// (nil bounds are 0 and MaxInt32, and min wins over max).
+func (c Cluster) Validate() error {
+	return plancore.Invalid(ErrInvalidInput, validateCluster(&c))
+}
+
+func validateCluster(c *Cluster) field.ErrorList {
+	var errs field.ErrorList
+	meta := field.NewPath("metadata")
+	nameErrs := len(errs)
+	switch {
+	case c.Name == "":
+		errs = append(errs, field.Required(meta.Child("name"), ""))
+	default:
+		if msgs := validation.IsValidLabelValue(c.Name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(meta.Child("name"), c.Name, "not a valid label value: "+strings.Join(msgs, "; ")))
+		} else if !validGeneratedName(podNamePrefix(c.Name, NodeTypeHead, true)) {
+			errs = append(errs, generatedNameError(meta.Child("name"), c.Name, podNamePrefix(c.Name, NodeTypeHead, true)))
+		}
+	}
+	// A bad cluster name is reported once, not again in every group's pod
+	// names: the groups' names are then checked on their own.
+	cluster := c.Name
+	if len(errs) > nameErrs {
+		cluster = ""
 	}
 	if c.Namespace == "" {
-		return fmt.Errorf("%w: Cluster.Namespace is empty", ErrInvalidCluster)
+		errs = append(errs, field.Required(meta.Child("namespace"), ""))
+	} else if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(meta.Child("namespace"), c.Namespace, strings.Join(msgs, "; ")))
 	}
-	if errs := validation.IsDNS1123Label(c.Namespace); len(errs) > 0 {
-		return fmt.Errorf("%w: Cluster.Namespace %q: %s", ErrInvalidCluster, c.Namespace, strings.Join(errs, "; "))
-	}
+	spec := field.NewPath("spec")
+	head := spec.Child("headGroupSpec", "template")
 	if len(c.Spec.HeadGroup.Template.Spec.Containers) == 0 {
-		return fmt.Errorf("%w: Spec.HeadGroup.Template.Spec.Containers is empty (the Ray container must be first)", ErrInvalidCluster)
+		errs = append(errs, field.Required(head.Child("spec", "containers"), "the Ray container must be first"))
 	}
-	if err := checkGeneratedName("Cluster.Name", c.Name, podNamePrefix(c.Name, "head", true)); err != nil {
-		return err
-	}
+	errs = append(errs, validateLabels(func() *field.Path { return head.Child("metadata", "labels") }, c.Spec.HeadGroup.Template.Labels)...)
 	seen := make(map[string]int, len(c.Spec.WorkerGroups))
 	for i := range c.Spec.WorkerGroups {
-		g := &c.Spec.WorkerGroups[i]
-		if err := checkGroup(g, i, c.Name, seen); err != nil {
-			return err
+		errs = append(errs, validateGroup(&c.Spec.WorkerGroups[i], i, cluster, seen)...)
+	}
+	if us := c.Spec.UpgradeStrategy; us != nil && us.Type != nil {
+		switch *us.Type {
+		case UpgradeRecreate, UpgradeNone:
+		default:
+			errs = append(errs, field.NotSupported(spec.Child("upgradeStrategy", "type"), *us.Type, []string{UpgradeRecreate, UpgradeNone}))
 		}
+	}
+	return errs
+}
+
+// groupPath is the path of worker group i, built only for an error: Decide
+// validates on every pass.
+func groupPath(i int) *field.Path {
+	return field.NewPath("spec", "workerGroupSpecs").Index(i)
+}
+
+// validateGroup checks worker group i: its name, containers, labels, hosts,
+// replica bounds and the pod count they give.
+func validateGroup(g *WorkerGroup, i int, cluster string, seen map[string]int) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateGroupName(g, i, cluster, seen)...)
+	if len(g.Template.Spec.Containers) == 0 {
+		errs = append(errs, field.Required(groupPath(i).Child("template", "spec", "containers"), "the Ray container must be first"))
+	}
+	errs = append(errs, validateLabels(func() *field.Path { return groupPath(i).Child("labels") }, g.Labels)...)
+	errs = append(errs, validateLabels(func() *field.Path { return groupPath(i).Child("template", "metadata", "labels") }, g.Template.Labels)...)
+	switch {
+	case g.NumOfHosts < 0:
+		errs = append(errs, field.Invalid(groupPath(i).Child("numOfHosts"), g.NumOfHosts, "must not be negative (0 means 1)"))
+	case g.NumOfHosts > MaxNumOfHosts:
+		errs = append(errs, field.Invalid(groupPath(i).Child("numOfHosts"), g.NumOfHosts, "exceeds 10000: a replica group is created as one unit"))
+	}
+	errs = append(errs, validateReplicas(g, i)...)
+	return errs
+}
+
+func validateGroupName(g *WorkerGroup, i int, cluster string, seen map[string]int) field.ErrorList {
+	name := func() *field.Path { return groupPath(i).Child("groupName") }
+	if g.GroupName == "" {
+		return field.ErrorList{field.Required(name(), "")}
+	}
+	if msgs := validation.IsValidLabelValue(g.GroupName); len(msgs) > 0 {
+		return field.ErrorList{field.Invalid(name(), g.GroupName, "not a valid label value: "+strings.Join(msgs, "; "))}
+	}
+	if _, dup := seen[g.GroupName]; dup {
+		return field.ErrorList{field.Duplicate(name(), g.GroupName)}
+	}
+	seen[g.GroupName] = i
+	if cluster != "" {
+		if prefix := podNamePrefix(cluster+"-"+g.GroupName, NodeTypeWorker, true); !validGeneratedName(prefix) {
+			return field.ErrorList{generatedNameError(name(), g.GroupName, prefix)}
+		}
+	}
+	// The replica name <group>-<5 chars> is a label value (≤ 63 chars).
+	if g.NumOfHosts > 1 && len(g.GroupName)+len("-bbbbb") > validation.LabelValueMaxLength {
+		msgs := validation.IsValidLabelValue(g.GroupName + "-bbbbb")
+		return field.ErrorList{field.Invalid(name(), g.GroupName, "cannot produce a replica name label: "+strings.Join(msgs, "; "))}
 	}
 	return nil
 }
 
-// groupField names worker group i in error messages.
-func groupField(i int) string { return "Spec.WorkerGroups[" + strconv.Itoa(i) + "]" }
+// validateReplicas checks the replica bounds and that replicas × numOfHosts,
+// the pods the group asks for, fits in an int32 (KubeRay multiplies in int32
+// and wraps).
+func validateReplicas(g *WorkerGroup, i int) field.ErrorList {
+	var errs field.ErrorList
+	neg := func(name string, v *int32) {
+		if v != nil && *v < 0 {
+			errs = append(errs, field.Invalid(groupPath(i).Child(name), *v, "must not be negative"))
+		}
+	}
+	neg("replicas", g.Replicas)
+	neg("minReplicas", g.MinReplicas)
+	neg("maxReplicas", g.MaxReplicas)
+	if len(errs) > 0 {
+		return errs
+	}
+	hosts := int64(max(1, g.NumOfHosts))
+	if r := int64(clampReplicas(g)); r*hosts > math.MaxInt32 {
+		name, v := "replicas", g.Replicas
+		switch {
+		case g.Replicas == nil || (g.MinReplicas != nil && *g.Replicas < *g.MinReplicas):
+			name, v = "minReplicas", g.MinReplicas
+		case g.MaxReplicas != nil && *g.Replicas > *g.MaxReplicas:
+			name, v = "maxReplicas", g.MaxReplicas
+		}
+		errs = append(errs, field.Invalid(groupPath(i).Child(name), *v,
+			"times numOfHosts "+strconv.Itoa(int(hosts))+" exceeds 2147483647 pods"))
+	}
+	return errs
+}
 
-// checkGroup is checkStructure for worker group i. Decide calls it on every
-// pass, so the group's field name is built only for an error.
-func checkGroup(g *WorkerGroup, i int, cluster string, seen map[string]int) error {
-	if g.GroupName == "" {
-		return fmt.Errorf("%w: %s.GroupName is empty", ErrInvalidCluster, groupField(i))
-	}
-	if errs := validation.IsValidLabelValue(g.GroupName); len(errs) > 0 {
-		return fmt.Errorf("%w: %s.GroupName %q is not a valid label value: %s", ErrInvalidCluster, groupField(i), g.GroupName, strings.Join(errs, "; "))
-	}
-	if j, dup := seen[g.GroupName]; dup {
-		return fmt.Errorf("%w: %s.GroupName %q duplicates %s", ErrInvalidCluster, groupField(i), g.GroupName, groupField(j))
-	}
-	seen[g.GroupName] = i
-	if len(g.Template.Spec.Containers) == 0 {
-		return fmt.Errorf("%w: %s.Template.Spec.Containers is empty (group %q; the Ray container must be first)", ErrInvalidCluster, groupField(i), g.GroupName)
-	}
-	if prefix := podNamePrefix(cluster+"-"+g.GroupName, NodeTypeWorker, true); !validGeneratedName(prefix) {
-		return checkGeneratedName(groupField(i)+".GroupName", g.GroupName, prefix)
-	}
-	if g.NumOfHosts > MaxNumOfHosts {
-		return fmt.Errorf("%w: %s.NumOfHosts = %d exceeds %d (group %q): a replica group is created as one unit", ErrInvalidCluster, groupField(i), g.NumOfHosts, MaxNumOfHosts, g.GroupName)
-	}
-	if g.NumOfHosts > 1 {
-		// The replica name <group>-<5 chars> is a label value (≤ 63 chars).
-		if errs := validation.IsValidLabelValue(g.GroupName + "-bbbbb"); len(errs) > 0 {
-			return fmt.Errorf("%w: %s.GroupName %q cannot produce a replica name label: %s", ErrInvalidCluster, groupField(i), g.GroupName, strings.Join(errs, "; "))
+// validateLabels checks each key and value of a label map, reporting in key
+// order so the same problems come in the same order. Valid maps, the usual
+// case on every Decide, cost no allocation.
+func validateLabels(pathOf func() *field.Path, labels map[string]string) field.ErrorList {
+	bad := false
+	for k, v := range labels {
+		if len(validation.IsQualifiedName(k)) > 0 || len(validation.IsValidLabelValue(v)) > 0 {
+			bad = true
+			break
 		}
 	}
-	// Sorted, so that of several bad labels the same one is always reported.
-	for _, k := range sortedKeys(g.Labels) {
-		if err := checkLabel(groupField(i)+".Labels", k, g.Labels[k]); err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidCluster, err)
+	if !bad {
+		return nil
+	}
+	var errs field.ErrorList
+	path := pathOf()
+	for _, k := range sortedKeys(labels) {
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(path, k, "key: "+strings.Join(msgs, "; ")))
+		}
+		if msgs := validation.IsValidLabelValue(labels[k]); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(path.Key(k), labels[k], strings.Join(msgs, "; ")))
 		}
 	}
-	return nil
+	return errs
 }
 
 // validGeneratedName reports whether prefix plus a 5-character suffix is a
@@ -89,65 +298,7 @@ func validGeneratedName(prefix string) bool {
 	return len(validation.IsDNS1123Subdomain(prefix+"bbbbb")) == 0
 }
 
-// checkGeneratedName checks that prefix plus a 5-character suffix is a valid
-// pod name.
-func checkGeneratedName(field, value, prefix string) error {
-	if errs := validation.IsDNS1123Subdomain(prefix + "bbbbb"); len(errs) > 0 {
-		return fmt.Errorf("%w: %s %q gives pod names like %q that are invalid: %s", ErrInvalidCluster, field, value, prefix+"bbbbb", strings.Join(errs, "; "))
-	}
-	return nil
-}
-
-func checkLabel(field, k, v string) error {
-	if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-		return fmt.Errorf("%s key %q: %s", field, k, strings.Join(errs, "; "))
-	}
-	if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
-		return fmt.Errorf("%s[%q] value %q: %s", field, k, v, strings.Join(errs, "; "))
-	}
-	return nil
-}
-
-// Validate applies the rules KubeRay's validation enforces before pods are
-// reconciled (§0), on top of the structural checks Decide itself makes.
-// Decide does not call it: it plans even for specs that fail it (for example
-// min > max, where min wins), exactly as KubeRay's pod logic would.
-func (c Cluster) Validate() error {
-	if err := checkStructure(&c); err != nil {
-		return err
-	}
-	autoscaling := c.Spec.EnableInTreeAutoscaling != nil && *c.Spec.EnableInTreeAutoscaling
-	for i := range c.Spec.WorkerGroups {
-		g := &c.Spec.WorkerGroups[i]
-		field := fmt.Sprintf("Spec.WorkerGroups[%d]", i)
-		if g.Replicas != nil && *g.Replicas < 0 {
-			return fmt.Errorf("%w: %s.Replicas = %d is negative (group %q)", ErrInvalidSpec, field, *g.Replicas, g.GroupName)
-		}
-		if !autoscaling && (g.MinReplicas == nil || g.MaxReplicas == nil) {
-			return fmt.Errorf("%w: %s.MinReplicas and MaxReplicas are required when autoscaling is off (group %q)", ErrInvalidSpec, field, g.GroupName)
-		}
-		if g.MinReplicas != nil && *g.MinReplicas < 0 {
-			return fmt.Errorf("%w: %s.MinReplicas = %d is negative (group %q)", ErrInvalidSpec, field, *g.MinReplicas, g.GroupName)
-		}
-		if g.MaxReplicas != nil && *g.MaxReplicas < 0 {
-			return fmt.Errorf("%w: %s.MaxReplicas = %d is negative (group %q)", ErrInvalidSpec, field, *g.MaxReplicas, g.GroupName)
-		}
-		if g.MinReplicas != nil && g.MaxReplicas != nil && *g.MinReplicas > *g.MaxReplicas {
-			return fmt.Errorf("%w: %s.MinReplicas = %d is greater than MaxReplicas = %d (group %q)", ErrInvalidSpec, field, *g.MinReplicas, *g.MaxReplicas, g.GroupName)
-		}
-		if g.NumOfHosts < 1 {
-			return fmt.Errorf("%w: %s.NumOfHosts = %d is below 1 (group %q)", ErrInvalidSpec, field, g.NumOfHosts, g.GroupName)
-		}
-		if g.Suspend != nil && *g.Suspend && autoscaling {
-			return fmt.Errorf("%w: %s.Suspend is true but in-tree autoscaling is on (group %q)", ErrInvalidSpec, field, g.GroupName)
-		}
-	}
-	if us := c.Spec.UpgradeStrategy; us != nil && us.Type != nil {
-		switch *us.Type {
-		case UpgradeRecreate, UpgradeNone:
-		default:
-			return fmt.Errorf("%w: Spec.UpgradeStrategy.Type %q is not %q or %q", ErrInvalidSpec, *us.Type, UpgradeRecreate, UpgradeNone)
-		}
-	}
-	return nil
+func generatedNameError(path *field.Path, value, prefix string) *field.Error {
+	return field.Invalid(path, value, "gives pod names like "+prefix+"bbbbb that are invalid: "+
+		strings.Join(validation.IsDNS1123Subdomain(prefix+"bbbbb"), "; "))
 }

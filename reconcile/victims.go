@@ -60,9 +60,10 @@ func keyOf(i int32, p *corev1.Pod) victimKey {
 }
 
 // compareVictims orders pods for deletion like Kubernetes ReplicaSet's
-// ActivePods (D6): unscheduled before scheduled; Pending < Unknown < Running;
+// ActivePods: unscheduled before scheduled; Pending < Unknown < Running;
 // not ready before ready; lower pod-deletion-cost first; ready for less time
-// first; more restarts first; newer first; then name.
+// first (a zero time counts as the newest); more restarts first; newer
+// first (a zero time first); then name.
 func compareVictims(a, b *victimKey) int {
 	if a.assigned != b.assigned {
 		return boolFirst(!a.assigned, !b.assigned)
@@ -77,15 +78,25 @@ func compareVictims(a, b *victimKey) int {
 		return cmp.Compare(a.cost, b.cost)
 	}
 	if a.ready && b.ready && !a.readySince.Equal(b.readySince) {
-		return b.readySince.Compare(a.readySince)
+		return newerOrZeroFirst(a.readySince, b.readySince)
 	}
 	if a.restarts != b.restarts {
 		return cmp.Compare(b.restarts, a.restarts)
 	}
 	if !a.created.Equal(b.created) {
-		return b.created.Compare(a.created)
+		return newerOrZeroFirst(a.created, b.created)
 	}
 	return cmp.Compare(a.name, b.name)
+}
+
+// newerOrZeroFirst orders the later time first, and a zero time before any
+// other, as Kubernetes' ActivePods does (its afterOrZero): a pod whose
+// creation or ready time is unknown counts as the newest, so it goes first.
+func newerOrZeroFirst(a, b time.Time) int {
+	if a.IsZero() || b.IsZero() {
+		return boolFirst(a.IsZero(), b.IsZero())
+	}
+	return b.Compare(a)
 }
 
 // boolFirst orders the side where x is true first.

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -50,14 +51,19 @@ func parallel(k reconcile.ActionKind) bool {
 // Like Apply it stops at the first failed action unless o.KeepGoing, except
 // that actions already in flight in the same batch complete: it stops after
 // the batch, and every later action is reported as skipped (never attempted,
-// never recorded). Report.Results is in plan order.
-func ApplyConcurrently(ctx context.Context, p reconcile.Plan, exec reconcile.Executor, o reconcile.ApplyOptions, c Concurrency) reconcile.Report {
+// never recorded). Report.Results is in plan order. The error is Apply's: the
+// failed actions' errors joined (patches excluded), or Apply's refusal of the
+// plan or executor before anything was done.
+func ApplyConcurrently(ctx context.Context, p reconcile.Plan, exec reconcile.Executor, o reconcile.Applier, c Concurrency) (reconcile.Report, error) {
 	rep := reconcile.Report{Results: make([]reconcile.ActionResult, len(p.Actions))}
 	// The plan's expectation operations (drops, the Recreate wipe) come first,
-	// once, as in Apply.
+	// once, as in Apply; so do its refusals (nil executor, no cluster UID).
 	ops := p
 	ops.Actions = nil
-	_ = reconcile.Apply(ctx, ops, exec, o)
+	_, opsErr := o.Apply(ctx, ops, exec)
+	if errors.Is(opsErr, reconcile.ErrInvalidInput) {
+		return reconcile.Report{}, opsErr
+	}
 	p.ExpectationOps = reconcile.ExpectationOps{}
 
 	var mu sync.Mutex
@@ -66,7 +72,7 @@ func ApplyConcurrently(ctx context.Context, p reconcile.Plan, exec reconcile.Exe
 		sub.Actions = p.Actions[i : i+1]
 		so := o
 		so.TokenPrefix = fmt.Sprintf("%s%d.", o.TokenPrefix, i)
-		r := reconcile.Apply(ctx, sub, exec, so)
+		r, _ := so.Apply(ctx, sub, exec) // its error is in r.Results[0].Err
 		res := r.Results[0]
 		res.Index = i
 		if len(r.Forming) > 0 {
@@ -121,5 +127,5 @@ func ApplyConcurrently(ctx context.Context, p reconcile.Plan, exec reconcile.Exe
 			batch *= 2
 		}
 	}
-	return rep
+	return rep, errors.Join(opsErr, rep.Err())
 }

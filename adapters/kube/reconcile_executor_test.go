@@ -294,7 +294,7 @@ func (l *rayLoop) pass(ctx context.Context) reconcile.Plan {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	rep := kube.ApplyConcurrently(ctx, p, l.exec, reconcile.ApplyOptions{Expectations: l.tracker, TokenPrefix: "t-"}, kube.Concurrency{MaxInFlight: 8})
+	rep, _ := kube.ApplyConcurrently(ctx, p, l.exec, reconcile.Applier{Expectations: l.tracker, TokenPrefix: "t-"}, kube.Concurrency{MaxInFlight: 8})
 	if err := rep.Err(); err != nil {
 		l.t.Fatalf("pass %d: %v\n%s", l.passes, err, p.Explain())
 	}
@@ -466,7 +466,7 @@ func TestApplyConcurrentlyStopsAfterFailingBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := kube.ApplyConcurrently(ctx, p, &kube.PodExecutor{Client: env.Client}, reconcile.ApplyOptions{Expectations: tracker, TokenPrefix: "t-"}, kube.Concurrency{})
+	rep, _ := kube.ApplyConcurrently(ctx, p, &kube.PodExecutor{Client: env.Client}, reconcile.Applier{Expectations: tracker, TokenPrefix: "t-"}, kube.Concurrency{})
 	var statuses []string
 	for _, r := range rep.Results {
 		statuses = append(statuses, string(r.Status))
@@ -492,10 +492,12 @@ func TestApplyConcurrentlyStopsAfterFailingBatch(t *testing.T) {
 func BenchmarkPodCreate(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
-		apply func(context.Context, reconcile.Plan, reconcile.Executor, reconcile.ApplyOptions) reconcile.Report
+		apply func(context.Context, reconcile.Plan, reconcile.Executor, reconcile.Applier) (reconcile.Report, error)
 	}{
-		{"sequential", reconcile.Apply},
-		{"concurrent16", func(ctx context.Context, p reconcile.Plan, e reconcile.Executor, o reconcile.ApplyOptions) reconcile.Report {
+		{"sequential", func(ctx context.Context, p reconcile.Plan, e reconcile.Executor, a reconcile.Applier) (reconcile.Report, error) {
+			return a.Apply(ctx, p, e)
+		}},
+		{"concurrent16", func(ctx context.Context, p reconcile.Plan, e reconcile.Executor, o reconcile.Applier) (reconcile.Report, error) {
 			return kube.ApplyConcurrently(ctx, p, e, o, kube.Concurrency{MaxInFlight: 16, NoSlowStart: true})
 		}},
 	} {
@@ -520,7 +522,7 @@ func BenchmarkPodCreate(b *testing.B) {
 				tracker, _ := expectations.NewTracker(expectations.Options{})
 				b.StartTimer()
 				start := time.Now()
-				rep := bc.apply(ctx, p, &kube.PodExecutor{Client: env.Client}, reconcile.ApplyOptions{Expectations: tracker, TokenPrefix: fmt.Sprint(i, "-")})
+				rep, _ := bc.apply(ctx, p, &kube.PodExecutor{Client: env.Client}, reconcile.Applier{Expectations: tracker, TokenPrefix: fmt.Sprint(i, "-")})
 				elapsed += time.Since(start)
 				if err := rep.Err(); err != nil {
 					b.Fatal(err)

@@ -20,7 +20,6 @@ func init() {
 }
 
 func runReconcileChapter(w io.Writer) error {
-	ctx := context.Background()
 	world := fake.NewWorld(11, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	three, two, zero, ten := int32(3), int32(1), int32(0), int32(10)
 	tmpl := func(name string) corev1.PodTemplateSpec {
@@ -41,78 +40,24 @@ func runReconcileChapter(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// pass runs one reconcile after dt and prints its plan.
-	pass := func(dt time.Duration) error {
-		world.Clock.Advance(dt)
-		plan, rep, err := loop.Step(ctx)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "\n[t=%s]\n", world.Clock.Now().Format("15:04:05"))
-		for _, line := range strings.Split(strings.TrimRight(plan.Explain(), "\n"), "\n") {
-			fmt.Fprintln(w, "  "+line)
-		}
-		if err := rep.Err(); err != nil {
-			fmt.Fprintf(w, "  apply error: %v\n", err)
-		}
-		return nil
-	}
-	// settle runs passes until one plans nothing.
-	settle := func() error {
-		for range 20 {
-			world.Clock.Advance(time.Second)
-			loop.Kubelet()
-			s, err := loop.Snapshot()
-			if err != nil {
-				return err
-			}
-			p, err := reconcile.Decide(s, loop.Options)
-			if err != nil {
-				return err
-			}
-			if len(p.Actions) == 0 && p.Outcome.RequeueAfter == 0 {
-				return nil
-			}
-			if _, _, err := loop.Step(ctx); err != nil {
-				return err
-			}
-		}
-		return fmt.Errorf("the cluster did not settle")
-	}
-	count := func() string {
-		n := map[string]int{}
-		for _, p := range loop.Store.Pods("ray") {
-			if p.DeletionTimestamp == nil {
-				n[p.Labels[reconcile.LabelGroup]]++
-			}
-		}
-		return fmt.Sprintf("head %d, cpu %d, tpu %d pods", n["headgroup"], n["cpu"], n["tpu"])
-	}
-
+	tr := &reconcileTour{w: w, world: world, loop: loop}
+	pass, settle, count := tr.pass, tr.settle, tr.count
 	fmt.Fprintln(w, "A RayCluster with a head, a 'cpu' group of 3 and a 'tpu' group of 1 replica of")
 	fmt.Fprintln(w, "2 hosts. The informer lags up to 1s; deleted pods take up to 2s to go.")
 	fmt.Fprintln(w, "Each pass snapshots the informer, plans with reconcile.Decide, and applies the")
 	fmt.Fprintln(w, "plan to the in-memory API through reconcile.Apply. A fresh cluster gets its")
 	fmt.Fprintln(w, "head and every worker in one plan; a multi-host replica is one atomic action:")
-	if err := pass(time.Second); err != nil {
+	if err := tr.passAndSettle(time.Second); err != nil {
 		return err
 	}
-	if err := settle(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "\nSettled:", count())
 
 	fmt.Fprintln(w, "\n1. Scale up: cpu to 5, tpu to 2 replicas. New pods take the lowest free indices:")
 	five, tpu2 := int32(5), int32(2)
 	loop.Cluster.Spec.WorkerGroups[0].Replicas = &five
 	loop.Cluster.Spec.WorkerGroups[1].Replicas = &tpu2
-	if err := pass(time.Second); err != nil {
+	if err := tr.passAndSettle(time.Second); err != nil {
 		return err
 	}
-	if err := settle(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "\nSettled:", count())
 
 	fmt.Fprintln(w, "\n2. Kill pods: one cpu worker fails, and one tpu host fails. The cpu group deletes its")
 	fmt.Fprintln(w, "unhealthy pod and requeues (KubeRay's message); the tpu replica goes whole and is")
@@ -152,13 +97,9 @@ func runReconcileChapter(w io.Writer) error {
 	})
 	cpu2 := int32(2)
 	loop.Cluster.Spec.WorkerGroups[0].Replicas = &cpu2
-	if err := pass(2 * time.Second); err != nil {
+	if err := tr.passAndSettle(2 * time.Second); err != nil {
 		return err
 	}
-	if err := settle(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "\nSettled:", count())
 
 	fmt.Fprintln(w, "\n4. Suspend. With the status-conditions gate on, spec.suspend alone waits for the")
 	fmt.Fprintln(w, "RayClusterSuspending condition; then every pod goes in one DeleteAllOf:")
@@ -174,4 +115,74 @@ func runReconcileChapter(w io.Writer) error {
 	world.Clock.Advance(3 * time.Second)
 	fmt.Fprintln(w, "\nAfter the grace period:", count())
 	return nil
+}
+
+// reconcileTour runs the chapter's reconcile passes and prints them.
+type reconcileTour struct {
+	w     io.Writer
+	world *fake.World
+	loop  *fake.RayClusterLoop
+}
+
+// pass runs one reconcile after dt and prints its plan.
+func (tr *reconcileTour) pass(dt time.Duration) error {
+	tr.world.Clock.Advance(dt)
+	plan, rep, err := tr.loop.Step(context.Background())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(tr.w, "\n[t=%s]\n", tr.world.Clock.Now().Format("15:04:05"))
+	for _, line := range strings.Split(strings.TrimRight(plan.Explain(), "\n"), "\n") {
+		fmt.Fprintln(tr.w, "  "+line)
+	}
+	if err := rep.Err(); err != nil {
+		fmt.Fprintf(tr.w, "  apply error: %v\n", err)
+	}
+	return nil
+}
+
+// settle runs passes until one plans nothing.
+func (tr *reconcileTour) settle() error {
+	for range 20 {
+		tr.world.Clock.Advance(time.Second)
+		tr.loop.Kubelet()
+		s, err := tr.loop.Snapshot()
+		if err != nil {
+			return err
+		}
+		p, err := reconcile.Decide(s, tr.loop.Options)
+		if err != nil {
+			return err
+		}
+		if len(p.Actions) == 0 && p.Outcome.RequeueAfter == 0 {
+			return nil
+		}
+		if _, _, err := tr.loop.Step(context.Background()); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("the cluster did not settle")
+}
+
+// passAndSettle runs one printed pass, settles, and prints the pod counts.
+func (tr *reconcileTour) passAndSettle(dt time.Duration) error {
+	if err := tr.pass(dt); err != nil {
+		return err
+	}
+	if err := tr.settle(); err != nil {
+		return err
+	}
+	fmt.Fprintln(tr.w, "\nSettled:", tr.count())
+	return nil
+}
+
+// count reports the live pods per group.
+func (tr *reconcileTour) count() string {
+	n := map[string]int{}
+	for _, p := range tr.loop.Store.Pods("ray") {
+		if p.DeletionTimestamp == nil {
+			n[p.Labels[reconcile.LabelGroup]]++
+		}
+	}
+	return fmt.Sprintf("head %d, cpu %d, tpu %d pods", n["headgroup"], n["cpu"], n["tpu"])
 }

@@ -95,8 +95,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	exec := &kube.PodExecutor{Client: r.Client, Owner: rc}
-	rep := kube.ApplyConcurrently(ctx, plan, exec, reconcile.ApplyOptions{Expectations: r.Tracker, TokenPrefix: "example-"}, kube.Concurrency{MaxInFlight: 8})
-	if err := rep.Err(); err != nil {
+	applier := reconcile.Applier{Expectations: r.Tracker, TokenPrefix: "example-"}
+	if _, err := kube.ApplyConcurrently(ctx, plan, exec, applier, kube.Concurrency{MaxInFlight: 8}); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, nil
