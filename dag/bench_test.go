@@ -86,7 +86,7 @@ func tekton() dag.Workflow {
 func benchValidate(b *testing.B, w dag.Workflow, wantErr bool) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if is := dag.Validate(w, dag.Options{}); dag.HasErrors(is) != wantErr {
+		if is := dag.Lint(w, dag.Options{}); dag.HasErrors(is) != wantErr {
 			b.Fatalf("errors = %v, want %v", dag.HasErrors(is), wantErr)
 		}
 	}
@@ -146,7 +146,7 @@ func BenchmarkPlan10k(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := dag.Plan(s, dag.Default()); err != nil {
+		if _, err := dag.Decide(s, dag.Default()); err != nil {
 			b.Fatal(err)
 		}
 	}

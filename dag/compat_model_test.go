@@ -226,7 +226,7 @@ func TestPropertyCompatMatchesModel(t *testing.T) {
 		}
 		s := dag.Snapshot{Flow: w, Jobs: jobs, Now: now}
 		want := volcanoModel(deepCopySnapshot(s))
-		res, err := dag.Plan(s, dag.VolcanoCompat())
+		res, err := dag.Decide(s, dag.VolcanoCompat())
 		if err != nil {
 			t.Fatal(err)
 		}

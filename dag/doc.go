@@ -15,7 +15,7 @@
 //
 // # Usage
 //
-//	res, err := dag.Plan(dag.Snapshot{Flow: wf, Jobs: observed, Now: now}, dag.Default())
+//	res, err := dag.Decide(dag.Snapshot{Flow: wf, Jobs: observed, Now: now}, dag.Default())
 //	if err != nil { ... }                // unusable input only (e.g. an unknown phase)
 //	report, err := dag.Apply(ctx, res, executor)
 //	// requeue after res.RequeueAfter (0: wait for the next event)

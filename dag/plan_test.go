@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/plancore/plancore"
 	"strings"
 	"testing"
 	"time"
@@ -42,13 +43,13 @@ type summary struct {
 	Blocked []string
 }
 
-func summarize2(r dag.Result) summary {
+func summarize2(r dag.Plan) summary {
 	s := summary{Phase: r.Status.State.Phase, Write: r.WriteStatus}
 	for _, c := range r.Create {
 		s.Create = append(s.Create, c.Name)
 	}
 	for _, d := range r.Delete {
-		s.Delete = append(s.Delete, d.Name+":"+string(d.Reason))
+		s.Delete = append(s.Delete, d.Name+":"+string(d.Reason.Code))
 	}
 	for _, b := range r.Blocked {
 		var rs []string
@@ -60,9 +61,9 @@ func summarize2(r dag.Result) summary {
 	return s
 }
 
-func plan(t *testing.T, w dag.Workflow, jobs []dag.Job, opt dag.Options) dag.Result {
+func plan(t *testing.T, w dag.Workflow, jobs []dag.Job, opt dag.Options) dag.Plan {
 	t.Helper()
-	res, err := dag.Plan(dag.Snapshot{Flow: w, Jobs: jobs, Now: t0.Add(time.Hour)}, opt)
+	res, err := dag.Decide(dag.Snapshot{Flow: w, Jobs: jobs, Now: t0.Add(time.Hour)}, opt)
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
 	}
@@ -157,24 +158,24 @@ func TestCompatDeployAndPhase(t *testing.T) {
 
 func TestInvalidPhaseIsAnError(t *testing.T) {
 	for _, opt := range []dag.Options{dag.Default(), dag.VolcanoCompat()} {
-		_, err := dag.Plan(dag.Snapshot{Flow: withPhase(wf(fl("a")), "Paused")}, opt)
-		if !errors.Is(err, dag.ErrInvalidPhase) || !strings.Contains(err.Error(), "jobflow jf state Paused is invalid") {
+		_, err := dag.Decide(dag.Snapshot{Flow: withPhase(wf(fl("a")), "Paused"), Now: t0}, opt)
+		if !errors.Is(err, dag.ErrInvalidInput) || !strings.Contains(err.Error(), `flow.status.state.phase: Unsupported value: "Paused"`) {
 			t.Fatalf("err = %v", err)
 		}
 	}
-	_, err := dag.Plan(dag.Snapshot{Flow: wf(fl("a")), Jobs: []dag.Job{job("a", ""), job("a", "")}}, dag.Default())
-	if !errors.Is(err, dag.ErrInvalidSnapshot) {
+	_, err := dag.Decide(dag.Snapshot{Flow: wf(fl("a")), Jobs: []dag.Job{job("a", ""), job("a", "")}, Now: t0}, dag.Default())
+	if !errors.Is(err, dag.ErrInvalidInput) || !strings.Contains(err.Error(), "jobs[1].name: Duplicate value") {
 		t.Fatalf("duplicate job names: err = %v", err)
 	}
-	_, err = dag.Plan(dag.Snapshot{Flow: wf(fl("a"))}, dag.Options{HistoryLimit: -1})
-	if !errors.Is(err, dag.ErrInvalidOptions) || !strings.Contains(err.Error(), "HistoryLimit") {
+	_, err = dag.Decide(dag.Snapshot{Flow: wf(fl("a")), Now: t0}, dag.Options{HistoryLimit: -1})
+	if !errors.Is(err, dag.ErrInvalidOptions) || !strings.Contains(err.Error(), "historyLimit") {
 		t.Fatalf("bad options: err = %v", err)
 	}
 }
 
 // TestDuplicateJobNames covers the snapshot check: two observed jobs with
-// one name are an error naming the job whose second occurrence comes
-// first, whether the name is a flow's job, an orphan's or a stranger's.
+// one name are an error naming every second occurrence, the earliest first,
+// whether the name is a flow's job, an orphan's or a stranger's.
 func TestDuplicateJobNames(t *testing.T) {
 	other := func(name string) dag.Job { return dag.Job{Name: name} }
 	for _, tc := range []struct {
@@ -183,19 +184,20 @@ func TestDuplicateJobNames(t *testing.T) {
 		want string // "" for no error
 	}{
 		{"distinct", []dag.Job{job("a", ""), job("zz", ""), other("x"), other("jf-"), other("y")}, ""},
-		{"a flow's job twice", []dag.Job{job("a", ""), other("x"), job("a", "Running")}, `"jf-a"`},
-		{"an orphan twice", []dag.Job{job("zz", ""), job("a", ""), job("zz", "")}, `"jf-zz"`},
-		{"a stranger twice", []dag.Job{other("x"), other("y"), other("x")}, `"x"`},
-		{"the earliest second occurrence wins", []dag.Job{other("x"), job("a", ""), job("a", ""), other("x")}, `"jf-a"`},
-		{"an orphan's second occurrence first", []dag.Job{job("a", ""), other("x"), other("x"), job("a", "")}, `"x"`},
+		{"a flow's job twice", []dag.Job{job("a", ""), other("x"), job("a", "Running")}, "jf-a"},
+		{"an orphan twice", []dag.Job{job("zz", ""), job("a", ""), job("zz", "")}, "jf-zz"},
+		{"a stranger twice", []dag.Job{other("x"), other("y"), other("x")}, "x"},
+		{"the earliest second occurrence wins", []dag.Job{other("x"), job("a", ""), job("a", ""), other("x")}, "jf-a"},
+		{"an orphan's second occurrence first", []dag.Job{job("a", ""), other("x"), other("x"), job("a", "")}, "x"},
 	} {
 		for _, opt := range []dag.Options{dag.Default(), dag.VolcanoCompat()} {
-			_, err := dag.Plan(dag.Snapshot{Flow: wf(fl("a"), fl("b", "a")), Jobs: tc.jobs, Now: t0}, opt)
+			_, err := dag.Decide(dag.Snapshot{Flow: wf(fl("a"), fl("b", "a")), Jobs: tc.jobs, Now: t0}, opt)
+			var inv *plancore.InvalidError
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("%s: err = %v", tc.name, err)
-			case tc.want != "" && (!errors.Is(err, dag.ErrInvalidSnapshot) || !strings.Contains(err.Error(), "named "+tc.want)):
-				t.Errorf("%s: err = %v, want ErrInvalidSnapshot naming %s", tc.name, err, tc.want)
+			case tc.want != "" && (!errors.Is(err, dag.ErrInvalidInput) || !errors.As(err, &inv) || inv.Errors[0].BadValue != tc.want):
+				t.Errorf("%s: err = %v, want ErrInvalidInput naming %s first", tc.name, err, tc.want)
 			}
 		}
 	}
@@ -209,7 +211,8 @@ func TestCreateIdentity(t *testing.T) {
 	want := dag.CreateJob{Flow: "data-preprocess", Name: "ml-pipeline-data-preprocess", Namespace: "default",
 		Template: dag.TemplateRef{Namespace: "default", Name: "data-preprocess"}, Labels: meta, Annotations: meta,
 		Owner: metav1.OwnerReference{APIVersion: "flow.volcano.sh/v1alpha1", Kind: "JobFlow", Name: "ml-pipeline", UID: "uid-ml",
-			Controller: &yes, BlockOwnerDeletion: &yes}, Attempt: 1}
+			Controller: &yes, BlockOwnerDeletion: &yes}, Attempt: 1,
+		Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "DependenciesMet: the dependencies of flow data-preprocess are satisfied"}}
 	w := dag.Workflow{Name: "ml-pipeline", Namespace: "default", UID: "uid-ml", Spec: dag.Spec{Flows: []dag.Flow{{Name: "data-preprocess", Patch: []byte(`{"spec":{"minAvailable":2}}`)}}}}
 	for _, opt := range []dag.Options{dag.VolcanoCompat(), dag.Default()} {
 		res := plan(t, w, nil, opt)
@@ -458,9 +461,9 @@ func TestRetries(t *testing.T) {
 		j.RunningDuration = &d // ends at failedAt
 		return j
 	}
-	step := func(w dag.Workflow, jobs []dag.Job, now time.Time) dag.Result {
+	step := func(w dag.Workflow, jobs []dag.Job, now time.Time) dag.Plan {
 		t.Helper()
-		res, err := dag.Plan(dag.Snapshot{Flow: w, Jobs: jobs, Now: now}, dag.Default())
+		res, err := dag.Decide(dag.Snapshot{Flow: w, Jobs: jobs, Now: now}, dag.Default())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -487,7 +490,7 @@ func TestRetries(t *testing.T) {
 			t.Fatalf("deleted before due: %s", res)
 		}
 		res = step(w, []dag.Job{failed(uid)}, failedAt.Add(waits[len(waits)-1]))
-		if diff := cmp.Diff([]dag.DeleteJob{{Flow: "a", Name: "jf-a", Namespace: "ns", UID: uid, Reason: dag.DeleteRetry}}, res.Delete); diff != "" {
+		if diff := cmp.Diff([]dag.DeleteJob{{Flow: "a", Name: "jf-a", Namespace: "ns", UID: uid, Reason: dag.Reason{Code: dag.ReasonRetry, Message: "Retry: flow a failed and is retried"}}}, res.Delete); diff != "" {
 			t.Fatalf("attempt %d due: (-want +got)\n%s", attempt, diff)
 		}
 		w.Status = res.Status

@@ -186,7 +186,7 @@ func (p *planner) evalProbe(i int, pc *probeCond, fs []fstate) (tri, []Reason) {
 	pending := false
 	for _, e := range pc.entries {
 		if e.target < 0 {
-			and(triU, Reason{Kind: ReasonInvalidSpec, Issue: fmt.Sprintf("probe entry %d has no target", e.entry.Index)})
+			and(triU, invalidSpecReason(fmt.Sprintf("probe entry %d has no target", e.entry.Index)))
 			continue
 		}
 		t := &fs[e.target]
@@ -197,7 +197,7 @@ func (p *planner) evalProbe(i int, pc *probeCond, fs []fstate) (tri, []Reason) {
 		if x == triU {
 			pending = true
 		}
-		and(x, Reason{Kind: ReasonProbe, Target: p.g.names[e.target], Job: t.job.Name, Entry: e.entry.Index, State: state})
+		and(x, probeReason(p.g.names[e.target], e.entry.Index, t.job.Name, state))
 	}
 	if v == triF {
 		return triF, nil

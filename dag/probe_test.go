@@ -1,6 +1,7 @@
 package dag_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -100,7 +101,7 @@ func TestProbe(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := wf(tc.flows...)
-			res, err := dag.Plan(dag.Snapshot{Flow: w, Jobs: tc.jobs, Now: now, ProbeResults: tc.results}, dag.Default())
+			res, err := dag.Decide(dag.Snapshot{Flow: w, Jobs: tc.jobs, Now: now, ProbeResults: tc.results}, dag.Default())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +129,7 @@ func TestProbeCompatIgnored(t *testing.T) {
 	w := wf(fl("ps"), probed("workers", dag.Probe{TaskStatus: []dag.TaskStatusProbe{{Task: "ps", Phase: "Running"}}}, "ps"))
 	w.Status.State.Phase = dag.PhaseRunning
 	j := withTasks(job("ps", "Running"), map[string]map[string]int32{"ps": {"Running": 1}})
-	res, err := dag.Plan(dag.Snapshot{Flow: w, Jobs: []dag.Job{j}, Now: t0}, dag.VolcanoCompat())
+	res, err := dag.Decide(dag.Snapshot{Flow: w, Jobs: []dag.Job{j}, Now: t0}, dag.VolcanoCompat())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestProbeCompatIgnored(t *testing.T) {
 		t.Fatalf("issues = %v", got)
 	}
 	j.Phase = dag.JobPhaseCompleted
-	res, _ = dag.Plan(dag.Snapshot{Flow: w, Jobs: []dag.Job{j}, Now: t0}, dag.VolcanoCompat())
+	res, _ = dag.Decide(dag.Snapshot{Flow: w, Jobs: []dag.Job{j}, Now: t0}, dag.VolcanoCompat())
 	if len(res.Create) != 1 || res.Create[0].Name != "jf-workers" {
 		t.Fatalf("compat create on Completed = %v", res.Create)
 	}
@@ -155,7 +156,7 @@ func TestProbeValidation(t *testing.T) {
 	}
 	flows := []dag.Flow{fl("a"), fl("b"), probed("c", bad, "a", "b"),
 		{Name: "d", DependsOn: &dag.DependsOn{Depends: "a", Probe: &dag.Probe{}}}}
-	got := summarize(dag.Validate(wf(flows...), dag.Options{}))
+	got := summarize(dag.Lint(wf(flows...), dag.Options{}))
 	want := []string{ // by (flow, kind, entry), then field
 		"Error ProbeInvalid@2 flows[2].dependsOn.probe.period=-1s",
 		"Error ProbeInvalid@2 flows[2].dependsOn.probe.httpGet[0].headers[0].name",
@@ -173,7 +174,7 @@ func TestProbeValidation(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("issues (-want +got):\n%s", d)
 	}
-	if _, err := dag.Plan(dag.Snapshot{Flow: wf(fl("a"))}, dag.Options{ProbeTTL: -1}); err == nil || !strings.Contains(err.Error(), "ProbeTTL") {
+	if _, err := dag.Decide(dag.Snapshot{Flow: wf(fl("a")), Now: t0}, dag.Options{ProbeTTL: -1}); !errors.Is(err, dag.ErrInvalidOptions) || !strings.Contains(err.Error(), "probeTTL") {
 		t.Fatalf("negative ProbeTTL: err = %v", err)
 	}
 }
@@ -283,11 +284,11 @@ func TestProbeProperty(t *testing.T) {
 				list = append(list, j)
 			}
 		}
-		res, err := dag.Plan(dag.Snapshot{Flow: wf(flows...), Jobs: list, Now: now, ProbeResults: results}, dag.Default())
+		res, err := dag.Decide(dag.Snapshot{Flow: wf(flows...), Jobs: list, Now: now, ProbeResults: results}, dag.Default())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if issues := dag.Validate(wf(flows...), dag.Options{}); dag.HasErrors(issues) {
+		if issues := dag.Lint(wf(flows...), dag.Options{}); dag.HasErrors(issues) {
 			t.Fatalf("generated an invalid spec: %v", issues)
 		}
 		created := slices.ContainsFunc(res.Create, func(c dag.CreateJob) bool { return c.Flow == "p" })

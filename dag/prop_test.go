@@ -312,7 +312,7 @@ func runWorkflow(t *rapid.T, w dag.Workflow, opt dag.Options, seed uint64, maxPl
 			}
 		}
 		before := deepCopySnapshot(s)
-		res, err := dag.Plan(s, opt)
+		res, err := dag.Decide(s, opt)
 		if err != nil {
 			t.Fatalf("plan %d: %v", plan, err)
 		}
@@ -323,14 +323,14 @@ func runWorkflow(t *rapid.T, w dag.Workflow, opt dag.Options, seed uint64, maxPl
 		}
 		perm := deepCopySnapshot(s)
 		slices.Reverse(perm.Jobs)
-		again, _ := dag.Plan(perm, opt)
+		again, _ := dag.Decide(perm, opt)
 		if !reflect.DeepEqual(res, again) {
 			t.Fatalf("plan %d depends on job order:\n%s", plan, cmp.Diff(res, again))
 		}
 		// 8. Fixpoint.
 		fix := perm
 		fix.Flow.Status = res.Status
-		fixed, _ := dag.Plan(fix, opt)
+		fixed, _ := dag.Decide(fix, opt)
 		if !reflect.DeepEqual(res.Status, fixed.Status) {
 			t.Fatalf("plan %d: re-planning with its own status changed it:\n%s", plan, cmp.Diff(res.Status, fixed.Status))
 		}
@@ -363,7 +363,7 @@ func runWorkflow(t *rapid.T, w dag.Workflow, opt dag.Options, seed uint64, maxPl
 	return stats
 }
 
-func checkPlan(t *rapid.T, plan int, w dag.Workflow, s dag.Snapshot, res dag.Result, flows []dag.Flow, isFinally map[string]bool,
+func checkPlan(t *rapid.T, plan int, w dag.Workflow, s dag.Snapshot, res dag.Plan, flows []dag.Flow, isFinally map[string]bool,
 	present map[string]dag.Job, creates, retryDeletes map[string]int, completedSeen, failedSeen map[string]bool, terminal dag.Phase,
 	prevHist map[string][]dag.RunningHistory) {
 	st := res.Status
@@ -388,7 +388,7 @@ func checkPlan(t *rapid.T, plan int, w dag.Workflow, s dag.Snapshot, res dag.Res
 			t.Fatalf("plan %d: after %s got %s with %d creates", plan, terminal, st.State.Phase, len(res.Create))
 		}
 		for _, d := range res.Delete {
-			if d.Reason != dag.DeleteRetention {
+			if d.Reason.Code != dag.ReasonRetention {
 				t.Fatalf("plan %d: %s deletes %s for %s", plan, terminal, d.Name, d.Reason)
 			}
 		}
@@ -396,7 +396,7 @@ func checkPlan(t *rapid.T, plan int, w dag.Workflow, s dag.Snapshot, res dag.Res
 	// 1 and 2: creates.
 	seen := map[string]bool{}
 	for _, d := range res.Delete {
-		if d.Reason == dag.DeleteRetry {
+		if d.Reason.Code == dag.ReasonRetry {
 			retryDeletes[d.Flow]++
 		}
 	}

@@ -49,7 +49,7 @@ type JobExecutor struct {
 	// wrapping ErrNoTemplate, means there is none.
 	Template func(ctx context.Context, ref dag.TemplateRef) (*batchv1.JobTemplateSpec, error)
 	// Status writes a workflow's complete status. Required when a plan writes
-	// status (dag.Result.WriteStatus); the workflow object is the caller's.
+	// status (dag.Plan.WriteStatus); the workflow object is the caller's.
 	Status func(ctx context.Context, namespace, name string, status dag.Status) error
 	// Recorder, when set, receives Volcano's events on the workflow object (the
 	// jobs' owner): Normal "Created" "create a job named <name>!" per create.

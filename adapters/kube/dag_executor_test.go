@@ -171,7 +171,7 @@ func TestJobExecutorDiamond(t *testing.T) {
 				completed[strings.TrimPrefix(j.Name, "pipeline-")] = true
 			}
 		}
-		res, err := dag.Plan(dag.Snapshot{Flow: wf, Jobs: jobs, Now: time.Now()}, dag.Default())
+		res, err := dag.Decide(dag.Snapshot{Flow: wf, Jobs: jobs, Now: time.Now()}, dag.Default())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,14 +296,14 @@ func TestJobExecutorIdempotence(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "wf-x"}, &job); err != nil {
 		t.Fatal(err)
 	}
-	err = exec.DeleteJob(ctx, dag.DeleteJob{Flow: "x", Name: "wf-x", UID: "not-" + job.UID, Reason: dag.DeleteRetry})
+	err = exec.DeleteJob(ctx, dag.DeleteJob{Flow: "x", Name: "wf-x", UID: "not-" + job.UID, Reason: dag.Reason{Code: dag.ReasonRetry}})
 	if !apierrors.IsConflict(err) || errors.Is(err, dag.ErrNotFound) {
 		t.Fatalf("delete with a stale UID: %v, want a Conflict that is not ErrNotFound", err)
 	}
-	if err := exec.DeleteJob(ctx, dag.DeleteJob{Flow: "x", Name: "wf-x", UID: job.UID, Reason: dag.DeleteRetry}); err != nil {
+	if err := exec.DeleteJob(ctx, dag.DeleteJob{Flow: "x", Name: "wf-x", UID: job.UID, Reason: dag.Reason{Code: dag.ReasonRetry}}); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	if err := exec.DeleteJob(ctx, dag.DeleteJob{Flow: "x", Name: "wf-x", Reason: dag.DeleteRetention}); !errors.Is(err, dag.ErrNotFound) {
+	if err := exec.DeleteJob(ctx, dag.DeleteJob{Flow: "x", Name: "wf-x", Reason: dag.Reason{Code: dag.ReasonRetention}}); !errors.Is(err, dag.ErrNotFound) {
 		t.Fatalf("delete of a deleted job: %v, want dag.ErrNotFound", err)
 	}
 	if err := exec.UpdateStatus(ctx, ns, "wf", dag.Status{}); err == nil {

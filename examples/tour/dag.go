@@ -49,7 +49,7 @@ func runDAG(w io.Writer) error {
 	broken.Spec.Flows = append([]dag.Flow{}, wf.Spec.Flows...)
 	broken.Spec.Flows[0] = dag.Flow{Name: "data-preprocess", DependsOn: &dag.DependsOn{Targets: []string{"model-deploy", "labels"}}}
 	fmt.Fprintln(w, "Validation is O(V+E) and reports every offender at once; a broken edit:")
-	for _, is := range dag.Validate(broken, dag.Default()) {
+	for _, is := range dag.Lint(broken, dag.Default()) {
 		fmt.Fprintf(w, "  %s\n", is)
 	}
 
@@ -61,7 +61,7 @@ func runDAG(w io.Writer) error {
 	ctx := context.Background()
 	for round := 1; round <= 30; round++ {
 		s := runner.Snapshot(wf)
-		res, err := dag.Plan(s, dag.Default())
+		res, err := dag.Decide(s, dag.Default())
 		if err != nil {
 			return err
 		}
