@@ -1,7 +1,7 @@
 // Package capacity dispatches jobs to worker nodes without overselling them:
 // node selection with an explained exclusion breakdown, and slot reservation
 // whose accounting never promises a node more than its M concurrent jobs, in
-// one process (MemStore) or across scheduler instances sharing Redis (the
+// one process (MemoryStore) or across scheduler instances sharing Redis (the
 // store in github.com/plancore/plancore/adapters/redis).
 //
 // # Usage
@@ -9,8 +9,8 @@
 // A scheduler reads the nodes' loads, selects, and reserves:
 //
 //	loads, err := store.Loads(ctx, nodeIDs)
-//	sel, err := capacity.Select(loads, capacity.SelectOptions{SpreadKey: jobID}, now)
-//	res, err := capacity.Dispatch(ctx, store, sel, rid, capacity.DispatchOptions{}, now)
+//	sel, err := capacity.Decide(capacity.Input{Nodes: loads, Now: now}, capacity.Options{SpreadKey: jobID})
+//	res, err := capacity.Dispatch(ctx, store, sel, rid, capacity.DispatchOptions{Clock: fixedClock(now)})
 //	if res.Outcome == capacity.NoCapacity { requeue after res.RequeueAfter }
 //	// send the job with res.Lease; on a send failure or NACK: store.Release.
 //
@@ -31,7 +31,7 @@
 // and a heartbeat newer than the last ACK, the load equals running_h exactly.
 //
 // NodeLedger is the pure value core of one node's accounting (every method
-// takes now and returns a new ledger); MemStore and the Redis store implement
+// takes now and returns a new ledger); MemoryStore and the Redis store implement
 // the same transitions and answer as it does, which the tests check.
 //
 // CheckLinearizable checks a recorded concurrent history of store calls
@@ -42,7 +42,7 @@
 // # Determinism
 //
 // Nothing here reads the clock: Select, NodeLedger and NodeGate take now, and
-// MemStore requires a Clock. Select sorts with explicit tie-breaks
+// MemoryStore requires a Clock. Select sorts with explicit tie-breaks
 // (utilisation by exact cross-multiplication, effective load, highest usage,
 // an optional hash of SpreadKey and node id, node id), lists exclusions in
 // input order, and never changes its input; the same input renders the same

@@ -1,6 +1,8 @@
 package capacity
 
 import (
+	"github.com/plancore/plancore"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -133,7 +135,7 @@ func (g NodeGate) StartedJobs() []string {
 // the lease. On Accepted the job holds a place and seq is the value to send in
 // the ACK.
 func (g NodeGate) Accept(rid string, epoch uint64) (NodeGate, AcceptStatus, uint64, error) {
-	if err := validateRID(rid); err != nil {
+	if err := plancore.Invalid(ErrInvalidInput, validateRID(rid)); err != nil {
 		return g, 0, 0, err
 	}
 	if epoch != g.epoch {

@@ -88,7 +88,7 @@ func seedProperty(prop func(t *rapid.T, seed uint64)) func(*rapid.T) {
 	return fake.SeedRuns(func(t *rapid.T) uint64 { return rapid.Uint64().Draw(t, "seed") }, prop)
 }
 
-// TestMemStoreLinearizable is spec P12 on MemStore, under -race in CI:
+// TestMemStoreLinearizable is spec P12 on MemoryStore, under -race in CI:
 // clients race Reserve, Release, Ack and Heartbeat on two nodes, and every
 // recorded history must be linearizable against the ledger.
 func TestMemStoreLinearizable(t *testing.T) {
@@ -110,7 +110,7 @@ func TestRaceReservesNeverExceedFree(t *testing.T) {
 	for _, tc := range []struct{ max, running int }{{1, 0}, {4, 0}, {4, 3}, {4, 4}, {16, 5}} {
 		t.Run(fmt.Sprintf("M=%d running=%d", tc.max, tc.running), func(t *testing.T) {
 			for range 20 {
-				s, err := capacity.NewMemStore(capacity.MemStoreOptions{Clock: clock})
+				s, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Clock: fake.ClockFunc(clock)})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -3,19 +3,20 @@ package capacity
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 )
 
-// Metrics holds the counters of spec §4, for a scheduler to export (as
+// Metrics holds the counters a scheduler should export, for a scheduler to export (as
 // Prometheus counters, expvar, logs):
 //
-//	capacity_excluded_nodes{reason}  ObserveSelection: Select's exclusions by primary reason
+//	capacity_excluded_nodes{reason}  ObservePlan: Decide's exclusions by primary reason
 //	reserve_total{result}            CountingStore: every Reserve and every batch item
 //	ack_total{result}                CountingStore: every Ack
 //	dispatch_attempts                ObserveDispatch: the reserve calls of each Dispatch
 //
 // and the Redis store counts script_reloads_total itself. Cores return data
-// and wrappers count: Select, Dispatch and the stores only return results,
+// and wrappers count: Decide, Dispatch and the stores only return results,
 // and Metrics is the state of the counting wrapper. Late and expired ACKs
 // deserve an alert: the TTL is too short or a node too slow.
 //
@@ -25,7 +26,7 @@ type Metrics struct {
 	reserve    [len(reserveStatusNames)]atomic.Uint64 // index 0: store error
 	rolledBack atomic.Uint64
 	ack        [len(ackStatusNames)]atomic.Uint64 // index 0: store error
-	excluded   [len(reasonNames)]atomic.Uint64
+	excluded   [len(exclusionCodes)]atomic.Uint64
 	dispatches atomic.Uint64
 	attempts   atomic.Uint64
 }
@@ -68,23 +69,23 @@ func (m *Metrics) Snapshot() MetricsSnapshot {
 		}
 		put(s.Ack, label, m.ack[i].Load())
 	}
-	for i := 1; i < len(m.excluded); i++ {
-		put(s.Excluded, Reason(i).String(), m.excluded[i].Load())
+	for i := range m.excluded {
+		put(s.Excluded, string(exclusionCodes[i]), m.excluded[i].Load())
 	}
 	return s
 }
 
-// ObserveSelection counts sel's excluded nodes by primary reason.
-func (m *Metrics) ObserveSelection(sel Selection) {
-	for _, e := range sel.Excluded {
-		if int(e.Primary) < len(m.excluded) {
-			m.excluded[e.Primary].Add(1)
+// ObservePlan counts p's excluded nodes by primary reason code.
+func (m *Metrics) ObservePlan(p Plan) {
+	for _, e := range p.Excluded {
+		if i := slices.Index(exclusionCodes[:], e.Reason.Code); i >= 0 {
+			m.excluded[i].Add(1)
 		}
 	}
 }
 
 // ObserveDispatch counts one Dispatch and its reserve calls. (Its
-// exclusions are its selection's: count them once, with ObserveSelection.)
+// exclusions are its selection's: count them once, with ObservePlan.)
 func (m *Metrics) ObserveDispatch(r DispatchResult) {
 	m.dispatches.Add(1)
 	m.attempts.Add(uint64(len(r.Attempts)))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/plancore/plancore/capacity"
 )
@@ -168,3 +169,14 @@ func (a *NodeAgent) Stats() AgentStats {
 	return AgentStats{Running: a.gate.Running(), Started: a.gate.Started(), PeakStarted: a.gate.PeakStarted(),
 		Oversold: a.gate.Oversold(), HardLimitRefusals: a.gate.HardLimitRefusals(), Acks: acks, AckErrors: a.errs}
 }
+
+// ClockFunc adapts a function that reads some clock to k8s.io/utils/clock's
+// PassiveClock, for the stores whose tests drive time through a closure
+// (capacity.MemoryStoreOptions.Clock).
+type ClockFunc func() time.Time
+
+// Now returns f().
+func (f ClockFunc) Now() time.Time { return f() }
+
+// Since returns f() - t.
+func (f ClockFunc) Since(t time.Time) time.Duration { return f().Sub(t) }

@@ -190,7 +190,7 @@ func (s *CapacitySim) reserveBatch(ctx context.Context, k int, batch []simRID, m
 		s.oracle[n], want[i], _ = s.oracle[n].Reserve(s.callNow, items[i])
 		refused = refused || !want[i].Status.Granted()
 	}
-	if refused && mode == capacity.AllOrNothing {
+	if refused && mode != capacity.Partial {
 		for i, n := range nodes {
 			if want[i].Status == capacity.ReserveOK {
 				s.oracle[n], _, _ = s.oracle[n].Release(s.callNow, items[i].RID)
@@ -335,7 +335,7 @@ func (s *CapacitySim) Step(ctx context.Context, pick Picker) error {
 				batch[i] = simRID{node: pick("batch node", s.cfg.Nodes), rid: fmt.Sprintf("j%d", s.nextRID)}
 			}
 		}
-		err = s.reserveBatch(ctx, k, batch, capacity.BatchMode(pick("batch mode", 2)))
+		err = s.reserveBatch(ctx, k, batch, []capacity.BatchMode{capacity.AllOrNothing, capacity.Partial}[pick("batch mode", 2)])
 	case actDeliver: // deliver a dispatch to its node
 		err = s.deliver(ctx, pick)
 	case actGiveUp: // the scheduler gives up on a dispatch (send failure) and releases

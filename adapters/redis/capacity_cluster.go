@@ -311,7 +311,7 @@ func (s *CapacityStore) loadsCluster(ctx context.Context, nodes []string) ([]cap
 			return nil, unavailable("loads", fmt.Errorf("slot %d: %w", slots[g], err))
 		}
 		for k, i := range groups[g] {
-			if out[i], err = parseLoad(nodes[i], v[k]); err != nil {
+			if out[i], err = parseLoad(nodes[i], v[k], s.opts.MaxJobs); err != nil {
 				return nil, unavailable("loads", err)
 			}
 		}

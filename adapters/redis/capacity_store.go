@@ -12,8 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/capacity"
 	goredis "github.com/redis/go-redis/v9"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 //go:embed lua/capacity_*.lua
@@ -86,25 +88,30 @@ type CapacityStoreOptions struct {
 	Clock func() time.Time
 }
 
-// Validate reports the first field out of range, wrapping
-// capacity.ErrInvalidOptions.
+// Validate reports every field out of range at once, as a
+// *plancore.InvalidError wrapping capacity.ErrInvalidOptions.
 func (o CapacityStoreOptions) Validate() error {
-	if err := o.Options.Validate(); err != nil {
-		return err
+	var errs field.ErrorList
+	var inv *plancore.InvalidError
+	if err := o.Options.Validate(); errors.As(err, &inv) {
+		errs = append(errs, inv.Errors...)
 	}
-	if o.Accounting != capacity.Sum && o.Accounting != capacity.SeedMax {
-		return fmt.Errorf("%w: Accounting %v is not offered by the Redis store", capacity.ErrInvalidOptions, o.Accounting)
+	switch o.Accounting {
+	case "", capacity.Sum, capacity.SeedMax:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("accounting"), string(o.Accounting),
+			[]string{string(capacity.Sum), string(capacity.SeedMax)}))
 	}
 	if o.WaitReplicas < 0 {
-		return fmt.Errorf("%w: WaitReplicas %d is negative", capacity.ErrInvalidOptions, o.WaitReplicas)
+		errs = append(errs, field.Invalid(field.NewPath("waitReplicas"), o.WaitReplicas, "must not be negative"))
 	}
 	if o.WaitTimeout != 0 && o.WaitTimeout < time.Millisecond {
-		return fmt.Errorf("%w: WaitTimeout %v is below 1ms (WAIT 0 would block forever)", capacity.ErrInvalidOptions, o.WaitTimeout)
+		errs = append(errs, field.Invalid(field.NewPath("waitTimeout"), o.WaitTimeout, "must be at least 1ms (WAIT 0 would block forever)"))
 	}
 	if strings.Contains(o.Prefix, "{") {
-		return fmt.Errorf("%w: Prefix %q contains '{'", capacity.ErrInvalidOptions, o.Prefix)
+		errs = append(errs, field.Invalid(field.NewPath("prefix"), o.Prefix, "must not contain '{'"))
 	}
-	return nil
+	return plancore.Invalid(capacity.ErrInvalidOptions, errs)
 }
 
 // CapacityStore is the capacity.SlotStore of several scheduler instances,
@@ -142,7 +149,7 @@ type CapacityStore struct {
 	// Script arguments that never change, boxed once: every interface
 	// conversion of a string or a large int is an allocation, and Reserve is
 	// the hot path.
-	acctArg, hbtoArg, ttlArg any
+	acctArg, hbtoArg, ttlArg, maxArg any
 	reloads                  atomic.Uint64
 	// waitN and waitMS are WAIT's arguments; waitN 0 means no WAIT.
 	waitN, waitMS int64
@@ -160,7 +167,7 @@ func NewCapacityStore(ctx context.Context, c goredis.Scripter, o CapacityStoreOp
 	if o.Accounting == capacity.SeedMax {
 		s.acct = "max"
 	}
-	s.acctArg, s.hbtoArg, s.ttlArg = s.acct, msArg(s.opts.HeartbeatTimeout), msArg(s.opts.TTL)
+	s.acctArg, s.hbtoArg, s.ttlArg, s.maxArg = s.acct, msArg(s.opts.HeartbeatTimeout), msArg(s.opts.TTL), s.opts.MaxJobs
 	if cc, ok := c.(*goredis.ClusterClient); ok {
 		s.pipe = cc
 	} else if o.Cluster {
@@ -300,9 +307,9 @@ func (s *CapacityStore) Reserve(ctx context.Context, r capacity.Reservation) (ca
 	var v []int64
 	if s.waitN == 0 {
 		v, err = s.run(ctx, capReserve, keys, r.RID, r.Max, s.ttl(r.TTL), s.hbtoArg,
-			s.acctArg, r.Running, s.now()).Int64Slice()
+			s.acctArg, r.Running, s.now(), s.maxArg).Int64Slice()
 	} else {
-		call := scriptCall{capReserve, keys, []any{r.RID, r.Max, s.ttl(r.TTL), s.hbtoArg, s.acctArg, r.Running, s.now()}}
+		call := scriptCall{capReserve, keys, []any{r.RID, r.Max, s.ttl(r.TTL), s.hbtoArg, s.acctArg, r.Running, s.now(), s.maxArg}}
 		v, err = s.runWaited(ctx, []scriptCall{call})[0].Int64Slice()
 	}
 	if err != nil {
@@ -339,7 +346,8 @@ func (s *CapacityStore) resolve(r capacity.Reservation) (capacity.Reservation, e
 		return r, err
 	}
 	if r.TTL < time.Millisecond {
-		return r, fmt.Errorf("%w: TTL %v for rid %q is below the store's 1ms resolution", capacity.ErrInvalidInput, r.TTL, r.RID)
+		return r, plancore.Invalid(capacity.ErrInvalidInput, field.ErrorList{
+			field.Invalid(field.NewPath("ttl"), r.TTL, "must be at least the store's 1ms resolution")})
 	}
 	return r, nil
 }
@@ -349,11 +357,8 @@ func (s *CapacityStore) resolve(r capacity.Reservation) (capacity.Reservation, e
 // grouped by the hash slot of their node and each group is one script call,
 // pipelined per shard; see reserveBatchCluster for what that changes.
 func (s *CapacityStore) ReserveBatch(ctx context.Context, items []capacity.Reservation, mode capacity.BatchMode) (capacity.BatchResult, error) {
-	if mode > capacity.Partial {
-		return capacity.BatchResult{}, fmt.Errorf("%w: batch mode %v is unknown", capacity.ErrInvalidInput, mode)
-	}
-	if len(items) > s.opts.MaxBatch {
-		return capacity.BatchResult{}, fmt.Errorf("%w: batch of %d items exceeds MaxBatch %d", capacity.ErrInvalidInput, len(items), s.opts.MaxBatch)
+	if err := capacity.ValidateBatch(items, mode, s.opts); err != nil {
+		return capacity.BatchResult{}, err
 	}
 	items, err := s.validate(items)
 	if err != nil {
@@ -405,8 +410,8 @@ func (s *CapacityStore) batchCall(items []capacity.Reservation, mode capacity.Ba
 	// map for the usual batch of a few distinct nodes.
 	nodes := make([]string, 0, len(items))
 	var index map[string]int
-	args := make([]any, 0, 4+5*len(items))
-	args = append(args, s.now(), s.hbtoArg, s.acctArg, modeArg)
+	args := make([]any, 0, 5+5*len(items))
+	args = append(args, s.now(), s.hbtoArg, s.acctArg, modeArg, s.maxArg)
 	var lastMax, lastTTL, lastRunning any
 	for i, it := range items {
 		n := -1
@@ -472,7 +477,7 @@ func (s *CapacityStore) Release(ctx context.Context, node, rid string) (bool, er
 		return false, err
 	}
 	if rid == "" {
-		return false, fmt.Errorf("%w: rid (job id) is empty", capacity.ErrInvalidInput)
+		return false, plancore.Invalid(capacity.ErrInvalidInput, field.ErrorList{field.Required(field.NewPath("rid"), "a reservation id (job id) is required")})
 	}
 	v, err := s.run(ctx, capRelease, s.keys(node), rid, s.now()).Int64()
 	if err != nil {
@@ -486,7 +491,7 @@ func (s *CapacityStore) Heartbeat(ctx context.Context, node string, h capacity.H
 	if err := capacity.ValidateNodeID(node); err != nil {
 		return 0, err
 	}
-	if err := h.Validate(node); err != nil {
+	if err := h.Validate(); err != nil {
 		return 0, err
 	}
 	if h.Epoch > maxExact || h.Seq > maxExact {
@@ -540,7 +545,7 @@ func (s *CapacityStore) Loads(ctx context.Context, nodes []string) ([]capacity.N
 	}
 	out := make([]capacity.NodeLoad, len(nodes))
 	for i, row := range v {
-		l, err := parseLoad(nodes[i], row)
+		l, err := parseLoad(nodes[i], row, s.opts.MaxJobs)
 		if err != nil {
 			return nil, unavailable("loads", err)
 		}
@@ -549,14 +554,14 @@ func (s *CapacityStore) Loads(ctx context.Context, nodes []string) ([]capacity.N
 	return out, nil
 }
 
-func parseLoad(id string, row any) (capacity.NodeLoad, error) {
+func parseLoad(id string, row any, maxJobs int) (capacity.NodeLoad, error) {
 	cols, ok := row.([]any)
 	if !ok || len(cols) != 11 {
 		return capacity.NodeLoad{}, fmt.Errorf("malformed row %v", row)
 	}
 	str := func(i int) string { s, _ := cols[i].(string); return s }
 	num := func(i int) int64 { n, _ := cols[i].(int64); return n }
-	l := capacity.NodeLoad{ID: id, Pending: int(num(9)), AckedUncounted: int(num(10))}
+	l := capacity.NodeLoad{ID: id, Max: maxJobs, Pending: int(num(9)), AckedUncounted: int(num(10))}
 	if str(0) == "" {
 		return l, nil
 	}
@@ -572,7 +577,10 @@ func parseLoad(id string, row any) (capacity.NodeLoad, error) {
 		return f
 	}
 	l.Epoch, l.Seq = u64(str(0)), u64(str(1))
-	l.Running, l.Max = int(i64(str(2))), int(i64(str(3)))
+	l.Running = int(i64(str(2)))
+	if m := int(i64(str(3))); m > 0 {
+		l.Max = m // the heartbeat's statement of M; else the store's default
+	}
 	l.HeartbeatAt = time.UnixMilli(i64(str(4)))
 	l.Usage = capacity.Usage{CPU: f64(str(5)), Memory: f64(str(6)), GPU: f64(str(7)), HasGPU: str(8) == "1"}
 	return l, errors.Join(errs...)

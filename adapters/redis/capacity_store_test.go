@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"math"
 	"fmt"
 	"strings"
 	"testing"
@@ -245,14 +246,16 @@ func TestCapacityStoreRejectsBadInput(t *testing.T) {
 		{"empty node", second(s.Reserve(ctx, capacity.Reservation{RID: "a"})), "node id"},
 		{"brace in node", second(s.Reserve(ctx, capacity.Reservation{Node: "x}", RID: "a"})), "brace"},
 		{"empty rid", second(s.Reserve(ctx, capacity.Reservation{Node: "n"})), "rid"},
-		{"max below one", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", Max: -2})), "Max -2"},
-		{"negative ttl", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", TTL: -time.Second})), "TTL -1s"},
-		{"sub-millisecond ttl", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", TTL: time.Microsecond})), "TTL 1µs"},
+		{"max below one", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", Max: -2})), "max: Invalid value: -2"},
+		{"negative ttl", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", TTL: -time.Second})), "ttl: Invalid value: -1s"},
+		{"sub-millisecond ttl", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", TTL: time.Microsecond})), "ttl: Invalid value: 1µs"},
 		{"batch item", second(s.ReserveBatch(ctx, []capacity.Reservation{{Node: "n", RID: ""}}, capacity.AllOrNothing)), "rid"},
 		{"ack empty rid", second(s.Ack(ctx, capacity.Ack{Node: "n"})), "rid"},
 		{"ack huge seq", second(s.Ack(ctx, capacity.Ack{Node: "n", RID: "a", Seq: 1 << 60})), "Seq"},
 		{"release empty node", second(s.Release(ctx, "", "a")), "node id"},
-		{"heartbeat negative running", second(s.Heartbeat(ctx, "n", capacity.Heartbeat{Running: -1})), "Running -1"},
+		{"heartbeat negative running", second(s.Heartbeat(ctx, "n", capacity.Heartbeat{Running: -1})), "heartbeat.running: Invalid value: -1"},
+		{"heartbeat running MaxInt", second(s.Heartbeat(ctx, "n", capacity.Heartbeat{Running: math.MaxInt})), "heartbeat.running: Invalid value"},
+		{"reserve max MaxInt", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", Max: math.MaxInt})), "max: Invalid value"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -281,7 +284,7 @@ func sameReserve(a, b capacity.ReserveResult) bool {
 func second[A any](_ A, err error) error { return err }
 
 // TestCapacityStoreBatchMatchesMemStore sends the same large batches to the
-// Redis store and to MemStore at the same instant: 49 items on 24 nodes, each
+// Redis store and to MemoryStore at the same instant: 49 items on 24 nodes, each
 // node twice or more (so the client numbers nodes through its map, past 16,
 // and the script takes its ZMSCORE and single-ZADD path), rids repeated
 // inside the batch, rids already held or acked, and nodes of M = 1 that
@@ -293,7 +296,7 @@ func TestCapacityStoreBatchMatchesMemStore(t *testing.T) {
 
 // TestCapacityStoreClusterOption turns Cluster mode on for a plain client
 // (as for a proxy in front of a Cluster): the slot-grouped, pipelined batch
-// answers as MemStore does. A client that cannot pipeline is refused.
+// answers as MemoryStore does. A client that cannot pipeline is refused.
 func TestCapacityStoreClusterOption(t *testing.T) {
 	srv := redistest.Start(t)
 	batchMatchesMemStore(t, srv.Client(), true)
@@ -312,7 +315,7 @@ func batchMatchesMemStore(t *testing.T, c goredis.Scripter, cluster bool) []stri
 	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	rs := newStore(t, c, redis.CapacityStoreOptions{Clock: clock, Cluster: cluster})
-	ms, err := capacity.NewMemStore(capacity.MemStoreOptions{Clock: clock})
+	ms, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Clock: fake.ClockFunc(clock)})
 	if err != nil {
 		t.Fatal(err)
 	}

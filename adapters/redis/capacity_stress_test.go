@@ -128,12 +128,12 @@ func TestCapacityStressTwoSchedulersRedisRestart(t *testing.T) {
 							time.Sleep(time.Millisecond)
 							continue
 						}
-						sel, err := capacity.Select(loads, capacity.SelectOptions{SpreadKey: rid(0)}, time.Now())
+						sel, err := capacity.Decide(capacity.Input{Nodes: loads, Now: time.Now(), SpreadKey: rid(0)}, capacity.Options{})
 						if err != nil {
 							t.Error(err)
 							return
 						}
-						res, err := capacity.Dispatch(ctx, store, sel, rid(0), capacity.DispatchOptions{}, time.Now())
+						res, err := capacity.Dispatch(ctx, store, sel, rid(0), capacity.DispatchOptions{})
 						switch {
 						case err != nil:
 							storeErrors.Add(1)
