@@ -218,3 +218,12 @@ func BenchmarkMemoryReserveRelease(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
 }
+
+// TestMemoryStoreOneLimit: the node's M lives in its heartbeat only (making
+// reserve enforce the caller's Max again makes it fail).
+func TestMemoryStoreOneLimit(t *testing.T) {
+	s, _ := newMem(t, capacity.Options{MaxJobs: 3})
+	if err := fake.CheckOneLimit(context.Background(), s, "n", 3); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -405,3 +405,13 @@ func batchMatchesMemStore(t *testing.T, c goredis.Scripter, cluster bool) []stri
 	}
 	return nodes
 }
+
+// TestCapacityStoreOneLimit: the node's M lives in its heartbeat only, in the
+// Lua scripts as in MemoryStore.
+func TestCapacityStoreOneLimit(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv.Client(), redis.CapacityStoreOptions{Options: capacity.Options{MaxJobs: 3}})
+	if err := fake.CheckOneLimit(context.Background(), s, "n", 3); err != nil {
+		t.Fatal(err)
+	}
+}
