@@ -217,7 +217,9 @@ func (b Backoff) wait(n int) time.Duration {
 		f = 2
 	}
 	d := float64(b.Duration)
-	for i := 1; i < n && d < maxWait; i++ {
+	// The loop stops once the wait can no longer change: saturated, zero, or
+	// a factor of 1 (so a huge attempt number costs nothing).
+	for i := 1; i < n && d > 0 && d < maxWait && f != 1; i++ {
 		d *= f
 	}
 	var w time.Duration
