@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -115,7 +116,7 @@ func kubeletStep(ctx context.Context, c client.Client, ns string) error {
 }
 
 // TestJobExecutorDiamond runs a five-flow diamond (a → b, c → d → e, with c
-// patched) through dag.Plan and dag.Apply against the real API server, playing
+// patched) through dag.Decide and dag.Apply against the real API server, playing
 // kubelet by patching Job statuses, until the workflow Succeeds. Each job must
 // appear only after its targets completed, carry the plan's labels,
 // annotations and controller owner, and c must carry its patch.
@@ -153,6 +154,37 @@ func TestJobExecutorDiamond(t *testing.T) {
 		Status: store.write,
 	}
 
+	phase, created := driveDiamond(ctx, t, env, wf, exec, store, deps)
+	if phase != dag.PhaseSucceed {
+		t.Fatalf("workflow phase %q after 30 rounds, want Succeed", phase)
+	}
+	if len(created) != 5 {
+		t.Fatalf("created flows %v, want all five", created)
+	}
+	// a, then b and c together, then d, then e: each wave waits two kubelet
+	// steps (start, complete).
+	if !(created["a"] < created["b"] && created["b"] == created["c"] && created["c"] < created["d"] && created["d"] < created["e"]) {
+		t.Errorf("creation rounds %v, want a < b = c < d < e", created)
+	}
+	st, err := store.read(ctx, ns, wf.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State.Phase != dag.PhaseSucceed || len(st.CompletedJobs) != 5 {
+		t.Errorf("stored status: phase %q, completed %v", st.State.Phase, st.CompletedJobs)
+	}
+
+	checkDiamondJobs(ctx, t, env, ns, owner.UID, templates)
+}
+
+// driveDiamond plans and applies the workflow round by round, playing
+// kubelet between rounds, until it Succeeds (or 30 rounds), checking that no
+// job is created before its targets completed. It returns the last phase
+// and the round each flow's job was created in.
+func driveDiamond(ctx context.Context, t *testing.T, env *kubetest.Env, wf dag.Workflow, exec *kube.JobExecutor, store *workflowStore,
+	deps map[string][]string) (dag.Phase, map[string]int) {
+	t.Helper()
+	ns := wf.Namespace
 	var phase dag.Phase
 	created := map[string]int{} // flow -> round first seen
 	for round := 0; round < 30 && phase != dag.PhaseSucceed; round++ {
@@ -191,31 +223,19 @@ func TestJobExecutorDiamond(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if phase != dag.PhaseSucceed {
-		t.Fatalf("workflow phase %q after 30 rounds, want Succeed", phase)
-	}
-	if len(created) != 5 {
-		t.Fatalf("created flows %v, want all five", created)
-	}
-	// a, then b and c together, then d, then e: each wave waits two kubelet
-	// steps (start, complete).
-	if !(created["a"] < created["b"] && created["b"] == created["c"] && created["c"] < created["d"] && created["d"] < created["e"]) {
-		t.Errorf("creation rounds %v, want a < b = c < d < e", created)
-	}
-	st, err := store.read(ctx, ns, wf.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.State.Phase != dag.PhaseSucceed || len(st.CompletedJobs) != 5 {
-		t.Errorf("stored status: phase %q, completed %v", st.State.Phase, st.CompletedJobs)
-	}
+	return phase, created
+}
 
+// checkDiamondJobs checks the patched job c (owner, labels, annotations,
+// patched container, template left alone) and the unpatched job b.
+func checkDiamondJobs(ctx context.Context, t *testing.T, env *kubetest.Env, ns string, ownerUID types.UID, templates map[string]*batchv1.JobTemplateSpec) {
+	t.Helper()
 	var c batchv1.Job
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pipeline-c"}, &c); err != nil {
 		t.Fatal(err)
 	}
 	yes := true
-	wantOwner := []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "pipeline", UID: owner.UID, Controller: &yes, BlockOwnerDeletion: &yes}}
+	wantOwner := []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "pipeline", UID: ownerUID, Controller: &yes, BlockOwnerDeletion: &yes}}
 	if diff := cmp.Diff(wantOwner, c.OwnerReferences); diff != "" {
 		t.Errorf("owner references (-want +got):\n%s", diff)
 	}
