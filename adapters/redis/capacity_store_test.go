@@ -320,73 +320,109 @@ func batchMatchesMemStore(t *testing.T, c goredis.Scripter, cluster bool) []stri
 		t.Fatal(err)
 	}
 	stores := []capacity.SlotStore{rs, ms}
-	node := func(i int) string { return fmt.Sprintf("node-%02d", i) }
 	for _, s := range stores {
-		for i := range 24 {
-			if _, err := s.Heartbeat(ctx, node(i), capacity.Heartbeat{Epoch: 1, Seq: 1, Running: i % 3}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// held on node-01, acked on node-02
-		if _, err := s.Reserve(ctx, capacity.Reservation{Node: node(1), RID: "held"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Reserve(ctx, capacity.Reservation{Node: node(2), RID: "acked"}); err != nil {
-			t.Fatal(err)
-		}
-		if st, err := s.Ack(ctx, capacity.Ack{Node: node(2), RID: "acked", Epoch: 1, Seq: 2}); err != nil || st != capacity.AckOK {
-			t.Fatal(st, err)
-		}
-	}
-	batch := func(round int) []capacity.Reservation {
-		var items []capacity.Reservation
-		for k := range 48 {
-			n := (k * 7) % 24
-			it := capacity.Reservation{Node: node(n), RID: fmt.Sprintf("r%d-%d", round, k), Max: 1 + n%5}
-			switch k % 9 {
-			case 3:
-				it.RID = fmt.Sprintf("r%d-%d", round, k-1) // the previous item's rid, on another node
-			case 5:
-				it.Node, it.RID = node(1), "held"
-			case 7:
-				it.Node, it.RID = node(2), "acked"
-			}
-			items = append(items, it)
-		}
-		items = append(items, items[0]) // a rid twice on one node
-		return items
+		seedBatchNodes(ctx, t, s)
 	}
 	for round, mode := range []capacity.BatchMode{capacity.AllOrNothing, capacity.Partial, capacity.Partial} {
 		now = now.Add(time.Second)
-		var got [2]capacity.BatchResult
-		for i, s := range stores {
-			if got[i], err = s.ReserveBatch(ctx, batch(round), mode); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got[0].Committed != got[1].Committed || len(got[0].Items) != len(got[1].Items) {
-			t.Fatalf("round %d %v: redis %v, memstore %v", round, mode, got[0], got[1])
-		}
-		granted := 0
-		for i := range got[0].Items {
-			a, b := got[0].Items[i], got[1].Items[i]
-			if !sameReserve(a, b) {
-				t.Errorf("round %d %v item %d: redis %v, memstore %v", round, mode, i, a, b)
-			}
-			if a.Status == capacity.ReserveOK {
-				granted++
-			}
-		}
-		if mode == capacity.Partial && (granted == 0 || granted == len(got[0].Items)) {
-			t.Errorf("round %d: %d of %d granted: the batch should mix grants and refusals", round, granted, len(got[0].Items))
-		}
+		compareBatch(ctx, t, stores, round, mode)
 	}
 	var nodes []string
 	for i := range 24 {
-		nodes = append(nodes, node(i))
+		nodes = append(nodes, batchNode(i))
 	}
+	compareLoads(ctx, t, stores, nodes)
+	return nodes
+}
+
+func batchNode(i int) string { return fmt.Sprintf("node-%02d", i) }
+
+// seedBatchNodes gives 24 nodes a heartbeat (some stating their M: equal to
+// the batch's Max on every fourth node, 2 on the next, so some items are
+// refused as a limit mismatch), a held lease on node-01 and an acked job on
+// node-02.
+func seedBatchNodes(ctx context.Context, t *testing.T, s capacity.SlotStore) {
+	for i := range 24 {
+		hb := capacity.Heartbeat{Epoch: 1, Seq: 1, Running: i % 3}
+		switch i % 4 {
+		case 0:
+			hb.Max = 1 + i%5
+		case 1:
+			hb.Max = 2
+		}
+		if _, err := s.Heartbeat(ctx, batchNode(i), hb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Reserve(ctx, capacity.Reservation{Node: batchNode(1), RID: "held"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(ctx, capacity.Reservation{Node: batchNode(2), RID: "acked"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Ack(ctx, capacity.Ack{Node: batchNode(2), RID: "acked", Epoch: 1, Seq: 2}); err != nil || st != capacity.AckOK {
+		t.Fatal(st, err)
+	}
+}
+
+// batchItems is round's batch: 48 items over the 24 nodes, with a rid
+// repeated on another node, the held and acked rids, and a rid twice.
+func batchItems(round int) []capacity.Reservation {
+	var items []capacity.Reservation
+	for k := range 48 {
+		n := (k * 7) % 24
+		it := capacity.Reservation{Node: batchNode(n), RID: fmt.Sprintf("r%d-%d", round, k), Max: 1 + n%5}
+		switch k % 9 {
+		case 3:
+			it.RID = fmt.Sprintf("r%d-%d", round, k-1) // the previous item's rid, on another node
+		case 5:
+			it.Node, it.RID = batchNode(1), "held"
+		case 7:
+			it.Node, it.RID = batchNode(2), "acked"
+		}
+		items = append(items, it)
+	}
+	return append(items, items[0]) // a rid twice on one node
+}
+
+// compareBatch runs round's batch on both stores and compares every answer.
+func compareBatch(ctx context.Context, t *testing.T, stores []capacity.SlotStore, round int, mode capacity.BatchMode) {
+	var got [2]capacity.BatchResult
+	for i, s := range stores {
+		var err error
+		if got[i], err = s.ReserveBatch(ctx, batchItems(round), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got[0].Committed != got[1].Committed || len(got[0].Items) != len(got[1].Items) {
+		t.Fatalf("round %d %v: redis %v, memstore %v", round, mode, got[0], got[1])
+	}
+	granted, mismatched := 0, 0
+	for i := range got[0].Items {
+		a, b := got[0].Items[i], got[1].Items[i]
+		if !sameReserve(a, b) {
+			t.Errorf("round %d %v item %d: redis %v, memstore %v", round, mode, i, a, b)
+		}
+		switch a.Status {
+		case capacity.ReserveOK:
+			granted++
+		case capacity.ReserveLimitMismatch:
+			mismatched++
+		}
+	}
+	if mode == capacity.Partial && (granted == 0 || granted == len(got[0].Items)) {
+		t.Errorf("round %d: %d of %d granted: the batch should mix grants and refusals", round, granted, len(got[0].Items))
+	}
+	if mismatched == 0 {
+		t.Errorf("round %d: no limit mismatch to compare", round)
+	}
+}
+
+// compareLoads compares both stores' loads of nodes, M included.
+func compareLoads(ctx context.Context, t *testing.T, stores []capacity.SlotStore, nodes []string) {
 	var loads [2][]capacity.NodeLoad
 	for i, s := range stores {
+		var err error
 		if loads[i], err = s.Loads(ctx, nodes); err != nil {
 			t.Fatal(err)
 		}
@@ -395,7 +431,7 @@ func batchMatchesMemStore(t *testing.T, c goredis.Scripter, cluster bool) []stri
 	for i := range nodes {
 		a, b := loads[0][i], loads[1][i]
 		pending += a.Pending
-		if a.Pending != b.Pending || a.AckedUncounted != b.AckedUncounted || a.Running != b.Running ||
+		if a.Pending != b.Pending || a.AckedUncounted != b.AckedUncounted || a.Running != b.Running || a.Max != b.Max ||
 			a.Epoch != b.Epoch || a.Seq != b.Seq || !a.HeartbeatAt.Equal(b.HeartbeatAt) {
 			t.Errorf("loads of %s: redis %+v, memstore %+v", nodes[i], a, b)
 		}
@@ -403,7 +439,6 @@ func batchMatchesMemStore(t *testing.T, c goredis.Scripter, cluster bool) []stri
 	if pending == 0 {
 		t.Error("no pending lease left to compare")
 	}
-	return nodes
 }
 
 // TestCapacityStoreOneLimit: the node's M lives in its heartbeat only, in the
