@@ -42,8 +42,8 @@ type gateJob struct {
 	started bool
 }
 
-// NodeGate is the pure value core of the worker node's side of the protocol
-// (spec §3.2), the last line of defence: a hard limit on the node's own M, a
+// NodeGate is the pure value core of the worker node's side of the protocol,
+// the last line of defence: a hard limit on the node's own M, a
 // sequence counter shared by jobs and heartbeats, the boot epoch, and the ACK
 // fence (a job starts only after the store confirmed its lease).
 //

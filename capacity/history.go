@@ -99,7 +99,7 @@ var ErrNotLinearizable = errors.New("capacity: history is not linearizable")
 const maxHistoryPerNode = 16
 
 // CheckLinearizable reports whether a concurrent history of single-node slot
-// store calls is linearizable against NodeLedger with options o (spec P12):
+// store calls is linearizable against NodeLedger with options o:
 // whether every node's operations can be put in one order that respects real
 // time (an operation that returned before another was invoked comes first)
 // and in which each operation, applied to the ledger at its recorded store

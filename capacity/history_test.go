@@ -88,10 +88,10 @@ func seedProperty(prop func(t *rapid.T, seed uint64)) func(*rapid.T) {
 	return fake.SeedRuns(func(t *rapid.T) uint64 { return rapid.Uint64().Draw(t, "seed") }, prop)
 }
 
-// TestMemStoreLinearizable is spec P12 on MemoryStore, under -race in CI:
+// TestMemoryStoreLinearizable is the linearizability property on MemoryStore, under -race in CI:
 // clients race Reserve, Release, Ack and Heartbeat on two nodes, and every
 // recorded history must be linearizable against the ledger.
-func TestMemStoreLinearizable(t *testing.T) {
+func TestMemoryStoreLinearizable(t *testing.T) {
 	rapid.Check(t, seedProperty(func(t *rapid.T, seed uint64) {
 		h, err := fake.RunCapacityRace(context.Background(), fake.CapacityRaceConfig{Seed: seed}, memFactory)
 		if err != nil {
@@ -103,7 +103,7 @@ func TestMemStoreLinearizable(t *testing.T) {
 	}))
 }
 
-// TestRaceReservesNeverExceedFree is the other half of P12: racers on one
+// TestRaceReservesNeverExceedFree is the other half of the linearizability property: racers on one
 // node get exactly M − running leases, never more.
 func TestRaceReservesNeverExceedFree(t *testing.T) {
 	clock := func() time.Time { return time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC) }

@@ -80,7 +80,7 @@ func TestSeedMaxReproducesTheSeed(t *testing.T) {
 		name  string
 		steps []step
 	}{
-		{"seed §2.2 example: running 2, reserved 1 → effective 2", []step{
+		{"the seed's example: running 2, reserved 1 → effective 2", []step{
 			{op: "reserve", rid: "a", max: 4, run: 2, want: "ok", load: 2},
 			{op: "reserve", rid: "b", max: 4, run: 2, want: "ok", load: 2},
 			{op: "reserve", rid: "c", max: 4, run: 2, want: "ok", load: 3},

@@ -133,10 +133,10 @@ func TestMemStoreBatch(t *testing.T) {
 	}
 }
 
-// TestMemStoreRaceNeverOversells is the spec's T3 stress: 64 goroutines, 8
+// TestMemoryStoreRaceNeverOversells is the race stress: 64 goroutines, 8
 // nodes with M = 4, a frozen clock; per node an atomic count of held leases
 // never exceeds M - running.
-func TestMemStoreRaceNeverOversells(t *testing.T) {
+func TestMemoryStoreRaceNeverOversells(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newMem(t, capacity.Options{})
 	const nodes, m = 8, 4

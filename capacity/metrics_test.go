@@ -10,7 +10,7 @@ import (
 )
 
 // TestMetrics drives a CountingStore over MemoryStore through every kind of
-// answer and checks each counter of spec §4.
+// answer and checks each counter.
 func TestMetrics(t *testing.T) {
 	// Both nodes state their limit, M = 2, in their heartbeats: Loads reports
 	// it, Decide reads it and Reserve enforces it.

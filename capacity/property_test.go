@@ -51,7 +51,7 @@ func simProperty(cfg fake.CapacitySimConfig, factory fake.StoreFactory, quiesce 
 	})
 }
 
-// TestPropertyNeverOversells is P1 to P10 on MemoryStore against the ledger:
+// TestPropertyNeverOversells checks the safety, exactness and liveness properties on MemoryStore against the ledger:
 // with the fence on and the nodes' hard limit OFF, no interleaving starts more
 // than M jobs on a node; every store answer equals the reference ledger's;
 // and the drained system is exact.

@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// planVolcano is the anchor's state machine (§1): deploy one dependency wave,
+// planVolcano is the anchor's state machine: deploy one dependency wave,
 // then rebuild the status and apply the phase table.
 func (p *planner) planVolcano() {
 	wf, opt := p.wf, p.opt
@@ -61,7 +61,7 @@ func jobState(j *Job) string {
 	return string(j.Phase)
 }
 
-// deployVolcano is the anchor's deployJob (§1.2): for each flow in spec
+// deployVolcano is the anchor's deployJob: for each flow in spec
 // order whose job name is not observed, create it if it has no targets or
 // every target's job is observed exactly Completed. Existence and targets
 // are checked by name only, as the anchor does.
@@ -134,7 +134,7 @@ func (p *planner) nameConflict(i int, flow string, j *Job) {
 	p.res.Blocked = append(p.res.Blocked, Blocked{Flow: flow, Index: i, Reasons: []Reason{nameConflictReason(j.Name, lbl)}})
 }
 
-// volcanoStatus is the anchor's getAllJobStatus plus the phase table (§1.3–1.5).
+// volcanoStatus is the anchor's getAllJobStatus plus the phase table.
 func (p *planner) volcanoStatus(order []string, own func(int32) bool, invalid bool) {
 	wf, opt := p.wf, p.opt
 	prev := &wf.Status

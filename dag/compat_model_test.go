@@ -217,7 +217,7 @@ func modelPhase(w dag.Workflow, st dag.Status) dag.Phase {
 	return phase
 }
 
-// TestPropertyCompatMatchesModel is §4's invariant 12: VolcanoCompat equals
+// TestPropertyCompatMatchesModel checks that VolcanoCompat equals
 // the model on random snapshots (duplicates, unknown targets, cycles,
 // foreign, unlabelled and orphan jobs, odd phases and previous statuses).
 func TestPropertyCompatMatchesModel(t *testing.T) {

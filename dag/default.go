@@ -432,7 +432,7 @@ func retryOn(r *Retry, ph JobPhase) bool {
 	return false
 }
 
-// planRetry handles a failed job with a retry left (§3.2): wait out the
+// planRetry handles a failed job with a retry left: wait out the
 // backoff, then delete the job; its disappearance lets decide re-create it.
 func (p *planner) planRetry(i int, f *fstate) {
 	r := p.retryOf(i)
@@ -588,7 +588,7 @@ func (p *planner) evalNode(n *cnode, fs []fstate, note func(atom)) tri {
 	}
 }
 
-// atomValue is §3.1's atom table.
+// atomValue is the atom table: an atom's truth value from its target's state.
 func (p *planner) atomValue(a atom, fs []fstate) tri {
 	if a.flow < 0 {
 		return triU // an unknown flow never decides (only reachable without validation)
@@ -665,7 +665,7 @@ func contains(s []string, x string) bool {
 	return false
 }
 
-// mainSucceeded is §3.1's main-part outcome: no failure-tainted main flow is
+// mainSucceeded is the main part's outcome: no failure-tainted main flow is
 // unhandled.
 func (p *planner) mainSucceeded(fs []fstate) bool {
 	g := p.g
@@ -689,7 +689,7 @@ func (p *planner) taint(i int, fs []fstate, tainted []bool) bool {
 		tainted[i] = true
 	case OutcomeOmitted:
 		// A probe flow is omitted only when the readiness it waited
-		// for can never come (§3.5): unlike an expression turned
+		// for can never come: unlike an expression turned
 		// false, that is a failure unless something handles it.
 		tainted[i] = g.conds[i].probe != nil || p.refersTainted(i, tainted)
 	}
@@ -735,7 +735,7 @@ func (p *planner) completedCount() int {
 }
 
 // createReady creates ready flows in spec order (main, then finally) up to
-// the parallelism cap (§3.3); the rest wait with Parallelism.
+// the parallelism cap; the rest wait with Parallelism.
 func (p *planner) createReady(fs []fstate, outcome string) {
 	g := p.g
 	limit := p.wf.Spec.Parallelism
@@ -767,7 +767,7 @@ func (p *planner) createReady(fs []fstate, outcome string) {
 	}
 }
 
-// defaultStatus builds the Default status (§2.3). The conditions, the bucket counts and the conditions' JSON size come
+// defaultStatus builds the Default status. The conditions, the bucket counts and the conditions' JSON size come
 // from planDefault's pass over the jobs.
 func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, counts *[nBuckets]int, condBytes int) {
 	g, opt := p.g, p.opt

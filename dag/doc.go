@@ -56,11 +56,11 @@
 // quirks, the Pending/Running/Succeed/Failed table, retention one sync after
 // success), except that lists come out in spec order rather than informer
 // order. Default (the zero Options) fixes the anchor's defects: it validates
-// every plan (D1) in O(V+E) (D2), decides success from the set of flow
-// outcomes in one step (D3, D4), buckets every job in exactly one list (D5),
-// fails on Aborted jobs (D6), merges status in linear time (D7), keeps no
-// stale entries (D8), reports the status size (D10) and spec edits (D11),
+// every plan in O(V+E), decides success from the set of flow
+// outcomes in one step, buckets every job in exactly one list,
+// fails on Aborted jobs, merges status in linear time, keeps no
+// stale entries, reports the status size and spec edits,
 // writes the status only when it changed and never creates in a terminal
-// phase (D12), and refuses to adopt another workflow's same-named job (D13).
+// phase, and refuses to adopt another workflow's same-named job.
 // Every knob can be set on its own; see Options.
 package dag

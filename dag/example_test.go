@@ -113,7 +113,7 @@ func ExampleRenderDOT() {
 	// }
 }
 
-// Example_volcanoCompat shows the anchor's two-step success (§1.5): with
+// Example_volcanoCompat shows the anchor's two-step success: with
 // every job Completed, a Pending workflow first moves to Running.
 func Example_volcanoCompat() {
 	w := dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{
@@ -133,7 +133,7 @@ func Example_volcanoCompat() {
 	// Default: Succeed
 }
 
-// Example_probe is BoCloud/JobFlow #21's parameter-server workflow (§3.5):
+// Example_probe is BoCloud/JobFlow #21's parameter-server workflow:
 // the workers need the ps job's ps task running, not finished, and its
 // health endpoint answering. The core checks the task count; the executor
 // runs the httpGet entry the Probe reason names and reports the result.

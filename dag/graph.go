@@ -16,7 +16,7 @@ const (
 	resOmitted
 	resDone
 	resStarted
-	// resProbe is a probe target (§3.5): its job exists and the flow's
+	// resProbe is a probe target: its job exists and the flow's
 	// probe entries pass. No depends expression can name it.
 	resProbe
 )

@@ -15,7 +15,7 @@ type SuccessRule string
 // Success rules.
 const (
 	// SuccessSet (the default) succeeds once every flow is final and the
-	// main part succeeded (§3.1), with no finally flow Failed.
+	// main part succeeded, with no finally flow Failed.
 	SuccessSet SuccessRule = ""
 	// SuccessCount is Volcano's len(completedJobs) == len(flows).
 	SuccessCount SuccessRule = "Count"
@@ -74,34 +74,33 @@ const DefaultStatusSizeWarn = 1258291
 // DefaultAnnotationPrefix prefixes plancore's job annotations.
 const DefaultAnnotationPrefix = "plancore.io/"
 
-// Options tune Plan. The zero value is the Default preset; VolcanoCompat
+// Options tune Decide. The zero value is the Default preset; VolcanoCompat
 // returns the knobs that reproduce the anchor. Every knob can be set alone.
 type Options struct {
-	// SkipValidation turns spec validation off (Volcano never validates,
-	// D1); this is the spec's ValidateSpec knob, inverted so the zero value
-	// is the Default preset.
+	// SkipValidation turns spec validation off (Volcano never validates);
+	// inverted so that the zero value is the Default preset.
 	SkipValidation bool
 	SuccessRule    SuccessRule
 	StateMachine   StateMachine
 	Buckets        BucketMode
 	AbortedPolicy  AbortedPolicy
 	// KeepStaleEntries keeps job status entries of jobs no longer observed
-	// (Volcano, D8).
+	// (Volcano).
 	KeepStaleEntries bool
 	// HistoryQuirk reproduces Volcano's quirk: a non-nil empty history is
-	// never seeded (D8).
+	// never seeded.
 	HistoryQuirk bool
 	// HistoryLimit k > 0 keeps the first history entry and the last k−1.
 	HistoryLimit int
 	SpecChange   SpecChangeMode
-	// AlwaysWrite writes the status on every sync, changed or not (D12).
+	// AlwaysWrite writes the status on every sync, changed or not.
 	AlwaysWrite bool
 	// CreateInTerminal lets a Succeed+retain workflow re-create removed
-	// jobs (Volcano, D12).
+	// jobs (Volcano).
 	CreateInTerminal bool
 	// SkipNameConflictCheck counts a same-named job of someone else as
-	// this flow's job, as Volcano does (D13); the spec's NameConflictCheck
-	// knob, inverted.
+	// this flow's job, as Volcano does; inverted so that the
+	// zero value is the Default preset.
 	SkipNameConflictCheck bool
 	// StatusSizeWarn is the StatusBytes above which StatusTooLarge is
 	// reported; 0 means DefaultStatusSizeWarn.
@@ -112,8 +111,8 @@ type Options struct {
 	// AllowAppend lets ValidateUpdate accept flows appended to a running
 	// workflow.
 	AllowAppend bool
-	// ProbeTTL is the age after which a probe result no longer counts
-	// (§3.5); 0 means three times the probe's period.
+	// ProbeTTL is the age after which a probe result no longer counts; 0
+	// means three times the probe's period.
 	ProbeTTL time.Duration
 }
 

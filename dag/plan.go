@@ -64,7 +64,7 @@ type CreateJob struct {
 	Owner       metav1.OwnerReference
 	// Patch is the flow's opaque JSON object of overrides (Default only;
 	// Volcano copies the template as is). The executor merges it into a
-	// copy of the template; package dag/patch implements §3.4's rules on
+	// copy of the template; package dag/patch implements the merge rules on
 	// generic JSON (patch.Merge).
 	Patch json.RawMessage
 	// Attempt is 1 for the first run of the flow, n+1 for its n-th retry.
@@ -186,8 +186,10 @@ func probeReason(target string, entry int, job, state string) Reason {
 	return Reason{ReasonProbe, fmt.Sprintf("Probe %s[%d] on %s: %s", target, entry, job, state)}
 }
 
-func invalidSpecReason(issue string) Reason { return Reason{ReasonInvalidSpec, "InvalidSpec: " + issue} }
-func cycleReason(issue string) Reason       { return Reason{ReasonCycle, "Cycle: " + issue} }
+func invalidSpecReason(issue string) Reason {
+	return Reason{ReasonInvalidSpec, "InvalidSpec: " + issue}
+}
+func cycleReason(issue string) Reason { return Reason{ReasonCycle, "Cycle: " + issue} }
 func unknownTargetReason(issue string) Reason {
 	return Reason{ReasonUnknown, "UnknownTarget: " + issue}
 }

@@ -102,8 +102,8 @@ func runPlanCases(t *testing.T, opt dag.Options, cases []planCase) {
 	}
 }
 
-// TestCompatDeployAndPhase covers §1.2 and §1.5 (the deploy rule and the
-// phase table) in the Volcano preset.
+// TestCompatDeployAndPhase covers Volcano's deploy rule and phase table in
+// the Volcano preset.
 func TestCompatDeployAndPhase(t *testing.T) {
 	chain := wf(fl("a"), fl("b", "a"), fl("c", "b"))
 	pending := withPhase(chain, dag.PhasePending)
@@ -122,7 +122,7 @@ func TestCompatDeployAndPhase(t *testing.T) {
 			Blocked: []string{"b: Dependency a: Failed", "c: Dependency b: NotCreated"}}},
 		{"Terminated target: Pending fails (#4442)", pending, []dag.Job{job("a", dag.JobPhaseTerminated)}, summary{Phase: "Failed", Write: true,
 			Blocked: []string{"b: Dependency a: Terminated", "c: Dependency b: NotCreated"}}},
-		{"Aborted never satisfies and never fails (D6)", running, []dag.Job{job("a", C), job("b", dag.JobPhaseAborted)}, summary{Phase: "Running", Write: true,
+		{"Aborted never satisfies and never fails", running, []dag.Job{job("a", C), job("b", dag.JobPhaseAborted)}, summary{Phase: "Running", Write: true,
 			Blocked: []string{"c: Dependency b: Aborted"}}},
 		{"one wave per call: Example 2 moves to Running, not Succeed", pending, []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Running", Write: true}},
 		{"Example 2, next sync: Succeed", running, []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true}},
@@ -142,11 +142,11 @@ func TestCompatDeployAndPhase(t *testing.T) {
 		{"cycle waits forever", wf(fl("a", "b"), fl("b", "a")), nil, summary{Phase: "Pending", Write: true,
 			Blocked: []string{"a: Dependency b: NotCreated; Cycle: flow is on a dependency cycle", "b: Dependency a: NotCreated; Cycle: flow is on a dependency cycle"}}},
 		{"duplicate targets are harmless", wf(fl("a"), fl("b", "a", "a")), []dag.Job{job("a", C)}, summary{Phase: "Running", Write: true, Create: []string{"jf-b"}}},
-		{"duplicate flows: one create; count rule never succeeds (D3)", withPhase(wf(fl("a"), fl("a")), dag.PhaseRunning), []dag.Job{job("a", C)}, summary{Phase: "Running", Write: true}},
+		{"duplicate flows: one create; count rule never succeeds", withPhase(wf(fl("a"), fl("a")), dag.PhaseRunning), []dag.Job{job("a", C)}, summary{Phase: "Running", Write: true}},
 		{"zero flows: Pending stays Pending", wf(), nil, summary{Phase: "Pending", Write: true}},
 		{"zero flows: Running moves to Succeed", withPhase(wf(), dag.PhaseRunning), nil, summary{Phase: "Succeed", Write: true}},
-		{"extra labelled job breaks the count (D3)", running, []dag.Job{job("a", C), job("b", C), job("c", C), job("gone", C)}, summary{Phase: "Running", Write: true}},
-		{"Succeed + retain re-creates a removed job (D12)", withPhase(chain, dag.PhaseSucceed), []dag.Job{job("a", C), job("c", C)}, summary{Phase: "Succeed", Write: true, Create: []string{"jf-b"}}},
+		{"extra labelled job breaks the count", running, []dag.Job{job("a", C), job("b", C), job("c", C), job("gone", C)}, summary{Phase: "Running", Write: true}},
+		{"Succeed + retain re-creates a removed job", withPhase(chain, dag.PhaseSucceed), []dag.Job{job("a", C), job("c", C)}, summary{Phase: "Succeed", Write: true, Create: []string{"jf-b"}}},
 		{"Succeed + delete: retention only, spec order then by name, no write", withRetain(withPhase(chain, dag.PhaseSucceed), dag.RetainPolicyDelete),
 			[]dag.Job{job("zz", C), job("c", C), job("a", C), job("b", C), foreign("x", C)}, summary{Phase: "Succeed",
 				Delete: []string{"jf-a:Retention", "jf-b:Retention", "jf-c:Retention", "jf-zz:Retention"}}},
@@ -203,7 +203,7 @@ func TestDuplicateJobNames(t *testing.T) {
 	}
 }
 
-// TestCreateIdentity covers §1.1: names, template, labels, annotations and
+// TestCreateIdentity covers the created job's identity: names, template, labels, annotations and
 // the owner reference, in both presets.
 func TestCreateIdentity(t *testing.T) {
 	yes := true
@@ -242,7 +242,7 @@ func TestCreateIdentity(t *testing.T) {
 	}
 }
 
-// TestBuckets covers §1.3 and §2.3: every job phase's list in both presets.
+// TestBuckets covers every job phase's list in both presets.
 func TestBuckets(t *testing.T) {
 	phases := []dag.JobPhase{"", "Pending", "Aborting", "Aborted", "Running", "Restarting", "Completing", "Completed", "Terminating", "Terminated", "Failed", "Weird"}
 	var flows []dag.Flow
@@ -301,7 +301,7 @@ func hist(p dag.JobPhase, start time.Time, end time.Time) dag.RunningHistory {
 	return h
 }
 
-// TestHistories covers §1.4 and D8.
+// TestHistories covers running histories and their quirks in both presets.
 func TestHistories(t *testing.T) {
 	now := t0.Add(time.Hour)
 	t1 := t0.Add(time.Minute)
@@ -344,7 +344,7 @@ func TestHistories(t *testing.T) {
 	}
 }
 
-// TestStatusEntries covers the entry fields, stale entries (D8) and the end
+// TestStatusEntries covers the entry fields, stale entries and the end
 // timestamp.
 func TestStatusEntries(t *testing.T) {
 	d := 90 * time.Second
@@ -370,27 +370,27 @@ func TestStatusEntries(t *testing.T) {
 	}
 }
 
-// TestDefaultRules covers §2.2 and the defects Default fixes.
+// TestDefaultRules covers the Default phase rules and what Default changes from Volcano.
 func TestDefaultRules(t *testing.T) {
 	chain := wf(fl("a"), fl("b", "a"), fl("c", "b"))
 	C, R := dag.JobPhaseCompleted, dag.JobPhaseRunning
 	succeeded := withPhase(chain, dag.PhaseSucceed)
 	runPlanCases(t, dag.Default(), []planCase{
-		{"D4: Example 2 succeeds in one call", withPhase(chain, dag.PhasePending), []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true}},
+		{"Example 2 succeeds in one call", withPhase(chain, dag.PhasePending), []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true}},
 		{"one step: a Completed job releases its dependents at once", chain, []dag.Job{job("a", C)}, summary{Phase: "Running", Write: true, Create: []string{"jf-b"},
 			Blocked: []string{"c: Dependency b.Succeeded: NotCreated"}}},
-		{"D1: a cycle fails the workflow, no creates", wf(fl("a", "b"), fl("b", "a"), fl("c")), nil, summary{Phase: "Failed", Write: true,
+		{"a cycle fails the workflow, no creates", wf(fl("a", "b"), fl("b", "a"), fl("c")), nil, summary{Phase: "Failed", Write: true,
 			Blocked: []string{"a: Cycle: cycle: a -> b -> a", "b: Cycle: cycle: a -> b -> a", "c: InvalidSpec: the workflow spec is invalid"}}},
-		{"D1: unknown target", wf(fl("a", "zz")), nil, summary{Phase: "Failed", Write: true, Blocked: []string{`a: UnknownTarget: flow "a": no flow named "zz"`}}},
-		{"D3: zero flows succeed in the first plan", wf(), nil, summary{Phase: "Succeed", Write: true}},
-		{"D3: extra labelled jobs are orphans, never counted", withPhase(chain, dag.PhaseRunning), []dag.Job{job("a", C), job("b", C), job("c", C), job("old", dag.JobPhaseFailed)}, summary{Phase: "Succeed", Write: true}},
-		{"D6: Aborted fails the workflow (Example 3)", withPhase(wf(fl("a"), fl("b", "a")), dag.PhaseRunning), []dag.Job{job("a", C), job("b", dag.JobPhaseAborted)}, summary{Phase: "Failed", Write: true}},
-		{"D12: Succeed + retain never re-creates", succeeded, []dag.Job{job("a", C)}, summary{Phase: "Succeed", Write: true}},
-		{"D12: Succeed + delete re-plans deletes of jobs still observed", withRetain(succeeded, dag.RetainPolicyDelete), []dag.Job{job("b", C), job("zz", R)}, summary{Phase: "Succeed", Write: true,
+		{"unknown target", wf(fl("a", "zz")), nil, summary{Phase: "Failed", Write: true, Blocked: []string{`a: UnknownTarget: flow "a": no flow named "zz"`}}},
+		{"zero flows succeed in the first plan", wf(), nil, summary{Phase: "Succeed", Write: true}},
+		{"extra labelled jobs are orphans, never counted", withPhase(chain, dag.PhaseRunning), []dag.Job{job("a", C), job("b", C), job("c", C), job("old", dag.JobPhaseFailed)}, summary{Phase: "Succeed", Write: true}},
+		{"Aborted fails the workflow (Example 3)", withPhase(wf(fl("a"), fl("b", "a")), dag.PhaseRunning), []dag.Job{job("a", C), job("b", dag.JobPhaseAborted)}, summary{Phase: "Failed", Write: true}},
+		{"Succeed + retain never re-creates", succeeded, []dag.Job{job("a", C)}, summary{Phase: "Succeed", Write: true}},
+		{"Succeed + delete re-plans deletes of jobs still observed", withRetain(succeeded, dag.RetainPolicyDelete), []dag.Job{job("b", C), job("zz", R)}, summary{Phase: "Succeed", Write: true,
 			Delete: []string{"jf-b:Retention", "jf-zz:Retention"}}},
 		{"retention deletes in the call that enters Succeed", withRetain(withPhase(chain, dag.PhaseRunning), dag.RetainPolicyDelete), []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true,
 			Delete: []string{"jf-a:Retention", "jf-b:Retention", "jf-c:Retention"}}},
-		{"D13: a same-named job of another workflow blocks the flow", wf(fl("a"), fl("b")), []dag.Job{foreign("a", R)}, summary{Phase: "Pending", Write: true, Create: []string{"jf-b"},
+		{"a same-named job of another workflow blocks the flow", wf(fl("a"), fl("b")), []dag.Job{foreign("a", R)}, summary{Phase: "Pending", Write: true, Create: []string{"jf-b"},
 			Blocked: []string{`a: NameConflict jf-a owned by "ns.other"`}}},
 		{"Failed is absorbing: no creates", withPhase(chain, dag.PhaseFailed), []dag.Job{job("a", C)}, summary{Phase: "Failed", Write: true}},
 		{"Terminating: empty plan", withPhase(chain, dag.PhaseTerminating), []dag.Job{job("a", C)}, summary{Phase: "Terminating"}},
@@ -417,7 +417,7 @@ func TestDefaultRules(t *testing.T) {
 	})
 }
 
-// TestDependsEvaluation covers §3.1: atoms, Kleene logic, short-circuit,
+// TestDependsEvaluation covers depends expressions: atoms, Kleene logic, short-circuit,
 // omission propagated in one call, and the main-part outcome.
 func TestDependsEvaluation(t *testing.T) {
 	C, F, R := dag.JobPhaseCompleted, dag.JobPhaseFailed, dag.JobPhaseRunning
@@ -448,7 +448,7 @@ func TestDependsEvaluation(t *testing.T) {
 	})
 }
 
-// TestRetries covers §3.2 and Example 5.
+// TestRetries covers retries with capped exponential backoff.
 func TestRetries(t *testing.T) {
 	r := &dag.Retry{Limit: 4, Backoff: dag.Backoff{Duration: 10 * time.Second, Factor: 2, Cap: 60 * time.Second}}
 	base := wf(dag.Flow{Name: "a", Retry: r}, fl("b", "a"))
@@ -518,7 +518,7 @@ func TestRetries(t *testing.T) {
 	}
 }
 
-// TestFinally covers §3.3's finally flows.
+// TestFinally covers finally flows.
 func TestFinally(t *testing.T) {
 	C, F, R := dag.JobPhaseCompleted, dag.JobPhaseFailed, dag.JobPhaseRunning
 	mk := func(finally ...dag.Flow) dag.Workflow {
@@ -551,7 +551,7 @@ func TestFinally(t *testing.T) {
 	}
 }
 
-// TestWriteStatusOnlyOnChange covers D12's write rule and the fixpoint.
+// TestWriteStatusOnlyOnChange covers the write-on-change rule and the fixpoint.
 func TestWriteStatusOnlyOnChange(t *testing.T) {
 	w := wf(fl("a"), fl("b", "a"))
 	jobs := []dag.Job{job("a", dag.JobPhaseRunning)}
@@ -569,7 +569,7 @@ func TestWriteStatusOnlyOnChange(t *testing.T) {
 	}
 }
 
-// TestStatusSizeAndHistoryLimit covers D10.
+// TestStatusSizeAndHistoryLimit covers the status size warning and the history limit.
 func TestStatusSizeAndHistoryLimit(t *testing.T) {
 	w := withPhase(wf(fl("a")), dag.PhaseRunning)
 	var h []dag.RunningHistory
@@ -592,7 +592,7 @@ func TestStatusSizeAndHistoryLimit(t *testing.T) {
 	}
 }
 
-// TestSpecChanged covers D11.
+// TestSpecChanged covers the report of a mid-run spec edit.
 func TestSpecChanged(t *testing.T) {
 	w := wf(fl("a"), fl("b", "a"))
 	first := plan(t, w, []dag.Job{job("a", dag.JobPhaseRunning)}, dag.Default())

@@ -28,7 +28,7 @@ func probed(name string, pr dag.Probe, targets ...string) dag.Flow {
 	return dag.Flow{Name: name, DependsOn: &dag.DependsOn{Targets: targets, Probe: &pr}}
 }
 
-// TestProbe covers §3.5 in Default: a probe replaces "target Succeeded"
+// TestProbe covers probes in Default: a probe replaces "target Succeeded"
 // with "target job exists and every entry passes".
 func TestProbe(t *testing.T) {
 	now := t0.Add(time.Hour)
@@ -123,7 +123,7 @@ func TestProbe(t *testing.T) {
 	}
 }
 
-// TestProbeCompatIgnored checks §1.1: VolcanoCompat ignores the probe, so
+// TestProbeCompatIgnored checks that VolcanoCompat ignores the probe, so
 // the target must be Completed, and says so with a warning.
 func TestProbeCompatIgnored(t *testing.T) {
 	w := wf(fl("ps"), probed("workers", dag.Probe{TaskStatus: []dag.TaskStatusProbe{{Task: "ps", Phase: "Running"}}}, "ps"))

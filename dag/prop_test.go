@@ -105,7 +105,7 @@ func genSpec(t *rapid.T, maxFlows int, plainOnly bool) dag.Workflow {
 	return w
 }
 
-// bound is §4's termination bound: D + 2R + 1, or N + 2ΣR + 1 with
+// bound is the termination bound: D + 2R + 1, or N + 2ΣR + 1 with
 // parallelism, where finally flows sit one level below every main flow.
 func bound(w dag.Workflow) int {
 	limit := func(f dag.Flow) int {
@@ -636,7 +636,7 @@ func deepCopySnapshot(s dag.Snapshot) dag.Snapshot {
 	return out
 }
 
-// TestPropertyDefaultRuns checks invariants 1–5 and 7–10 of §4 on random
+// TestPropertyDefaultRuns checks the Default invariants on random
 // workflows run against the fake runner, and that every run ends Succeed or
 // Failed within D + 2R + 1 plans (N + 2ΣR + 1 with parallelism).
 func TestPropertyDefaultRuns(t *testing.T) {

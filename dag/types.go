@@ -119,14 +119,14 @@ type DependsOn struct {
 	TargetsWithStatus []TargetStatus
 	// Depends is an Argo-like expression such as "a && (b.Failed || !c)".
 	Depends string
-	// Probe turns Targets into readiness dependencies (§3.5): instead of
+	// Probe turns Targets into readiness dependencies: instead of
 	// succeeding, every target's job must exist and every probe entry
 	// pass. It combines with Targets only. VolcanoCompat ignores it, as the
 	// anchor does.
 	Probe *Probe
 }
 
-// Probe is dependsOn.probe (§3.5), the anchor's unimplemented Probe type
+// Probe is dependsOn.probe, the anchor's unimplemented Probe type
 // (httpGet, tcpSocket, taskStatus) made to work. Its entries are numbered
 // in one sequence, HTTPGet first, then TCPSocket, then TaskStatus:
 // ProbeResult.Entry and Reason.Entry use that number (see Entries).
@@ -311,7 +311,7 @@ type Snapshot struct {
 	// Now is the only clock the package ever reads.
 	Now time.Time
 	// ProbeResults are the outcomes of the httpGet and tcpSocket probe
-	// entries the executor ran (§3.5), in any order.
+	// entries the executor ran, in any order.
 	ProbeResults []ProbeResult
 }
 

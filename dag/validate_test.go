@@ -200,7 +200,7 @@ func TestValidateVolcano(t *testing.T) {
 		{"cycle", dag.Spec{Flows: []dag.Flow{fl("a", "b"), fl("b", "a")}}, "jobflow Flow is not DAG"},
 		{"self loop", dag.Spec{Flows: []dag.Flow{fl("a", "a")}}, "jobflow Flow is not DAG"},
 		// The webhook keeps the last definition of a duplicate, so a cycle
-		// closed by the first definition gets through (§2.1).
+		// closed by the first definition gets through.
 		{"duplicate hides a cycle", dag.Spec{Flows: []dag.Flow{fl("a", "b"), fl("b", "a"), fl("b")}}, ""},
 		{"duplicate targets are harmless", dag.Spec{Flows: []dag.Flow{fl("a"), fl("b", "a", "a")}}, ""},
 	}

@@ -482,7 +482,7 @@ func (s *CapacitySim) commitAck(ctx context.Context, pick Picker) error {
 	return nil
 }
 
-// checkSafety is P1: no node ever has more than M jobs started.
+// checkSafety is the safety property: no node ever has more than M jobs started.
 func (s *CapacitySim) checkSafety() error {
 	s.Oversold = 0
 	for i, g := range s.gates {
@@ -505,7 +505,7 @@ func (e *OversellError) Error() string {
 	return fmt.Sprintf("oversell: node %s has %d jobs started, M = %d", e.Node, e.Started, e.Max)
 }
 
-// Quiesce drains the system and checks exactness (P7): every undelivered
+// Quiesce drains the system and checks exactness: every undelivered
 // dispatch is released, every pending ACK committed, time passes beyond every
 // lease, and each node sends a heartbeat sampled after its last ACK; then each
 // node's effective load in the store must equal the jobs it runs.
@@ -554,7 +554,7 @@ func (s *CapacitySim) Quiesce(ctx context.Context) error {
 			return fmt.Errorf("exactness at quiescence: node %s effective %d (pending %d), node runs %d", s.ids[i], got, l.Pending, running)
 		}
 	}
-	// Liveness (P10) and exactness on the reserve path: with a fresh
+	// Liveness and exactness on the reserve path: with a fresh
 	// heartbeat and nothing pending, a node below M grants exactly one more
 	// slot than it runs, and a full node refuses.
 	for i := range s.gates {

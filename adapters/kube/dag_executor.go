@@ -187,8 +187,8 @@ func (e *JobExecutor) UpdateStatus(ctx context.Context, namespace, name string, 
 	return e.Status(ctx, namespace, name, status)
 }
 
-// MergeJobTemplate merges a flow's patch into a copy of t, with dag's rules
-// (spec §3.4): objects merge field by field, a scalar replaces, null removes;
+// MergeJobTemplate merges a flow's patch into a copy of t, with dag/patch's rules:
+// objects merge field by field, a scalar replaces, null removes;
 // containers, init containers, env, volumes and volume mounts merge by name,
 // tolerations by key; every other list is replaced whole. It is Kubernetes'
 // strategic merge patch for the JobTemplateSpec type, whose schema already keys

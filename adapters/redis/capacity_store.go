@@ -150,7 +150,7 @@ type CapacityStore struct {
 	// conversion of a string or a large int is an allocation, and Reserve is
 	// the hot path.
 	acctArg, hbtoArg, ttlArg, maxArg any
-	reloads                  atomic.Uint64
+	reloads                          atomic.Uint64
 	// waitN and waitMS are WAIT's arguments; waitN 0 means no WAIT.
 	waitN, waitMS int64
 }

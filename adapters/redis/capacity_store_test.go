@@ -3,8 +3,8 @@ package redis_test
 import (
 	"context"
 	"errors"
-	"math"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +74,7 @@ func seedProperty(prop func(t *rapid.T, seed uint64)) func(*rapid.T) {
 	return fake.SeedRuns(func(t *rapid.T) uint64 { return rapid.Uint64().Draw(t, "seed") }, prop)
 }
 
-// TestCapacityStoreLinearizable is spec P12 on Redis: clients race Reserve,
+// TestCapacityStoreLinearizable is the linearizability property on Redis: clients race Reserve,
 // Release, Ack and Heartbeat through one go-redis client (a connection each)
 // on two nodes; every history must be linearizable against the ledger. The
 // store runs on the race's clock (client-clock mode), so each call's store
