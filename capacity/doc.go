@@ -6,13 +6,35 @@
 //
 // # Usage
 //
-// A scheduler reads the nodes' loads, selects, and reserves:
+// A scheduler reads the nodes' loads, decides, and reserves:
 //
 //	loads, err := store.Loads(ctx, nodeIDs)
-//	sel, err := capacity.Decide(capacity.Input{Nodes: loads, Now: now}, capacity.Options{SpreadKey: jobID})
-//	res, err := capacity.Dispatch(ctx, store, sel, rid, capacity.DispatchOptions{Clock: fixedClock(now)})
+//	plan, err := capacity.Decide(capacity.Input{Nodes: loads, Now: now, SpreadKey: jobID}, capacity.Options{})
+//	res, err := capacity.Dispatch(ctx, store, plan, rid, capacity.DispatchOptions{})
 //	if res.Outcome == capacity.NoCapacity { requeue after res.RequeueAfter }
 //	// send the job with res.Lease; on a send failure or NACK: store.Release.
+//
+// Decide is the pure step: it ranks the nodes that qualify and lists every
+// other one with a Reason (a ReasonCode such as CapacityExceeded or
+// StaleHeartbeat, and the numbers), counted in a Breakdown. It refuses only a
+// zero Now (Validate) and bad options (Options.Validate), each a
+// *plancore.InvalidError naming every field; a bad node (an empty id, a
+// negative count, a count above MaxCount, a repeated id) is an exclusion, so
+// one node's bad heartbeat never blocks scheduling on the others. Dispatch
+// is the shell that walks the plan through a SlotStore, the capacity core's
+// Apply: it is not called Apply because the store, not the plan, is the
+// decision point for a reservation (a reserve re-checks the node
+// atomically). A nil store is an error wrapping ErrNilStore and
+// ErrInvalidInput; its clock is a k8s.io/utils/clock.PassiveClock, the wall
+// clock when nil.
+//
+// A node states its limit M once, in its heartbeat (Heartbeat.Max): the store
+// keeps it, Loads reports it (or the store's Options.MaxJobs when the node
+// states none), Decide reads it, and a reserve enforces it. A reservation
+// whose Max differs from the M the node stated is refused
+// (ReserveLimitMismatch), never granted under another limit; when the node
+// states none, the reservation's Max (Dispatch passes the M Decide read) or
+// Options.MaxJobs is the limit.
 //
 // The node (NodeGate, or the fake.NodeAgent of package fake) accepts a dispatch
 // under its own mutex, checks the epoch and its own hard limit running < M,
@@ -41,8 +63,9 @@
 //
 // # Determinism
 //
-// Nothing here reads the clock: Select, NodeLedger and NodeGate take now, and
-// MemoryStore requires a Clock. Select sorts with explicit tie-breaks
+// Nothing in the pure parts reads the clock: Decide takes Input.Now, and
+// NodeLedger and NodeGate take now; MemoryStore and Dispatch read the
+// clock.PassiveClock they are given. Decide sorts with explicit tie-breaks
 // (utilisation by exact cross-multiplication, effective load, highest usage,
 // an optional hash of SpreadKey and node id, node id), lists exclusions in
 // input order, and never changes its input; the same input renders the same
@@ -64,12 +87,19 @@
 //     node refuses to start a job whose lease lapsed (the fence);
 //   - clients' clocks disagree, so the expiry must use the store's clock.
 //
-// Accounting SeedMax reproduces the seed's decisions for migration and shadow
-// runs. It oversells and is never the default; even in that mode a store error
+// Seed returns the options that reproduce the seed's decisions for migration
+// and shadow runs: SeedMax accounting, ranking by jobs alone, a selection
+// that ignores heartbeat age, and a zero or negative limit or TTL clamped to
+// 1, as the seed's Redis wrapper does. It oversells and is never the default;
+// even in that mode a store error
 // stays an error (the seed's Redis wrapper maps errors to "full") and a
 // repeated rid answers ReserveDuplicate without extending its lease (the seed
 // moves it forward when there is room and refuses it on a full node). The
 // seed's usage threshold (90 %, exactly 90 passes) and default M (4) and TTL
-// (5 s) are kept; its threshold check after reserving moves into Select,
-// before reserving.
+// (5 s) are kept; its threshold check after reserving moves into Decide,
+// before reserving. Counts are range-checked where they enter (a heartbeat's
+// Running and Max, a reservation's Max and Running, at most MaxCount) and
+// every sum of counts saturates, so a crafted heartbeat cannot wrap a node's
+// load into room. The seed has no public issue tracker; its behaviour is
+// described in these points instead.
 package capacity

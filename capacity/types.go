@@ -206,7 +206,7 @@ func (s AckStatus) String() string {
 func (s AckStatus) Start() bool { return s == AckOK || s == AckDuplicate || s == AckLate }
 
 // Usage is a node's resource usage in percent (0-100). A negative or NaN value
-// means unknown, and Select excludes the node (fail closed).
+// means unknown, and Decide excludes the node (fail closed).
 type Usage struct {
 	CPU    float64
 	Memory float64

@@ -163,7 +163,7 @@ func (p *planner) job(name string) *Job {
 }
 
 // prev returns the previous status entry of a job name. Lookups made in
-// the order the previous list was written (spec order, as Plan writes it)
+// the order the previous list was written (spec order, as Decide writes it)
 // are served by a cursor; the name→index map is built only on the first
 // miss.
 func (p *planner) prev(name string) *JobStatus {

@@ -129,7 +129,8 @@ type DependsOn struct {
 // Probe is dependsOn.probe, the anchor's unimplemented Probe type
 // (httpGet, tcpSocket, taskStatus) made to work. Its entries are numbered
 // in one sequence, HTTPGet first, then TCPSocket, then TaskStatus:
-// ProbeResult.Entry and Reason.Entry use that number (see Entries).
+// ProbeResult.Entry and the Probe reason's message use that number (see
+// Entries).
 //
 // An entry that can no longer pass (its target ended without it passing)
 // omits the flow and, unlike an expression that turned false, taints it:
@@ -143,7 +144,7 @@ type Probe struct {
 	// task status counts.
 	TaskStatus []TaskStatusProbe
 	// Period is how often the executor re-runs its probes while the flow
-	// waits; 0 means DefaultProbePeriod. While an entry is pending, Plan's
+	// waits; 0 means DefaultProbePeriod. While an entry is pending, the plan's
 	// RequeueAfter is at most Period.
 	Period time.Duration
 }
@@ -301,7 +302,7 @@ type TaskState struct {
 	Phase map[string]int32 `json:"phase,omitempty"`
 }
 
-// Snapshot is everything Plan reads: the workflow, the jobs observed for it
+// Snapshot is everything Decide reads: the workflow, the jobs observed for it
 // and the current time.
 type Snapshot struct {
 	Flow Workflow

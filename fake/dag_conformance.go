@@ -66,7 +66,7 @@ func CheckDAGExecutor(ctx context.Context, newHarness NewDAGHarness) []Violation
 }
 
 // conformanceJob is the create action of a flow of workflow "wf" in ns, as
-// dag.Plan builds it.
+// dag.Decide builds it.
 func conformanceJob(ns, flow string) dag.CreateJob {
 	yes := true
 	return dag.CreateJob{

@@ -330,7 +330,7 @@ func ObservedJob(j *batchv1.Job) dag.Job {
 	return out
 }
 
-// ObserveJobs reads the jobs dag.Plan needs for wf: every Job in the
+// ObserveJobs reads the jobs dag.Decide needs for wf: every Job in the
 // workflow's namespace carrying its createdByJobFlow label, plus any Job named
 // like one of its flows (<workflow>-<flow>) without the label, so the planner
 // can report name conflicts. The result is sorted by name.
