@@ -10,31 +10,20 @@ import (
 )
 
 // HistoryOpKind names the single-node operation a HistoryOp records.
-type HistoryOpKind uint8
+type HistoryOpKind string
 
 // The operations CheckLinearizable understands: the single-node SlotStore
 // calls. ReserveBatch spans nodes and is checked by the differential tests
 // instead.
 const (
-	OpReserve HistoryOpKind = iota + 1
-	OpAck
-	OpRelease
-	OpHeartbeat
+	OpReserve   HistoryOpKind = "reserve"
+	OpAck       HistoryOpKind = "ack"
+	OpRelease   HistoryOpKind = "release"
+	OpHeartbeat HistoryOpKind = "heartbeat"
 )
 
-func (k HistoryOpKind) String() string {
-	switch k {
-	case OpReserve:
-		return "reserve"
-	case OpAck:
-		return "ack"
-	case OpRelease:
-		return "release"
-	case OpHeartbeat:
-		return "heartbeat"
-	}
-	return fmt.Sprintf("HistoryOpKind(%d)", uint8(k))
-}
+// String returns the operation's name.
+func (k HistoryOpKind) String() string { return string(k) }
 
 // HistoryOp is one completed call of a concurrent history: what was asked,
 // what the store answered, the store time it ran at, and when it was invoked
@@ -142,7 +131,7 @@ func CheckLinearizable(history []HistoryOp, o Options) error {
 
 func (op HistoryOp) validate() error {
 	switch {
-	case op.Kind < OpReserve || op.Kind > OpHeartbeat:
+	case op.Kind != OpReserve && op.Kind != OpAck && op.Kind != OpRelease && op.Kind != OpHeartbeat:
 		return fmt.Errorf("field Kind %v is unknown", op.Kind)
 	case op.Node == "":
 		return errors.New("field Node is empty")

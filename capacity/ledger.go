@@ -358,7 +358,7 @@ func (l NodeLedger) Reserve(now time.Time, r Reservation) (NodeLedger, ReserveRe
 // Ack records the node's acknowledgement of a.RID (a.Node is not read).
 func (l NodeLedger) Ack(now time.Time, a Ack) (NodeLedger, AckStatus, error) {
 	if err := plancore.Invalid(ErrInvalidInput, validateRID(a.RID)); err != nil {
-		return l, 0, err
+		return l, "", err
 	}
 	var st AckStatus
 	return l.with(func(s *nodeState) { st = s.ack(now, a, l.options()) }), st, nil
@@ -380,7 +380,7 @@ func (l NodeLedger) Release(now time.Time, rid string) (NodeLedger, bool, error)
 // ErrSeqBackwards.
 func (l NodeLedger) Heartbeat(now time.Time, h Heartbeat) (NodeLedger, HeartbeatStatus, error) {
 	if err := h.Validate(); err != nil {
-		return l, 0, err
+		return l, "", err
 	}
 	var st HeartbeatStatus
 	var err error

@@ -250,10 +250,10 @@ func reserveBatch(now time.Time, items []Reservation, mode BatchMode, o Options,
 // Ack records the node's acknowledgement; see SlotStore.
 func (s *MemoryStore) Ack(ctx context.Context, a Ack) (AckStatus, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		return "", fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
 	if err := a.Validate(); err != nil {
-		return 0, err
+		return "", err
 	}
 	var st AckStatus
 	s.with(a.Node, func(n *nodeState) { st = n.ack(s.clock(), a, s.opts) })
@@ -276,13 +276,13 @@ func (s *MemoryStore) Release(ctx context.Context, node, rid string) (bool, erro
 // Heartbeat applies a node's heartbeat; see SlotStore.
 func (s *MemoryStore) Heartbeat(ctx context.Context, node string, h Heartbeat) (HeartbeatStatus, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		return "", fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
 	if err := ValidateNodeID(node); err != nil {
-		return 0, err
+		return "", err
 	}
 	if err := h.Validate(); err != nil {
-		return 0, err
+		return "", err
 	}
 	var st HeartbeatStatus
 	var err error

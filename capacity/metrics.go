@@ -23,9 +23,9 @@ import (
 // Metrics is safe for concurrent use; its zero value is ready, and it must
 // not be copied after first use.
 type Metrics struct {
-	reserve    [len(reserveStatusNames)]atomic.Uint64 // index 0: store error
+	reserve    [1 + len(reserveStatuses)]atomic.Uint64 // index 0: store error, then reserveStatuses
 	rolledBack atomic.Uint64
-	ack        [len(ackStatusNames)]atomic.Uint64 // index 0: store error
+	ack        [1 + len(ackStatuses)]atomic.Uint64 // index 0: store error, then ackStatuses
 	excluded   [len(exclusionCodes)]atomic.Uint64
 	dispatches atomic.Uint64
 	attempts   atomic.Uint64
@@ -57,7 +57,7 @@ func (m *Metrics) Snapshot() MetricsSnapshot {
 	for i := range m.reserve {
 		label := "error"
 		if i > 0 {
-			label = ReserveStatus(i).String()
+			label = reserveStatuses[i-1].String()
 		}
 		put(s.Reserve, label, m.reserve[i].Load())
 	}
@@ -65,7 +65,7 @@ func (m *Metrics) Snapshot() MetricsSnapshot {
 	for i := range m.ack {
 		label := "error"
 		if i > 0 {
-			label = AckStatus(i).String()
+			label = ackStatuses[i-1].String()
 		}
 		put(s.Ack, label, m.ack[i].Load())
 	}
@@ -95,8 +95,10 @@ func (m *Metrics) countReserve(st ReserveStatus, err error) {
 	switch {
 	case err != nil:
 		m.reserve[0].Add(1)
-	case int(st) < len(m.reserve):
-		m.reserve[st].Add(1)
+	default:
+		if i := slices.Index(reserveStatuses[:], st); i >= 0 {
+			m.reserve[1+i].Add(1)
+		}
 	}
 }
 
@@ -104,8 +106,10 @@ func (m *Metrics) countAck(st AckStatus, err error) {
 	switch {
 	case err != nil:
 		m.ack[0].Add(1)
-	case int(st) < len(m.ack):
-		m.ack[st].Add(1)
+	default:
+		if i := slices.Index(ackStatuses[:], st); i >= 0 {
+			m.ack[1+i].Add(1)
+		}
 	}
 }
 

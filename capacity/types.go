@@ -92,37 +92,33 @@ func limit(hbMax, max int, o Options) int {
 }
 
 // ReserveStatus is the answer of a reserve.
-type ReserveStatus uint8
+type ReserveStatus string
 
 const (
 	// ReserveOK means a new pending lease was written.
-	ReserveOK ReserveStatus = iota + 1
+	ReserveOK ReserveStatus = "ok"
 	// ReserveDuplicate means the rid already holds a slot (pending or acked);
 	// nothing changed and the existing lease was not extended, so a retry after
 	// an unknown outcome is safe.
-	ReserveDuplicate
+	ReserveDuplicate ReserveStatus = "duplicate"
 	// ReserveFull means the node's effective load is at or above M.
-	ReserveFull
+	ReserveFull ReserveStatus = "full"
 	// ReserveUnknownNode means the store holds no heartbeat for the node.
-	ReserveUnknownNode
+	ReserveUnknownNode ReserveStatus = "unknown-node"
 	// ReserveStaleHeartbeat means the node's last heartbeat is older than the
 	// heartbeat timeout.
-	ReserveStaleHeartbeat
+	ReserveStaleHeartbeat ReserveStatus = "stale-heartbeat"
 	// ReserveLimitMismatch means the reservation's Max differs from the M the
 	// node's heartbeat states: the caller decided with a wrong limit. Nothing
 	// changed; decide again from fresh Loads.
-	ReserveLimitMismatch
+	ReserveLimitMismatch ReserveStatus = "limit-mismatch"
 )
 
-var reserveStatusNames = [...]string{"", "ok", "duplicate", "full", "unknown-node", "stale-heartbeat", "limit-mismatch"}
+// reserveStatuses lists every ReserveStatus, for the counters.
+var reserveStatuses = [...]ReserveStatus{ReserveOK, ReserveDuplicate, ReserveFull, ReserveUnknownNode, ReserveStaleHeartbeat, ReserveLimitMismatch}
 
 // String returns the status's name.
-func (s ReserveStatus) String() string {
-	if int(s) < len(reserveStatusNames) && s != 0 {
-		return reserveStatusNames[s]
-	}
-	return fmt.Sprintf("ReserveStatus(%d)", uint8(s))
-}
+func (s ReserveStatus) String() string { return string(s) }
 
 // Granted reports whether the rid holds a slot after the call.
 func (s ReserveStatus) Granted() bool { return s == ReserveOK || s == ReserveDuplicate }
@@ -173,34 +169,30 @@ func (a Ack) Validate() error {
 }
 
 // AckStatus is the answer to an ACK.
-type AckStatus uint8
+type AckStatus string
 
 const (
 	// AckOK moved the pending lease to the acknowledged set. Start the job.
-	AckOK AckStatus = iota + 1
+	AckOK AckStatus = "ok"
 	// AckDuplicate means the rid was already acknowledged. Start the job (if
 	// not already running).
-	AckDuplicate
+	AckDuplicate AckStatus = "duplicate"
 	// AckEpochMismatch means the epoch differs from the stored heartbeat's (or
 	// there is none). Nothing changed; the node must not start the job.
-	AckEpochMismatch
+	AckEpochMismatch AckStatus = "epoch-mismatch"
 	// AckExpired means the lease lapsed or was released (fenced mode). Nothing
 	// changed; the node must not start the job.
-	AckExpired
+	AckExpired AckStatus = "expired"
 	// AckLate means the lease lapsed but, unfenced, the job is counted anyway
 	// because the node has already started it.
-	AckLate
+	AckLate AckStatus = "late"
 )
 
-var ackStatusNames = [...]string{"", "ok", "duplicate", "epoch-mismatch", "expired", "late"}
+// ackStatuses lists every AckStatus, for the counters.
+var ackStatuses = [...]AckStatus{AckOK, AckDuplicate, AckEpochMismatch, AckExpired, AckLate}
 
 // String returns the status's name.
-func (s AckStatus) String() string {
-	if int(s) < len(ackStatusNames) && s != 0 {
-		return ackStatusNames[s]
-	}
-	return fmt.Sprintf("AckStatus(%d)", uint8(s))
-}
+func (s AckStatus) String() string { return string(s) }
 
 // Start reports whether the node may start (or keep) the job.
 func (s AckStatus) Start() bool { return s == AckOK || s == AckDuplicate || s == AckLate }
@@ -253,26 +245,18 @@ func (h Heartbeat) Validate() error {
 }
 
 // HeartbeatStatus is the answer to a heartbeat.
-type HeartbeatStatus uint8
+type HeartbeatStatus string
 
 const (
 	// HeartbeatApplied means the heartbeat replaced the stored one.
-	HeartbeatApplied HeartbeatStatus = iota + 1
+	HeartbeatApplied HeartbeatStatus = "applied"
 	// HeartbeatStale means the stored heartbeat is newer (higher epoch, or same
 	// epoch and a seq at least as high); nothing changed.
-	HeartbeatStale
+	HeartbeatStale HeartbeatStatus = "stale"
 )
 
 // String returns the status's name.
-func (s HeartbeatStatus) String() string {
-	switch s {
-	case HeartbeatApplied:
-		return "applied"
-	case HeartbeatStale:
-		return "stale"
-	}
-	return fmt.Sprintf("HeartbeatStatus(%d)", uint8(s))
-}
+func (s HeartbeatStatus) String() string { return string(s) }
 
 // NodeLoad is what a store knows of one node, and Decide's input. A caller
 // that keeps its own node registry fills it from there.

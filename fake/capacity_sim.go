@@ -233,7 +233,7 @@ func (s *CapacitySim) ack(ctx context.Context, a simAcking) (capacity.AckStatus,
 	ack := capacity.Ack{Node: s.ids[a.node], RID: a.rid, Epoch: a.epoch, Seq: a.seq}
 	got, err := s.store.Ack(ctx, ack)
 	if err != nil {
-		return 0, fmt.Errorf("ack %s: %w", a.rid, err)
+		return "", fmt.Errorf("ack %s: %w", a.rid, err)
 	}
 	var want capacity.AckStatus
 	s.oracle[a.node], want, _ = s.oracle[a.node].Ack(s.callNow, ack)

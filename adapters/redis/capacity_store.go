@@ -321,8 +321,27 @@ func (s *CapacityStore) Reserve(ctx context.Context, r capacity.Reservation) (ca
 	return reserveResult(v), nil
 }
 
+// The scripts answer with status numbers (capacity_lib.lua); these tables
+// turn them into the capacity package's statuses (0 and unknown numbers into
+// the empty status, which no caller grants).
+var (
+	reserveStatuses = [...]capacity.ReserveStatus{1: capacity.ReserveOK, 2: capacity.ReserveDuplicate, 3: capacity.ReserveFull,
+		4: capacity.ReserveUnknownNode, 5: capacity.ReserveStaleHeartbeat, 6: capacity.ReserveLimitMismatch}
+	ackStatuses = [...]capacity.AckStatus{1: capacity.AckOK, 2: capacity.AckDuplicate, 3: capacity.AckEpochMismatch,
+		4: capacity.AckExpired, 5: capacity.AckLate}
+	heartbeatStatuses = [...]capacity.HeartbeatStatus{1: capacity.HeartbeatApplied, 2: capacity.HeartbeatStale}
+)
+
+// statusOf returns table[n], or "" for a number out of range.
+func statusOf[S ~string, T ~[]S](table T, n int64) S {
+	if n < 0 || n >= int64(len(table)) {
+		return ""
+	}
+	return table[n]
+}
+
 func reserveResult(v []int64) capacity.ReserveResult {
-	return capacity.ReserveResult{Status: capacity.ReserveStatus(v[0]), Epoch: uint64(v[1]), Expiry: fromMS(v[2]),
+	return capacity.ReserveResult{Status: statusOf(reserveStatuses[:], v[0]), Epoch: uint64(v[1]), Expiry: fromMS(v[2]),
 		Load: int(v[3]), EarliestExpiry: fromMS(v[4])}
 }
 
@@ -454,10 +473,10 @@ func (s *CapacityStore) batchCall(items []capacity.Reservation, mode capacity.Ba
 // Ack commits a node's ACK; see capacity.SlotStore.
 func (s *CapacityStore) Ack(ctx context.Context, a capacity.Ack) (capacity.AckStatus, error) {
 	if err := a.Validate(); err != nil {
-		return 0, err
+		return "", err
 	}
 	if a.Epoch > maxExact || a.Seq > maxExact {
-		return 0, fmt.Errorf("%w: ack of %q: Epoch %d or Seq %d above 2^53-1", capacity.ErrInvalidInput, a.RID, a.Epoch, a.Seq)
+		return "", fmt.Errorf("%w: ack of %q: Epoch %d or Seq %d above 2^53-1", capacity.ErrInvalidInput, a.RID, a.Epoch, a.Seq)
 	}
 	fenced := "1"
 	if s.opts.Unfenced {
@@ -466,9 +485,9 @@ func (s *CapacityStore) Ack(ctx context.Context, a capacity.Ack) (capacity.AckSt
 	v, err := s.run(ctx, capAck, s.keys(a.Node), a.RID, strconv.FormatUint(a.Epoch, 10), strconv.FormatUint(a.Seq, 10),
 		fenced, msArg(s.opts.Lifetime), s.acctArg, s.now()).Int64()
 	if err != nil {
-		return 0, unavailable("ack", err)
+		return "", unavailable("ack", err)
 	}
-	return capacity.AckStatus(v), nil
+	return statusOf(ackStatuses[:], v), nil
 }
 
 // Release drops a pending lease; see capacity.SlotStore.
@@ -489,13 +508,13 @@ func (s *CapacityStore) Release(ctx context.Context, node, rid string) (bool, er
 // Heartbeat applies a node's heartbeat; see capacity.SlotStore.
 func (s *CapacityStore) Heartbeat(ctx context.Context, node string, h capacity.Heartbeat) (capacity.HeartbeatStatus, error) {
 	if err := capacity.ValidateNodeID(node); err != nil {
-		return 0, err
+		return "", err
 	}
 	if err := h.Validate(); err != nil {
-		return 0, err
+		return "", err
 	}
 	if h.Epoch > maxExact || h.Seq > maxExact {
-		return 0, fmt.Errorf("%w: heartbeat of node %q: Epoch %d or Seq %d above 2^53-1", capacity.ErrInvalidInput, node, h.Epoch, h.Seq)
+		return "", fmt.Errorf("%w: heartbeat of node %q: Epoch %d or Seq %d above 2^53-1", capacity.ErrInvalidInput, node, h.Epoch, h.Seq)
 	}
 	hasGPU := "0"
 	if h.Usage.HasGPU {
@@ -505,17 +524,17 @@ func (s *CapacityStore) Heartbeat(ctx context.Context, node string, h capacity.H
 		h.Running, h.Max, fmtFloat(h.Usage.CPU), fmtFloat(h.Usage.Memory), fmtFloat(h.Usage.GPU), hasGPU,
 		msArg(s.opts.Lifetime), s.now()).Slice()
 	if err != nil {
-		return 0, unavailable("heartbeat", err)
+		return "", unavailable("heartbeat", err)
 	}
 	if len(v) != 3 {
-		return 0, unavailable("heartbeat", fmt.Errorf("reply of %d values", len(v)))
+		return "", unavailable("heartbeat", fmt.Errorf("reply of %d values", len(v)))
 	}
 	st, _ := v[0].(int64)
 	if back, _ := v[1].(int64); back == 1 {
 		return capacity.HeartbeatStale, fmt.Errorf("%w: node %q epoch %d: Seq %d is below the stored %v",
 			capacity.ErrSeqBackwards, node, h.Epoch, h.Seq, v[2])
 	}
-	return capacity.HeartbeatStatus(st), nil
+	return statusOf(heartbeatStatuses[:], st), nil
 }
 
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
