@@ -109,6 +109,20 @@ func TestBadInput(t *testing.T) {
 			_, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Shards: -1, Options: capacity.Options{Lifetime: -1}})
 			return err
 		}, capacity.ErrInvalidOptions, []string{"lifetime", "shards"}},
+		{"zero memory store", func() error {
+			_, err := (&capacity.MemoryStore{}).Reserve(ctx, capacity.Reservation{Node: "n", RID: "r"})
+			if !errors.Is(err, capacity.ErrNilStore) {
+				return errors.New("want ErrNilStore")
+			}
+			return err
+		}, capacity.ErrInvalidInput, nil},
+		{"zero counting store", func() error {
+			_, err := capacity.CountingStore{}.Loads(ctx, []string{"n"})
+			if !errors.Is(err, capacity.ErrNilStore) {
+				return errors.New("want ErrNilStore")
+			}
+			return err
+		}, capacity.ErrInvalidInput, nil},
 		{"ledger: MaxInt heartbeat timeout saturates the lifetime", func() error {
 			_, err := capacity.NewNodeLedger(capacity.Options{HeartbeatTimeout: math.MaxInt64})
 			return err

@@ -2,7 +2,6 @@ package capacity
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,10 +10,6 @@ import (
 
 	"github.com/plancore/plancore"
 )
-
-// ErrNilStore is returned (wrapped with ErrInvalidInput) by Dispatch when it
-// is given no store.
-var ErrNilStore = errors.New("capacity: nil slot store")
 
 // DefaultMaxAttempts is how many candidates Dispatch tries by default.
 const DefaultMaxAttempts = 3

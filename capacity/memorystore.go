@@ -52,7 +52,9 @@ type memShard struct {
 // hash onto shards, each a mutex over node → accounting state; an operation on
 // one node locks one shard, so it is linearizable, and a batch locks its shards
 // in ascending index order, so it is atomic and cannot deadlock. It answers
-// exactly as NodeLedger does for the same operations at the same times.
+// exactly as NodeLedger does for the same operations at the same times. Make
+// one with NewMemoryStore: every method of the zero MemoryStore returns an
+// error wrapping ErrNilStore.
 //
 // The seed reads current_jobs under the node table's lock, drops it, then
 // checks reservations under another lock, a small race; here the
@@ -83,6 +85,14 @@ func NewMemoryStore(o MemoryStoreOptions) (*MemoryStore, error) {
 		s.shards[i].nodes = map[string]*nodeState{}
 	}
 	return s, nil
+}
+
+// ready reports a zero store (not made by NewMemoryStore) as an error.
+func (s *MemoryStore) ready() error {
+	if s == nil || len(s.shards) == 0 {
+		return errNilStore()
+	}
+	return nil
 }
 
 // Options returns the store's options with defaults applied.
@@ -123,6 +133,9 @@ func (s *MemoryStore) withLocked(sh *memShard, id string, f func(st *nodeState))
 
 // Reserve asks for a pending lease; see SlotStore.
 func (s *MemoryStore) Reserve(ctx context.Context, r Reservation) (ReserveResult, error) {
+	if err := s.ready(); err != nil {
+		return ReserveResult{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return ReserveResult{}, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
@@ -138,6 +151,9 @@ func (s *MemoryStore) Reserve(ctx context.Context, r Reservation) (ReserveResult
 // ReserveBatch reserves several items atomically under the shards' locks,
 // taken in ascending order; see SlotStore.
 func (s *MemoryStore) ReserveBatch(ctx context.Context, items []Reservation, mode BatchMode) (BatchResult, error) {
+	if err := s.ready(); err != nil {
+		return BatchResult{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return BatchResult{}, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
@@ -249,6 +265,9 @@ func reserveBatch(now time.Time, items []Reservation, mode BatchMode, o Options,
 
 // Ack records the node's acknowledgement; see SlotStore.
 func (s *MemoryStore) Ack(ctx context.Context, a Ack) (AckStatus, error) {
+	if err := s.ready(); err != nil {
+		return "", err
+	}
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
@@ -262,6 +281,9 @@ func (s *MemoryStore) Ack(ctx context.Context, a Ack) (AckStatus, error) {
 
 // Release drops a pending lease; see SlotStore.
 func (s *MemoryStore) Release(ctx context.Context, node, rid string) (bool, error) {
+	if err := s.ready(); err != nil {
+		return false, err
+	}
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
@@ -275,6 +297,9 @@ func (s *MemoryStore) Release(ctx context.Context, node, rid string) (bool, erro
 
 // Heartbeat applies a node's heartbeat; see SlotStore.
 func (s *MemoryStore) Heartbeat(ctx context.Context, node string, h Heartbeat) (HeartbeatStatus, error) {
+	if err := s.ready(); err != nil {
+		return "", err
+	}
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
@@ -292,6 +317,9 @@ func (s *MemoryStore) Heartbeat(ctx context.Context, node string, h Heartbeat) (
 
 // Loads reports each node, in the order asked; see SlotStore.
 func (s *MemoryStore) Loads(ctx context.Context, nodes []string) ([]NodeLoad, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}

@@ -93,6 +93,7 @@ func (m *Metrics) ObserveDispatch(r DispatchResult) {
 
 func (m *Metrics) countReserve(st ReserveStatus, err error) {
 	switch {
+	case m == nil:
 	case err != nil:
 		m.reserve[0].Add(1)
 	default:
@@ -104,6 +105,7 @@ func (m *Metrics) countReserve(st ReserveStatus, err error) {
 
 func (m *Metrics) countAck(st AckStatus, err error) {
 	switch {
+	case m == nil:
 	case err != nil:
 		m.ack[0].Add(1)
 	default:
@@ -117,9 +119,19 @@ func (m *Metrics) countAck(st AckStatus, err error) {
 // the answers of Reserve, ReserveBatch and Ack in Metrics. Invalid input
 // (ErrInvalidInput) is the caller's bug, not a store outcome, and is not
 // counted.
+//
+// The zero CountingStore is safe: without a Store every call is an error
+// wrapping ErrNilStore, and without Metrics nothing is counted.
 type CountingStore struct {
 	Store   SlotStore
 	Metrics *Metrics
+}
+
+func (c CountingStore) store() SlotStore {
+	if c.Store == nil {
+		return nilStore{}
+	}
+	return c.Store
 }
 
 var _ SlotStore = CountingStore{}
@@ -128,7 +140,7 @@ func invalid(err error) bool { return errors.Is(err, ErrInvalidInput) }
 
 // Reserve implements SlotStore.
 func (c CountingStore) Reserve(ctx context.Context, r Reservation) (ReserveResult, error) {
-	res, err := c.Store.Reserve(ctx, r)
+	res, err := c.store().Reserve(ctx, r)
 	if !invalid(err) {
 		c.Metrics.countReserve(res.Status, err)
 	}
@@ -137,9 +149,10 @@ func (c CountingStore) Reserve(ctx context.Context, r Reservation) (ReserveResul
 
 // ReserveBatch implements SlotStore; each item counts as one reservation.
 func (c CountingStore) ReserveBatch(ctx context.Context, items []Reservation, mode BatchMode) (BatchResult, error) {
-	res, err := c.Store.ReserveBatch(ctx, items, mode)
+	res, err := c.store().ReserveBatch(ctx, items, mode)
 	switch {
 	case invalid(err):
+	case c.Metrics == nil:
 	case err != nil:
 		c.Metrics.reserve[0].Add(uint64(len(items)))
 	default:
@@ -156,7 +169,7 @@ func (c CountingStore) ReserveBatch(ctx context.Context, items []Reservation, mo
 
 // Ack implements SlotStore.
 func (c CountingStore) Ack(ctx context.Context, a Ack) (AckStatus, error) {
-	st, err := c.Store.Ack(ctx, a)
+	st, err := c.store().Ack(ctx, a)
 	if !invalid(err) {
 		c.Metrics.countAck(st, err)
 	}
@@ -165,15 +178,15 @@ func (c CountingStore) Ack(ctx context.Context, a Ack) (AckStatus, error) {
 
 // Release implements SlotStore.
 func (c CountingStore) Release(ctx context.Context, node, rid string) (bool, error) {
-	return c.Store.Release(ctx, node, rid)
+	return c.store().Release(ctx, node, rid)
 }
 
 // Heartbeat implements SlotStore.
 func (c CountingStore) Heartbeat(ctx context.Context, node string, h Heartbeat) (HeartbeatStatus, error) {
-	return c.Store.Heartbeat(ctx, node, h)
+	return c.store().Heartbeat(ctx, node, h)
 }
 
 // Loads implements SlotStore.
 func (c CountingStore) Loads(ctx context.Context, nodes []string) ([]NodeLoad, error) {
-	return c.Store.Loads(ctx, nodes)
+	return c.store().Loads(ctx, nodes)
 }

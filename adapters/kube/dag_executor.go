@@ -25,6 +25,10 @@ import (
 // does on a missing template.
 var ErrNoTemplate = errors.New("kube: job template not found")
 
+// ErrNoClient is returned by a JobExecutor without a Client (its zero value):
+// an error, never a panic.
+var ErrNoClient = errors.New("kube: JobExecutor.Client is nil")
+
 // BatchTaskName is the task name under which a batch/v1 Job's pod counts are
 // reported in dag.Job.TaskStatusCount (a batch/v1 Job has one implicit task).
 const BatchTaskName = "job"
@@ -125,6 +129,9 @@ func (e *JobExecutor) CreateJob(ctx context.Context, c dag.CreateJob) error {
 	if c.Namespace == "" || (e.Namespace != "" && c.Namespace != e.Namespace) {
 		return fmt.Errorf("job %s: namespace %q, but this JobExecutor serves %q", c.Name, c.Namespace, e.Namespace)
 	}
+	if e.Client == nil {
+		return fmt.Errorf("job %s: %w", c.Name, ErrNoClient)
+	}
 	job, err := e.BuildJob(ctx, c)
 	if err != nil {
 		return err
@@ -154,6 +161,9 @@ func ownerRef(namespace string, o metav1.OwnerReference) *corev1.ObjectReference
 // dag.ErrNotFound. The job is looked up in d.Namespace (Namespace when the
 // plan names none).
 func (e *JobExecutor) DeleteJob(ctx context.Context, d dag.DeleteJob) error {
+	if e.Client == nil {
+		return fmt.Errorf("job %s: %w", d.Name, ErrNoClient)
+	}
 	ns := d.Namespace
 	if ns == "" {
 		ns = e.Namespace

@@ -192,9 +192,21 @@ func NewCapacityStore(ctx context.Context, c goredis.Scripter, o CapacityStoreOp
 	return s, nil
 }
 
+// ready reports a zero store (not made by NewCapacityStore) as an error
+// wrapping capacity.ErrNilStore, never a panic.
+func (s *CapacityStore) ready() error {
+	if s == nil || s.c == nil {
+		return fmt.Errorf("%w: %w: CapacityStore not made by NewCapacityStore", capacity.ErrInvalidInput, capacity.ErrNilStore)
+	}
+	return nil
+}
+
 // LoadScripts runs SCRIPT LOAD for every capacity script; call it after a
 // reconnect to a fresh server to save the NOSCRIPT round trip.
 func (s *CapacityStore) LoadScripts(ctx context.Context) error {
+	if err := s.ready(); err != nil {
+		return err
+	}
 	for _, sc := range capScripts {
 		if err := sc.Load(ctx, s.c).Err(); err != nil {
 			return unavailable("script load", err)
@@ -299,6 +311,9 @@ func fromMS(ms int64) time.Time {
 
 // Reserve asks for a pending lease; see capacity.SlotStore.
 func (s *CapacityStore) Reserve(ctx context.Context, r capacity.Reservation) (capacity.ReserveResult, error) {
+	if err := s.ready(); err != nil {
+		return capacity.ReserveResult{}, err
+	}
 	r, err := s.resolve(r)
 	if err != nil {
 		return capacity.ReserveResult{}, err
@@ -376,6 +391,9 @@ func (s *CapacityStore) resolve(r capacity.Reservation) (capacity.Reservation, e
 // grouped by the hash slot of their node and each group is one script call,
 // pipelined per shard; see reserveBatchCluster for what that changes.
 func (s *CapacityStore) ReserveBatch(ctx context.Context, items []capacity.Reservation, mode capacity.BatchMode) (capacity.BatchResult, error) {
+	if err := s.ready(); err != nil {
+		return capacity.BatchResult{}, err
+	}
 	if err := capacity.ValidateBatch(items, mode, s.opts); err != nil {
 		return capacity.BatchResult{}, err
 	}
@@ -472,6 +490,9 @@ func (s *CapacityStore) batchCall(items []capacity.Reservation, mode capacity.Ba
 
 // Ack commits a node's ACK; see capacity.SlotStore.
 func (s *CapacityStore) Ack(ctx context.Context, a capacity.Ack) (capacity.AckStatus, error) {
+	if err := s.ready(); err != nil {
+		return "", err
+	}
 	if err := a.Validate(); err != nil {
 		return "", err
 	}
@@ -492,6 +513,9 @@ func (s *CapacityStore) Ack(ctx context.Context, a capacity.Ack) (capacity.AckSt
 
 // Release drops a pending lease; see capacity.SlotStore.
 func (s *CapacityStore) Release(ctx context.Context, node, rid string) (bool, error) {
+	if err := s.ready(); err != nil {
+		return false, err
+	}
 	if err := capacity.ValidateNodeID(node); err != nil {
 		return false, err
 	}
@@ -507,6 +531,9 @@ func (s *CapacityStore) Release(ctx context.Context, node, rid string) (bool, er
 
 // Heartbeat applies a node's heartbeat; see capacity.SlotStore.
 func (s *CapacityStore) Heartbeat(ctx context.Context, node string, h capacity.Heartbeat) (capacity.HeartbeatStatus, error) {
+	if err := s.ready(); err != nil {
+		return "", err
+	}
 	if err := capacity.ValidateNodeID(node); err != nil {
 		return "", err
 	}
@@ -543,6 +570,9 @@ func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 // may serve it), in one call or, on Cluster, one call per hash slot; see
 // capacity.SlotStore.
 func (s *CapacityStore) Loads(ctx context.Context, nodes []string) ([]capacity.NodeLoad, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
 	if len(nodes) == 0 {
 		return []capacity.NodeLoad{}, nil
 	}
