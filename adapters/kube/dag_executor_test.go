@@ -435,3 +435,19 @@ func TestJobPhase(t *testing.T) {
 		}
 	}
 }
+
+// TestJobExecutorZeroValue: a JobExecutor without a Client returns
+// ErrNoClient, never panics.
+func TestJobExecutorZeroValue(t *testing.T) {
+	var e kube.JobExecutor
+	ctx := context.Background()
+	if err := e.CreateJob(ctx, dag.CreateJob{Name: "wf-a", Namespace: "ns"}); !errors.Is(err, kube.ErrNoClient) {
+		t.Errorf("CreateJob: %v", err)
+	}
+	if err := e.DeleteJob(ctx, dag.DeleteJob{Name: "wf-a", Namespace: "ns"}); !errors.Is(err, kube.ErrNoClient) {
+		t.Errorf("DeleteJob: %v", err)
+	}
+	if _, err := dag.Apply(ctx, dag.Plan{Create: []dag.CreateJob{{Name: "wf-a", Namespace: "ns"}}}, &e); !errors.Is(err, kube.ErrNoClient) {
+		t.Errorf("Apply: %v", err)
+	}
+}

@@ -450,3 +450,24 @@ func TestCapacityStoreOneLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCapacityStoreZeroValue: a CapacityStore not made by NewCapacityStore
+// answers every call with an error wrapping capacity.ErrNilStore.
+func TestCapacityStoreZeroValue(t *testing.T) {
+	ctx := context.Background()
+	var s redis.CapacityStore
+	errs := []error{
+		second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "r"})),
+		second(s.ReserveBatch(ctx, nil, capacity.Partial)),
+		second(s.Ack(ctx, capacity.Ack{Node: "n", RID: "r"})),
+		second(s.Release(ctx, "n", "r")),
+		second(s.Heartbeat(ctx, "n", capacity.Heartbeat{})),
+		second(s.Loads(ctx, []string{"n"})),
+		s.LoadScripts(ctx),
+	}
+	for i, err := range errs {
+		if !errors.Is(err, capacity.ErrNilStore) || !errors.Is(err, capacity.ErrInvalidInput) {
+			t.Errorf("call %d: err = %v, want ErrNilStore", i, err)
+		}
+	}
+}
