@@ -93,7 +93,7 @@ func TestMemoryStoreRejectsBadInput(t *testing.T) {
 	}
 }
 
-func TestMemStoreBatch(t *testing.T) {
+func TestMemoryStoreBatch(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newMem(t, capacity.Options{})
 	for _, n := range []string{"a", "b"} {

@@ -231,7 +231,7 @@ func TestCapacityCluster(t *testing.T) {
 	t.Run("batch matches MemoryStore", func(t *testing.T) {
 		flushCluster(t, c)
 		shards := map[int]bool{}
-		for _, n := range batchMatchesMemStore(t, c, false) {
+		for _, n := range batchMatchesMemoryStore(t, c, false) {
 			shards[shardOf(n)] = true
 		}
 		if len(shards) != clusterShards {
@@ -389,11 +389,11 @@ func clusterCompensation(t *testing.T, c *goredis.ClusterClient) {
 			}
 		}
 		if got[0].Committed != got[1].Committed || got[0].Committed != (mode == capacity.Partial) {
-			t.Fatalf("%v: committed redis %v, memstore %v", mode, got[0].Committed, got[1].Committed)
+			t.Fatalf("%v: committed redis %v, memory store %v", mode, got[0].Committed, got[1].Committed)
 		}
 		for i := range items {
 			if a, b := got[0].Items[i], got[1].Items[i]; !sameReserve(a, b) {
-				t.Errorf("%v item %d: redis %v, memstore %v", mode, i, a, b)
+				t.Errorf("%v item %d: redis %v, memory store %v", mode, i, a, b)
 			}
 		}
 		if s := got[0].Items[4].Status; s != capacity.ReserveFull {

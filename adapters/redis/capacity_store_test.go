@@ -283,15 +283,15 @@ func sameReserve(a, b capacity.ReserveResult) bool {
 
 func second[A any](_ A, err error) error { return err }
 
-// TestCapacityStoreBatchMatchesMemStore sends the same large batches to the
+// TestCapacityStoreBatchMatchesMemoryStore sends the same large batches to the
 // Redis store and to MemoryStore at the same instant: 49 items on 24 nodes, each
 // node twice or more (so the client numbers nodes through its map, past 16,
 // and the script takes its ZMSCORE and single-ZADD path), rids repeated
 // inside the batch, rids already held or acked, and nodes of M = 1 that
 // refuse, in both modes. Every item's answer must be the same.
-func TestCapacityStoreBatchMatchesMemStore(t *testing.T) {
+func TestCapacityStoreBatchMatchesMemoryStore(t *testing.T) {
 	srv := redistest.Start(t)
-	batchMatchesMemStore(t, srv.Client(), false)
+	batchMatchesMemoryStore(t, srv.Client(), false)
 }
 
 // TestCapacityStoreClusterOption turns Cluster mode on for a plain client
@@ -299,18 +299,18 @@ func TestCapacityStoreBatchMatchesMemStore(t *testing.T) {
 // answers as MemoryStore does. A client that cannot pipeline is refused.
 func TestCapacityStoreClusterOption(t *testing.T) {
 	srv := redistest.Start(t)
-	batchMatchesMemStore(t, srv.Client(), true)
+	batchMatchesMemoryStore(t, srv.Client(), true)
 	_, err := redis.NewCapacityStore(context.Background(), struct{ goredis.Scripter }{srv.Client()}, redis.CapacityStoreOptions{Cluster: true})
 	if !errors.Is(err, capacity.ErrInvalidOptions) || !strings.Contains(err.Error(), "Cluster") {
 		t.Fatalf("Cluster with a client that cannot pipeline: %v", err)
 	}
 }
 
-// batchMatchesMemStore is TestCapacityStoreBatchMatchesMemStore on the
+// batchMatchesMemoryStore is TestCapacityStoreBatchMatchesMemoryStore on the
 // server(s) behind c, with the Cluster option as given; it returns the
 // nodes the batches used. After the rounds, Loads of every node must match
 // too.
-func batchMatchesMemStore(t *testing.T, c goredis.Scripter, cluster bool) []string {
+func batchMatchesMemoryStore(t *testing.T, c goredis.Scripter, cluster bool) []string {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
@@ -395,13 +395,13 @@ func compareBatch(ctx context.Context, t *testing.T, stores []capacity.SlotStore
 		}
 	}
 	if got[0].Committed != got[1].Committed || len(got[0].Items) != len(got[1].Items) {
-		t.Fatalf("round %d %v: redis %v, memstore %v", round, mode, got[0], got[1])
+		t.Fatalf("round %d %v: redis %v, memory store %v", round, mode, got[0], got[1])
 	}
 	granted, mismatched := 0, 0
 	for i := range got[0].Items {
 		a, b := got[0].Items[i], got[1].Items[i]
 		if !sameReserve(a, b) {
-			t.Errorf("round %d %v item %d: redis %v, memstore %v", round, mode, i, a, b)
+			t.Errorf("round %d %v item %d: redis %v, memory store %v", round, mode, i, a, b)
 		}
 		switch a.Status {
 		case capacity.ReserveOK:
@@ -433,7 +433,7 @@ func compareLoads(ctx context.Context, t *testing.T, stores []capacity.SlotStore
 		pending += a.Pending
 		if a.Pending != b.Pending || a.AckedUncounted != b.AckedUncounted || a.Running != b.Running || a.Max != b.Max ||
 			a.Epoch != b.Epoch || a.Seq != b.Seq || !a.HeartbeatAt.Equal(b.HeartbeatAt) {
-			t.Errorf("loads of %s: redis %+v, memstore %+v", nodes[i], a, b)
+			t.Errorf("loads of %s: redis %+v, memory store %+v", nodes[i], a, b)
 		}
 	}
 	if pending == 0 {
