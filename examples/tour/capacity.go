@@ -113,5 +113,13 @@ func runCapacity(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "  reserve %s, 5s later the ACK answers %s, started %v\n", r.Status, out.Ack, out.Started)
+
+	fmt.Fprintln(w, "\nEach node states its limit once, in its heartbeat (here M = 2). A scheduler")
+	fmt.Fprintln(w, "that decided with another M is refused, never granted under a limit it did not see:")
+	r, err = store.Reserve(ctx, capacity.Reservation{Node: "node-b", RID: "stale-view#1", Max: 4})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  Loads says M = %d; a reserve asking Max 4 answers %s\n", loads[0].Max, r.Status)
 	return nil
 }
