@@ -471,3 +471,19 @@ func TestCapacityStoreZeroValue(t *testing.T) {
 		}
 	}
 }
+
+// TestCapacityStoreSeedClampsToOne: under capacity.Seed(), a zero or
+// negative limit and TTL become 1 job and 1 s, as the seed's wrapper does.
+func TestCapacityStoreSeedClampsToOne(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
+	s := newStore(t, srv.Client(), redis.CapacityStoreOptions{Options: capacity.Seed(), Clock: func() time.Time { return now }})
+	r, err := s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", Max: -3, TTL: -time.Second})
+	if err != nil || r.Status != capacity.ReserveOK || !r.Expiry.Equal(now.Add(time.Second)) {
+		t.Fatalf("first reserve: %v, %v; want ok for 1s", r, err)
+	}
+	if r, err := s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "b"}); err != nil || r.Status != capacity.ReserveFull {
+		t.Fatalf("second reserve: %v, %v; want full (limit 1)", r, err)
+	}
+}
