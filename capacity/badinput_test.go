@@ -109,6 +109,10 @@ func TestBadInput(t *testing.T) {
 			_, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Shards: -1, Options: capacity.Options{Lifetime: -1}})
 			return err
 		}, capacity.ErrInvalidOptions, []string{"lifetime", "shards"}},
+		{"ledger: zero now and empty rid", func() error {
+			_, _, err := capacity.NodeLedger{}.Reserve(time.Time{}, capacity.Reservation{})
+			return err
+		}, capacity.ErrInvalidInput, []string{"now", "rid"}},
 		{"zero memory store", func() error {
 			_, err := (&capacity.MemoryStore{}).Reserve(ctx, capacity.Reservation{Node: "n", RID: "r"})
 			if !errors.Is(err, capacity.ErrNilStore) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/plancore/plancore"
 )
 
@@ -337,6 +339,15 @@ func NewNodeLedger(o Options) (NodeLedger, error) {
 
 func (l NodeLedger) options() Options { return l.opts.WithDefaults() }
 
+// nowErrs refuses a zero now: every lease would expire at once and every
+// heartbeat look decades old.
+func nowErrs(now time.Time) field.ErrorList {
+	if now.IsZero() {
+		return field.ErrorList{field.Required(field.NewPath("now"), "the store time must be set")}
+	}
+	return nil
+}
+
 func (l NodeLedger) with(f func(s *nodeState)) NodeLedger {
 	c := NodeLedger{opts: l.opts, st: l.st.clone()}
 	f(&c.st)
@@ -348,7 +359,7 @@ func (l NodeLedger) with(f func(s *nodeState)) NodeLedger {
 func (l NodeLedger) Reserve(now time.Time, r Reservation) (NodeLedger, ReserveResult, error) {
 	o := l.options()
 	r, errs := r.resolveNoNode(o)
-	if err := plancore.Invalid(ErrInvalidInput, errs); err != nil {
+	if err := plancore.Invalid(ErrInvalidInput, append(nowErrs(now), errs...)); err != nil {
 		return l, ReserveResult{}, err
 	}
 	var res ReserveResult
@@ -357,7 +368,7 @@ func (l NodeLedger) Reserve(now time.Time, r Reservation) (NodeLedger, ReserveRe
 
 // Ack records the node's acknowledgement of a.RID (a.Node is not read).
 func (l NodeLedger) Ack(now time.Time, a Ack) (NodeLedger, AckStatus, error) {
-	if err := plancore.Invalid(ErrInvalidInput, validateRID(a.RID)); err != nil {
+	if err := plancore.Invalid(ErrInvalidInput, append(nowErrs(now), validateRID(a.RID)...)); err != nil {
 		return l, "", err
 	}
 	var st AckStatus
@@ -367,7 +378,7 @@ func (l NodeLedger) Ack(now time.Time, a Ack) (NodeLedger, AckStatus, error) {
 // Release drops rid's pending lease and reports whether there was one. Twice
 // equals once; an unknown, expired or acknowledged rid is a no-op.
 func (l NodeLedger) Release(now time.Time, rid string) (NodeLedger, bool, error) {
-	if err := plancore.Invalid(ErrInvalidInput, validateRID(rid)); err != nil {
+	if err := plancore.Invalid(ErrInvalidInput, append(nowErrs(now), validateRID(rid)...)); err != nil {
 		return l, false, err
 	}
 	var ok bool
@@ -379,6 +390,9 @@ func (l NodeLedger) Release(now time.Time, rid string) (NodeLedger, bool, error)
 // HeartbeatStale; when its seq is below the stored one the error also wraps
 // ErrSeqBackwards.
 func (l NodeLedger) Heartbeat(now time.Time, h Heartbeat) (NodeLedger, HeartbeatStatus, error) {
+	if err := plancore.Invalid(ErrInvalidInput, nowErrs(now)); err != nil {
+		return l, "", err
+	}
 	if err := h.Validate(); err != nil {
 		return l, "", err
 	}
