@@ -55,8 +55,9 @@
 // NodeLedger is the pure value core of one node's accounting (every method
 // takes now and returns a new ledger). It keeps now as its first parameter,
 // unlike Decide's input, because it is a stateful helper called once per
-// store event; a zero now is refused all the same; MemoryStore and the Redis store implement
-// the same transitions and answer as it does, which the tests check.
+// store event; a zero now is refused all the same. MemoryStore and the Redis
+// store implement the same transitions and answer as it does, which the tests
+// check.
 //
 // CheckLinearizable checks a recorded concurrent history of store calls
 // against NodeLedger (any SlotStore implementation can be held to it), and
