@@ -38,6 +38,11 @@ func TestBadInput(t *testing.T) {
 			dag.ErrInvalidInput, []string{"jobs[0].name", "jobs[0].runningDuration"}},
 		{"every snapshot problem at once", decide(dag.Snapshot{Flow: withPhase(wf(fl("a")), "Paused"), Jobs: []dag.Job{job("a", ""), job("a", "")}}, dag.Default()),
 			dag.ErrInvalidInput, []string{"now", "flow.status.state.phase", "jobs[1].name"}},
+		{"previous attempt out of range", decide(dag.Snapshot{Flow: func() dag.Workflow {
+			w := wf(fl("a"))
+			w.Status.JobStatusList = []dag.JobStatus{{Name: "jf-a", Attempt: math.MaxInt}, {Name: "jf-b", Attempt: -1}}
+			return w
+		}(), Now: t0}, dag.Default()), dag.ErrInvalidInput, []string{"flow.status.jobStatusList[0].attempt", "flow.status.jobStatusList[1].attempt"}},
 		{"every bad option at once", decide(dag.Snapshot{Flow: wf(fl("a")), Now: t0}, dag.Options{SuccessRule: "x", StateMachine: "x", Buckets: "x",
 			AbortedPolicy: "x", SpecChange: "x", HistoryLimit: -1, ProbeTTL: -1, StatusSizeWarn: math.MinInt}),
 			dag.ErrInvalidOptions, []string{"successRule", "stateMachine", "buckets", "abortedPolicy", "specChange", "historyLimit", "probeTTL", "statusSizeWarn"}},
@@ -54,6 +59,7 @@ func TestBadInput(t *testing.T) {
 		{"check: cycle", check(wf(fl("a", "b"), fl("b", "a"))), dag.ErrInvalidInput, []string{"spec.flows[0].dependsOn"}},
 		{"check: negative retry limit and backoff", check(retry(dag.Retry{Limit: math.MinInt, Backoff: dag.Backoff{Duration: math.MinInt64, Factor: math.NaN(), Cap: -1}})),
 			dag.ErrInvalidInput, []string{"spec.flows[0].retry.backoff.cap", "spec.flows[0].retry.backoff.duration", "spec.flows[0].retry.backoff.factor", "spec.flows[0].retry.limit"}},
+		{"check: MaxInt retry limit", check(retry(dag.Retry{Limit: math.MaxInt})), dag.ErrInvalidInput, []string{"spec.flows[0].retry.limit"}},
 		{"check: negative parallelism", check(func() dag.Workflow { w := wf(fl("a")); w.Spec.Parallelism = math.MinInt; return w }()),
 			dag.ErrInvalidInput, []string{"spec.parallelism"}},
 		{"topo of a cycle", func() error { _, err := dag.Topo(wf(fl("a", "a")), dag.Default()); return err },

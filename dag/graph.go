@@ -3,6 +3,7 @@ package dag
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -518,8 +519,12 @@ func (g *graph) checkRetry(i int, field string, r *Retry) {
 	bad := func(sub, msg string) {
 		g.add(Issue{Kind: IssueRetryRange, Flow: i, Field: field + sub, Target: -1, Message: msg})
 	}
-	if r.Limit < 0 {
+	switch {
+	case r.Limit < 0:
 		bad(".limit", fmt.Sprintf("limit %d is negative", r.Limit))
+	case r.Limit > math.MaxInt32:
+		// Bounded so that an attempt number (at most limit+1) never wraps.
+		bad(".limit", fmt.Sprintf("limit %d is above %d", r.Limit, math.MaxInt32))
 	}
 	for k, p := range r.On {
 		switch p {

@@ -2,6 +2,7 @@ package dag
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -45,8 +46,8 @@ func Decide(in Snapshot, o Options) (Plan, error) {
 // Validate reports every problem of a snapshot that Decide refuses, as a
 // *plancore.InvalidError wrapping ErrInvalidInput: a zero Now, a previous
 // phase that is no workflow phase (Volcano: "jobflow <name> state <phase> is
-// invalid"), observed jobs with an empty or repeated name, and a negative
-// running duration. Options are checked by Options.Validate; the spec by
+// invalid"), a previous attempt number out of range, observed jobs with an
+// empty or repeated name, and a negative running duration. Options are checked by Options.Validate; the spec by
 // Check, because an invalid spec is a plan outcome, not an unusable input.
 func Validate(in Snapshot, o Options) error {
 	var errs field.ErrorList
@@ -58,6 +59,12 @@ func Validate(in Snapshot, o Options) error {
 	default:
 		errs = append(errs, field.NotSupported(field.NewPath("flow", "status", "state", "phase"), string(ph),
 			[]string{"", string(PhasePending), string(PhaseRunning), string(PhaseSucceed), string(PhaseFailed), string(PhaseTerminating)}))
+	}
+	for i, e := range in.Flow.Status.JobStatusList {
+		if e.Attempt < 0 || e.Attempt > math.MaxInt32 {
+			errs = append(errs, field.Invalid(field.NewPath("flow", "status", "jobStatusList").Index(i).Child("attempt"), e.Attempt,
+				"must be between 0 and 2147483647"))
+		}
 	}
 	seen := make(map[string]struct{}, len(in.Jobs))
 	for i := range in.Jobs {
