@@ -7,6 +7,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // HistoryOpKind names the single-node operation a HistoryOp records.
@@ -106,10 +110,9 @@ func CheckLinearizable(history []HistoryOp, o Options) error {
 		return err
 	}
 	byNode := map[string][]HistoryOp{}
+	var errs field.ErrorList
 	for i, op := range history {
-		if err := op.validate(); err != nil {
-			return fmt.Errorf("%w: history op %d: %w", ErrInvalidInput, i, err)
-		}
+		errs = append(errs, op.validate(field.NewPath("history").Index(i))...)
 		byNode[op.Node] = append(byNode[op.Node], op)
 	}
 	nodes := make([]string, 0, len(byNode))
@@ -118,31 +121,43 @@ func CheckLinearizable(history []HistoryOp, o Options) error {
 	}
 	slices.Sort(nodes)
 	for _, n := range nodes {
-		ops := byNode[n]
-		if len(ops) > maxHistoryPerNode {
-			return fmt.Errorf("%w: node %q has %d operations in the history, at most %d are checked", ErrInvalidInput, n, len(ops), maxHistoryPerNode)
+		if k := len(byNode[n]); k > maxHistoryPerNode {
+			errs = append(errs, field.Invalid(field.NewPath("history"), n,
+				fmt.Sprintf("node has %d operations, at most %d are checked", k, maxHistoryPerNode)))
 		}
-		if err := checkNode(ops, o); err != nil {
+	}
+	if err := plancore.Invalid(ErrInvalidInput, errs); err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if err := checkNode(byNode[n], o); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (op HistoryOp) validate() error {
-	switch {
-	case op.Kind != OpReserve && op.Kind != OpAck && op.Kind != OpRelease && op.Kind != OpHeartbeat:
-		return fmt.Errorf("field Kind %v is unknown", op.Kind)
-	case op.Node == "":
-		return errors.New("field Node is empty")
-	case op.Call >= op.Return:
-		return fmt.Errorf("field Call %d is not before Return %d", op.Call, op.Return)
-	case op.Kind == OpReserve && op.Reservation.Node != "" && op.Reservation.Node != op.Node:
-		return fmt.Errorf("field Reservation.Node %q differs from Node %q", op.Reservation.Node, op.Node)
-	case op.Kind == OpAck && op.Ack.Node != "" && op.Ack.Node != op.Node:
-		return fmt.Errorf("field Ack.Node %q differs from Node %q", op.Ack.Node, op.Node)
+func (op HistoryOp) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch op.Kind {
+	case OpReserve, OpAck, OpRelease, OpHeartbeat:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("kind"), string(op.Kind),
+			[]string{string(OpReserve), string(OpAck), string(OpRelease), string(OpHeartbeat)}))
 	}
-	return nil
+	if op.Node == "" {
+		errs = append(errs, field.Required(path.Child("node"), "every operation names its node"))
+	}
+	if op.Call >= op.Return {
+		errs = append(errs, field.Invalid(path.Child("call"), op.Call, fmt.Sprintf("must be before return (%d)", op.Return)))
+	}
+	if op.Kind == OpReserve && op.Reservation.Node != "" && op.Reservation.Node != op.Node {
+		errs = append(errs, field.Invalid(path.Child("reservation", "node"), op.Reservation.Node, "differs from node "+op.Node))
+	}
+	if op.Kind == OpAck && op.Ack.Node != "" && op.Ack.Node != op.Node {
+		errs = append(errs, field.Invalid(path.Child("ack", "node"), op.Ack.Node, "differs from node "+op.Node))
+	}
+	return errs
 }
 
 // apply runs op on l and reports whether the ledger gives op's recorded

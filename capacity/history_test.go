@@ -70,7 +70,7 @@ func TestCheckLinearizableTable(t *testing.T) {
 	// Bad input names the field.
 	bad := hb
 	bad.Return = bad.Call
-	if err := capacity.CheckLinearizable([]capacity.HistoryOp{bad}, capacity.Options{}); !errors.Is(err, capacity.ErrInvalidInput) || !strings.Contains(err.Error(), "Call") {
+	if err := capacity.CheckLinearizable([]capacity.HistoryOp{bad}, capacity.Options{}); !errors.Is(err, capacity.ErrInvalidInput) || !strings.Contains(err.Error(), "history[0].call") {
 		t.Errorf("Call == Return: %v", err)
 	}
 	long := make([]capacity.HistoryOp, 17)
