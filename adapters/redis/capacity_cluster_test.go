@@ -352,7 +352,7 @@ func clusterCompensation(t *testing.T, c *goredis.ClusterClient) {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	rs := newStore(t, c, redis.CapacityStoreOptions{Clock: clock})
+	rs := newStore(t, c, redis.CapacityStoreOptions{Clock: fake.ClockFunc(clock)})
 	ms, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Clock: fake.ClockFunc(clock)})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/capacity"
 	goredis "github.com/redis/go-redis/v9"
+	"k8s.io/utils/clock"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -85,7 +86,7 @@ type CapacityStoreOptions struct {
 	// Redis TIME. It reproduces the seed, whose script takes the client's now,
 	// and lets tests hit exact TTL boundaries. Leave it nil in production:
 	// clients' clocks disagree, and skew in either direction oversells.
-	Clock func() time.Time
+	Clock clock.PassiveClock
 }
 
 // Validate reports every field out of range at once, as a
@@ -145,7 +146,7 @@ type CapacityStore struct {
 	opts  capacity.Options
 	acct  string
 	pre   string
-	clock func() time.Time
+	clock clock.PassiveClock
 	// Script arguments that never change, boxed once: every interface
 	// conversion of a string or a large int is an allocation, and Reserve is
 	// the hot path.
@@ -297,7 +298,7 @@ func (s *CapacityStore) now() string {
 	if s.clock == nil {
 		return ""
 	}
-	return strconv.FormatInt(s.clock().UnixMilli(), 10)
+	return strconv.FormatInt(s.clock.Now().UnixMilli(), 10)
 }
 
 func msArg(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

@@ -25,7 +25,7 @@ func redisFactory(t testing.TB, c *goredis.Client) fake.StoreFactory {
 		if err := c.FlushAll(ctx).Err(); err != nil {
 			return nil, err
 		}
-		return redis.NewCapacityStore(ctx, c, redis.CapacityStoreOptions{Options: o, Clock: clock})
+		return redis.NewCapacityStore(ctx, c, redis.CapacityStoreOptions{Options: o, Clock: fake.ClockFunc(clock)})
 	}
 }
 
@@ -314,7 +314,7 @@ func batchMatchesMemoryStore(t *testing.T, c goredis.Scripter, cluster bool) []s
 	ctx := context.Background()
 	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	rs := newStore(t, c, redis.CapacityStoreOptions{Clock: clock, Cluster: cluster})
+	rs := newStore(t, c, redis.CapacityStoreOptions{Clock: fake.ClockFunc(clock), Cluster: cluster})
 	ms, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Clock: fake.ClockFunc(clock)})
 	if err != nil {
 		t.Fatal(err)
@@ -478,7 +478,7 @@ func TestCapacityStoreSeedClampsToOne(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
-	s := newStore(t, srv.Client(), redis.CapacityStoreOptions{Options: capacity.Seed(), Clock: func() time.Time { return now }})
+	s := newStore(t, srv.Client(), redis.CapacityStoreOptions{Options: capacity.Seed(), Clock: fake.ClockFunc(func() time.Time { return now })})
 	r, err := s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", Max: -3, TTL: -time.Second})
 	if err != nil || r.Status != capacity.ReserveOK || !r.Expiry.Equal(now.Add(time.Second)) {
 		t.Fatalf("first reserve: %v, %v; want ok for 1s", r, err)
