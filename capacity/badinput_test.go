@@ -277,3 +277,21 @@ func TestSeedClampsToOne(t *testing.T) {
 		}
 	}
 }
+
+// TestPropertyDecideRefusesWhatValidateRefuses: Decide fails exactly when
+// Validate does, with the same error, on inputs and options with random
+// defects. (Making Decide skip a check Validate runs makes it fail.)
+func TestPropertyDecideRefusesWhatValidateRefuses(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := capacity.Input{Now: t0, Nodes: []capacity.NodeLoad{{ID: "a", Max: rapid.SampledFrom(extremeInts).Draw(t, "max"), HeartbeatAt: t0}}}
+		if rapid.Bool().Draw(t, "zero now") {
+			in.Now = time.Time{}
+		}
+		o := rapid.SampledFrom([]capacity.Options{{}, capacity.Seed(), {MaxJobs: -1}, {Threshold: math.NaN()}, {RankBy: "x"}}).Draw(t, "options")
+		_, derr := capacity.Decide(in, o)
+		verr := capacity.Validate(in, o)
+		if (derr == nil) != (verr == nil) || derr != nil && derr.Error() != verr.Error() {
+			t.Fatalf("Decide: %v\nValidate: %v", derr, verr)
+		}
+	})
+}

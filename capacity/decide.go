@@ -169,8 +169,12 @@ func (p Plan) Best() (Candidate, bool) {
 // *plancore.InvalidError wrapping ErrInvalidInput: only a zero Now. A bad
 // node (an empty id, a negative or huge count, a repeated id) is no input
 // error but an exclusion with its reason, so that one node's bad heartbeat
-// never blocks scheduling on the others.
+// never blocks scheduling on the others. Bad options come first, as
+// Options.Validate reports them (ErrInvalidOptions).
 func Validate(in Input, o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
 	var errs field.ErrorList
 	if in.Now.IsZero() {
 		errs = append(errs, field.Required(field.NewPath("now"), "the decision time must be set"))
@@ -186,9 +190,6 @@ func Validate(in Input, o Options) error {
 // The seed checks the usage threshold after reserving, so a node failing it
 // keeps a reservation until its TTL; Decide checks it first.
 func Decide(in Input, o Options) (Plan, error) {
-	if err := o.Validate(); err != nil {
-		return Plan{}, err
-	}
 	if err := Validate(in, o); err != nil {
 		return Plan{}, err
 	}

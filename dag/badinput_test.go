@@ -153,3 +153,30 @@ func TestPropertyHostileBackoff(t *testing.T) {
 		}
 	})
 }
+
+// TestPropertyDecideRefusesWhatValidateRefuses: on snapshots and options
+// with random defects, Decide fails exactly when Validate does, with the
+// same error. (Making Decide skip a check Validate runs makes it fail.)
+func TestPropertyDecideRefusesWhatValidateRefuses(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		w := wf(fl("a"), fl("b", "a"))
+		s := dag.Snapshot{Flow: w, Now: t0}
+		if rapid.Bool().Draw(t, "zero now") {
+			s.Now = time.Time{}
+		}
+		s.Flow.Status.State.Phase = rapid.SampledFrom([]dag.Phase{"", dag.PhaseRunning, "Paused"}).Draw(t, "phase")
+		for range rapid.IntRange(0, 3).Draw(t, "jobs") {
+			j := job(rapid.SampledFrom([]string{"a", "b", "zz"}).Draw(t, "job"), dag.JobPhaseRunning)
+			if rapid.IntRange(0, 4).Draw(t, "empty name") == 0 {
+				j.Name = ""
+			}
+			s.Jobs = append(s.Jobs, j)
+		}
+		o := rapid.SampledFrom([]dag.Options{dag.Default(), dag.VolcanoCompat(), {HistoryLimit: -1}}).Draw(t, "options")
+		_, derr := dag.Decide(s, o)
+		verr := dag.Validate(s, o)
+		if (derr == nil) != (verr == nil) || derr != nil && derr.Error() != verr.Error() {
+			t.Fatalf("Decide: %v\nValidate: %v", derr, verr)
+		}
+	})
+}

@@ -21,9 +21,6 @@ import (
 // workflow with reason InvalidSpec, VolcanoCompat waits forever, as the
 // anchor does; Check refuses such a spec at admission.
 func Decide(in Snapshot, o Options) (Plan, error) {
-	if err := o.Validate(); err != nil {
-		return Plan{}, err
-	}
 	if err := Validate(in, o); err != nil {
 		return Plan{}, err
 	}
@@ -47,9 +44,13 @@ func Decide(in Snapshot, o Options) (Plan, error) {
 // *plancore.InvalidError wrapping ErrInvalidInput: a zero Now, a previous
 // phase that is no workflow phase (Volcano: "jobflow <name> state <phase> is
 // invalid"), a previous attempt number out of range, observed jobs with an
-// empty or repeated name, and a negative running duration. Options are checked by Options.Validate; the spec by
-// Check, because an invalid spec is a plan outcome, not an unusable input.
+// empty or repeated name, and a negative running duration. Bad options come
+// first, as Options.Validate reports them (ErrInvalidOptions). The spec is
+// Check's, because an invalid spec is a plan outcome, not an unusable input.
 func Validate(in Snapshot, o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
 	var errs field.ErrorList
 	if in.Now.IsZero() {
 		errs = append(errs, field.Required(field.NewPath("now"), "the planning time must be set"))
