@@ -60,15 +60,16 @@ func ExampleDecide() {
 // confirms the ACK.
 func ExampleDispatch() {
 	ctx := context.Background()
-	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
-	store, _ := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Clock: fake.ClockFunc(func() time.Time { return now })})
+	clock := fake.NewClock(time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)) // nil: the wall clock
+	now := clock.Now()
+	store, _ := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Clock: clock})
 	gate, _ := capacity.NewNodeGate(1, 2, true)
 	_, hb := gate.Snapshot(capacity.Usage{CPU: 10, Memory: 10})
 	_, _ = store.Heartbeat(ctx, "n1", hb)
 
 	loads, _ := store.Loads(ctx, []string{"n1"})
-	sel, _ := capacity.Decide(capacity.Input{Nodes: loads, Now: now}, capacity.Options{})
-	res, _ := capacity.Dispatch(ctx, store, sel, "job-7#1", capacity.DispatchOptions{Clock: fixedClock(now)})
+	plan, _ := capacity.Decide(capacity.Input{Nodes: loads, Now: now}, capacity.Options{})
+	res, _ := capacity.Dispatch(ctx, store, plan, "job-7#1", capacity.DispatchOptions{Clock: clock})
 	fmt.Print(res)
 
 	gate, st, seq, _ := gate.Accept(res.Lease.RID, res.Lease.Epoch)

@@ -37,7 +37,7 @@ func Example_chain() {
 	// blocked c: Dependency b.Succeeded: NotCreated
 }
 
-// Example_dependsOnFailure is the spec's Example 4: notify runs because
+// Example_dependsOnFailure: notify runs because
 // train failed, publish is omitted, and the workflow fails because nothing
 // handles publish's omission.
 func Example_dependsOnFailure() {
@@ -162,4 +162,21 @@ func Example_probe() {
 	// requeue after 10s
 	// phase Running, write status, 464 status bytes
 	// create jf-workers flow=workers template=ns/workers attempt=1
+}
+
+// ExampleValidate shows every problem of an unusable snapshot at once, each
+// with its field path: Decide refuses exactly these.
+func ExampleValidate() {
+	w := dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{{Name: "a"}}}}
+	jobs := []dag.Job{labelled("jf", "a", dag.JobPhaseRunning), labelled("jf", "a", dag.JobPhaseRunning)}
+	err := dag.Validate(dag.Snapshot{Flow: w, Jobs: jobs}, dag.Options{}) // no Now
+	var inv *plancore.InvalidError
+	if errors.As(err, &inv) && errors.Is(err, dag.ErrInvalidInput) {
+		fmt.Println(inv.Fields())
+	}
+	_, err = dag.Decide(dag.Snapshot{Flow: w, Jobs: jobs}, dag.Options{})
+	fmt.Println(err)
+	// Output:
+	// [now jobs[1].name]
+	// dag: invalid input: now: Required value: the planning time must be set; jobs[1].name: Duplicate value: "jf-a"
 }

@@ -124,8 +124,8 @@ func TestCompatDeployAndPhase(t *testing.T) {
 			Blocked: []string{"b: Dependency a: Terminated", "c: Dependency b: NotCreated"}}},
 		{"Aborted never satisfies and never fails", running, []dag.Job{job("a", C), job("b", dag.JobPhaseAborted)}, summary{Phase: "Running", Write: true,
 			Blocked: []string{"c: Dependency b: Aborted"}}},
-		{"one wave per call: Example 2 moves to Running, not Succeed", pending, []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Running", Write: true}},
-		{"Example 2, next sync: Succeed", running, []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true}},
+		{"one wave per call: a completed chain moves to Running, not Succeed", pending, []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Running", Write: true}},
+		{"a completed chain, next sync: Succeed", running, []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true}},
 		{"Running + Failed job: Failed (#4134)", running, []dag.Job{job("a", C), job("b", dag.JobPhaseFailed)}, summary{Phase: "Failed", Write: true,
 			Blocked: []string{"c: Dependency b: Failed"}}},
 		{"Running + Terminated job: Failed (#5672)", running, []dag.Job{job("a", C), job("b", dag.JobPhaseTerminated)}, summary{Phase: "Failed", Write: true,
@@ -376,7 +376,7 @@ func TestDefaultRules(t *testing.T) {
 	C, R := dag.JobPhaseCompleted, dag.JobPhaseRunning
 	succeeded := withPhase(chain, dag.PhaseSucceed)
 	runPlanCases(t, dag.Default(), []planCase{
-		{"Example 2 succeeds in one call", withPhase(chain, dag.PhasePending), []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true}},
+		{"a completed chain succeeds in one call", withPhase(chain, dag.PhasePending), []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true}},
 		{"one step: a Completed job releases its dependents at once", chain, []dag.Job{job("a", C)}, summary{Phase: "Running", Write: true, Create: []string{"jf-b"},
 			Blocked: []string{"c: Dependency b.Succeeded: NotCreated"}}},
 		{"a cycle fails the workflow, no creates", wf(fl("a", "b"), fl("b", "a"), fl("c")), nil, summary{Phase: "Failed", Write: true,
@@ -384,7 +384,7 @@ func TestDefaultRules(t *testing.T) {
 		{"unknown target", wf(fl("a", "zz")), nil, summary{Phase: "Failed", Write: true, Blocked: []string{`a: UnknownTarget: flow "a": no flow named "zz"`}}},
 		{"zero flows succeed in the first plan", wf(), nil, summary{Phase: "Succeed", Write: true}},
 		{"extra labelled jobs are orphans, never counted", withPhase(chain, dag.PhaseRunning), []dag.Job{job("a", C), job("b", C), job("c", C), job("old", dag.JobPhaseFailed)}, summary{Phase: "Succeed", Write: true}},
-		{"Aborted fails the workflow (Example 3)", withPhase(wf(fl("a"), fl("b", "a")), dag.PhaseRunning), []dag.Job{job("a", C), job("b", dag.JobPhaseAborted)}, summary{Phase: "Failed", Write: true}},
+		{"Aborted fails the workflow", withPhase(wf(fl("a"), fl("b", "a")), dag.PhaseRunning), []dag.Job{job("a", C), job("b", dag.JobPhaseAborted)}, summary{Phase: "Failed", Write: true}},
 		{"Succeed + retain never re-creates", succeeded, []dag.Job{job("a", C)}, summary{Phase: "Succeed", Write: true}},
 		{"Succeed + delete re-plans deletes of jobs still observed", withRetain(succeeded, dag.RetainPolicyDelete), []dag.Job{job("b", C), job("zz", R)}, summary{Phase: "Succeed", Write: true,
 			Delete: []string{"jf-b:Retention", "jf-zz:Retention"}}},
@@ -423,9 +423,9 @@ func TestDependsEvaluation(t *testing.T) {
 	C, F, R := dag.JobPhaseCompleted, dag.JobPhaseFailed, dag.JobPhaseRunning
 	noFF := func(w dag.Workflow) dag.Workflow { no := false; w.Spec.FailFast = &no; return w }
 	runPlanCases(t, dag.Default(), []planCase{
-		{"Example 4: notify runs on failure, publish omitted", wf(fl("train"), dep("notify", "train.Failed"), fl("publish", "train")), []dag.Job{job("train", F)},
+		{"train fails: notify runs on failure, publish omitted", wf(fl("train"), dep("notify", "train.Failed"), fl("publish", "train")), []dag.Job{job("train", F)},
 			summary{Phase: "Running", Write: true, Create: []string{"jf-notify"}}},
-		{"Example 4 ends Failed: publish's omission is unhandled", wf(fl("train"), dep("notify", "train.Failed"), fl("publish", "train")), []dag.Job{job("train", F), job("notify", C)},
+		{"train failed and notify done: ends Failed, publish's omission is unhandled", wf(fl("train"), dep("notify", "train.Failed"), fl("publish", "train")), []dag.Job{job("train", F), job("notify", C)},
 			summary{Phase: "Failed", Write: true}},
 		{"a handled omission succeeds", wf(fl("train"), dep("notify", "train.Failed"), fl("publish", "train"), dep("report", "publish.Done")), []dag.Job{job("train", F), job("notify", C), job("report", C)},
 			summary{Phase: "Succeed", Write: true}},
