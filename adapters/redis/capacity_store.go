@@ -15,8 +15,8 @@ import (
 	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/capacity"
 	goredis "github.com/redis/go-redis/v9"
-	"k8s.io/utils/clock"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
 )
 
 //go:embed lua/capacity_*.lua
