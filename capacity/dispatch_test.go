@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plancore/plancore/capacity"
+	"github.com/plancore/plancore/fake"
+	"k8s.io/utils/clock"
 )
 
 // failingStore fails every Reserve on the nodes listed, as a store whose
@@ -27,7 +29,7 @@ func (f failingStore) Reserve(ctx context.Context, r capacity.Reservation) (capa
 
 func TestDispatch(t *testing.T) {
 	ctx := context.Background()
-	setup := func(t *testing.T) *capacity.MemStore {
+	setup := func(t *testing.T) *capacity.MemoryStore {
 		s, _ := newMem(t, capacity.Options{})
 		for _, n := range []string{"a", "b", "c", "d"} {
 			if _, err := s.Heartbeat(ctx, n, capacity.Heartbeat{Epoch: 7, Seq: 1}); err != nil {
@@ -48,7 +50,7 @@ func TestDispatch(t *testing.T) {
 		}
 		return s
 	}
-	sel := capacity.Selection{Outcome: capacity.Selected, Candidates: []capacity.Candidate{
+	sel := capacity.Plan{Outcome: capacity.Selected, Candidates: []capacity.Candidate{
 		{ID: "a", Max: 2}, {ID: "b", Max: 2}, {ID: "c", Max: 2}, {ID: "d", Max: 2}}}
 	nodesOf := func(r capacity.DispatchResult) []string {
 		var out []string
@@ -60,7 +62,7 @@ func TestDispatch(t *testing.T) {
 
 	t.Run("refusals move on to the next candidate", func(t *testing.T) {
 		s := setup(t)
-		res, err := capacity.Dispatch(ctx, s, sel, "job#1", capacity.DispatchOptions{}, t0)
+		res, err := capacity.Dispatch(ctx, s, sel, "job#1", capacity.DispatchOptions{Clock: fixedClock(t0)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +75,7 @@ func TestDispatch(t *testing.T) {
 	})
 	t.Run("attempts are bounded; the hint is the earliest lapse", func(t *testing.T) {
 		s := setup(t)
-		res, err := capacity.Dispatch(ctx, s, sel, "job#1", capacity.DispatchOptions{MaxAttempts: 2}, t0)
+		res, err := capacity.Dispatch(ctx, s, sel, "job#1", capacity.DispatchOptions{MaxAttempts: 2, Clock: fixedClock(t0)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +85,7 @@ func TestDispatch(t *testing.T) {
 	})
 	t.Run("a store error stops the walk and is never a yes", func(t *testing.T) {
 		s := setup(t)
-		res, err := capacity.Dispatch(ctx, failingStore{s, map[string]bool{"b": true}}, sel, "job#1", capacity.DispatchOptions{}, t0)
+		res, err := capacity.Dispatch(ctx, failingStore{s, map[string]bool{"b": true}}, sel, "job#1", capacity.DispatchOptions{Clock: fixedClock(t0)})
 		if !errors.Is(err, capacity.ErrStoreUnavailable) || res.Outcome == capacity.Selected {
 			t.Fatalf("got %v, %v", res, err)
 		}
@@ -93,19 +95,19 @@ func TestDispatch(t *testing.T) {
 	})
 	t.Run("no candidate keeps the selection's breakdown and hint", func(t *testing.T) {
 		s := setup(t)
-		empty := capacity.Selection{Outcome: capacity.NoCapacity, RequeueAfter: 3 * time.Second,
-			Excluded: []capacity.Exclusion{{ID: "z", Primary: capacity.StaleHeartbeat}}, Breakdown: capacity.Breakdown{StaleHeartbeat: 1}}
-		res, err := capacity.Dispatch(ctx, s, empty, "job#1", capacity.DispatchOptions{}, t0)
+		empty := capacity.Plan{Outcome: capacity.NoCapacity, RequeueAfter: 3 * time.Second,
+			Excluded: []capacity.Exclusion{{ID: "z", Reason: capacity.Reason{Code: capacity.ReasonStaleHeartbeat}}}, Breakdown: capacity.Breakdown{StaleHeartbeat: 1}}
+		res, err := capacity.Dispatch(ctx, s, empty, "job#1", capacity.DispatchOptions{Clock: fixedClock(t0)})
 		if err != nil || res.Outcome != capacity.NoCapacity || res.RequeueAfter != 3*time.Second || res.Breakdown.StaleHeartbeat != 1 {
 			t.Fatalf("got %v, %v", res, err)
 		}
 	})
 	t.Run("bad input", func(t *testing.T) {
 		s := setup(t)
-		if _, err := capacity.Dispatch(ctx, s, sel, "", capacity.DispatchOptions{}, t0); !errors.Is(err, capacity.ErrInvalidInput) {
+		if _, err := capacity.Dispatch(ctx, s, sel, "", capacity.DispatchOptions{Clock: fixedClock(t0)}); !errors.Is(err, capacity.ErrInvalidInput) {
 			t.Errorf("empty rid: %v", err)
 		}
-		if _, err := capacity.Dispatch(ctx, s, sel, "j", capacity.DispatchOptions{MaxAttempts: -1}, t0); !errors.Is(err, capacity.ErrInvalidOptions) {
+		if _, err := capacity.Dispatch(ctx, s, sel, "j", capacity.DispatchOptions{MaxAttempts: -1, Clock: fixedClock(t0)}); !errors.Is(err, capacity.ErrInvalidOptions) {
 			t.Errorf("negative attempts: %v", err)
 		}
 	})
@@ -164,3 +166,6 @@ func TestNodeGate(t *testing.T) {
 		t.Fatalf("without the hard limit the overshoot is counted: oversold=%d peak=%d", open.Oversold(), open.PeakStarted())
 	}
 }
+
+// fixedClock is a clock stopped at t.
+func fixedClock(t time.Time) clock.PassiveClock { return fake.NewClock(t) }

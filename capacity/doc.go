@@ -1,18 +1,40 @@
 // Package capacity dispatches jobs to worker nodes without overselling them:
 // node selection with an explained exclusion breakdown, and slot reservation
 // whose accounting never promises a node more than its M concurrent jobs, in
-// one process (MemStore) or across scheduler instances sharing Redis (the
+// one process (MemoryStore) or across scheduler instances sharing Redis (the
 // store in github.com/plancore/plancore/adapters/redis).
 //
 // # Usage
 //
-// A scheduler reads the nodes' loads, selects, and reserves:
+// A scheduler reads the nodes' loads, decides, and reserves:
 //
 //	loads, err := store.Loads(ctx, nodeIDs)
-//	sel, err := capacity.Select(loads, capacity.SelectOptions{SpreadKey: jobID}, now)
-//	res, err := capacity.Dispatch(ctx, store, sel, rid, capacity.DispatchOptions{}, now)
+//	plan, err := capacity.Decide(capacity.Input{Nodes: loads, Now: now, SpreadKey: jobID}, capacity.Options{})
+//	res, err := capacity.Dispatch(ctx, store, plan, rid, capacity.DispatchOptions{})
 //	if res.Outcome == capacity.NoCapacity { requeue after res.RequeueAfter }
 //	// send the job with res.Lease; on a send failure or NACK: store.Release.
+//
+// Decide is the pure step: it ranks the nodes that qualify and lists every
+// other one with a Reason (a ReasonCode such as CapacityExceeded or
+// StaleHeartbeat, and the numbers), counted in a Breakdown. It refuses only a
+// zero Now (Validate) and bad options (Options.Validate), each a
+// *plancore.InvalidError naming every field; a bad node (an empty id, a
+// negative count, a count above MaxCount, a repeated id) is an exclusion, so
+// one node's bad heartbeat never blocks scheduling on the others. Dispatch
+// is the shell that walks the plan through a SlotStore, the capacity core's
+// Apply: it is not called Apply because the store, not the plan, is the
+// decision point for a reservation (a reserve re-checks the node
+// atomically). A nil store is an error wrapping ErrNilStore and
+// ErrInvalidInput; its clock is a k8s.io/utils/clock.PassiveClock, the wall
+// clock when nil.
+//
+// A node states its limit M once, in its heartbeat (Heartbeat.Max): the store
+// keeps it, Loads reports it (or the store's Options.MaxJobs when the node
+// states none), Decide reads it, and a reserve enforces it. A reservation
+// whose Max differs from the M the node stated is refused
+// (ReserveLimitMismatch), never granted under another limit; when the node
+// states none, the reservation's Max (Dispatch passes the M Decide read) or
+// Options.MaxJobs is the limit.
 //
 // The node (NodeGate, or the fake.NodeAgent of package fake) accepts a dispatch
 // under its own mutex, checks the epoch and its own hard limit running < M,
@@ -31,8 +53,11 @@
 // and a heartbeat newer than the last ACK, the load equals running_h exactly.
 //
 // NodeLedger is the pure value core of one node's accounting (every method
-// takes now and returns a new ledger); MemStore and the Redis store implement
-// the same transitions and answer as it does, which the tests check.
+// takes now and returns a new ledger). It keeps now as its first parameter,
+// unlike Decide's input, because it is a stateful helper called once per
+// store event; a zero now is refused all the same. MemoryStore and the Redis
+// store implement the same transitions and answer as it does, which the tests
+// check.
 //
 // CheckLinearizable checks a recorded concurrent history of store calls
 // against NodeLedger (any SlotStore implementation can be held to it), and
@@ -41,8 +66,9 @@
 //
 // # Determinism
 //
-// Nothing here reads the clock: Select, NodeLedger and NodeGate take now, and
-// MemStore requires a Clock. Select sorts with explicit tie-breaks
+// Nothing in the pure parts reads the clock: Decide takes Input.Now, and
+// NodeLedger and NodeGate take now; MemoryStore and Dispatch read the
+// clock.PassiveClock they are given. Decide sorts with explicit tie-breaks
 // (utilisation by exact cross-multiplication, effective load, highest usage,
 // an optional hash of SpreadKey and node id, node id), lists exclusions in
 // input order, and never changes its input; the same input renders the same
@@ -64,12 +90,19 @@
 //     node refuses to start a job whose lease lapsed (the fence);
 //   - clients' clocks disagree, so the expiry must use the store's clock.
 //
-// Accounting SeedMax reproduces the seed's decisions for migration and shadow
-// runs. It oversells and is never the default; even in that mode a store error
+// Seed returns the options that reproduce the seed's decisions for migration
+// and shadow runs: SeedMax accounting, ranking by jobs alone, a selection
+// that ignores heartbeat age, and a zero or negative limit or TTL clamped to
+// 1, as the seed's Redis wrapper does. It oversells and is never the default;
+// even in that mode a store error
 // stays an error (the seed's Redis wrapper maps errors to "full") and a
 // repeated rid answers ReserveDuplicate without extending its lease (the seed
 // moves it forward when there is room and refuses it on a full node). The
 // seed's usage threshold (90 %, exactly 90 passes) and default M (4) and TTL
-// (5 s) are kept; its threshold check after reserving moves into Select,
-// before reserving.
+// (5 s) are kept; its threshold check after reserving moves into Decide,
+// before reserving. Counts are range-checked where they enter (a heartbeat's
+// Running and Max, a reservation's Max and Running, at most MaxCount) and
+// every sum of counts saturates, so a crafted heartbeat cannot wrap a node's
+// load into room. The seed has no public issue tracker; its behaviour is
+// described in these points instead.
 package capacity

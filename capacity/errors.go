@@ -1,6 +1,10 @@
 package capacity
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+)
 
 // ErrInvalidInput is wrapped by every error about a bad argument: an empty node
 // or job id, a negative TTL, a maximum below one, an unknown mode. The message
@@ -31,3 +35,28 @@ var ErrUnknownJob = errors.New("capacity: unknown job")
 // closed: such an error is never a lease and never a "yes". After an unknown
 // outcome, retrying the same rid is safe.
 var ErrStoreUnavailable = errors.New("capacity: slot store unavailable")
+
+// ErrNilStore is wrapped (with ErrInvalidInput) by Dispatch given no store,
+// and by every method of a zero MemoryStore (not made by NewMemoryStore) or
+// of a CountingStore without a Store.
+var ErrNilStore = errors.New("capacity: nil or zero slot store")
+
+// nilStore is the SlotStore of a CountingStore without one: every call is an
+// error, never a panic.
+type nilStore struct{}
+
+func errNilStore() error { return fmt.Errorf("%w: %w", ErrInvalidInput, ErrNilStore) }
+
+func (nilStore) Reserve(context.Context, Reservation) (ReserveResult, error) {
+	return ReserveResult{}, errNilStore()
+}
+
+func (nilStore) ReserveBatch(context.Context, []Reservation, BatchMode) (BatchResult, error) {
+	return BatchResult{}, errNilStore()
+}
+func (nilStore) Ack(context.Context, Ack) (AckStatus, error)           { return "", errNilStore() }
+func (nilStore) Release(context.Context, string, string) (bool, error) { return false, errNilStore() }
+func (nilStore) Loads(context.Context, []string) ([]NodeLoad, error)   { return nil, errNilStore() }
+func (nilStore) Heartbeat(context.Context, string, Heartbeat) (HeartbeatStatus, error) {
+	return "", errNilStore()
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/plancore/plancore/capacity"
+	"github.com/plancore/plancore/fake"
 )
 
 // The seed's formula, max(current, reserved), lets five reservations onto a
@@ -27,12 +28,12 @@ func ExampleNodeLedger() {
 		fmt.Printf("%s: admitted %d, so %d jobs on 5 slots\n", acct, admitted, 3+admitted)
 	}
 	// Output:
-	// seed-max: admitted 5, so 8 jobs on 5 slots
-	// sum: admitted 2, so 5 jobs on 5 slots
+	// SeedMax: admitted 5, so 8 jobs on 5 slots
+	// Sum: admitted 2, so 5 jobs on 5 slots
 }
 
-// Select ranks the nodes that qualify and explains every one it leaves out.
-func ExampleSelect() {
+// Decide ranks the nodes that qualify and explains every one it leaves out.
+func ExampleDecide() {
 	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
 	fresh := now.Add(-2 * time.Second)
 	nodes := []capacity.NodeLoad{
@@ -42,7 +43,7 @@ func ExampleSelect() {
 		{ID: "cpu-3", Max: 4, Running: 3, AckedUncounted: 1, HeartbeatAt: fresh, Usage: capacity.Usage{CPU: 10, Memory: 10}},
 		{ID: "old-1", Max: 4, HeartbeatAt: now.Add(-time.Minute)},
 	}
-	sel, _ := capacity.Select(nodes, capacity.SelectOptions{}, now)
+	sel, _ := capacity.Decide(capacity.Input{Nodes: nodes, Now: now}, capacity.Options{})
 	fmt.Print(sel)
 	// Output:
 	// selection: Selected
@@ -59,15 +60,16 @@ func ExampleSelect() {
 // confirms the ACK.
 func ExampleDispatch() {
 	ctx := context.Background()
-	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
-	store, _ := capacity.NewMemStore(capacity.MemStoreOptions{Clock: func() time.Time { return now }})
+	clock := fake.NewClock(time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)) // nil: the wall clock
+	now := clock.Now()
+	store, _ := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Clock: clock})
 	gate, _ := capacity.NewNodeGate(1, 2, true)
 	_, hb := gate.Snapshot(capacity.Usage{CPU: 10, Memory: 10})
 	_, _ = store.Heartbeat(ctx, "n1", hb)
 
 	loads, _ := store.Loads(ctx, []string{"n1"})
-	sel, _ := capacity.Select(loads, capacity.SelectOptions{}, now)
-	res, _ := capacity.Dispatch(ctx, store, sel, "job-7#1", capacity.DispatchOptions{}, now)
+	plan, _ := capacity.Decide(capacity.Input{Nodes: loads, Now: now}, capacity.Options{})
+	res, _ := capacity.Dispatch(ctx, store, plan, "job-7#1", capacity.DispatchOptions{Clock: clock})
 	fmt.Print(res)
 
 	gate, st, seq, _ := gate.Accept(res.Lease.RID, res.Lease.Epoch)

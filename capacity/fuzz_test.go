@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/plancore/plancore/capacity"
+	"github.com/plancore/plancore/fake"
 )
 
 // FuzzLedgerOps decodes bytes into operations on one node and runs them on a
-// NodeLedger and on a MemStore at the same times: no input may panic, and the
+// NodeLedger and on a MemoryStore at the same times: no input may panic, and the
 // two must answer alike (bad input included).
 func FuzzLedgerOps(f *testing.F) {
 	f.Add([]byte{3, 1, 1, 0, 0, 2, 0, 1, 1, 1, 2, 4, 2})
@@ -23,7 +24,7 @@ func FuzzLedgerOps(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := capacity.NewMemStore(capacity.MemStoreOptions{Options: o, Clock: func() time.Time { return now }})
+		s, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Options: o, Clock: fake.ClockFunc(func() time.Time { return now })})
 		if err != nil {
 			t.Fatal(err)
 		}

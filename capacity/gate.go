@@ -1,38 +1,33 @@
 package capacity
 
 import (
+	"github.com/plancore/plancore"
+
 	"fmt"
 	"slices"
 	"strings"
 )
 
 // AcceptStatus is a node's answer to a dispatch.
-type AcceptStatus uint8
+type AcceptStatus string
 
 const (
 	// Accepted means the node counted the job and assigned it a seq; it now
 	// commits the ACK to the store and starts the job only if the store agrees.
-	Accepted AcceptStatus = iota + 1
+	Accepted AcceptStatus = "accepted"
 	// AcceptDuplicate means the node already holds this rid; it is never
 	// started twice.
-	AcceptDuplicate
+	AcceptDuplicate AcceptStatus = "duplicate"
 	// AcceptEpochMismatch means the dispatch was meant for another boot.
-	AcceptEpochMismatch
+	AcceptEpochMismatch AcceptStatus = "epoch-mismatch"
 	// AcceptFull means the node's own hard limit refused the job: running had
 	// reached M. The scheduler's accounting let through a job the node could
 	// not take; the scheduler should release and try elsewhere.
-	AcceptFull
+	AcceptFull AcceptStatus = "full"
 )
 
-var acceptStatusNames = [...]string{"", "accepted", "duplicate", "epoch-mismatch", "full"}
-
 // String returns the status's name.
-func (s AcceptStatus) String() string {
-	if int(s) < len(acceptStatusNames) && s != 0 {
-		return acceptStatusNames[s]
-	}
-	return fmt.Sprintf("AcceptStatus(%d)", uint8(s))
-}
+func (s AcceptStatus) String() string { return string(s) }
 
 type gateJob struct {
 	rid     string
@@ -40,8 +35,8 @@ type gateJob struct {
 	started bool
 }
 
-// NodeGate is the pure value core of the worker node's side of the protocol
-// (spec §3.2), the last line of defence: a hard limit on the node's own M, a
+// NodeGate is the pure value core of the worker node's side of the protocol,
+// the last line of defence: a hard limit on the node's own M, a
 // sequence counter shared by jobs and heartbeats, the boot epoch, and the ACK
 // fence (a job starts only after the store confirmed its lease).
 //
@@ -133,8 +128,8 @@ func (g NodeGate) StartedJobs() []string {
 // the lease. On Accepted the job holds a place and seq is the value to send in
 // the ACK.
 func (g NodeGate) Accept(rid string, epoch uint64) (NodeGate, AcceptStatus, uint64, error) {
-	if err := validateRID(rid); err != nil {
-		return g, 0, 0, err
+	if err := plancore.Invalid(ErrInvalidInput, validateRID(rid)); err != nil {
+		return g, "", 0, err
 	}
 	if epoch != g.epoch {
 		return g, AcceptEpochMismatch, 0, nil

@@ -36,7 +36,7 @@ func TestGoldenTranscripts(t *testing.T) {
 		}
 	}
 	scenarios["select-every-reason"] = func() string {
-		sel, err := capacity.Select(everyReason(), capacity.SelectOptions{SpreadKey: "job-1"}, t0)
+		sel, err := capacity.Decide(capacity.Input{Nodes: everyReason(), Now: t0, SpreadKey: "job-1"}, capacity.Options{})
 		if err != nil {
 			return err.Error()
 		}

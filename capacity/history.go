@@ -7,34 +7,27 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // HistoryOpKind names the single-node operation a HistoryOp records.
-type HistoryOpKind uint8
+type HistoryOpKind string
 
 // The operations CheckLinearizable understands: the single-node SlotStore
 // calls. ReserveBatch spans nodes and is checked by the differential tests
 // instead.
 const (
-	OpReserve HistoryOpKind = iota + 1
-	OpAck
-	OpRelease
-	OpHeartbeat
+	OpReserve   HistoryOpKind = "reserve"
+	OpAck       HistoryOpKind = "ack"
+	OpRelease   HistoryOpKind = "release"
+	OpHeartbeat HistoryOpKind = "heartbeat"
 )
 
-func (k HistoryOpKind) String() string {
-	switch k {
-	case OpReserve:
-		return "reserve"
-	case OpAck:
-		return "ack"
-	case OpRelease:
-		return "release"
-	case OpHeartbeat:
-		return "heartbeat"
-	}
-	return fmt.Sprintf("HistoryOpKind(%d)", uint8(k))
-}
+// String returns the operation's name.
+func (k HistoryOpKind) String() string { return string(k) }
 
 // HistoryOp is one completed call of a concurrent history: what was asked,
 // what the store answered, the store time it ran at, and when it was invoked
@@ -99,7 +92,7 @@ var ErrNotLinearizable = errors.New("capacity: history is not linearizable")
 const maxHistoryPerNode = 16
 
 // CheckLinearizable reports whether a concurrent history of single-node slot
-// store calls is linearizable against NodeLedger with options o (spec P12):
+// store calls is linearizable against NodeLedger with options o:
 // whether every node's operations can be put in one order that respects real
 // time (an operation that returned before another was invoked comes first)
 // and in which each operation, applied to the ledger at its recorded store
@@ -117,10 +110,9 @@ func CheckLinearizable(history []HistoryOp, o Options) error {
 		return err
 	}
 	byNode := map[string][]HistoryOp{}
+	var errs field.ErrorList
 	for i, op := range history {
-		if err := op.validate(); err != nil {
-			return fmt.Errorf("%w: history op %d: %w", ErrInvalidInput, i, err)
-		}
+		errs = append(errs, op.validate(field.NewPath("history").Index(i))...)
 		byNode[op.Node] = append(byNode[op.Node], op)
 	}
 	nodes := make([]string, 0, len(byNode))
@@ -129,31 +121,43 @@ func CheckLinearizable(history []HistoryOp, o Options) error {
 	}
 	slices.Sort(nodes)
 	for _, n := range nodes {
-		ops := byNode[n]
-		if len(ops) > maxHistoryPerNode {
-			return fmt.Errorf("%w: node %q has %d operations in the history, at most %d are checked", ErrInvalidInput, n, len(ops), maxHistoryPerNode)
+		if k := len(byNode[n]); k > maxHistoryPerNode {
+			errs = append(errs, field.Invalid(field.NewPath("history"), n,
+				fmt.Sprintf("node has %d operations, at most %d are checked", k, maxHistoryPerNode)))
 		}
-		if err := checkNode(ops, o); err != nil {
+	}
+	if err := plancore.Invalid(ErrInvalidInput, errs); err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if err := checkNode(byNode[n], o); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (op HistoryOp) validate() error {
-	switch {
-	case op.Kind < OpReserve || op.Kind > OpHeartbeat:
-		return fmt.Errorf("field Kind %v is unknown", op.Kind)
-	case op.Node == "":
-		return errors.New("field Node is empty")
-	case op.Call >= op.Return:
-		return fmt.Errorf("field Call %d is not before Return %d", op.Call, op.Return)
-	case op.Kind == OpReserve && op.Reservation.Node != "" && op.Reservation.Node != op.Node:
-		return fmt.Errorf("field Reservation.Node %q differs from Node %q", op.Reservation.Node, op.Node)
-	case op.Kind == OpAck && op.Ack.Node != "" && op.Ack.Node != op.Node:
-		return fmt.Errorf("field Ack.Node %q differs from Node %q", op.Ack.Node, op.Node)
+func (op HistoryOp) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch op.Kind {
+	case OpReserve, OpAck, OpRelease, OpHeartbeat:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("kind"), string(op.Kind),
+			[]string{string(OpReserve), string(OpAck), string(OpRelease), string(OpHeartbeat)}))
 	}
-	return nil
+	if op.Node == "" {
+		errs = append(errs, field.Required(path.Child("node"), "every operation names its node"))
+	}
+	if op.Call >= op.Return {
+		errs = append(errs, field.Invalid(path.Child("call"), op.Call, fmt.Sprintf("must be before return (%d)", op.Return)))
+	}
+	if op.Kind == OpReserve && op.Reservation.Node != "" && op.Reservation.Node != op.Node {
+		errs = append(errs, field.Invalid(path.Child("reservation", "node"), op.Reservation.Node, "differs from node "+op.Node))
+	}
+	if op.Kind == OpAck && op.Ack.Node != "" && op.Ack.Node != op.Node {
+		errs = append(errs, field.Invalid(path.Child("ack", "node"), op.Ack.Node, "differs from node "+op.Node))
+	}
+	return errs
 }
 
 // apply runs op on l and reports whether the ledger gives op's recorded

@@ -70,7 +70,7 @@ func TestCheckLinearizableTable(t *testing.T) {
 	// Bad input names the field.
 	bad := hb
 	bad.Return = bad.Call
-	if err := capacity.CheckLinearizable([]capacity.HistoryOp{bad}, capacity.Options{}); !errors.Is(err, capacity.ErrInvalidInput) || !strings.Contains(err.Error(), "Call") {
+	if err := capacity.CheckLinearizable([]capacity.HistoryOp{bad}, capacity.Options{}); !errors.Is(err, capacity.ErrInvalidInput) || !strings.Contains(err.Error(), "history[0].call") {
 		t.Errorf("Call == Return: %v", err)
 	}
 	long := make([]capacity.HistoryOp, 17)
@@ -88,10 +88,10 @@ func seedProperty(prop func(t *rapid.T, seed uint64)) func(*rapid.T) {
 	return fake.SeedRuns(func(t *rapid.T) uint64 { return rapid.Uint64().Draw(t, "seed") }, prop)
 }
 
-// TestMemStoreLinearizable is spec P12 on MemStore, under -race in CI:
+// TestMemoryStoreLinearizable is the linearizability property on MemoryStore, under -race in CI:
 // clients race Reserve, Release, Ack and Heartbeat on two nodes, and every
 // recorded history must be linearizable against the ledger.
-func TestMemStoreLinearizable(t *testing.T) {
+func TestMemoryStoreLinearizable(t *testing.T) {
 	rapid.Check(t, seedProperty(func(t *rapid.T, seed uint64) {
 		h, err := fake.RunCapacityRace(context.Background(), fake.CapacityRaceConfig{Seed: seed}, memFactory)
 		if err != nil {
@@ -103,14 +103,14 @@ func TestMemStoreLinearizable(t *testing.T) {
 	}))
 }
 
-// TestRaceReservesNeverExceedFree is the other half of P12: racers on one
+// TestRaceReservesNeverExceedFree is the other half of the linearizability property: racers on one
 // node get exactly M − running leases, never more.
 func TestRaceReservesNeverExceedFree(t *testing.T) {
 	clock := func() time.Time { return time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC) }
 	for _, tc := range []struct{ max, running int }{{1, 0}, {4, 0}, {4, 3}, {4, 4}, {16, 5}} {
 		t.Run(fmt.Sprintf("M=%d running=%d", tc.max, tc.running), func(t *testing.T) {
 			for range 20 {
-				s, err := capacity.NewMemStore(capacity.MemStoreOptions{Clock: clock})
+				s, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Clock: fake.ClockFunc(clock)})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -5,6 +5,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // hbState is the last applied heartbeat of a node.
@@ -29,8 +33,8 @@ type ackEntry struct {
 }
 
 // nodeState is one node's accounting, the mutable form shared by NodeLedger
-// (which clones before every change) and MemStore (which owns its states under
-// a shard mutex). Every transition of the spec's §3.4 lives here once, so the
+// (which clones before every change) and MemoryStore (which owns its states under
+// a shard mutex). Every transition (reserve, ack, release, heartbeat) lives here once, so the
 // ledger, the in-memory store and the Lua scripts describe the same machine.
 //
 // pending and acked are kept sorted by rid: lookups are binary searches and the
@@ -110,12 +114,23 @@ func (s *nodeState) uncounted() int {
 }
 
 // effective is the node's load under acct at now; running is the caller's
-// copy, read only by SeedMax.
+// copy, read only by SeedMax. The sum saturates instead of wrapping (counts
+// are range-checked where they enter, this is the second guard).
 func (s *nodeState) effective(acct Accounting, running int, now time.Time) int {
 	if acct == SeedMax {
 		return max(running, s.live(now))
 	}
-	return s.hb.running + s.live(now) + s.uncounted()
+	return satAdd(satAdd(max(s.hb.running, 0), s.live(now)), s.uncounted())
+}
+
+// limit is the M a reserve asking max enforces here, or -1 when max
+// disagrees with the M the heartbeat states.
+func (s *nodeState) limit(max int, o Options) int {
+	hbMax := 0
+	if s.hb.known {
+		hbMax = s.hb.max
+	}
+	return limit(hbMax, max, o)
 }
 
 // earliest is the earliest expiry among leases unexpired at now.
@@ -129,7 +144,7 @@ func (s *nodeState) earliest(now time.Time) time.Time {
 	return e
 }
 
-// reserve applies the spec's reserve script to a validated, defaulted r.
+// reserve applies the reserve transition to a validated, defaulted r.
 func (s *nodeState) reserve(now time.Time, r Reservation, o Options) ReserveResult {
 	// Reserve purges lapsed leases too. With scheduler clocks (the seed's
 	// client-clock mode) that purge is what keeps the fence sound: a
@@ -138,10 +153,13 @@ func (s *nodeState) reserve(now time.Time, r Reservation, o Options) ReserveResu
 	// rapid found the oversell when reserve merely skipped lapsed leases.
 	s.expire(now)
 	res := ReserveResult{Epoch: s.hb.epoch}
+	m := s.limit(r.Max, o)
 	i, held := s.findPending(r.RID)
-	if held {
+	if m < 0 {
+		res.Status = ReserveLimitMismatch
+	} else if held {
 		// The seed moves an existing lease forward when the node has room and
-		// refuses it on a full node although the job holds a slot (§1.4). A
+		// refuses it on a full node although the job holds a slot. A
 		// duplicate is answered with the existing lease, unextended, in every
 		// mode, so a retry after an unknown outcome is safe.
 		res.Status, res.Expiry = ReserveDuplicate, s.pending[i].expiry
@@ -151,7 +169,7 @@ func (s *nodeState) reserve(now time.Time, r Reservation, o Options) ReserveResu
 		res.Status = ReserveUnknownNode
 	} else if o.Accounting != SeedMax && now.Sub(s.hb.recv) > o.HeartbeatTimeout {
 		res.Status = ReserveStaleHeartbeat
-	} else if s.effective(o.Accounting, r.Running, now) >= r.Max {
+	} else if s.effective(o.Accounting, r.Running, now) >= m {
 		res.Status = ReserveFull
 		res.EarliestExpiry = s.earliest(now)
 	} else {
@@ -176,7 +194,7 @@ func (s *nodeState) addAcked(now time.Time, rid string, seq uint64, o Options) {
 	s.acked = slices.Insert(s.acked, i, ackEntry{rid: rid, seq: seq})
 }
 
-// ack applies the spec's ack script.
+// ack applies the ack transition.
 func (s *nodeState) ack(now time.Time, a Ack, o Options) AckStatus {
 	s.expire(now)
 	if o.Accounting == SeedMax {
@@ -218,7 +236,7 @@ func (s *nodeState) release(now time.Time, rid string) bool {
 	return false
 }
 
-// heartbeat applies the spec's heartbeat script.
+// heartbeat applies the heartbeat transition.
 func (s *nodeState) heartbeat(now time.Time, node string, h Heartbeat, o Options) (HeartbeatStatus, error) {
 	s.expire(now)
 	if s.hb.known {
@@ -262,12 +280,18 @@ func (s *nodeState) heartbeat(now time.Time, node string, h Heartbeat, o Options
 
 // load reports the node at now without changing it (the read-only loads
 // script counts what a purge would keep).
-func (s *nodeState) load(now time.Time, id string) NodeLoad {
-	l := NodeLoad{ID: id}
+//
+// Max is the M a reserve without Max enforces: the heartbeat's, else
+// o.MaxJobs.
+func (s *nodeState) load(now time.Time, id string, o Options) NodeLoad {
+	l := NodeLoad{ID: id, Max: o.MaxJobs}
 	hbSeq := uint64(0)
 	if s.hb.known && !now.After(s.hbExpiry) {
 		hb := s.hb
-		l.Max, l.Epoch, l.Seq, l.Running, l.HeartbeatAt, l.Usage = hb.max, hb.epoch, hb.seq, hb.running, hb.recv, hb.usage
+		l.Epoch, l.Seq, l.Running, l.HeartbeatAt, l.Usage = hb.epoch, hb.seq, hb.running, hb.recv, hb.usage
+		if hb.max > 0 {
+			l.Max = hb.max
+		}
 		hbSeq = hb.seq
 	}
 	for _, p := range s.pending {
@@ -299,7 +323,7 @@ func (s *nodeState) clone() nodeState {
 // default Options.
 //
 // NodeLedger is the test oracle of the slot stores: for the same operations at
-// the same times, MemStore and the Redis store answer exactly as it does.
+// the same times, MemoryStore and the Redis store answer exactly as it does.
 type NodeLedger struct {
 	opts Options
 	st   nodeState
@@ -315,6 +339,15 @@ func NewNodeLedger(o Options) (NodeLedger, error) {
 
 func (l NodeLedger) options() Options { return l.opts.WithDefaults() }
 
+// nowErrs refuses a zero now: every lease would expire at once and every
+// heartbeat look decades old.
+func nowErrs(now time.Time) field.ErrorList {
+	if now.IsZero() {
+		return field.ErrorList{field.Required(field.NewPath("now"), "the store time must be set")}
+	}
+	return nil
+}
+
 func (l NodeLedger) with(f func(s *nodeState)) NodeLedger {
 	c := NodeLedger{opts: l.opts, st: l.st.clone()}
 	f(&c.st)
@@ -325,8 +358,8 @@ func (l NodeLedger) with(f func(s *nodeState)) NodeLedger {
 // is an error naming the field; every other answer is a ReserveResult.
 func (l NodeLedger) Reserve(now time.Time, r Reservation) (NodeLedger, ReserveResult, error) {
 	o := l.options()
-	r, err := r.resolveNoNode(o)
-	if err != nil {
+	r, errs := r.resolveNoNode(o)
+	if err := plancore.Invalid(ErrInvalidInput, append(nowErrs(now), errs...)); err != nil {
 		return l, ReserveResult{}, err
 	}
 	var res ReserveResult
@@ -335,8 +368,8 @@ func (l NodeLedger) Reserve(now time.Time, r Reservation) (NodeLedger, ReserveRe
 
 // Ack records the node's acknowledgement of a.RID (a.Node is not read).
 func (l NodeLedger) Ack(now time.Time, a Ack) (NodeLedger, AckStatus, error) {
-	if err := validateRID(a.RID); err != nil {
-		return l, 0, err
+	if err := plancore.Invalid(ErrInvalidInput, append(nowErrs(now), validateRID(a.RID)...)); err != nil {
+		return l, "", err
 	}
 	var st AckStatus
 	return l.with(func(s *nodeState) { st = s.ack(now, a, l.options()) }), st, nil
@@ -345,7 +378,7 @@ func (l NodeLedger) Ack(now time.Time, a Ack) (NodeLedger, AckStatus, error) {
 // Release drops rid's pending lease and reports whether there was one. Twice
 // equals once; an unknown, expired or acknowledged rid is a no-op.
 func (l NodeLedger) Release(now time.Time, rid string) (NodeLedger, bool, error) {
-	if err := validateRID(rid); err != nil {
+	if err := plancore.Invalid(ErrInvalidInput, append(nowErrs(now), validateRID(rid)...)); err != nil {
 		return l, false, err
 	}
 	var ok bool
@@ -357,8 +390,11 @@ func (l NodeLedger) Release(now time.Time, rid string) (NodeLedger, bool, error)
 // HeartbeatStale; when its seq is below the stored one the error also wraps
 // ErrSeqBackwards.
 func (l NodeLedger) Heartbeat(now time.Time, h Heartbeat) (NodeLedger, HeartbeatStatus, error) {
-	if err := h.Validate(""); err != nil {
-		return l, 0, err
+	if err := plancore.Invalid(ErrInvalidInput, nowErrs(now)); err != nil {
+		return l, "", err
+	}
+	if err := h.Validate(); err != nil {
+		return l, "", err
 	}
 	var st HeartbeatStatus
 	var err error
@@ -376,7 +412,7 @@ func (l NodeLedger) Effective(now time.Time) int {
 
 // Load reports the node at now, as a store's Loads would.
 func (l NodeLedger) Load(now time.Time, id string) NodeLoad {
-	return l.st.load(now, id)
+	return l.st.load(now, id, l.options())
 }
 
 // String renders the ledger deterministically on one line.

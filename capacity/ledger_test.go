@@ -80,7 +80,7 @@ func TestSeedMaxReproducesTheSeed(t *testing.T) {
 		name  string
 		steps []step
 	}{
-		{"seed §2.2 example: running 2, reserved 1 → effective 2", []step{
+		{"the seed's example: running 2, reserved 1 → effective 2", []step{
 			{op: "reserve", rid: "a", max: 4, run: 2, want: "ok", load: 2},
 			{op: "reserve", rid: "b", max: 4, run: 2, want: "ok", load: 2},
 			{op: "reserve", rid: "c", max: 4, run: 2, want: "ok", load: 3},
@@ -236,14 +236,14 @@ func TestLedgerRejectsBadInput(t *testing.T) {
 		word string
 	}{
 		{"empty rid", second(l.Reserve(t0, capacity.Reservation{})), capacity.ErrInvalidInput, "rid"},
-		{"negative max", second(l.Reserve(t0, capacity.Reservation{RID: "a", Max: -1})), capacity.ErrInvalidInput, "Max -1"},
-		{"negative ttl", second(l.Reserve(t0, capacity.Reservation{RID: "a", TTL: -time.Second})), capacity.ErrInvalidInput, "TTL -1s"},
+		{"negative max", second(l.Reserve(t0, capacity.Reservation{RID: "a", Max: -1})), capacity.ErrInvalidInput, "max: Invalid value: -1"},
+		{"negative ttl", second(l.Reserve(t0, capacity.Reservation{RID: "a", TTL: -time.Second})), capacity.ErrInvalidInput, "ttl: Invalid value: -1s"},
 		{"ack empty rid", second(l.Ack(t0, capacity.Ack{})), capacity.ErrInvalidInput, "rid"},
 		{"release empty rid", second(l.Release(t0, "")), capacity.ErrInvalidInput, "rid"},
-		{"negative running", second(l.Heartbeat(t0, capacity.Heartbeat{Epoch: 1, Seq: 9, Running: -2})), capacity.ErrInvalidInput, "Running -2"},
+		{"negative running", second(l.Heartbeat(t0, capacity.Heartbeat{Epoch: 1, Seq: 9, Running: -2})), capacity.ErrInvalidInput, "heartbeat.running: Invalid value: -2"},
 		{"seq backwards", second(l.Heartbeat(t0, capacity.Heartbeat{Epoch: 1, Seq: 4})), capacity.ErrSeqBackwards, "Seq 4"},
-		{"negative ttl option", errOf(capacity.NewNodeLedger(capacity.Options{TTL: -1})), capacity.ErrInvalidOptions, "TTL"},
-		{"negative max option", errOf(capacity.NewNodeLedger(capacity.Options{MaxJobs: -3})), capacity.ErrInvalidOptions, "MaxJobs -3"},
+		{"negative ttl option", errOf(capacity.NewNodeLedger(capacity.Options{TTL: -1})), capacity.ErrInvalidOptions, "ttl: Invalid value"},
+		{"negative max option", errOf(capacity.NewNodeLedger(capacity.Options{MaxJobs: -3})), capacity.ErrInvalidOptions, "maxJobs: Invalid value: -3"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,17 +9,19 @@ import (
 	"github.com/plancore/plancore/capacity"
 )
 
-// TestMetrics drives a CountingStore over MemStore through every kind of
-// answer and checks each counter of spec §4.
+// TestMetrics drives a CountingStore over MemoryStore through every kind of
+// answer and checks each counter.
 func TestMetrics(t *testing.T) {
+	// Both nodes state their limit, M = 2, in their heartbeats: Loads reports
+	// it, Decide reads it and Reserve enforces it.
 	ctx := context.Background()
 	mem, _ := newMem(t, capacity.Options{})
 	var m capacity.Metrics
 	s := capacity.CountingStore{Store: mem, Metrics: &m}
-	if _, err := s.Heartbeat(ctx, "a", capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+	if _, err := s.Heartbeat(ctx, "a", capacity.Heartbeat{Epoch: 1, Seq: 1, Max: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Heartbeat(ctx, "b", capacity.Heartbeat{Epoch: 1, Seq: 1, Running: 2, Usage: capacity.Usage{CPU: 95}}); err != nil {
+	if _, err := s.Heartbeat(ctx, "b", capacity.Heartbeat{Epoch: 1, Seq: 1, Running: 2, Max: 2, Usage: capacity.Usage{CPU: 95}}); err != nil {
 		t.Fatal(err)
 	}
 	calls := []func() error{
@@ -59,13 +61,13 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sel, err := capacity.Select(loads, capacity.SelectOptions{MaxJobs: 2}, t0)
+	sel, err := capacity.Decide(capacity.Input{Nodes: loads, Now: t0}, capacity.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.ObserveSelection(sel)
-	res, err := capacity.Dispatch(ctx, s, capacity.Selection{Outcome: capacity.Selected, Candidates: []capacity.Candidate{{ID: "b", Max: 2}, {ID: "a", Max: 2}}},
-		"j8", capacity.DispatchOptions{}, t0)
+	m.ObservePlan(sel)
+	res, err := capacity.Dispatch(ctx, s, capacity.Plan{Outcome: capacity.Selected, Candidates: []capacity.Candidate{{ID: "b", Max: 2}, {ID: "a", Max: 2}}},
+		"j8", capacity.DispatchOptions{Clock: fixedClock(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}

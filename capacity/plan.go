@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// String renders the selection deterministically: outcome, candidates in rank
+// String renders the plan deterministically: outcome, candidates in rank
 // order, exclusions in input order, and the breakdown.
-func (s Selection) String() string {
+func (s Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "selection: %s", s.Outcome)
 	if s.RequeueAfter > 0 {
@@ -18,11 +18,11 @@ func (s Selection) String() string {
 		fmt.Fprintf(&b, "  %d. %s effective=%d/%d free=%d %s\n", i+1, c.ID, c.Effective, c.Max, c.Free, fmtUsage(c.Usage))
 	}
 	for _, e := range s.Excluded {
-		fmt.Fprintf(&b, "  x %s %s: %s", e.ID, e.Primary, e.Message)
+		fmt.Fprintf(&b, "  x %s %s", e.ID, e.Reason)
 		if len(e.Reasons) > 1 {
 			names := make([]string, len(e.Reasons))
 			for i, r := range e.Reasons {
-				names[i] = r.String()
+				names[i] = string(r.Code)
 			}
 			fmt.Fprintf(&b, " [%s]", strings.Join(names, ","))
 		}
@@ -32,19 +32,12 @@ func (s Selection) String() string {
 	return b.String()
 }
 
-// String renders the non-zero counts in Reason order.
+// String renders the non-zero counts in reason code order.
 func (b Breakdown) String() string {
 	parts := []string{}
-	for _, p := range []struct {
-		r Reason
-		n int
-	}{
-		{InvalidNode, b.InvalidNode}, {StaleHeartbeat, b.StaleHeartbeat}, {CapacityExceeded, b.CapacityExceeded},
-		{CPUOverThreshold, b.CPUOverThreshold}, {GPUOverThreshold, b.GPUOverThreshold},
-		{MemoryOverThreshold, b.MemoryOverThreshold}, {UsageUnknown, b.UsageUnknown}, {DuplicateNode, b.DuplicateNode},
-	} {
-		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%s=%d", p.r, p.n))
+	for i, n := range b.counts() {
+		if *n > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", exclusionCodes[i], *n))
 		}
 	}
 	if len(parts) == 0 {
@@ -71,7 +64,7 @@ func (d DispatchResult) String() string {
 		fmt.Fprintf(&b, "  attempt %d: %s %s\n", i+1, a.Node, a.Result)
 	}
 	for _, e := range d.Excluded {
-		fmt.Fprintf(&b, "  x %s %s: %s\n", e.ID, e.Primary, e.Message)
+		fmt.Fprintf(&b, "  x %s %s\n", e.ID, e.Reason)
 	}
 	return b.String()
 }

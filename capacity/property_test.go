@@ -16,7 +16,7 @@ import (
 )
 
 func memFactory(clock func() time.Time, o capacity.Options) (capacity.SlotStore, error) {
-	return capacity.NewMemStore(capacity.MemStoreOptions{Options: o, Clock: clock, Shards: 4})
+	return capacity.NewMemoryStore(capacity.MemoryStoreOptions{Options: o, Clock: fake.ClockFunc(clock), Shards: 4})
 }
 
 // simProperty runs the shared generator of package fake against a store: 30
@@ -51,7 +51,7 @@ func simProperty(cfg fake.CapacitySimConfig, factory fake.StoreFactory, quiesce 
 	})
 }
 
-// TestPropertyNeverOversells is P1 to P10 on MemStore against the ledger:
+// TestPropertyNeverOversells checks the safety, exactness and liveness properties on MemoryStore against the ledger:
 // with the fence on and the nodes' hard limit OFF, no interleaving starts more
 // than M jobs on a node; every store answer equals the reference ledger's;
 // and the drained system is exact.

@@ -3,6 +3,10 @@ package capacity
 import (
 	"fmt"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Reservation asks for one slot on one node for one job attempt.
@@ -12,78 +16,109 @@ type Reservation struct {
 	// RID names the job attempt (job id plus attempt number). Required. Reserve,
 	// ack and release are idempotent per rid.
 	RID string
-	// Max is the node's M. Zero means Options.MaxJobs; negative is invalid.
+	// Max is the node's M as the caller knows it (Dispatch passes the M that
+	// Decide read). When the node's heartbeat states its own M, that value is
+	// enforced and a different non-zero Max is refused (ReserveLimitMismatch),
+	// never silently overridden. When the heartbeat states none, Max is the
+	// limit, and zero means Options.MaxJobs. Negative is invalid, and so is a
+	// value above MaxCount.
 	Max int
 	// TTL is the lease of the pending reservation. Zero means Options.TTL;
 	// negative is invalid.
 	TTL time.Duration
 	// Running is the caller's own copy of the node's running count. Only the
 	// SeedMax accounting reads it (the seed passes it to its script); Sum uses
-	// the stored heartbeat instead.
+	// the stored heartbeat instead. Negative or above MaxCount is invalid.
 	Running int
 }
 
-// Resolve validates r for a store with options o and fills its defaults (Max
-// and TTL from o). Bad input is an error wrapping ErrInvalidInput that names
-// the field. Every SlotStore resolves its reservations this way.
+// Resolve validates r for a store with options o and fills its TTL default
+// (Max stays as given: zero means "the node's limit"). Bad input is a
+// *plancore.InvalidError wrapping ErrInvalidInput that names every field.
+// With o.ClampToOne, a zero or negative Max and TTL become 1 (job, second)
+// instead. Every SlotStore resolves its reservations this way.
 func (r Reservation) Resolve(o Options) (Reservation, error) {
-	if err := ValidateNodeID(r.Node); err != nil {
-		return r, err
-	}
-	return r.resolveNoNode(o.WithDefaults())
+	errs := validateNodeID(field.NewPath("node"), r.Node)
+	r, more := r.resolveNoNode(o.WithDefaults())
+	return r, plancore.Invalid(ErrInvalidInput, append(errs, more...))
 }
 
 // resolveNoNode validates and defaults everything but the node id, which a
 // single-node ledger does not need.
-func (r Reservation) resolveNoNode(o Options) (Reservation, error) {
-	if err := validateRID(r.RID); err != nil {
-		return r, err
+func (r Reservation) resolveNoNode(o Options) (Reservation, field.ErrorList) {
+	errs := validateRID(r.RID)
+	if o.ClampToOne {
+		if r.Max <= 0 {
+			r.Max = 1
+		}
+		if r.TTL <= 0 {
+			r.TTL = time.Second
+		}
 	}
 	switch {
 	case r.Max < 0:
-		return r, fmt.Errorf("%w: Max %d for rid %q is below 1", ErrInvalidInput, r.Max, r.RID)
-	case r.TTL < 0:
-		return r, fmt.Errorf("%w: TTL %v for rid %q is negative", ErrInvalidInput, r.TTL, r.RID)
-	case r.Running < 0:
-		return r, fmt.Errorf("%w: Running %d for rid %q is negative", ErrInvalidInput, r.Running, r.RID)
+		errs = append(errs, field.Invalid(field.NewPath("max"), r.Max, "must not be negative"))
+	case r.Max > MaxCount:
+		errs = append(errs, field.Invalid(field.NewPath("max"), r.Max, "must be at most MaxCount (2147483647)"))
 	}
-	if r.Max == 0 {
-		r.Max = o.MaxJobs
+	if r.TTL < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("ttl"), r.TTL, "must not be negative"))
+	}
+	switch {
+	case r.Running < 0:
+		errs = append(errs, field.Invalid(field.NewPath("running"), r.Running, "must not be negative"))
+	case r.Running > MaxCount:
+		errs = append(errs, field.Invalid(field.NewPath("running"), r.Running, "must be at most MaxCount (2147483647)"))
 	}
 	if r.TTL == 0 {
 		r.TTL = o.TTL
 	}
-	return r, nil
+	return r, errs
+}
+
+// limit is the M a reserve enforces on a node whose heartbeat states hbMax
+// (zero: none) for a reservation asking max (zero: none), or -1 when both
+// are stated and disagree.
+func limit(hbMax, max int, o Options) int {
+	switch {
+	case hbMax > 0 && max > 0 && hbMax != max:
+		return -1
+	case hbMax > 0:
+		return hbMax
+	case max > 0:
+		return max
+	}
+	return o.MaxJobs
 }
 
 // ReserveStatus is the answer of a reserve.
-type ReserveStatus uint8
+type ReserveStatus string
 
 const (
 	// ReserveOK means a new pending lease was written.
-	ReserveOK ReserveStatus = iota + 1
+	ReserveOK ReserveStatus = "ok"
 	// ReserveDuplicate means the rid already holds a slot (pending or acked);
 	// nothing changed and the existing lease was not extended, so a retry after
 	// an unknown outcome is safe.
-	ReserveDuplicate
+	ReserveDuplicate ReserveStatus = "duplicate"
 	// ReserveFull means the node's effective load is at or above M.
-	ReserveFull
+	ReserveFull ReserveStatus = "full"
 	// ReserveUnknownNode means the store holds no heartbeat for the node.
-	ReserveUnknownNode
+	ReserveUnknownNode ReserveStatus = "unknown-node"
 	// ReserveStaleHeartbeat means the node's last heartbeat is older than the
 	// heartbeat timeout.
-	ReserveStaleHeartbeat
+	ReserveStaleHeartbeat ReserveStatus = "stale-heartbeat"
+	// ReserveLimitMismatch means the reservation's Max differs from the M the
+	// node's heartbeat states: the caller decided with a wrong limit. Nothing
+	// changed; decide again from fresh Loads.
+	ReserveLimitMismatch ReserveStatus = "limit-mismatch"
 )
 
-var reserveStatusNames = [...]string{"", "ok", "duplicate", "full", "unknown-node", "stale-heartbeat"}
+// reserveStatuses lists every ReserveStatus, for the counters.
+var reserveStatuses = [...]ReserveStatus{ReserveOK, ReserveDuplicate, ReserveFull, ReserveUnknownNode, ReserveStaleHeartbeat, ReserveLimitMismatch}
 
 // String returns the status's name.
-func (s ReserveStatus) String() string {
-	if int(s) < len(reserveStatusNames) && s != 0 {
-		return reserveStatusNames[s]
-	}
-	return fmt.Sprintf("ReserveStatus(%d)", uint8(s))
-}
+func (s ReserveStatus) String() string { return string(s) }
 
 // Granted reports whether the rid holds a slot after the call.
 func (s ReserveStatus) Granted() bool { return s == ReserveOK || s == ReserveDuplicate }
@@ -128,49 +163,42 @@ type Ack struct {
 	Seq uint64
 }
 
-// Validate reports a bad node id or an empty rid, wrapping ErrInvalidInput.
+// Validate reports a bad node id and an empty rid, wrapping ErrInvalidInput.
 func (a Ack) Validate() error {
-	if err := ValidateNodeID(a.Node); err != nil {
-		return err
-	}
-	return validateRID(a.RID)
+	return plancore.Invalid(ErrInvalidInput, append(validateNodeID(field.NewPath("node"), a.Node), validateRID(a.RID)...))
 }
 
 // AckStatus is the answer to an ACK.
-type AckStatus uint8
+type AckStatus string
 
 const (
 	// AckOK moved the pending lease to the acknowledged set. Start the job.
-	AckOK AckStatus = iota + 1
+	AckOK AckStatus = "ok"
 	// AckDuplicate means the rid was already acknowledged. Start the job (if
 	// not already running).
-	AckDuplicate
+	AckDuplicate AckStatus = "duplicate"
 	// AckEpochMismatch means the epoch differs from the stored heartbeat's (or
 	// there is none). Nothing changed; the node must not start the job.
-	AckEpochMismatch
+	AckEpochMismatch AckStatus = "epoch-mismatch"
 	// AckExpired means the lease lapsed or was released (fenced mode). Nothing
 	// changed; the node must not start the job.
-	AckExpired
+	AckExpired AckStatus = "expired"
 	// AckLate means the lease lapsed but, unfenced, the job is counted anyway
 	// because the node has already started it.
-	AckLate
+	AckLate AckStatus = "late"
 )
 
-var ackStatusNames = [...]string{"", "ok", "duplicate", "epoch-mismatch", "expired", "late"}
+// ackStatuses lists every AckStatus, for the counters.
+var ackStatuses = [...]AckStatus{AckOK, AckDuplicate, AckEpochMismatch, AckExpired, AckLate}
 
 // String returns the status's name.
-func (s AckStatus) String() string {
-	if int(s) < len(ackStatusNames) && s != 0 {
-		return ackStatusNames[s]
-	}
-	return fmt.Sprintf("AckStatus(%d)", uint8(s))
-}
+func (s AckStatus) String() string { return string(s) }
 
 // Start reports whether the node may start (or keep) the job.
 func (s AckStatus) Start() bool { return s == AckOK || s == AckDuplicate || s == AckLate }
 
 // Usage is a node's resource usage in percent (0-100). A negative or NaN value
-// means unknown, and Select excludes the node (fail closed).
+// means unknown, and Decide excludes the node (fail closed).
 type Usage struct {
 	CPU    float64
 	Memory float64
@@ -189,50 +217,54 @@ type Heartbeat struct {
 	Seq uint64
 	// Running is how many jobs the node holds (started or being acknowledged).
 	Running int
-	// Max is the node's own M, informational (Loads reports it). Zero if unknown.
+	// Max is the node's own M, the one statement of its limit: the store
+	// keeps it, Loads reports it, Decide reads it and reserve enforces it.
+	// Zero means the node states none (Options.MaxJobs or the reservation's
+	// Max then applies).
 	Max   int
 	Usage Usage
 }
 
-// Validate reports a negative Running or Max, wrapping ErrInvalidInput;
-// node only names the node in the message.
-func (h Heartbeat) Validate(node string) error {
-	switch {
-	case h.Running < 0:
-		return fmt.Errorf("%w: heartbeat Running %d of node %q is negative", ErrInvalidInput, h.Running, node)
-	case h.Max < 0:
-		return fmt.Errorf("%w: heartbeat Max %d of node %q is negative", ErrInvalidInput, h.Max, node)
+// Validate reports every count out of range (negative, or above MaxCount, so
+// that a node's load can never wrap), wrapping ErrInvalidInput with the
+// field paths heartbeat.running and heartbeat.max.
+func (h Heartbeat) Validate() error {
+	var errs field.ErrorList
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"running", h.Running}, {"max", h.Max}} {
+		switch {
+		case c.v < 0:
+			errs = append(errs, field.Invalid(field.NewPath("heartbeat", c.name), c.v, "must not be negative"))
+		case c.v > MaxCount:
+			errs = append(errs, field.Invalid(field.NewPath("heartbeat", c.name), c.v, "must be at most MaxCount (2147483647)"))
+		}
 	}
-	return nil
+	return plancore.Invalid(ErrInvalidInput, errs)
 }
 
 // HeartbeatStatus is the answer to a heartbeat.
-type HeartbeatStatus uint8
+type HeartbeatStatus string
 
 const (
 	// HeartbeatApplied means the heartbeat replaced the stored one.
-	HeartbeatApplied HeartbeatStatus = iota + 1
+	HeartbeatApplied HeartbeatStatus = "applied"
 	// HeartbeatStale means the stored heartbeat is newer (higher epoch, or same
 	// epoch and a seq at least as high); nothing changed.
-	HeartbeatStale
+	HeartbeatStale HeartbeatStatus = "stale"
 )
 
 // String returns the status's name.
-func (s HeartbeatStatus) String() string {
-	switch s {
-	case HeartbeatApplied:
-		return "applied"
-	case HeartbeatStale:
-		return "stale"
-	}
-	return fmt.Sprintf("HeartbeatStatus(%d)", uint8(s))
-}
+func (s HeartbeatStatus) String() string { return string(s) }
 
-// NodeLoad is what a store knows of one node, and Select's input. A caller
+// NodeLoad is what a store knows of one node, and Decide's input. A caller
 // that keeps its own node registry fills it from there.
 type NodeLoad struct {
 	ID string
-	// Max is the node's M; zero means SelectOptions.MaxJobs.
+	// Max is the node's M: the heartbeat's, or the store's Options.MaxJobs
+	// when the heartbeat states none, which is what a reserve without Max
+	// enforces. Zero means Decide's Options.MaxJobs.
 	Max int
 	// Epoch and Seq are those of the last applied heartbeat.
 	Epoch, Seq uint64
@@ -248,33 +280,33 @@ type NodeLoad struct {
 	Usage       Usage
 }
 
-// Effective returns the node's effective load under accounting a.
+// Effective returns the node's effective load under accounting a. The sum
+// saturates at math.MaxInt instead of wrapping; negative counts count as 0.
 func (l NodeLoad) Effective(a Accounting) int {
+	r, p, u := max(l.Running, 0), max(l.Pending, 0), max(l.AckedUncounted, 0)
 	if a == SeedMax {
-		return max(l.Running, l.Pending)
+		return max(r, p)
 	}
-	return l.Running + l.Pending + l.AckedUncounted
+	return satAdd(satAdd(r, p), u)
 }
 
 // BatchMode chooses what ReserveBatch does when an item is refused.
-type BatchMode uint8
+type BatchMode string
 
 const (
-	// AllOrNothing commits no item if any item is refused.
-	AllOrNothing BatchMode = iota
+	// AllOrNothing (the default; the empty BatchMode means it) commits no
+	// item if any item is refused.
+	AllOrNothing BatchMode = "AllOrNothing"
 	// Partial commits every granted item.
-	Partial
+	Partial BatchMode = "Partial"
 )
 
 // String returns the mode's name.
 func (m BatchMode) String() string {
-	switch m {
-	case AllOrNothing:
-		return "all-or-nothing"
-	case Partial:
-		return "partial"
+	if m == "" {
+		return string(AllOrNothing)
 	}
-	return fmt.Sprintf("BatchMode(%d)", uint8(m))
+	return string(m)
 }
 
 // BatchResult is the outcome of ReserveBatch.

@@ -52,9 +52,14 @@ type Report struct {
 // as in the anchor, whose sync is then retried with rate limiting; the
 // caller re-plans from a fresh snapshot. ErrAlreadyExists on create and
 // ErrNotFound on delete count as success, except a retention delete under
-// Result.StrictDelete (Volcano aborts on NotFound). Apply never re-plans.
-func Apply(ctx context.Context, plan Result, exec Executor) (Report, error) {
+// Plan.StrictDelete (Volcano aborts on NotFound). Apply never re-plans. The
+// error wraps the executor's; a nil executor is an error wrapping
+// ErrNilExecutor and ErrInvalidInput, and nothing is done.
+func Apply(ctx context.Context, plan Plan, exec Executor) (Report, error) {
 	var rep Report
+	if exec == nil {
+		return rep, fmt.Errorf("%w: %w", ErrInvalidInput, ErrNilExecutor)
+	}
 	var first error
 	step := func(kind ActionKind, name string, do func() error) {
 		if first != nil {
@@ -75,7 +80,7 @@ func Apply(ctx context.Context, plan Result, exec Executor) (Report, error) {
 	for _, d := range plan.Delete {
 		step(ActionDelete, d.Name, func() error {
 			err := exec.DeleteJob(ctx, d)
-			if errors.Is(err, ErrNotFound) && !(plan.StrictDelete && d.Reason == DeleteRetention) {
+			if errors.Is(err, ErrNotFound) && !(plan.StrictDelete && d.Reason.Code == ReasonRetention) {
 				return nil
 			}
 			return err

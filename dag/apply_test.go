@@ -35,13 +35,13 @@ func (r *recorder) UpdateStatus(_ context.Context, ns, name string, _ dag.Status
 }
 
 func TestApply(t *testing.T) {
-	plan := dag.Result{Namespace: "ns", Name: "jf", WriteStatus: true,
-		Delete: []dag.DeleteJob{{Name: "jf-x", Reason: dag.DeleteRetry}},
+	plan := dag.Plan{Namespace: "ns", Name: "jf", WriteStatus: true,
+		Delete: []dag.DeleteJob{{Name: "jf-x", Reason: dag.Reason{Code: dag.ReasonRetry}}},
 		Create: []dag.CreateJob{{Name: "jf-a"}, {Name: "jf-b"}}}
 	boom := errors.New("boom")
 	cases := []struct {
 		name    string
-		plan    dag.Result
+		plan    dag.Plan
 		fail    map[string]error
 		calls   []string
 		wantErr error
@@ -54,9 +54,9 @@ func TestApply(t *testing.T) {
 			[]string{"delete jf-x", "create jf-a", "create jf-b", "status ns/jf"}, nil, 0},
 		{"the first error stops the rest and the status write", plan, map[string]error{"create jf-a": boom},
 			[]string{"delete jf-x", "create jf-a"}, boom, 2},
-		{"strict retention delete aborts on not found (Volcano)", dag.Result{StrictDelete: true, Delete: []dag.DeleteJob{{Name: "jf-a", Reason: dag.DeleteRetention}, {Name: "jf-b", Reason: dag.DeleteRetention}}},
+		{"strict retention delete aborts on not found (Volcano)", dag.Plan{StrictDelete: true, Delete: []dag.DeleteJob{{Name: "jf-a", Reason: dag.Reason{Code: dag.ReasonRetention}}, {Name: "jf-b", Reason: dag.Reason{Code: dag.ReasonRetention}}}},
 			map[string]error{"delete jf-a": dag.ErrNotFound}, []string{"delete jf-a"}, dag.ErrNotFound, 1},
-		{"no write when the plan says so", dag.Result{Create: []dag.CreateJob{{Name: "jf-a"}}}, nil, []string{"create jf-a"}, nil, 0},
+		{"no write when the plan says so", dag.Plan{Create: []dag.CreateJob{{Name: "jf-a"}}}, nil, []string{"create jf-a"}, nil, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,7 +101,7 @@ func TestFakeRunnerFaultsConverge(t *testing.T) {
 		wf := wf(dag.Flow{Name: "a", Retry: &dag.Retry{Limit: 3}}, fl("b", "a"), fl("c", "a"), fl("d", "b", "c"))
 		var phase dag.Phase
 		for round := 0; round < 80 && phase != dag.PhaseSucceed && phase != dag.PhaseFailed; round++ {
-			res, err := dag.Plan(r.Snapshot(wf), dag.Default())
+			res, err := dag.Decide(r.Snapshot(wf), dag.Default())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,7 @@ import (
 	"github.com/plancore/plancore/dag"
 )
 
-// dense returns n flows, each depending on every earlier flow (§5.1).
+// dense returns n flows, each depending on every earlier flow.
 func dense(n int) dag.Workflow {
 	flows := make([]dag.Flow, n)
 	for i := range flows {
@@ -36,7 +36,7 @@ func backEdge(w dag.Workflow) dag.Workflow {
 	return w
 }
 
-// wide returns §5.2's generator: flow i ≥ 1 draws min(5, i) distinct earlier
+// wide returns the benchmark's generator: flow i ≥ 1 draws min(5, i) distinct earlier
 // targets (49,985 edges for 10,000 flows).
 func wide(n int) dag.Workflow {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -86,7 +86,7 @@ func tekton() dag.Workflow {
 func benchValidate(b *testing.B, w dag.Workflow, wantErr bool) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if is := dag.Validate(w, dag.Options{}); dag.HasErrors(is) != wantErr {
+		if is := dag.Lint(w, dag.Options{}); dag.HasErrors(is) != wantErr {
 			b.Fatalf("errors = %v, want %v", dag.HasErrors(is), wantErr)
 		}
 	}
@@ -110,7 +110,7 @@ func BenchmarkValidate10k(b *testing.B) {
 
 var allPhases = []dag.JobPhase{"", "Pending", "Running", "Restarting", "Completing", "Completed", "Terminating", "Terminated", "Failed", "Aborting", "Aborted"}
 
-// plan10k is §5.2's Plan input: 10,000 flows, 10,000 observed jobs with
+// plan10k is the large benchmark's Decide input: 10,000 flows, 10,000 observed jobs with
 // phases cycled, and a previous status with 4 history entries per job.
 func plan10k() dag.Snapshot {
 	w := wide(10000)
@@ -146,13 +146,13 @@ func BenchmarkPlan10k(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := dag.Plan(s, dag.Default()); err != nil {
+		if _, err := dag.Decide(s, dag.Default()); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// baselineScan is §5.2's reference: one pass that inserts every flow into a
+// baselineScan is the benchmark's reference: one pass that inserts every flow into a
 // name→index map, looks up every target, buckets every job with one map
 // lookup, and copies the previous job status list.
 func baselineScan(s dag.Snapshot) int {

@@ -5,9 +5,9 @@ import (
 	"slices"
 )
 
-// planVolcano is the anchor's state machine (§1): deploy one dependency wave,
+// planVolcano is the anchor's state machine: deploy one dependency wave,
 // then rebuild the status and apply the phase table.
-func (p *planner) planVolcano() error {
+func (p *planner) planVolcano() {
 	wf, opt := p.wf, p.opt
 	invalid := p.g.invalid && !opt.SkipValidation
 	phase := wf.Status.State.Phase
@@ -17,21 +17,20 @@ func (p *planner) planVolcano() error {
 	case PhaseFailed, PhaseTerminating:
 		// Volcano's failedState and terminatingState do nothing.
 		p.res.Status = copyStatus(wf.Status)
-		return nil
+		return
 	case PhaseSucceed:
 		if wf.Spec.JobRetainPolicy == RetainPolicyDelete {
 			// Retention only, and no status write: the stale lists remain.
 			p.retentionDeletes(order, own)
 			p.res.StrictDelete = true
 			p.res.Status = copyStatus(wf.Status)
-			return nil
+			return
 		}
 	}
 	if !invalid && (phase != PhaseSucceed || opt.CreateInTerminal) {
 		p.deployVolcano()
 	}
 	p.volcanoStatus(order, own, invalid)
-	return nil
 }
 
 // flowJobNames returns the distinct job names of the spec's flows in spec
@@ -62,7 +61,7 @@ func jobState(j *Job) string {
 	return string(j.Phase)
 }
 
-// deployVolcano is the anchor's deployJob (§1.2): for each flow in spec
+// deployVolcano is the anchor's deployJob: for each flow in spec
 // order whose job name is not observed, create it if it has no targets or
 // every target's job is observed exactly Completed. Existence and targets
 // are checked by name only, as the anchor does.
@@ -101,14 +100,14 @@ func (p *planner) deployVolcano() {
 					continue
 				}
 				if _, known := g.index.lookup(t); !known {
-					reasons = append(reasons, Reason{Kind: ReasonUnknown, Target: t, Issue: fmt.Sprintf("no flow named %q", t)})
+					reasons = append(reasons, unknownTargetReason(fmt.Sprintf("no flow named %q", t)))
 					continue
 				}
-				reasons = append(reasons, Reason{Kind: ReasonDependency, Target: t, State: jobState(tj), Atom: t})
+				reasons = append(reasons, dependencyReason(t, jobState(tj)))
 			}
 		}
 		if onCycle[f.Name] && len(reasons) > 0 {
-			reasons = append(reasons, Reason{Kind: ReasonCycle, Issue: "flow is on a dependency cycle"})
+			reasons = append(reasons, cycleReason("flow is on a dependency cycle"))
 		}
 		if len(reasons) > 0 {
 			if !blocked[name] {
@@ -132,10 +131,10 @@ func (p *planner) nameConflict(i int, flow string, j *Job) {
 	lbl := j.Labels[LabelCreatedByJobFlow]
 	p.issue(Issue{Kind: IssueNameConflict, Severity: SeverityError, Flow: i, Field: "job " + j.Name, Target: -1, Value: lbl,
 		Message: fmt.Sprintf("job %s exists but belongs to %q, not %q", j.Name, lbl, p.label)})
-	p.res.Blocked = append(p.res.Blocked, Blocked{Flow: flow, Index: i, Reasons: []Reason{{Kind: ReasonNameConflict, Job: j.Name, Label: lbl}}})
+	p.res.Blocked = append(p.res.Blocked, Blocked{Flow: flow, Index: i, Reasons: []Reason{nameConflictReason(j.Name, lbl)}})
 }
 
-// volcanoStatus is the anchor's getAllJobStatus plus the phase table (§1.3–1.5).
+// volcanoStatus is the anchor's getAllJobStatus plus the phase table.
 func (p *planner) volcanoStatus(order []string, own func(int32) bool, invalid bool) {
 	wf, opt := p.wf, p.opt
 	prev := &wf.Status

@@ -23,42 +23,13 @@ type modelResult struct {
 	Status dag.Status
 }
 
-// volcanoModel is a slow, separately written model of §1 (the anchor's
-// controller), used to check VolcanoCompat on random snapshots.
+// volcanoModel is a slow, separately written model of the anchor's
+// controller (Volcano's JobFlow sync), used to check VolcanoCompat on random
+// snapshots: the phases that do nothing or only delete, then deployJob,
+// getAllJobStatus and the phase table.
 func volcanoModel(s dag.Snapshot) modelResult {
 	w := s.Flow
-	label := w.Namespace + "." + w.Name
-	find := func(name string) *dag.Job {
-		for i := range s.Jobs {
-			if s.Jobs[i].Name == name {
-				return &s.Jobs[i]
-			}
-		}
-		return nil
-	}
-	isLabelled := func(j *dag.Job) bool { return j != nil && j.Labels[dag.LabelCreatedByJobFlow] == label }
-	// Job names of the spec, in order, once each.
-	var names []string
-	for _, f := range w.Spec.Flows {
-		if n := w.Name + "-" + f.Name; !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	var labelled []dag.Job
-	for _, n := range names {
-		if j := find(n); isLabelled(j) {
-			labelled = append(labelled, *j)
-		}
-	}
-	var rest []dag.Job
-	for _, j := range s.Jobs {
-		if isLabelled(&j) && !slices.Contains(names, j.Name) {
-			rest = append(rest, j)
-		}
-	}
-	sort.Slice(rest, func(a, b int) bool { return rest[a].Name < rest[b].Name })
-	labelled = append(labelled, rest...)
-
+	labelled := modelLabelled(s)
 	var out modelResult
 	switch w.Status.State.Phase {
 	case dag.PhaseFailed, dag.PhaseTerminating:
@@ -73,80 +44,97 @@ func volcanoModel(s dag.Snapshot) modelResult {
 			return out
 		}
 	}
-	// deployJob
+	out.Create = modelDeploy(s)
+	st := modelStatus(s, labelled)
+	st.State.Phase = modelPhase(w, st)
+	out.Status, out.Write = st, true
+	return out
+}
+
+// modelFind returns the observed job with a name, or nil.
+func modelFind(s dag.Snapshot, name string) *dag.Job {
+	for i := range s.Jobs {
+		if s.Jobs[i].Name == name {
+			return &s.Jobs[i]
+		}
+	}
+	return nil
+}
+
+// modelLabelled lists the workflow's labelled jobs: the spec's job names in
+// order, once each, then the other labelled jobs by name.
+func modelLabelled(s dag.Snapshot) []dag.Job {
+	w := s.Flow
+	label := w.Namespace + "." + w.Name
+	isLabelled := func(j *dag.Job) bool { return j != nil && j.Labels[dag.LabelCreatedByJobFlow] == label }
+	var names []string
+	for _, f := range w.Spec.Flows {
+		if n := w.Name + "-" + f.Name; !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	var labelled []dag.Job
+	for _, n := range names {
+		if j := modelFind(s, n); isLabelled(j) {
+			labelled = append(labelled, *j)
+		}
+	}
+	var rest []dag.Job
+	for _, j := range s.Jobs {
+		if isLabelled(&j) && !slices.Contains(names, j.Name) {
+			rest = append(rest, j)
+		}
+	}
+	sort.Slice(rest, func(a, b int) bool { return rest[a].Name < rest[b].Name })
+	return append(labelled, rest...)
+}
+
+// modelDeploy is deployJob: every missing job whose targets all completed.
+func modelDeploy(s dag.Snapshot) []string {
+	w := s.Flow
+	var create []string
 	for _, f := range w.Spec.Flows {
 		n := w.Name + "-" + f.Name
-		if find(n) != nil || slices.Contains(out.Create, n) {
+		if modelFind(s, n) != nil || slices.Contains(create, n) {
 			continue
 		}
 		ok := true
 		if f.DependsOn != nil {
 			for _, t := range f.DependsOn.Targets {
-				if j := find(w.Name + "-" + t); j == nil || j.Phase != dag.JobPhaseCompleted {
+				if j := modelFind(s, w.Name+"-"+t); j == nil || j.Phase != dag.JobPhaseCompleted {
 					ok = false
 					break
 				}
 			}
 		}
 		if ok {
-			out.Create = append(out.Create, n)
+			create = append(create, n)
 		}
 	}
-	// getAllJobStatus
+	return create
+}
+
+// modelStatus is getAllJobStatus: the six lists, the conditions and the job
+// status list with its running histories.
+func modelStatus(s dag.Snapshot, labelled []dag.Job) dag.Status {
 	st := dag.Status{PendingJobs: []string{}, RunningJobs: []string{}, FailedJobs: []string{}, CompletedJobs: []string{},
 		TerminatedJobs: []string{}, UnknownJobs: []string{}, Conditions: map[string]dag.Condition{}}
-	list := slices.Clone(w.Status.JobStatusList)
+	list := slices.Clone(s.Flow.Status.JobStatusList)
 	now := metav1.NewTime(s.Now)
 	for _, j := range labelled {
-		switch j.Phase {
-		case dag.JobPhasePending:
-			st.PendingJobs = append(st.PendingJobs, j.Name)
-		case dag.JobPhaseRunning:
-			st.RunningJobs = append(st.RunningJobs, j.Name)
-		case dag.JobPhaseCompleted:
-			st.CompletedJobs = append(st.CompletedJobs, j.Name)
-		case dag.JobPhaseFailed:
-			st.FailedJobs = append(st.FailedJobs, j.Name)
-		case dag.JobPhaseTerminated:
-			st.TerminatedJobs = append(st.TerminatedJobs, j.Name)
-		case dag.JobPhaseCompleting, dag.JobPhaseTerminating:
-		default:
-			st.UnknownJobs = append(st.UnknownJobs, j.Name)
-		}
+		modelBucket(&st, j)
 		c := dag.Condition{Phase: j.Phase, CreateTimestamp: metav1.NewTime(j.CreationTime), TaskStatusCount: j.TaskStatusCount}
 		if j.RunningDuration != nil {
 			c.RunningDuration = &metav1.Duration{Duration: *j.RunningDuration}
 		}
 		st.Conditions[j.Name] = c
-		e := dag.JobStatus{Name: j.Name, State: j.Phase, StartTimestamp: metav1.NewTime(j.CreationTime), RestartCount: j.RetryCount}
-		if j.RunningDuration != nil {
-			e.EndTimestamp = metav1.NewTime(j.CreationTime.Add(*j.RunningDuration))
-		}
 		at := -1
 		for k := range list {
 			if list[k].Name == j.Name {
 				at = k
 			}
 		}
-		var prevH []dag.RunningHistory
-		hasPrev := false
-		if at >= 0 {
-			prevH, hasPrev = list[at].RunningHistories, list[at].RunningHistories != nil
-		}
-		switch {
-		case len(prevH) > 0:
-			if prevH[len(prevH)-1].State == j.Phase {
-				e.RunningHistories = prevH
-			} else {
-				h := slices.Clone(prevH)
-				h[len(h)-1].EndTimestamp = now
-				e.RunningHistories = append(h, dag.RunningHistory{StartTimestamp: now, State: j.Phase})
-			}
-		case hasPrev:
-			e.RunningHistories = []dag.RunningHistory{}
-		case j.Phase != "":
-			e.RunningHistories = []dag.RunningHistory{{StartTimestamp: now, State: j.Phase}}
-		}
+		e := modelEntry(j, list, at, now)
 		if at >= 0 {
 			list[at] = e
 		} else {
@@ -154,6 +142,60 @@ func volcanoModel(s dag.Snapshot) modelResult {
 		}
 	}
 	st.JobStatusList = list
+	return st
+}
+
+// modelBucket puts a job in its list (Completing and Terminating in none).
+func modelBucket(st *dag.Status, j dag.Job) {
+	switch j.Phase {
+	case dag.JobPhasePending:
+		st.PendingJobs = append(st.PendingJobs, j.Name)
+	case dag.JobPhaseRunning:
+		st.RunningJobs = append(st.RunningJobs, j.Name)
+	case dag.JobPhaseCompleted:
+		st.CompletedJobs = append(st.CompletedJobs, j.Name)
+	case dag.JobPhaseFailed:
+		st.FailedJobs = append(st.FailedJobs, j.Name)
+	case dag.JobPhaseTerminated:
+		st.TerminatedJobs = append(st.TerminatedJobs, j.Name)
+	case dag.JobPhaseCompleting, dag.JobPhaseTerminating:
+	default:
+		st.UnknownJobs = append(st.UnknownJobs, j.Name)
+	}
+}
+
+// modelEntry is a job's new status entry, its history continued from the
+// previous entry list[at] (at < 0: none) with the anchor's quirk: a non-nil
+// empty history is never seeded.
+func modelEntry(j dag.Job, list []dag.JobStatus, at int, now metav1.Time) dag.JobStatus {
+	e := dag.JobStatus{Name: j.Name, State: j.Phase, StartTimestamp: metav1.NewTime(j.CreationTime), RestartCount: j.RetryCount}
+	if j.RunningDuration != nil {
+		e.EndTimestamp = metav1.NewTime(j.CreationTime.Add(*j.RunningDuration))
+	}
+	var prevH []dag.RunningHistory
+	hasPrev := false
+	if at >= 0 {
+		prevH, hasPrev = list[at].RunningHistories, list[at].RunningHistories != nil
+	}
+	switch {
+	case len(prevH) > 0:
+		if prevH[len(prevH)-1].State == j.Phase {
+			e.RunningHistories = prevH
+		} else {
+			h := slices.Clone(prevH)
+			h[len(h)-1].EndTimestamp = now
+			e.RunningHistories = append(h, dag.RunningHistory{StartTimestamp: now, State: j.Phase})
+		}
+	case hasPrev:
+		e.RunningHistories = []dag.RunningHistory{}
+	case j.Phase != "":
+		e.RunningHistories = []dag.RunningHistory{{StartTimestamp: now, State: j.Phase}}
+	}
+	return e
+}
+
+// modelPhase is the anchor's Pending/Running/Succeed/Failed table.
+func modelPhase(w dag.Workflow, st dag.Status) dag.Phase {
 	r, c, f, t := len(st.RunningJobs), len(st.CompletedJobs), len(st.FailedJobs), len(st.TerminatedJobs)
 	phase := w.Status.State.Phase
 	switch phase {
@@ -172,12 +214,10 @@ func volcanoModel(s dag.Snapshot) modelResult {
 			phase = dag.PhaseFailed
 		}
 	}
-	st.State.Phase = phase
-	out.Status, out.Write = st, true
-	return out
+	return phase
 }
 
-// TestPropertyCompatMatchesModel is §4's invariant 12: VolcanoCompat equals
+// TestPropertyCompatMatchesModel checks that VolcanoCompat equals
 // the model on random snapshots (duplicates, unknown targets, cycles,
 // foreign, unlabelled and orphan jobs, odd phases and previous statuses).
 func TestPropertyCompatMatchesModel(t *testing.T) {
@@ -226,7 +266,7 @@ func TestPropertyCompatMatchesModel(t *testing.T) {
 		}
 		s := dag.Snapshot{Flow: w, Jobs: jobs, Now: now}
 		want := volcanoModel(deepCopySnapshot(s))
-		res, err := dag.Plan(s, dag.VolcanoCompat())
+		res, err := dag.Decide(s, dag.VolcanoCompat())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,265 +40,339 @@ type fstate struct {
 	histLen int
 }
 
-// planDefault is the plancore state machine (§2.2, §3).
-func (p *planner) planDefault() error {
-	wf, opt := p.wf, p.opt
-	spec := &wf.Spec
-	prev := &wf.Status
-	g := p.g
-	phase := prev.State.Phase
-	if phase == PhaseTerminating {
+// defaultPass is the working state of one Default plan, shared by the steps
+// of planDefault.
+type defaultPass struct {
+	phase    Phase // the previous phase
+	invalid  bool  // the spec is invalid and validation is on
+	terminal bool  // the previous phase is Succeed or Failed
+	st       Status
+	fs       []fstate
+	// matched[i] says job i is some current flow's.
+	matched []bool
+	// counts, condBytes and withJob size the status while jobs are read.
+	counts    [nBuckets]int
+	condBytes int
+	withJob   int
+	retryable []int // flows whose failed job may be retried
+	// anyStarted: some flow started (sticky), so the workflow is Running.
+	anyStarted bool
+	stop       bool // failFast triggered
+	// mainOK is the main part's success, known once mainKnown.
+	mainOK, mainKnown bool
+}
+
+func (d *defaultPass) own(i int32) bool { return d.matched[i] }
+
+// planDefault is the plancore state machine: it reads every flow's job,
+// plans retries, decides the flows in topological order, then the phase,
+// and builds the status.
+func (p *planner) planDefault() {
+	prev := &p.wf.Status
+	if prev.State.Phase == PhaseTerminating {
 		p.res.Status = copyStatus(*prev)
-		return nil
+		return
 	}
-	invalid := g.invalid && !opt.SkipValidation
-	terminal := phase == PhaseSucceed || phase == PhaseFailed
-	n := g.n
-
-	st := Status{State: State{Phase: phase, Reason: prev.State.Reason}}
-	if opt.SpecChange == SpecChangeReport {
-		st.SpecHash = g.specHash
-		if prev.SpecChange != nil {
-			c := *prev.SpecChange
-			st.SpecChange = &c
-		}
-		if prev.SpecHash != "" && prev.SpecHash != st.SpecHash {
-			st.SpecChange = &SpecChange{Old: prev.SpecHash, New: st.SpecHash}
-			p.issue(Issue{Kind: IssueSpecChanged, Flow: -1, Field: "spec", Target: -1, Value: st.SpecHash,
-				Message: fmt.Sprintf("spec changed mid-run (hash %s -> %s); planning against the new spec", prev.SpecHash, st.SpecHash)})
-		}
+	d := &defaultPass{phase: prev.State.Phase, invalid: p.g.invalid && !p.opt.SkipValidation}
+	d.terminal = d.phase == PhaseSucceed || d.phase == PhaseFailed
+	d.st = Status{State: State{Phase: d.phase, Reason: prev.State.Reason}}
+	p.reportSpecChange(&d.st)
+	p.observeFlows(d)
+	p.buildConditions(d)
+	p.planRetries(d)
+	switch {
+	case !d.terminal && !d.invalid:
+		p.decideFlows(d)
+	case d.terminal && d.phase == PhaseSucceed && p.opt.CreateInTerminal && p.wf.Spec.JobRetainPolicy != RetainPolicyDelete:
+		p.recreateRetained(d)
+	case d.invalid:
+		p.waitInvalid(d)
 	}
+	p.decidePhase(d)
+	if d.st.State.Phase == PhaseSucceed && p.wf.Spec.JobRetainPolicy == RetainPolicyDelete {
+		order, _ := p.flowJobNames()
+		p.retentionDeletes(order, d.own)
+	}
+	p.defaultStatus(&d.st, d.fs, d.own, &d.counts, d.condBytes)
+}
 
-	fs := make([]fstate, n)
+// reportSpecChange carries the spec hash and reports a mid-run spec edit.
+func (p *planner) reportSpecChange(st *Status) {
+	if p.opt.SpecChange != SpecChangeReport {
+		return
+	}
+	prev := &p.wf.Status
+	st.SpecHash = p.g.specHash
+	if prev.SpecChange != nil {
+		c := *prev.SpecChange
+		st.SpecChange = &c
+	}
+	if prev.SpecHash != "" && prev.SpecHash != st.SpecHash {
+		st.SpecChange = &SpecChange{Old: prev.SpecHash, New: st.SpecHash}
+		p.issue(Issue{Kind: IssueSpecChanged, Flow: -1, Field: "spec", Target: -1, Value: st.SpecHash,
+			Message: fmt.Sprintf("spec changed mid-run (hash %s -> %s); planning against the new spec", prev.SpecHash, st.SpecHash)})
+	}
+}
+
+// observeFlows reads each flow's previous entry and job, in one pass: its
+// label, entry, bucket, observed outcome and the JSON size of its condition
+// are taken while the job is in cache; only the condition itself is built
+// in buildConditions.
+func (p *planner) observeFlows(d *defaultPass) {
+	n := p.g.n
+	d.fs = make([]fstate, n)
 	// The new status list, compacted at the end: flow i's entry is
 	// p.entries[i] until then.
 	p.entries = make([]JobStatus, n)
-	p.names = packedJobNames(wf.Name, g)
-	matched := make([]bool, len(p.s.Jobs)) // job i is some current flow's
-	own := func(i int32) bool { return matched[i] }
-	anyStarted := false
-	// Each job is read here, in one pass: its label, entry, bucket,
-	// observed outcome and the JSON size of its condition are taken while
-	// it is in cache; only the condition itself is built in the map's own
-	// loop below.
-	volcanoBuckets := opt.Buckets == BucketsVolcano
-	var counts [nBuckets]int
-	condBytes := 0
+	p.names = packedJobNames(p.wf.Name, p.g)
+	d.matched = make([]bool, len(p.s.Jobs))
 	var tasks taskKeys
-	withJob := 0        // flows with a job: one condition each
-	var retryable []int // flows whose failed job may be retried
 	for i := range n {
-		if g.dup[i] {
+		if p.g.dup[i] {
 			continue
 		}
-		f := &fs[i]
-		name := p.names[i]
-		f.prev = p.prev(name)
-		f.attempt = 1
-		if f.prev != nil {
-			f.outcome, f.started = f.prev.Outcome, f.prev.Started
-			f.attempt = max(f.prev.Attempt, 1)
-		}
-		var j *Job
-		mine := false
-		if ji := p.jobOf[i]; ji >= 0 {
-			j, mine = &p.s.Jobs[ji], p.labelledAt(ji)
-			matched[ji] = true
-		}
-		switch {
-		case j == nil:
-		case !mine:
-			f.foreign = j
-		case f.prev != nil && !f.prev.Retrying && f.prev.RetiredUID != "" && j.UID == f.prev.RetiredUID:
-			// A stale view of the attempt we already deleted: wait for it
-			// to go rather than count it.
-			f.reasons = append(f.reasons, Reason{Kind: ReasonRetrying, Job: name})
-		default:
-			f.job = j
-		}
-		if j := f.job; j != nil {
-			e := &p.entries[i]
-			jobEntry(&p.arena, e, j, f.prev, p.now, opt)
-			// Sized now, while the history just written is in cache.
-			f.histLen = historiesLen(e.RunningHistories) + 1
-			f.hasEntry = true
-			withJob++
-			if startedPhase(j.Phase) {
-				f.started = true
-			}
-			if f.bucket, f.known = bucket(j.Phase, volcanoBuckets); f.bucket != bucketNone {
-				counts[f.bucket]++
-			}
-			// Sized here, with the job in cache; the entry itself is
-			// inserted below.
-			condBytes += 1 + jobConditionLen(j, &tasks) // the key's length is added with the lists
-			// The outcome observed now. Retryable failures are decided
-			// once failFast is known.
-			if f.outcome == OutcomeNone && !terminal {
-				switch ph := j.Phase; {
-				case ph == JobPhaseCompleted:
-					f.outcome = OutcomeSucceeded
-				case opt.failurePhase(ph):
-					if r := p.retryOf(i); r != nil && f.attempt <= r.Limit && retryOn(r, ph) && !invalid {
-						retryable = append(retryable, i)
-					} else {
-						f.outcome = OutcomeFailed
-					}
-				}
-			}
+		f := &d.fs[i]
+		p.matchFlowJob(d, i, f)
+		if f.job != nil {
+			p.observeJob(d, i, f, &tasks)
 		} else if f.prev != nil {
 			p.entries[i] = *f.prev
 			f.hasEntry = true
 		}
 		// Started is sticky, so a job deleted for a retry never sends a
 		// Running workflow back to Pending.
-		anyStarted = anyStarted || f.started
+		d.anyStarted = d.anyStarted || f.started
 	}
-	// The conditions map is made and filled in a loop of its own: its
-	// inserts land anywhere in a table of 10,000 entries, which stays in
-	// cache (from its zeroing on) only while nothing else streams through.
-	if withJob > 0 {
-		st.Conditions = make(map[string]Condition, withJob)
-		for i := range n {
-			if j := fs[i].job; j != nil {
-				st.Conditions[p.names[i]] = condition(&p.arena, j)
-			}
-		}
-	}
+}
 
-	failFast := spec.FailFast == nil || *spec.FailFast
-	triggered := func() bool {
-		if !failFast {
-			return false
+// matchFlowJob fills flow i's previous entry, attempt and job: its own, a
+// foreign same-named one, or none while a retired attempt lingers.
+func (p *planner) matchFlowJob(d *defaultPass, i int, f *fstate) {
+	name := p.names[i]
+	f.prev = p.prev(name)
+	f.attempt = 1
+	if f.prev != nil {
+		f.outcome, f.started = f.prev.Outcome, f.prev.Started
+		f.attempt = max(f.prev.Attempt, 1)
+	}
+	var j *Job
+	mine := false
+	if ji := p.jobOf[i]; ji >= 0 {
+		j, mine = &p.s.Jobs[ji], p.labelledAt(ji)
+		d.matched[ji] = true
+	}
+	switch {
+	case j == nil:
+	case !mine:
+		f.foreign = j
+	case f.prev != nil && !f.prev.Retrying && f.prev.RetiredUID != "" && j.UID == f.prev.RetiredUID:
+		// A stale view of the attempt we already deleted: wait for it
+		// to go rather than count it.
+		f.reasons = append(f.reasons, retryingReason(name))
+	default:
+		f.job = j
+	}
+}
+
+// observeJob builds flow i's status entry from its job, sizes it, buckets
+// the job and takes the outcome observed now. Retryable failures are
+// decided once failFast is known.
+func (p *planner) observeJob(d *defaultPass, i int, f *fstate, tasks *taskKeys) {
+	j := f.job
+	e := &p.entries[i]
+	jobEntry(&p.arena, e, j, f.prev, p.now, p.opt)
+	// Sized now, while the history just written is in cache.
+	f.histLen = historiesLen(e.RunningHistories) + 1
+	f.hasEntry = true
+	d.withJob++
+	if startedPhase(j.Phase) {
+		f.started = true
+	}
+	if f.bucket, f.known = bucket(j.Phase, p.opt.Buckets == BucketsVolcano); f.bucket != bucketNone {
+		d.counts[f.bucket]++
+	}
+	// Sized here, with the job in cache; the entry itself is inserted
+	// later.
+	d.condBytes += 1 + jobConditionLen(j, tasks) // the key's length is added with the lists
+	if f.outcome != OutcomeNone || d.terminal {
+		return
+	}
+	switch ph := j.Phase; {
+	case ph == JobPhaseCompleted:
+		f.outcome = OutcomeSucceeded
+	case p.opt.failurePhase(ph):
+		if r := p.retryOf(i); r != nil && f.attempt <= r.Limit && retryOn(r, ph) && !d.invalid {
+			d.retryable = append(d.retryable, i)
+		} else {
+			f.outcome = OutcomeFailed
 		}
-		for i := 0; i < g.nMain; i++ {
-			if fs[i].outcome == OutcomeFailed && !g.handled[i] {
-				return true
-			}
+	}
+}
+
+// buildConditions makes and fills the conditions map in a loop of its own:
+// its inserts land anywhere in a table of 10,000 entries, which stays in
+// cache (from its zeroing on) only while nothing else streams through.
+func (p *planner) buildConditions(d *defaultPass) {
+	if d.withJob == 0 {
+		return
+	}
+	d.st.Conditions = make(map[string]Condition, d.withJob)
+	for i := range p.g.n {
+		if j := d.fs[i].job; j != nil {
+			d.st.Conditions[p.names[i]] = condition(&p.arena, j)
 		}
+	}
+}
+
+// failFastTriggered reports whether failFast stops the main flows: some main
+// flow failed and no flow handles it.
+func (p *planner) failFastTriggered(fs []fstate) bool {
+	if s := p.wf.Spec.FailFast; s != nil && !*s {
 		return false
 	}
-	stop := triggered()
-	for _, i := range retryable {
-		f := &fs[i]
-		if stop {
+	for i := 0; i < p.g.nMain; i++ {
+		if fs[i].outcome == OutcomeFailed && !p.g.handled[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// planRetries plans the retry of every retryable failure, unless failFast
+// has triggered: then no retry starts.
+func (p *planner) planRetries(d *defaultPass) {
+	d.stop = p.failFastTriggered(d.fs)
+	for _, i := range d.retryable {
+		f := &d.fs[i]
+		if d.stop {
 			f.outcome = OutcomeFailed // no retries start once failFast triggered
 			continue
 		}
 		p.planRetry(i, f)
 	}
-	stop = stop || triggered()
+	d.stop = d.stop || p.failFastTriggered(d.fs)
+}
 
-	// Conditions, in topological order so Omitted propagates in one call.
-	// The main part's outcome is final once the main flows are decided:
-	// what follows changes only finally flows.
-	mainOK, mainKnown := false, false
-	if !terminal && !invalid {
-		// One walk decides the main flows and computes mainSucceeded:
-		// deciding a flow changes only that flow, and a flow's targets
-		// come before it in topological order, so each flow's outcome and
-		// its targets' taint are final when the walk reaches it.
-		tainted := make([]bool, n)
-		nonFinal := 0
-		mainOK = true
-		for _, v := range g.topo {
-			i := int(v)
-			if i >= g.nMain {
-				continue
-			}
-			p.decide(i, fs, stop)
-			if !g.dup[i] {
-				if fs[i].outcome == OutcomeNone {
-					nonFinal++
-				}
-				mainOK = p.taint(i, fs, tainted) && mainOK
-			}
+// decideFlows decides the main flows in topological order, so Omitted
+// propagates in one call, then the finally flows once the main part is
+// final, and creates the ready jobs.
+func (p *planner) decideFlows(d *defaultPass) {
+	g, fs := p.g, d.fs
+	nonFinal := p.decideMain(d)
+	d.mainKnown = true
+	outcome := "Succeeded"
+	if !d.mainOK {
+		outcome = "Failed"
+	}
+	for i := g.nMain; i < g.n; i++ {
+		if g.dup[i] {
+			continue
 		}
-		if len(g.topo) < n {
-			// Flows left over by Kahn (a cycle planned with
-			// SkipValidation) are never decided but still wait.
-			nonFinal = 0
-			for i := 0; i < g.nMain; i++ {
-				if !g.dup[i] && fs[i].outcome == OutcomeNone {
-					nonFinal++
-				}
-			}
-		}
-		mainKnown = true
-		outcome := "Succeeded"
-		if !mainOK {
-			outcome = "Failed"
-		}
-		for i := g.nMain; i < n; i++ {
-			if g.dup[i] {
-				continue
-			}
-			if nonFinal > 0 {
-				f := &fs[i]
-				if f.outcome == OutcomeNone && f.job == nil && f.foreign == nil && len(f.reasons) == 0 {
-					f.reasons = append(f.reasons, Reason{Kind: ReasonMainNotFinal, Count: nonFinal})
-				}
-				continue
-			}
-			p.decide(i, fs, false)
-		}
-		p.createReady(fs, outcome)
-	} else if terminal && phase == PhaseSucceed && opt.CreateInTerminal && spec.JobRetainPolicy != RetainPolicyDelete {
-		// Volcano re-creates jobs removed after success under retain (D12).
-		for i := range n {
+		if nonFinal > 0 {
 			f := &fs[i]
-			if !g.dup[i] && f.job == nil && f.foreign == nil {
-				p.res.Create = append(p.res.Create, p.create(g.flow(i), f.attempt, g.finally(i), "Succeeded"))
+			if f.outcome == OutcomeNone && f.job == nil && f.foreign == nil && len(f.reasons) == 0 {
+				f.reasons = append(f.reasons, mainNotFinalReason(nonFinal))
 			}
+			continue
 		}
-	} else if invalid {
-		for i := range n {
-			f := &fs[i]
-			if g.dup[i] || f.outcome != OutcomeNone || f.job != nil {
-				continue
+		p.decide(i, fs, false)
+	}
+	p.createReady(fs, outcome)
+}
+
+// decideMain walks the main flows once, deciding each and computing
+// mainSucceeded: deciding a flow changes only that flow, and a flow's
+// targets come before it in topological order, so each flow's outcome and
+// its targets' taint are final when the walk reaches it. It returns the
+// number of main flows not final yet.
+func (p *planner) decideMain(d *defaultPass) int {
+	g, fs := p.g, d.fs
+	tainted := make([]bool, g.n)
+	nonFinal := 0
+	d.mainOK = true
+	for _, v := range g.topo {
+		i := int(v)
+		if i >= g.nMain {
+			continue
+		}
+		p.decide(i, fs, d.stop)
+		if !g.dup[i] {
+			if fs[i].outcome == OutcomeNone {
+				nonFinal++
 			}
-			f.reasons = append(f.reasons, p.invalidReasons(i)...)
+			d.mainOK = p.taint(i, fs, tainted) && d.mainOK
 		}
 	}
+	if len(g.topo) < g.n {
+		// Flows left over by Kahn (a cycle planned with SkipValidation)
+		// are never decided but still wait.
+		nonFinal = 0
+		for i := 0; i < g.nMain; i++ {
+			if !g.dup[i] && fs[i].outcome == OutcomeNone {
+				nonFinal++
+			}
+		}
+	}
+	return nonFinal
+}
 
-	// Phase (§2.2).
+// recreateRetained re-creates the jobs removed after success under retain,
+// as Volcano does (its CreateInTerminal behaviour).
+func (p *planner) recreateRetained(d *defaultPass) {
+	for i := range p.g.n {
+		f := &d.fs[i]
+		if !p.g.dup[i] && f.job == nil && f.foreign == nil {
+			c := p.create(p.g.flow(i), f.attempt, p.g.finally(i), "Succeeded")
+			c.Reason = Reason{ReasonRecreate, "Recreate: job " + c.Name + " was removed after success under the retain policy"}
+			p.res.Create = append(p.res.Create, c)
+		}
+	}
+}
+
+// waitInvalid explains why each undecided flow of an invalid spec waits.
+func (p *planner) waitInvalid(d *defaultPass) {
+	for i := range p.g.n {
+		f := &d.fs[i]
+		if p.g.dup[i] || f.outcome != OutcomeNone || f.job != nil {
+			continue
+		}
+		f.reasons = append(f.reasons, p.invalidReasons(i)...)
+	}
+}
+
+// decidePhase sets the new workflow phase from the flows' outcomes.
+func (p *planner) decidePhase(d *defaultPass) {
+	g, fs, opt := p.g, d.fs, p.opt
 	allFinal, anyFinal, finallyFailed := true, false, false
-	for i := range n {
+	for i := range g.n {
 		if !g.dup[i] {
 			final := fs[i].outcome != OutcomeNone
 			allFinal, anyFinal = allFinal && final, anyFinal || final
 			finallyFailed = finallyFailed || i >= g.nMain && fs[i].outcome == OutcomeFailed
 		}
 	}
-	if !mainKnown {
-		mainOK = p.mainSucceeded(fs)
+	if !d.mainKnown {
+		d.mainOK = p.mainSucceeded(fs)
 	}
-	success := mainOK && !finallyFailed
+	success := d.mainOK && !finallyFailed
 	if opt.SuccessRule == SuccessCount {
-		// Volcano's count rule (D3): duplicates and extra labelled jobs
-		// make it unreachable, and the workflow stays Running.
-		success = p.completedCount() == len(spec.Flows)
+		// Volcano's count rule: duplicates and extra labelled jobs make it
+		// unreachable, and the workflow stays Running.
+		success = p.completedCount() == len(p.wf.Spec.Flows)
 	}
 	switch {
-	case terminal:
-	case invalid:
-		st.State = State{Phase: PhaseFailed, Reason: string(ReasonInvalidSpec)}
+	case d.terminal:
+	case d.invalid:
+		d.st.State = State{Phase: PhaseFailed, Reason: string(ReasonInvalidSpec)}
 	case success && (allFinal || opt.SuccessRule == SuccessCount):
-		st.State = State{Phase: PhaseSucceed}
+		d.st.State = State{Phase: PhaseSucceed}
 	case allFinal && opt.SuccessRule == SuccessSet:
-		st.State = State{Phase: PhaseFailed}
-	case anyStarted || anyFinal || phase == PhaseRunning:
-		st.State = State{Phase: PhaseRunning}
+		d.st.State = State{Phase: PhaseFailed}
+	case d.anyStarted || anyFinal || d.phase == PhaseRunning:
+		d.st.State = State{Phase: PhaseRunning}
 	default:
-		st.State = State{Phase: PhasePending}
+		d.st.State = State{Phase: PhasePending}
 	}
-
-	if st.State.Phase == PhaseSucceed && spec.JobRetainPolicy == RetainPolicyDelete {
-		order, _ := p.flowJobNames()
-		p.retentionDeletes(order, own)
-	}
-	p.defaultStatus(&st, fs, own, &counts, condBytes)
-	return nil
 }
 
 // packedJobNames returns the job name <workflow>-<flow> of every node, ""
@@ -358,7 +432,7 @@ func retryOn(r *Retry, ph JobPhase) bool {
 	return false
 }
 
-// planRetry handles a failed job with a retry left (§3.2): wait out the
+// planRetry handles a failed job with a retry left: wait out the
 // backoff, then delete the job; its disappearance lets decide re-create it.
 func (p *planner) planRetry(i int, f *fstate) {
 	r := p.retryOf(i)
@@ -368,8 +442,8 @@ func (p *planner) planRetry(i int, f *fstate) {
 	if f.prev != nil && f.prev.Retrying {
 		// The delete was planned already; plan it again until the job goes.
 		e.Retrying, e.RetiredUID = true, j.UID
-		p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, Namespace: p.wf.Namespace, UID: j.UID, Reason: DeleteRetry})
-		f.reasons = append(f.reasons, Reason{Kind: ReasonRetrying, Job: j.Name})
+		p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, Namespace: p.wf.Namespace, UID: j.UID, Reason: retryDeleteReason(p.g.names[i])})
+		f.reasons = append(f.reasons, retryingReason(j.Name))
 		return
 	}
 	var instant time.Time
@@ -385,14 +459,14 @@ func (p *planner) planRetry(i int, f *fstate) {
 	if p.s.Now.Before(due) {
 		t := metav1.NewTime(due)
 		e.NextRetryAt = &t
-		f.reasons = append(f.reasons, Reason{Kind: ReasonBackoff, Until: due})
+		f.reasons = append(f.reasons, backoffReason(due))
 		p.res.RequeueAfter = minDur(p.res.RequeueAfter, due.Sub(p.s.Now))
 		return
 	}
 	e.NextRetryAt = nil
 	e.Retrying, e.RetiredUID = true, j.UID
-	p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, Namespace: p.wf.Namespace, UID: j.UID, Reason: DeleteRetry})
-	f.reasons = append(f.reasons, Reason{Kind: ReasonRetrying, Job: j.Name})
+	p.res.Delete = append(p.res.Delete, DeleteJob{Flow: p.g.names[i], Name: j.Name, Namespace: p.wf.Namespace, UID: j.UID, Reason: retryDeleteReason(p.g.names[i])})
+	f.reasons = append(f.reasons, retryingReason(j.Name))
 }
 
 // decide settles a flow without an outcome or a job: create it, omit it or
@@ -408,7 +482,7 @@ func (p *planner) decide(i int, fs []fstate, stop bool) {
 			lbl := f.foreign.Labels[LabelCreatedByJobFlow]
 			p.issue(Issue{Kind: IssueNameConflict, Severity: SeverityError, Flow: i, Field: "job " + f.foreign.Name, Target: -1, Value: lbl,
 				Message: fmt.Sprintf("job %s exists but belongs to %q, not %q", f.foreign.Name, lbl, p.label)})
-			f.reasons = append(f.reasons, Reason{Kind: ReasonNameConflict, Job: f.foreign.Name, Label: lbl})
+			f.reasons = append(f.reasons, nameConflictReason(f.foreign.Name, lbl))
 		}
 		return // with the check off, the foreign job counts as existing (Volcano)
 	}
@@ -514,7 +588,7 @@ func (p *planner) evalNode(n *cnode, fs []fstate, note func(atom)) tri {
 	}
 }
 
-// atomValue is §3.1's atom table.
+// atomValue is the atom table: an atom's truth value from its target's state.
 func (p *planner) atomValue(a atom, fs []fstate) tri {
 	if a.flow < 0 {
 		return triU // an unknown flow never decides (only reachable without validation)
@@ -552,14 +626,14 @@ func (p *planner) depReason(a atom, fs []fstate) Reason {
 	name := p.g.atomName(a)
 	atomText := name + "." + a.res.String()
 	if a.flow < 0 {
-		return Reason{Kind: ReasonUnknown, Target: name, Atom: atomText, Issue: fmt.Sprintf("no flow named %q", name)}
+		return unknownTargetReason(fmt.Sprintf("no flow named %q", name))
 	}
 	t := &fs[a.flow]
 	state := jobState(t.job)
 	if t.outcome != OutcomeNone {
 		state = string(t.outcome)
 	}
-	return Reason{Kind: ReasonDependency, Target: name, State: state, Atom: atomText}
+	return dependencyReason(atomText, state)
 }
 
 // invalidReasons explains why a flow of an invalid spec waits.
@@ -571,13 +645,13 @@ func (p *planner) invalidReasons(i int) []Reason {
 		}
 		switch {
 		case is.Kind == IssueCycle && contains(is.Members, p.g.names[i]):
-			rs = append(rs, Reason{Kind: ReasonCycle, Issue: is.Message})
+			rs = append(rs, cycleReason(is.Message))
 		case is.Flow == i && is.Kind == IssueUnknownTarget:
-			rs = append(rs, Reason{Kind: ReasonUnknown, Target: is.Value, Issue: is.Message})
+			rs = append(rs, unknownTargetReason(is.Message))
 		}
 	}
 	if len(rs) == 0 {
-		rs = append(rs, Reason{Kind: ReasonInvalidSpec, Issue: "the workflow spec is invalid"})
+		rs = append(rs, invalidSpecReason("the workflow spec is invalid"))
 	}
 	return rs
 }
@@ -591,7 +665,7 @@ func contains(s []string, x string) bool {
 	return false
 }
 
-// mainSucceeded is §3.1's main-part outcome: no failure-tainted main flow is
+// mainSucceeded is the main part's outcome: no failure-tainted main flow is
 // unhandled.
 func (p *planner) mainSucceeded(fs []fstate) bool {
 	g := p.g
@@ -615,7 +689,7 @@ func (p *planner) taint(i int, fs []fstate, tainted []bool) bool {
 		tainted[i] = true
 	case OutcomeOmitted:
 		// A probe flow is omitted only when the readiness it waited
-		// for can never come (§3.5): unlike an expression turned
+		// for can never come: unlike an expression turned
 		// false, that is a failure unless something handles it.
 		tainted[i] = g.conds[i].probe != nil || p.refersTainted(i, tainted)
 	}
@@ -661,7 +735,7 @@ func (p *planner) completedCount() int {
 }
 
 // createReady creates ready flows in spec order (main, then finally) up to
-// the parallelism cap (§3.3); the rest wait with Parallelism.
+// the parallelism cap; the rest wait with Parallelism.
 func (p *planner) createReady(fs []fstate, outcome string) {
 	g := p.g
 	limit := p.wf.Spec.Parallelism
@@ -681,7 +755,7 @@ func (p *planner) createReady(fs []fstate, outcome string) {
 		}
 		if limit > 0 && slots <= 0 {
 			f.ready = false
-			f.reasons = append(f.reasons, Reason{Kind: ReasonParallelism, Active: limit - slots, Limit: limit})
+			f.reasons = append(f.reasons, parallelismReason(limit-slots, limit))
 			continue
 		}
 		slots--
@@ -693,7 +767,7 @@ func (p *planner) createReady(fs []fstate, outcome string) {
 	}
 }
 
-// defaultStatus builds the Default status (§2.3). The conditions, the bucket counts and the conditions' JSON size come
+// defaultStatus builds the Default status. The conditions, the bucket counts and the conditions' JSON size come
 // from planDefault's pass over the jobs.
 func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, counts *[nBuckets]int, condBytes int) {
 	g, opt := p.g, p.opt

@@ -5,27 +5,41 @@
 //
 // A workflow is a list of flows; each flow's job is created from the
 // template of the same name, named <workflow>-<flow>, once the flow's
-// dependencies are satisfied. Plan reads a Snapshot (the workflow with its
+// dependencies are satisfied. Decide reads a Snapshot (the workflow with its
 // previous status, the observed jobs and the current time) and returns a
-// Result: the jobs to create and delete, the complete new status (phase,
-// per-phase lists, conditions, job status list with running histories),
-// why every waiting flow waits, and when to plan again. It never does IO;
-// an executor materialises the jobs from their (opaque) templates and Apply
-// walks the plan through it.
+// Plan: the jobs to create and delete, each with its Reason, the complete new
+// status (phase, per-phase lists, conditions, job status list with running
+// histories), why every waiting flow waits, and when to plan again. It never
+// does IO; an executor materialises the jobs from their (opaque) templates
+// and Apply walks the plan through it.
 //
 // # Usage
 //
-//	res, err := dag.Plan(dag.Snapshot{Flow: wf, Jobs: observed, Now: now}, dag.Default())
-//	if err != nil { ... }                // unusable input only (e.g. an unknown phase)
-//	report, err := dag.Apply(ctx, res, executor)
-//	// requeue after res.RequeueAfter (0: wait for the next event)
+//	plan, err := dag.Decide(dag.Snapshot{Flow: wf, Jobs: observed, Now: now}, dag.Options{})
+//	if err != nil { ... }                 // ErrInvalidInput or ErrInvalidOptions, every field named
+//	report, err := dag.Apply(ctx, plan, executor)
+//	// requeue after plan.RequeueAfter (0: wait for the next event)
 //
-// Validate (or Check, which returns one error wrapping ErrInvalidSpec)
-// reports every problem of a spec at once: empty and duplicate names, unknown
-// targets, cycles with the flows on them, job names and label values over 63
-// characters, malformed depends expressions with their byte offset, and more.
-// ValidateUpdate and ValidateVolcano serve admission webhooks. RenderMermaid
-// and RenderDOT draw the graph with the state of every flow.
+// Decide refuses exactly what Validate refuses: a zero Now, a previous phase
+// that is no workflow phase, observed jobs with an empty or repeated name, a
+// negative running duration; the error is a *plancore.InvalidError wrapping
+// ErrInvalidInput that lists every problem with its field path (now,
+// flow.status.state.phase, jobs[3].name). An invalid spec is not an input
+// error but a plan outcome (Default fails the workflow with reason
+// InvalidSpec), because it is a fact about the object the controller must
+// report on it. Check refuses such a spec at admission, every problem at once
+// (spec.flows[2].dependsOn.targets[1]), each field.Error's Detail starting
+// with the issue kind (Cycle, UnknownTarget, DuplicateFlow, ...; a cycle's
+// Detail carries its witness path); Lint returns the same findings, warnings
+// included, as typed Issues. ValidateUpdate and ValidateVolcano serve
+// admission webhooks. RenderMermaid and RenderDOT draw the graph with the
+// state of every flow.
+//
+// Every waiting flow's Reason and every action's Reason carries a ReasonCode
+// (Dependency, Backoff, Parallelism, Probe, ...; DependenciesMet, Retry,
+// Finally, Retention, Recreate) and a message for people. The plan's
+// RequeueAfter is the one wake-up hint, relative to Snapshot.Now; the status
+// field nextRetryAt stays, because it is the workflow's wire status.
 //
 // Dependencies take three forms: targets (each must succeed), targetsWithStatus
 // (each must reach a result: Succeeded, Failed, Omitted, Done or Started),
@@ -40,13 +54,15 @@
 //
 // # Determinism
 //
-// Plan is a pure function of its input: it reads no clock (Snapshot.Now is the
-// only time), draws no randomness, starts no goroutine and never mutates its
-// input; every slice of the previous status that changes is copied first.
+// Decide is a pure function of its input: it reads no clock (Snapshot.Now is
+// the only time), draws no randomness, starts no goroutine and never mutates
+// its input; every slice of the previous status that changes is copied first.
 // Output order is fixed: flows in spec order (main flows, then finally flows),
 // then jobs that belong to no flow, by name; issues by (flow, kind, target).
-// Permuting Snapshot.Jobs changes nothing. Equal snapshots give equal results,
-// byte for byte in Result.String.
+// Permuting Snapshot.Jobs changes nothing. Equal snapshots give equal plans,
+// byte for byte in Plan.String. Backoff waits saturate at the largest
+// time.Duration: a huge duration or factor waits about 292 years, never a
+// wrapped, negative time.
 //
 // # Compatibility
 //
@@ -55,12 +71,34 @@
 // that takes two syncs, six status lists, running histories with their
 // quirks, the Pending/Running/Succeed/Failed table, retention one sync after
 // success), except that lists come out in spec order rather than informer
-// order. Default (the zero Options) fixes the anchor's defects: it validates
-// every plan (D1) in O(V+E) (D2), decides success from the set of flow
-// outcomes in one step (D3, D4), buckets every job in exactly one list (D5),
-// fails on Aborted jobs (D6), merges status in linear time (D7), keeps no
-// stale entries (D8), reports the status size (D10) and spec edits (D11),
-// writes the status only when it changed and never creates in a terminal
-// phase (D12), and refuses to adopt another workflow's same-named job (D13).
-// Every knob can be set on its own; see Options.
+// order. Default (the zero Options) differs from the anchor on purpose, each
+// difference a knob of Options that VolcanoCompat sets back:
+//
+//   - it validates every plan (SkipValidation): the anchor never validates,
+//     so cycles and unknown targets wait forever and duplicate flow names are
+//     accepted (Volcano #5868);
+//   - it validates in O(V+E), where the anchor's admission check enumerates
+//     every path (27 dense flows take 11.1 s, past the webhook timeout);
+//   - it decides success from the set of flow outcomes, in one step
+//     (SuccessRule, StateMachine), where the anchor counts completed jobs, so
+//     duplicates, extra labelled jobs and zero flows get stuck, and never goes
+//     from Pending to Succeed directly;
+//   - it buckets every job in exactly one status list (Buckets): the anchor
+//     lists Completing and Terminating jobs nowhere;
+//   - it treats an Aborted job as a failure (AbortedPolicy): in the anchor a
+//     Running workflow with an Aborted job stays Running forever;
+//   - it merges the status in linear time and keeps no entries of vanished
+//     jobs (KeepStaleEntries, HistoryQuirk);
+//   - it reports the status size (StatusSizeWarn, HistoryLimit), since the
+//     anchor's ~766 bytes per job reach etcd's limit near 2,000 jobs;
+//   - it reports a spec edited mid-run (SpecChange), which the anchor accepts
+//     and acts on silently at the next job event (Volcano #5705, #5723);
+//   - it writes the status only when it changed and never creates in a
+//     terminal phase (AlwaysWrite, CreateInTerminal);
+//   - it refuses to adopt another workflow's same-named job
+//     (SkipNameConflictCheck).
+//
+// Retries with backoff (asked for in Volcano #3838), parallelism, finally
+// flows, depends expressions and probes (Volcano #2135) exist only in
+// Default; VolcanoCompat ignores a probe, as the anchor does.
 package dag

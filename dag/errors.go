@@ -2,21 +2,20 @@ package dag
 
 import "errors"
 
-// ErrInvalidSpec is wrapped by every validation error: the workflow spec has
-// cycles, unknown targets, duplicate or invalid names, or malformed
-// extensions. The error lists every offender.
-var ErrInvalidSpec = errors.New("dag: invalid workflow spec")
+// ErrInvalidInput is wrapped by every error about unusable input: a snapshot
+// Decide refuses (zero Now, a previous phase that is no workflow phase, two
+// observed jobs with one name), a spec Check refuses, or a nil executor. The
+// error is a *plancore.InvalidError that names every offending field path and
+// value.
+var ErrInvalidInput = errors.New("dag: invalid input")
 
-// ErrInvalidPhase is wrapped when the previous status holds a phase that is
-// not a workflow phase (Volcano: "jobflow <name> state <phase> is invalid").
-var ErrInvalidPhase = errors.New("dag: invalid workflow phase")
-
-// ErrInvalidSnapshot is wrapped when the snapshot itself is unusable, e.g. two
-// observed jobs share a name.
-var ErrInvalidSnapshot = errors.New("dag: invalid snapshot")
-
-// ErrInvalidOptions is wrapped by Options.Validate.
+// ErrInvalidOptions is wrapped by Options.Validate, inside a
+// *plancore.InvalidError naming every offending option.
 var ErrInvalidOptions = errors.New("dag: invalid options")
+
+// ErrNilExecutor is returned (wrapped with ErrInvalidInput) by Apply when it
+// is given no executor.
+var ErrNilExecutor = errors.New("dag: nil executor")
 
 // ErrSyntax is wrapped by every error of ParseDepends.
 var ErrSyntax = errors.New("dag: depends expression syntax error")

@@ -3,6 +3,7 @@ package dag_test
 import (
 	"errors"
 	"fmt"
+	"github.com/plancore/plancore"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -25,7 +26,7 @@ func Example_chain() {
 		{Name: "b", DependsOn: &dag.DependsOn{Targets: []string{"a"}}},
 		{Name: "c", DependsOn: &dag.DependsOn{Targets: []string{"b"}}},
 	}}}
-	res, err := dag.Plan(dag.Snapshot{Flow: w, Jobs: []dag.Job{labelled("jf", "a", dag.JobPhaseCompleted)}, Now: t0}, dag.Default())
+	res, err := dag.Decide(dag.Snapshot{Flow: w, Jobs: []dag.Job{labelled("jf", "a", dag.JobPhaseCompleted)}, Now: t0}, dag.Default())
 	if err != nil {
 		panic(err)
 	}
@@ -36,7 +37,7 @@ func Example_chain() {
 	// blocked c: Dependency b.Succeeded: NotCreated
 }
 
-// Example_dependsOnFailure is the spec's Example 4: notify runs because
+// Example_dependsOnFailure: notify runs because
 // train failed, publish is omitted, and the workflow fails because nothing
 // handles publish's omission.
 func Example_dependsOnFailure() {
@@ -45,10 +46,10 @@ func Example_dependsOnFailure() {
 		{Name: "notify", DependsOn: &dag.DependsOn{Depends: "train.Failed"}},
 		{Name: "publish", DependsOn: &dag.DependsOn{Targets: []string{"train"}}},
 	}}}
-	res, _ := dag.Plan(dag.Snapshot{Flow: w, Jobs: []dag.Job{labelled("jf", "train", dag.JobPhaseFailed)}, Now: t0}, dag.Default())
+	res, _ := dag.Decide(dag.Snapshot{Flow: w, Jobs: []dag.Job{labelled("jf", "train", dag.JobPhaseFailed)}, Now: t0}, dag.Default())
 	fmt.Print(res)
 	w.Status = res.Status
-	res, _ = dag.Plan(dag.Snapshot{Flow: w, Now: t0.Add(time.Minute), Jobs: []dag.Job{
+	res, _ = dag.Decide(dag.Snapshot{Flow: w, Now: t0.Add(time.Minute), Jobs: []dag.Job{
 		labelled("jf", "train", dag.JobPhaseFailed), labelled("jf", "notify", dag.JobPhaseRunning)}}, dag.Default())
 	w.Status = res.Status
 	fmt.Print(dag.RenderMermaid(w))
@@ -76,17 +77,17 @@ func ExampleCheck() {
 		{Name: "a"},
 	}}}
 	err := dag.Check(w, dag.Default())
-	var ve *dag.ValidationError
-	if errors.As(err, &ve) && errors.Is(err, dag.ErrInvalidSpec) {
-		for _, is := range ve.Issues {
-			fmt.Println(is)
+	var inv *plancore.InvalidError
+	if errors.As(err, &inv) && errors.Is(err, dag.ErrInvalidInput) {
+		for _, e := range inv.Errors {
+			fmt.Println(e)
 		}
 	}
 	// Output:
-	// Error Cycle flows[0].dependsOn "a": cycle: a -> c -> a
-	// Error ExpressionSyntax flows[1].dependsOn.depends "a.Failed ||": flow "b": unexpected end of expression, want a name, "!" or "(" at byte 11
-	// Error UnknownTarget flows[2].dependsOn.targets[1] "ghost": flow "c": no flow named "ghost"
-	// Error DuplicateFlow flows[3].name "a": flow name already used by flows[0]
+	// spec.flows[0].dependsOn: Invalid value: "a": Cycle: cycle: a -> c -> a
+	// spec.flows[1].dependsOn.depends: Invalid value: "a.Failed ||": ExpressionSyntax: flow "b": unexpected end of expression, want a name, "!" or "(" at byte 11
+	// spec.flows[2].dependsOn.targets[1]: Not found: "ghost": UnknownTarget: flow "c": no flow named "ghost"
+	// spec.flows[3].name: Duplicate value: "a": DuplicateFlow: flow name already used by flows[0]
 }
 
 // ExampleRenderDOT draws a diamond whose first flow has completed.
@@ -96,7 +97,7 @@ func ExampleRenderDOT() {
 		{Name: "b", DependsOn: &dag.DependsOn{Targets: []string{"a"}}},
 		{Name: "c", DependsOn: &dag.DependsOn{Depends: "a || !b.Failed"}},
 	}}}
-	res, _ := dag.Plan(dag.Snapshot{Flow: w, Jobs: []dag.Job{labelled("jf", "a", dag.JobPhaseRunning)}, Now: t0}, dag.Default())
+	res, _ := dag.Decide(dag.Snapshot{Flow: w, Jobs: []dag.Job{labelled("jf", "a", dag.JobPhaseRunning)}, Now: t0}, dag.Default())
 	w.Status = res.Status
 	fmt.Print(dag.RenderDOT(w))
 	// Output:
@@ -112,7 +113,7 @@ func ExampleRenderDOT() {
 	// }
 }
 
-// Example_volcanoCompat shows the anchor's two-step success (§1.5): with
+// Example_volcanoCompat shows the anchor's two-step success: with
 // every job Completed, a Pending workflow first moves to Running.
 func Example_volcanoCompat() {
 	w := dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{
@@ -120,11 +121,11 @@ func Example_volcanoCompat() {
 	}}}
 	jobs := []dag.Job{labelled("jf", "a", dag.JobPhaseCompleted), labelled("jf", "b", dag.JobPhaseCompleted)}
 	for range 2 {
-		res, _ := dag.Plan(dag.Snapshot{Flow: w, Jobs: jobs, Now: t0}, dag.VolcanoCompat())
+		res, _ := dag.Decide(dag.Snapshot{Flow: w, Jobs: jobs, Now: t0}, dag.VolcanoCompat())
 		fmt.Println(res.Status.State.Phase)
 		w.Status = res.Status
 	}
-	res, _ := dag.Plan(dag.Snapshot{Flow: dag.Workflow{Name: "jf", Namespace: "ns", Spec: w.Spec}, Jobs: jobs, Now: t0}, dag.Default())
+	res, _ := dag.Decide(dag.Snapshot{Flow: dag.Workflow{Name: "jf", Namespace: "ns", Spec: w.Spec}, Jobs: jobs, Now: t0}, dag.Default())
 	fmt.Println("Default:", res.Status.State.Phase)
 	// Output:
 	// Running
@@ -132,7 +133,7 @@ func Example_volcanoCompat() {
 	// Default: Succeed
 }
 
-// Example_probe is BoCloud/JobFlow #21's parameter-server workflow (§3.5):
+// Example_probe is BoCloud/JobFlow #21's parameter-server workflow:
 // the workers need the ps job's ps task running, not finished, and its
 // health endpoint answering. The core checks the task count; the executor
 // runs the httpGet entry the Probe reason names and reports the result.
@@ -146,13 +147,13 @@ func Example_probe() {
 	}}}
 	ps := labelled("jf", "ps", dag.JobPhaseRunning)
 	ps.TaskStatusCount = map[string]dag.TaskState{"ps": {Phase: map[string]int32{"Pending": 1}}}
-	res, _ := dag.Plan(dag.Snapshot{Flow: w, Jobs: []dag.Job{ps}, Now: t0}, dag.Default())
+	res, _ := dag.Decide(dag.Snapshot{Flow: w, Jobs: []dag.Job{ps}, Now: t0}, dag.Default())
 	fmt.Print(res)
 
 	// The ps pod runs; the executor probed /healthz at t0+10s and got 200.
 	ps.TaskStatusCount = map[string]dag.TaskState{"ps": {Phase: map[string]int32{"Running": 1}}}
 	w.Status = res.Status
-	res, _ = dag.Plan(dag.Snapshot{Flow: w, Jobs: []dag.Job{ps}, Now: t0.Add(12 * time.Second),
+	res, _ = dag.Decide(dag.Snapshot{Flow: w, Jobs: []dag.Job{ps}, Now: t0.Add(12 * time.Second),
 		ProbeResults: []dag.ProbeResult{{Flow: "workers", Entry: 0, OK: true, Time: t0.Add(10 * time.Second)}}}, dag.Default())
 	fmt.Print(res)
 	// Output:
@@ -161,4 +162,21 @@ func Example_probe() {
 	// requeue after 10s
 	// phase Running, write status, 464 status bytes
 	// create jf-workers flow=workers template=ns/workers attempt=1
+}
+
+// ExampleValidate shows every problem of an unusable snapshot at once, each
+// with its field path: Decide refuses exactly these.
+func ExampleValidate() {
+	w := dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{{Name: "a"}}}}
+	jobs := []dag.Job{labelled("jf", "a", dag.JobPhaseRunning), labelled("jf", "a", dag.JobPhaseRunning)}
+	err := dag.Validate(dag.Snapshot{Flow: w, Jobs: jobs}, dag.Options{}) // no Now
+	var inv *plancore.InvalidError
+	if errors.As(err, &inv) && errors.Is(err, dag.ErrInvalidInput) {
+		fmt.Println(inv.Fields())
+	}
+	_, err = dag.Decide(dag.Snapshot{Flow: w, Jobs: jobs}, dag.Options{})
+	fmt.Println(err)
+	// Output:
+	// [now jobs[1].name]
+	// dag: invalid input: now: Required value: the planning time must be set; jobs[1].name: Duplicate value: "jf-a"
 }

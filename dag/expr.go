@@ -9,14 +9,14 @@ import (
 const MaxDependsLen = 4096
 
 // Op is an expression node's operator.
-type Op uint8
+type Op string
 
 // Expression operators.
 const (
-	OpRef Op = iota // a TOKEN
-	OpNot
-	OpAnd
-	OpOr
+	OpRef Op = "Ref" // a TOKEN
+	OpNot Op = "Not"
+	OpAnd Op = "And"
+	OpOr  Op = "Or"
 )
 
 // Expr is a parsed depends expression. Offset is the byte offset of the node

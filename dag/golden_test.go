@@ -138,7 +138,7 @@ func runScenario(t *testing.T, sc scenario) string {
 		if sc.probes != nil {
 			s.ProbeResults = sc.probes(k, s.Now)
 		}
-		res, err := dag.Plan(s, sc.opt)
+		res, err := dag.Decide(s, sc.opt)
 		if err != nil {
 			t.Fatalf("round %d: %v", k, err)
 		}

@@ -3,6 +3,7 @@ package dag
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -16,7 +17,7 @@ const (
 	resOmitted
 	resDone
 	resStarted
-	// resProbe is a probe target (§3.5): its job exists and the flow's
+	// resProbe is a probe target: its job exists and the flow's
 	// probe entries pass. No depends expression can name it.
 	resProbe
 )
@@ -175,7 +176,9 @@ func buildGraph(wf *Workflow, opt Options) *graph { return buildGraphHashed(wf, 
 
 // buildGraphHashed is buildGraph that, with hash, also computes SpecHash
 // into g.specHash while it reads the flows (one pass over the names and
-// targets instead of two: Plan needs both).
+// targets instead of two: Decide needs both). Its steps: index the names,
+// read every flow's dependencies, check the spec-wide fields, and order the
+// flows.
 func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
 	spec := &wf.Spec
 	g := &graph{wf: wf, nMain: len(spec.Flows), n: len(spec.Flows) + len(spec.Finally)}
@@ -186,13 +189,23 @@ func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
 	g.conds = make([]cond, n)
 	g.handled = make([]bool, n)
 	g.edgeAt = make([]int32, n+1)
+	g.indexNames()
+	g.readDependencies(opt, hash)
+	g.checkSpecExtras(opt)
+	g.order()
+	return g
+}
 
+// indexNames checks the workflow's and every flow's name and indexes the
+// flows by name, marking empty and repeated names as no node.
+func (g *graph) indexNames() {
+	wf := g.wf
 	if !qualified(wf.Namespace, ".", wf.Name) {
 		g.add(Issue{Kind: IssueLabelValueInvalid, Flow: -1, Field: "metadata.name", Target: -1, Value: wf.Namespace + "." + wf.Name,
 			Message: "label value <namespace>.<workflow> must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"})
 	}
 	wfIdent, nsIdent := identAll(wf.Name), identAll(wf.Namespace)
-	for i := range n {
+	for i := range g.n {
 		f := g.flow(i)
 		g.names[i] = f.Name
 		if f.Name == "" {
@@ -216,7 +229,19 @@ func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
 				Message: "label value <namespace>.<flow> must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"})
 		}
 	}
+}
 
+// depScratch is readDependencies' working memory, shared by every flow.
+type depScratch struct {
+	stamp  []int32 // stamp[t] == i: edge i→t already recorded
+	tstamp []int32 // tstamp[t] == i: t already listed in i's targets
+}
+
+// readDependencies reads every flow's dependencies into atoms and edges (and,
+// with hash, the spec hash), checking each flow's extensions on the way.
+func (g *graph) readDependencies(opt Options, hash bool) {
+	spec := &g.wf.Spec
+	n := g.n
 	refs := 0
 	for i := range n {
 		if d := g.flow(i).DependsOn; d != nil {
@@ -225,10 +250,9 @@ func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
 	}
 	g.atoms = make([]atom, 0, refs)
 	g.edges = make([]int32, 0, refs)
-	stamp := make([]int32, n)  // stamp[t] == i: edge i→t already recorded
-	tstamp := make([]int32, n) // tstamp[t] == i: t already listed in i's targets
-	for i := range stamp {
-		stamp[i], tstamp[i] = -1, -1
+	sc := depScratch{stamp: make([]int32, n), tstamp: make([]int32, n)}
+	for i := range sc.stamp {
+		sc.stamp[i], sc.tstamp[i] = -1, -1
 	}
 	var h specHasher
 	if hash {
@@ -244,79 +268,8 @@ func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
 			h.flow(f)
 		}
 		g.checkFlowExtras(i, f, opt)
-		if f.DependsOn == nil {
-			continue
-		}
-		d := f.DependsOn
-		if d.Depends != "" && (len(d.Targets) > 0 || len(d.TargetsWithStatus) > 0) {
-			g.add(Issue{Kind: IssueMixedDependencyForms, Flow: i, Field: g.field(i) + ".dependsOn", Target: -1,
-				Message: "depends cannot be combined with targets or targetsWithStatus"})
-		}
-		if opt.volcano() && (d.Depends != "" || len(d.TargetsWithStatus) > 0) {
-			g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: g.field(i) + ".dependsOn", Target: -1,
-				Message: "depends and targetsWithStatus need the plancore state machine"})
-		}
-		tres := resSucceeded
-		if d.Probe != nil {
-			tres = resProbe
-		}
-		if g.finally(i) && len(d.Targets) > 0 {
-			g.add(Issue{Kind: IssueFinallyOrdering, Flow: i, Field: g.field(i) + ".dependsOn.targets", Target: -1,
-				Message: "finally flows cannot have targets; use depends or targetsWithStatus as a condition"})
-		}
-		c := cond{lo: int32(len(g.atoms))}
-		if d.Depends != "" {
-			e, err := ParseDepends(d.Depends)
-			if err != nil {
-				se := err.(*SyntaxError)
-				g.add(Issue{Kind: IssueExpressionSyntax, Flow: i, Field: g.field(i) + ".dependsOn.depends", Target: se.Offset, Value: d.Depends,
-					Message: fmt.Sprintf("flow %q: %s at byte %d", f.Name, se.Msg, se.Offset)})
-			} else {
-				cn := g.compile(i, e, stamp)
-				c.expr = &cn
-			}
-		} else {
-			var unknown []string
-			for k, t := range d.Targets {
-				dupT := false
-				ti, known := g.index.lookup(t)
-				if known {
-					dupT = tstamp[ti] == int32(i)
-					tstamp[ti] = int32(i)
-				} else {
-					for _, u := range unknown {
-						dupT = dupT || u == t
-					}
-					unknown = append(unknown, t)
-				}
-				if dupT {
-					g.add(Issue{Kind: IssueDuplicateTarget, Severity: SeverityWarning, Flow: i, Field: fmt.Sprintf("%s.dependsOn.targets[%d]", g.field(i), k), Target: k, Value: t,
-						Message: "duplicate target dropped"})
-					continue
-				}
-				if known {
-					// Resolved once: the name is not looked up again.
-					g.atoms = append(g.atoms, g.refKnown(i, ti, t, tres, "targets", k, k, stamp))
-				} else {
-					g.atoms = append(g.atoms, g.ref(i, t, tres, "targets", k, k, stamp))
-				}
-			}
-			for k, ts := range d.TargetsWithStatus {
-				r, ok := structuredWord(ts.Phase)
-				if !ok {
-					g.add(Issue{Kind: IssueUnknownResult, Flow: i, Field: fmt.Sprintf("%s.dependsOn.targetsWithStatus[%d].phase", g.field(i), k), Target: len(d.Targets) + k, Value: ts.Phase,
-						Message: "phase must be Succeeded, Failed, Omitted, Done or Started (aliases Completed, Running)"})
-					continue
-				}
-				g.atoms = append(g.atoms, g.ref(i, ts.Name, r, "targetsWithStatus", k, len(d.Targets)+k, stamp))
-			}
-		}
-		c.hi = int32(len(g.atoms))
-		if d.Probe != nil {
-			c.probe = g.checkProbe(i, d, c, opt)
-		}
-		if !g.dup[i] {
-			g.conds[i] = c
+		if f.DependsOn != nil {
+			g.readFlowDeps(i, f, opt, &sc)
 		}
 	}
 	g.edgeAt[n] = int32(len(g.edges))
@@ -326,23 +279,116 @@ func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
 		}
 		g.specHash = h.end(spec)
 	}
-	g.checkSpecExtras(opt)
+}
+
+// readFlowDeps reads flow i's dependsOn: its form, its expression or
+// targets, and its probe, into the flow's condition.
+func (g *graph) readFlowDeps(i int, f *Flow, opt Options, sc *depScratch) {
+	d := f.DependsOn
+	g.checkDepForms(i, d, opt)
+	c := cond{lo: int32(len(g.atoms))}
+	if d.Depends != "" {
+		e, err := ParseDepends(d.Depends)
+		if err != nil {
+			se := err.(*SyntaxError)
+			g.add(Issue{Kind: IssueExpressionSyntax, Flow: i, Field: g.field(i) + ".dependsOn.depends", Target: se.Offset, Value: d.Depends,
+				Message: fmt.Sprintf("flow %q: %s at byte %d", f.Name, se.Msg, se.Offset)})
+		} else {
+			cn := g.compile(i, e, sc.stamp)
+			c.expr = &cn
+		}
+	} else {
+		g.readTargets(i, d, sc)
+		g.readTargetsWithStatus(i, d, sc)
+	}
+	c.hi = int32(len(g.atoms))
+	if d.Probe != nil {
+		c.probe = g.checkProbe(i, d, c, opt)
+	}
+	if !g.dup[i] {
+		g.conds[i] = c
+	}
+}
+
+// checkDepForms reports dependency forms that do not go together.
+func (g *graph) checkDepForms(i int, d *DependsOn, opt Options) {
+	if d.Depends != "" && (len(d.Targets) > 0 || len(d.TargetsWithStatus) > 0) {
+		g.add(Issue{Kind: IssueMixedDependencyForms, Flow: i, Field: g.field(i) + ".dependsOn", Target: -1,
+			Message: "depends cannot be combined with targets or targetsWithStatus"})
+	}
+	if opt.volcano() && (d.Depends != "" || len(d.TargetsWithStatus) > 0) {
+		g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: g.field(i) + ".dependsOn", Target: -1,
+			Message: "depends and targetsWithStatus need the plancore state machine"})
+	}
+	if g.finally(i) && len(d.Targets) > 0 {
+		g.add(Issue{Kind: IssueFinallyOrdering, Flow: i, Field: g.field(i) + ".dependsOn.targets", Target: -1,
+			Message: "finally flows cannot have targets; use depends or targetsWithStatus as a condition"})
+	}
+}
+
+// readTargets records flow i's targets (succeeded, or probed), dropping
+// repeated ones with a warning.
+func (g *graph) readTargets(i int, d *DependsOn, sc *depScratch) {
+	tres := resSucceeded
+	if d.Probe != nil {
+		tres = resProbe
+	}
+	var unknown []string
+	for k, t := range d.Targets {
+		dupT := false
+		ti, known := g.index.lookup(t)
+		if known {
+			dupT = sc.tstamp[ti] == int32(i)
+			sc.tstamp[ti] = int32(i)
+		} else {
+			for _, u := range unknown {
+				dupT = dupT || u == t
+			}
+			unknown = append(unknown, t)
+		}
+		if dupT {
+			g.add(Issue{Kind: IssueDuplicateTarget, Severity: SeverityWarning, Flow: i, Field: fmt.Sprintf("%s.dependsOn.targets[%d]", g.field(i), k), Target: k, Value: t,
+				Message: "duplicate target dropped"})
+			continue
+		}
+		if known {
+			// Resolved once: the name is not looked up again.
+			g.atoms = append(g.atoms, g.refKnown(i, ti, t, tres, "targets", k, k, sc.stamp))
+		} else {
+			g.atoms = append(g.atoms, g.ref(i, t, tres, "targets", k, k, sc.stamp))
+		}
+	}
+}
+
+// readTargetsWithStatus records flow i's targetsWithStatus.
+func (g *graph) readTargetsWithStatus(i int, d *DependsOn, sc *depScratch) {
+	for k, ts := range d.TargetsWithStatus {
+		r, ok := structuredWord(ts.Phase)
+		if !ok {
+			g.add(Issue{Kind: IssueUnknownResult, Flow: i, Field: fmt.Sprintf("%s.dependsOn.targetsWithStatus[%d].phase", g.field(i), k), Target: len(d.Targets) + k, Value: ts.Phase,
+				Message: "phase must be Succeeded, Failed, Omitted, Done or Started (aliases Completed, Running)"})
+			continue
+		}
+		g.atoms = append(g.atoms, g.ref(i, ts.Name, r, "targetsWithStatus", k, len(d.Targets)+k, sc.stamp))
+	}
+}
+
+// order finds a topological order: spec order when every flow depends only
+// on earlier flows (the way specs are usually written, so Kahn's reverse
+// adjacency is not needed; the planner's decisions do not depend on which
+// topological order it walks), else Kahn's, and the cycles of what is left.
+func (g *graph) order() {
 	if g.backward() {
-		// Every flow depends only on earlier flows, the way specs are
-		// usually written: spec order is a topological order, so Kahn's
-		// reverse adjacency is not needed. The planner's decisions do not
-		// depend on which topological order it walks.
-		g.topo = make([]int32, n)
+		g.topo = make([]int32, g.n)
 		for i := range g.topo {
 			g.topo[i] = int32(i)
 		}
-		return g
+		return
 	}
 	g.kahn()
-	if len(g.topo) < n {
+	if len(g.topo) < g.n {
 		g.cycles()
 	}
-	return g
 }
 
 // backward reports whether every edge goes to an earlier node.
@@ -473,8 +519,12 @@ func (g *graph) checkRetry(i int, field string, r *Retry) {
 	bad := func(sub, msg string) {
 		g.add(Issue{Kind: IssueRetryRange, Flow: i, Field: field + sub, Target: -1, Message: msg})
 	}
-	if r.Limit < 0 {
+	switch {
+	case r.Limit < 0:
 		bad(".limit", fmt.Sprintf("limit %d is negative", r.Limit))
+	case r.Limit > math.MaxInt32:
+		// Bounded so that an attempt number (at most limit+1) never wraps.
+		bad(".limit", fmt.Sprintf("limit %d is above %d", r.Limit, math.MaxInt32))
 	}
 	for k, p := range r.On {
 		switch p {

@@ -111,7 +111,7 @@ func (h *specHasher) probe(p *Probe) {
 
 func (h *specHasher) sum() uint64 { return h.s }
 
-// SpecHash returns the hash Plan stores in Status.SpecHash.
+// SpecHash returns the hash Decide stores in Status.SpecHash.
 func SpecHash(spec Spec) string {
 	var h specHasher
 	h.begin(&spec)
@@ -126,7 +126,7 @@ func SpecHash(spec Spec) string {
 }
 
 // begin starts a spec's hash; the flows follow, main flows, then the
-// number of finally flows, then finally flows; end finishes it. Plan hashes
+// number of finally flows, then finally flows; end finishes it. Decide hashes
 // the flows while buildGraph reads them, so each name is read once.
 func (h *specHasher) begin(spec *Spec) {
 	h.reset()

@@ -7,8 +7,7 @@ import "encoding/binary"
 // empty slot), probed linearly. Compared with a map[string]int32 it holds
 // no pointer (the GC never scans it), inserts with one probe sequence
 // instead of a lookup and an assignment, and compares a string only when
-// the 32-bit tags match: a plan of 10,000 flows makes about 70,000 lookups
-// (§5.2).
+// the 32-bit tags match: a plan of 10,000 flows makes about 70,000 lookups.
 //
 // The hash is deterministic (FNV-1a over words), so crafted names could
 // collide on purpose; a probe sequence longer than maxProbe moves the

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // IssueKind names one validation or planning finding.
@@ -109,37 +113,45 @@ func HasErrors(is []Issue) bool {
 	return false
 }
 
-// ValidationError carries every error-severity issue of a spec; it wraps
-// ErrInvalidSpec.
-type ValidationError struct {
-	Workflow string
-	Issues   []Issue
-}
-
-func (e *ValidationError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%v %s: %d issue(s)", ErrInvalidSpec, e.Workflow, len(e.Issues))
-	for _, i := range e.Issues {
-		b.WriteString("; ")
-		b.WriteString(i.String())
-	}
-	return b.String()
-}
-
-// Unwrap returns ErrInvalidSpec.
-func (e *ValidationError) Unwrap() error { return ErrInvalidSpec }
-
-// Check validates wf's spec and returns nil or a *ValidationError listing
-// every error (warnings are left out), deterministically ordered.
+// Check validates wf's spec for admission and returns nil or a
+// *plancore.InvalidError wrapping ErrInvalidInput that lists every
+// error-severity issue (warnings are left out), deterministically ordered.
+// Each field.Error names the spec field (spec.flows[2].dependsOn.targets[1])
+// and the bad value; its Detail starts with the issue kind, "Cycle: ...",
+// so the codes of Lint stay readable, and a cycle's Detail carries its
+// witness path.
 func Check(wf Workflow, opt Options) error {
-	var errs []Issue
-	for _, i := range Validate(wf, opt) {
+	return issuesError(Lint(wf, opt))
+}
+
+// issuesError turns the error-severity issues into the InvalidError Check
+// returns.
+func issuesError(is []Issue) error {
+	var errs field.ErrorList
+	for _, i := range is {
 		if i.Severity == SeverityError {
-			errs = append(errs, i)
+			errs = append(errs, i.fieldError())
 		}
 	}
-	if len(errs) == 0 {
-		return nil
+	return plancore.Invalid(ErrInvalidInput, errs)
+}
+
+// fieldError is the issue as a field.Error under the spec's path.
+func (i Issue) fieldError() *field.Error {
+	path := "spec"
+	if i.Field != "" {
+		path += "." + i.Field
 	}
-	return &ValidationError{Workflow: wf.Namespace + "/" + wf.Name, Issues: errs}
+	t := field.ErrorTypeInvalid
+	switch i.Kind {
+	case IssueEmptyName:
+		t = field.ErrorTypeRequired
+	case IssueDuplicateFlow, IssueDuplicateTarget:
+		t = field.ErrorTypeDuplicate
+	case IssueUnknownTarget:
+		t = field.ErrorTypeNotFound
+	case IssueSpecImmutable:
+		t = field.ErrorTypeForbidden
+	}
+	return &field.Error{Type: t, Field: path, BadValue: i.Value, Detail: string(i.Kind) + ": " + i.Message}
 }

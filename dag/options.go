@@ -1,8 +1,12 @@
 package dag
 
 import (
-	"fmt"
+	"math"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // SuccessRule decides when the workflow has succeeded.
@@ -11,7 +15,7 @@ type SuccessRule string
 // Success rules.
 const (
 	// SuccessSet (the default) succeeds once every flow is final and the
-	// main part succeeded (§3.1), with no finally flow Failed.
+	// main part succeeded, with no finally flow Failed.
 	SuccessSet SuccessRule = ""
 	// SuccessCount is Volcano's len(completedJobs) == len(flows).
 	SuccessCount SuccessRule = "Count"
@@ -70,34 +74,33 @@ const DefaultStatusSizeWarn = 1258291
 // DefaultAnnotationPrefix prefixes plancore's job annotations.
 const DefaultAnnotationPrefix = "plancore.io/"
 
-// Options tune Plan. The zero value is the Default preset; VolcanoCompat
+// Options tune Decide. The zero value is the Default preset; VolcanoCompat
 // returns the knobs that reproduce the anchor. Every knob can be set alone.
 type Options struct {
-	// SkipValidation turns spec validation off (Volcano never validates,
-	// D1); this is the spec's ValidateSpec knob, inverted so the zero value
-	// is the Default preset.
+	// SkipValidation turns spec validation off (Volcano never validates);
+	// inverted so that the zero value is the Default preset.
 	SkipValidation bool
 	SuccessRule    SuccessRule
 	StateMachine   StateMachine
 	Buckets        BucketMode
 	AbortedPolicy  AbortedPolicy
 	// KeepStaleEntries keeps job status entries of jobs no longer observed
-	// (Volcano, D8).
+	// (Volcano).
 	KeepStaleEntries bool
 	// HistoryQuirk reproduces Volcano's quirk: a non-nil empty history is
-	// never seeded (D8).
+	// never seeded.
 	HistoryQuirk bool
 	// HistoryLimit k > 0 keeps the first history entry and the last k−1.
 	HistoryLimit int
 	SpecChange   SpecChangeMode
-	// AlwaysWrite writes the status on every sync, changed or not (D12).
+	// AlwaysWrite writes the status on every sync, changed or not.
 	AlwaysWrite bool
 	// CreateInTerminal lets a Succeed+retain workflow re-create removed
-	// jobs (Volcano, D12).
+	// jobs (Volcano).
 	CreateInTerminal bool
 	// SkipNameConflictCheck counts a same-named job of someone else as
-	// this flow's job, as Volcano does (D13); the spec's NameConflictCheck
-	// knob, inverted.
+	// this flow's job, as Volcano does; inverted so that the
+	// zero value is the Default preset.
 	SkipNameConflictCheck bool
 	// StatusSizeWarn is the StatusBytes above which StatusTooLarge is
 	// reported; 0 means DefaultStatusSizeWarn.
@@ -108,8 +111,8 @@ type Options struct {
 	// AllowAppend lets ValidateUpdate accept flows appended to a running
 	// workflow.
 	AllowAppend bool
-	// ProbeTTL is the age after which a probe result no longer counts
-	// (§3.5); 0 means three times the probe's period.
+	// ProbeTTL is the age after which a probe result no longer counts; 0
+	// means three times the probe's period.
 	ProbeTTL time.Duration
 }
 
@@ -134,43 +137,30 @@ func VolcanoCompat() Options {
 	}
 }
 
-// Validate reports the first unusable knob, naming it.
+// Validate reports every unusable knob at once, as a *plancore.InvalidError
+// wrapping ErrInvalidOptions whose field paths are the knobs' JSON-style names.
 func (o Options) Validate() error {
-	switch o.SuccessRule {
-	case SuccessSet, SuccessCount:
-	default:
-		return fmt.Errorf("%w: SuccessRule %q (want \"\" or %q)", ErrInvalidOptions, o.SuccessRule, SuccessCount)
+	var errs field.ErrorList
+	enum := func(name string, v string, ok bool, want ...string) {
+		if !ok {
+			errs = append(errs, field.NotSupported(field.NewPath(name), v, want))
+		}
 	}
-	switch o.StateMachine {
-	case StatePlancore, StateVolcano:
-	default:
-		return fmt.Errorf("%w: StateMachine %q (want \"\" or %q)", ErrInvalidOptions, o.StateMachine, StateVolcano)
-	}
-	switch o.Buckets {
-	case BucketsExtended, BucketsVolcano:
-	default:
-		return fmt.Errorf("%w: Buckets %q (want \"\" or %q)", ErrInvalidOptions, o.Buckets, BucketsVolcano)
-	}
-	switch o.AbortedPolicy {
-	case AbortedFail, AbortedWait:
-	default:
-		return fmt.Errorf("%w: AbortedPolicy %q (want \"\" or %q)", ErrInvalidOptions, o.AbortedPolicy, AbortedWait)
-	}
-	switch o.SpecChange {
-	case SpecChangeReport, SpecChangeLazy:
-	default:
-		return fmt.Errorf("%w: SpecChange %q (want \"\" or %q)", ErrInvalidOptions, o.SpecChange, SpecChangeLazy)
-	}
+	enum("successRule", string(o.SuccessRule), o.SuccessRule == SuccessSet || o.SuccessRule == SuccessCount, "", string(SuccessCount))
+	enum("stateMachine", string(o.StateMachine), o.StateMachine == StatePlancore || o.StateMachine == StateVolcano, "", string(StateVolcano))
+	enum("buckets", string(o.Buckets), o.Buckets == BucketsExtended || o.Buckets == BucketsVolcano, "", string(BucketsVolcano))
+	enum("abortedPolicy", string(o.AbortedPolicy), o.AbortedPolicy == AbortedFail || o.AbortedPolicy == AbortedWait, "", string(AbortedWait))
+	enum("specChange", string(o.SpecChange), o.SpecChange == SpecChangeReport || o.SpecChange == SpecChangeLazy, "", string(SpecChangeLazy))
 	if o.HistoryLimit < 0 {
-		return fmt.Errorf("%w: HistoryLimit %d is negative", ErrInvalidOptions, o.HistoryLimit)
+		errs = append(errs, field.Invalid(field.NewPath("historyLimit"), o.HistoryLimit, "must not be negative"))
 	}
 	if o.ProbeTTL < 0 {
-		return fmt.Errorf("%w: ProbeTTL %v is negative", ErrInvalidOptions, o.ProbeTTL)
+		errs = append(errs, field.Invalid(field.NewPath("probeTTL"), o.ProbeTTL, "must not be negative"))
 	}
 	if o.StatusSizeWarn < 0 {
-		return fmt.Errorf("%w: StatusSizeWarn %d is negative", ErrInvalidOptions, o.StatusSizeWarn)
+		errs = append(errs, field.Invalid(field.NewPath("statusSizeWarn"), o.StatusSizeWarn, "must not be negative"))
 	}
-	return nil
+	return plancore.Invalid(ErrInvalidOptions, errs)
 }
 
 func (o Options) volcano() bool { return o.StateMachine == StateVolcano }
@@ -216,26 +206,35 @@ func (o Options) failurePhase(p JobPhase) bool {
 	return false
 }
 
-// wait returns the backoff before retry n (1-based).
+// wait returns the backoff before retry n (1-based). It saturates: a
+// duration, factor or cap near the largest time.Duration gives the largest
+// wait (about 292 years), never a wrapped, negative one (a float64 at or above
+// 2^63 converts to a negative int64 on amd64).
 func (b Backoff) wait(n int) time.Duration {
 	f := b.Factor
 	if f == 0 {
 		f = 2
 	}
 	d := float64(b.Duration)
-	for i := 1; i < n; i++ {
+	// The loop stops once the wait can no longer change: saturated, zero, or
+	// a factor of 1 (so a huge attempt number costs nothing).
+	for i := 1; i < n && d > 0 && d < maxWait && f != 1; i++ {
 		d *= f
-		if b.Cap > 0 && d >= float64(b.Cap) {
-			return b.Cap
-		}
-		if d > float64(1<<62) {
-			d = float64(1 << 62)
-			break
-		}
 	}
-	w := time.Duration(d)
+	var w time.Duration
+	switch {
+	case math.IsNaN(d) || d <= 0:
+		w = 0
+	case d >= maxWait:
+		w = math.MaxInt64
+	default:
+		w = time.Duration(d)
+	}
 	if b.Cap > 0 && w > b.Cap {
 		return b.Cap
 	}
 	return w
 }
+
+// maxWait is 2^63 as a float64: the first value time.Duration cannot hold.
+const maxWait = float64(1 << 63)

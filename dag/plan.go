@@ -11,10 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Result is one plan: what to create and delete, the complete new status and
+// Plan is one decision: what to create and delete, the complete new status and
 // why flows wait. Apply walks it in its documented order; the caller never
 // patches it, it re-plans from the next snapshot.
-type Result struct {
+type Plan struct {
 	// Namespace, Name and UID identify the workflow, for the status write.
 	Namespace string
 	Name      string
@@ -64,12 +64,15 @@ type CreateJob struct {
 	Owner       metav1.OwnerReference
 	// Patch is the flow's opaque JSON object of overrides (Default only;
 	// Volcano copies the template as is). The executor merges it into a
-	// copy of the template; package dag/patch implements §3.4's rules on
+	// copy of the template; package dag/patch implements the merge rules on
 	// generic JSON (patch.Merge).
 	Patch json.RawMessage
 	// Attempt is 1 for the first run of the flow, n+1 for its n-th retry.
 	Attempt int
 	Finally bool
+	// Reason says why the job is created: DependenciesMet, Retry, Finally
+	// or Recreate.
+	Reason Reason
 }
 
 // TemplateRef names a job template.
@@ -78,15 +81,6 @@ type TemplateRef struct {
 	Name      string
 }
 
-// DeleteReason says why a job is deleted.
-type DeleteReason string
-
-// Delete reasons.
-const (
-	DeleteRetention DeleteReason = "Retention"
-	DeleteRetry     DeleteReason = "Retry"
-)
-
 // DeleteJob is one job to delete.
 type DeleteJob struct {
 	// Flow is the job's flow, empty for a labelled job of no current flow.
@@ -94,7 +88,8 @@ type DeleteJob struct {
 	Name      string
 	Namespace string
 	UID       types.UID
-	Reason    DeleteReason
+	// Reason says why: Code is ReasonRetention or ReasonRetry.
+	Reason Reason
 }
 
 // Transition is one workflow phase change.
@@ -102,71 +97,109 @@ type Transition struct {
 	From, To Phase
 }
 
-// ReasonKind names why a flow waits.
-type ReasonKind string
+// ReasonCode names why an action is planned or why a flow waits. The codes
+// are part of the API: match on them, never on Message.
+type ReasonCode string
 
-// Reason kinds.
+// Reason codes of waiting flows (Plan.Blocked).
 const (
-	ReasonDependency   ReasonKind = "Dependency"
-	ReasonBackoff      ReasonKind = "Backoff"
-	ReasonParallelism  ReasonKind = "Parallelism"
-	ReasonMainNotFinal ReasonKind = "MainNotFinal"
-	ReasonNameConflict ReasonKind = "NameConflict"
-	ReasonRetrying     ReasonKind = "Retrying"
-	ReasonInvalidSpec  ReasonKind = "InvalidSpec"
-	ReasonCycle        ReasonKind = "Cycle"
-	ReasonUnknown      ReasonKind = "UnknownTarget"
-	// ReasonProbe is a probe entry not passing yet (§3.5): Target is the
-	// probed flow, Job its job, Entry the entry's number and State why
-	// (no result, failed, stale, or a task count below its minimum).
-	ReasonProbe ReasonKind = "Probe"
+	// ReasonDependency: a dependency is not decided yet.
+	ReasonDependency ReasonCode = "Dependency"
+	// ReasonBackoff: a failed flow waits out its retry backoff.
+	ReasonBackoff ReasonCode = "Backoff"
+	// ReasonParallelism: the workflow's parallelism limit is reached.
+	ReasonParallelism ReasonCode = "Parallelism"
+	// ReasonMainNotFinal: a finally flow waits for the main flows.
+	ReasonMainNotFinal ReasonCode = "MainNotFinal"
+	// ReasonNameConflict: another workflow's job holds the flow's job name.
+	ReasonNameConflict ReasonCode = "NameConflict"
+	// ReasonRetrying: the previous attempt's job is still going away.
+	ReasonRetrying ReasonCode = "Retrying"
+	// ReasonInvalidSpec: the workflow spec is invalid (also the status
+	// reason of a workflow failed for it).
+	ReasonInvalidSpec ReasonCode = "InvalidSpec"
+	// ReasonCycle: the flow is on a dependency cycle.
+	ReasonCycle ReasonCode = "Cycle"
+	// ReasonUnknown: the flow depends on a flow that does not exist.
+	ReasonUnknown ReasonCode = "UnknownTarget"
+	// ReasonProbe: a probe entry is not passing yet (no result, failed,
+	// stale, or a task count below its minimum).
+	ReasonProbe ReasonCode = "Probe"
 )
 
-// Reason is one cause of a wait. Only the fields of its kind are set.
+// Reason codes of actions (Plan.Create and Plan.Delete).
+const (
+	// ReasonDependenciesMet: the flow's condition holds, its job is created.
+	ReasonDependenciesMet ReasonCode = "DependenciesMet"
+	// ReasonRetry: a job deleted, or created again, for a flow's retry.
+	ReasonRetry ReasonCode = "Retry"
+	// ReasonFinally: a finally flow's job, created once the main part is final.
+	ReasonFinally ReasonCode = "Finally"
+	// ReasonRetention: a job deleted because the workflow succeeded under the
+	// delete retain policy.
+	ReasonRetention ReasonCode = "Retention"
+	// ReasonRecreate: a job removed after success re-created under retain
+	// (VolcanoCompat's CreateInTerminal).
+	ReasonRecreate ReasonCode = "Recreate"
+)
+
+// Reason says why: Code for programs, Message (one line, starting with the
+// code's word, with the figures) for people.
 type Reason struct {
-	Kind ReasonKind
-	// Target, State and Atom describe a Dependency: the target flow, its
-	// state (NotCreated, Created, a job phase or an outcome) and the
-	// undecided atom (e.g. "a.Succeeded").
-	Target string
-	State  string
-	Atom   string
-	// Until is the end of a Backoff.
-	Until time.Time
-	// Active and Limit describe Parallelism; Count is MainNotFinal's number
-	// of main flows not final yet.
-	Active, Limit, Count int
-	// Job and Label describe a NameConflict: the job and its
-	// createdByJobFlow label.
-	Job, Label string
-	// Issue is the related validation message.
-	Issue string
-	// Entry is a Probe's entry number.
-	Entry int
+	Code    ReasonCode `json:"code"`
+	Message string     `json:"message"`
 }
 
-// String renders the reason on one line.
+// String renders the reason on one line: its message, or its code.
 func (r Reason) String() string {
-	switch r.Kind {
-	case ReasonDependency:
-		return fmt.Sprintf("Dependency %s: %s", r.Atom, r.State)
-	case ReasonBackoff:
-		return "Backoff until " + r.Until.UTC().Format(time.RFC3339)
-	case ReasonParallelism:
-		return fmt.Sprintf("Parallelism %d/%d active", r.Active, r.Limit)
-	case ReasonMainNotFinal:
-		return fmt.Sprintf("MainNotFinal %d", r.Count)
-	case ReasonNameConflict:
-		return fmt.Sprintf("NameConflict %s owned by %q", r.Job, r.Label)
-	case ReasonRetrying:
-		return "Retrying: waiting for " + r.Job + " to go"
-	case ReasonProbe:
-		return fmt.Sprintf("Probe %s[%d] on %s: %s", r.Target, r.Entry, r.Job, r.State)
+	if r.Message == "" {
+		return string(r.Code)
 	}
-	if r.Issue != "" {
-		return string(r.Kind) + ": " + r.Issue
-	}
-	return string(r.Kind)
+	return r.Message
+}
+
+func dependencyReason(atom, state string) Reason {
+	return Reason{ReasonDependency, fmt.Sprintf("Dependency %s: %s", atom, state)}
+}
+
+func backoffReason(until time.Time) Reason {
+	return Reason{ReasonBackoff, "Backoff until " + until.UTC().Format(time.RFC3339)}
+}
+
+func parallelismReason(active, limit int) Reason {
+	return Reason{ReasonParallelism, fmt.Sprintf("Parallelism %d/%d active", active, limit)}
+}
+
+func mainNotFinalReason(count int) Reason {
+	return Reason{ReasonMainNotFinal, fmt.Sprintf("MainNotFinal %d", count)}
+}
+
+func nameConflictReason(job, label string) Reason {
+	return Reason{ReasonNameConflict, fmt.Sprintf("NameConflict %s owned by %q", job, label)}
+}
+
+func retryingReason(job string) Reason {
+	return Reason{ReasonRetrying, "Retrying: waiting for " + job + " to go"}
+}
+
+func probeReason(target string, entry int, job, state string) Reason {
+	return Reason{ReasonProbe, fmt.Sprintf("Probe %s[%d] on %s: %s", target, entry, job, state)}
+}
+
+func invalidSpecReason(issue string) Reason {
+	return Reason{ReasonInvalidSpec, "InvalidSpec: " + issue}
+}
+func cycleReason(issue string) Reason { return Reason{ReasonCycle, "Cycle: " + issue} }
+func unknownTargetReason(issue string) Reason {
+	return Reason{ReasonUnknown, "UnknownTarget: " + issue}
+}
+
+func retryDeleteReason(flow string) Reason {
+	return Reason{ReasonRetry, "Retry: flow " + flow + " failed and is retried"}
+}
+
+func retentionReason() Reason {
+	return Reason{ReasonRetention, "Retention: the workflow succeeded and its retain policy is delete"}
 }
 
 // Blocked is one waiting flow.
@@ -177,7 +210,7 @@ type Blocked struct {
 }
 
 // String renders the plan (not the status) for logs and transcripts.
-func (r Result) String() string {
+func (r Plan) String() string {
 	var b strings.Builder
 	phase := r.Status.State.Phase
 	if len(r.Transitions) > 0 {
@@ -206,7 +239,7 @@ func (r Result) String() string {
 		b.WriteByte('\n')
 	}
 	for _, d := range r.Delete {
-		fmt.Fprintf(&b, "delete %s reason=%s\n", d.Name, d.Reason)
+		fmt.Fprintf(&b, "delete %s reason=%s\n", d.Name, d.Reason.Code)
 	}
 	for _, bl := range r.Blocked {
 		rs := make([]string, len(bl.Reasons))

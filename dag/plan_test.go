@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/plancore/plancore"
 	"strings"
 	"testing"
 	"time"
@@ -42,13 +43,13 @@ type summary struct {
 	Blocked []string
 }
 
-func summarize2(r dag.Result) summary {
+func summarize2(r dag.Plan) summary {
 	s := summary{Phase: r.Status.State.Phase, Write: r.WriteStatus}
 	for _, c := range r.Create {
 		s.Create = append(s.Create, c.Name)
 	}
 	for _, d := range r.Delete {
-		s.Delete = append(s.Delete, d.Name+":"+string(d.Reason))
+		s.Delete = append(s.Delete, d.Name+":"+string(d.Reason.Code))
 	}
 	for _, b := range r.Blocked {
 		var rs []string
@@ -60,9 +61,9 @@ func summarize2(r dag.Result) summary {
 	return s
 }
 
-func plan(t *testing.T, w dag.Workflow, jobs []dag.Job, opt dag.Options) dag.Result {
+func plan(t *testing.T, w dag.Workflow, jobs []dag.Job, opt dag.Options) dag.Plan {
 	t.Helper()
-	res, err := dag.Plan(dag.Snapshot{Flow: w, Jobs: jobs, Now: t0.Add(time.Hour)}, opt)
+	res, err := dag.Decide(dag.Snapshot{Flow: w, Jobs: jobs, Now: t0.Add(time.Hour)}, opt)
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
 	}
@@ -101,8 +102,8 @@ func runPlanCases(t *testing.T, opt dag.Options, cases []planCase) {
 	}
 }
 
-// TestCompatDeployAndPhase covers §1.2 and §1.5 (the deploy rule and the
-// phase table) in the Volcano preset.
+// TestCompatDeployAndPhase covers Volcano's deploy rule and phase table in
+// the Volcano preset.
 func TestCompatDeployAndPhase(t *testing.T) {
 	chain := wf(fl("a"), fl("b", "a"), fl("c", "b"))
 	pending := withPhase(chain, dag.PhasePending)
@@ -121,10 +122,10 @@ func TestCompatDeployAndPhase(t *testing.T) {
 			Blocked: []string{"b: Dependency a: Failed", "c: Dependency b: NotCreated"}}},
 		{"Terminated target: Pending fails (#4442)", pending, []dag.Job{job("a", dag.JobPhaseTerminated)}, summary{Phase: "Failed", Write: true,
 			Blocked: []string{"b: Dependency a: Terminated", "c: Dependency b: NotCreated"}}},
-		{"Aborted never satisfies and never fails (D6)", running, []dag.Job{job("a", C), job("b", dag.JobPhaseAborted)}, summary{Phase: "Running", Write: true,
+		{"Aborted never satisfies and never fails", running, []dag.Job{job("a", C), job("b", dag.JobPhaseAborted)}, summary{Phase: "Running", Write: true,
 			Blocked: []string{"c: Dependency b: Aborted"}}},
-		{"one wave per call: Example 2 moves to Running, not Succeed", pending, []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Running", Write: true}},
-		{"Example 2, next sync: Succeed", running, []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true}},
+		{"one wave per call: a completed chain moves to Running, not Succeed", pending, []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Running", Write: true}},
+		{"a completed chain, next sync: Succeed", running, []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true}},
 		{"Running + Failed job: Failed (#4134)", running, []dag.Job{job("a", C), job("b", dag.JobPhaseFailed)}, summary{Phase: "Failed", Write: true,
 			Blocked: []string{"c: Dependency b: Failed"}}},
 		{"Running + Terminated job: Failed (#5672)", running, []dag.Job{job("a", C), job("b", dag.JobPhaseTerminated)}, summary{Phase: "Failed", Write: true,
@@ -141,11 +142,11 @@ func TestCompatDeployAndPhase(t *testing.T) {
 		{"cycle waits forever", wf(fl("a", "b"), fl("b", "a")), nil, summary{Phase: "Pending", Write: true,
 			Blocked: []string{"a: Dependency b: NotCreated; Cycle: flow is on a dependency cycle", "b: Dependency a: NotCreated; Cycle: flow is on a dependency cycle"}}},
 		{"duplicate targets are harmless", wf(fl("a"), fl("b", "a", "a")), []dag.Job{job("a", C)}, summary{Phase: "Running", Write: true, Create: []string{"jf-b"}}},
-		{"duplicate flows: one create; count rule never succeeds (D3)", withPhase(wf(fl("a"), fl("a")), dag.PhaseRunning), []dag.Job{job("a", C)}, summary{Phase: "Running", Write: true}},
+		{"duplicate flows: one create; count rule never succeeds", withPhase(wf(fl("a"), fl("a")), dag.PhaseRunning), []dag.Job{job("a", C)}, summary{Phase: "Running", Write: true}},
 		{"zero flows: Pending stays Pending", wf(), nil, summary{Phase: "Pending", Write: true}},
 		{"zero flows: Running moves to Succeed", withPhase(wf(), dag.PhaseRunning), nil, summary{Phase: "Succeed", Write: true}},
-		{"extra labelled job breaks the count (D3)", running, []dag.Job{job("a", C), job("b", C), job("c", C), job("gone", C)}, summary{Phase: "Running", Write: true}},
-		{"Succeed + retain re-creates a removed job (D12)", withPhase(chain, dag.PhaseSucceed), []dag.Job{job("a", C), job("c", C)}, summary{Phase: "Succeed", Write: true, Create: []string{"jf-b"}}},
+		{"extra labelled job breaks the count", running, []dag.Job{job("a", C), job("b", C), job("c", C), job("gone", C)}, summary{Phase: "Running", Write: true}},
+		{"Succeed + retain re-creates a removed job", withPhase(chain, dag.PhaseSucceed), []dag.Job{job("a", C), job("c", C)}, summary{Phase: "Succeed", Write: true, Create: []string{"jf-b"}}},
 		{"Succeed + delete: retention only, spec order then by name, no write", withRetain(withPhase(chain, dag.PhaseSucceed), dag.RetainPolicyDelete),
 			[]dag.Job{job("zz", C), job("c", C), job("a", C), job("b", C), foreign("x", C)}, summary{Phase: "Succeed",
 				Delete: []string{"jf-a:Retention", "jf-b:Retention", "jf-c:Retention", "jf-zz:Retention"}}},
@@ -157,24 +158,24 @@ func TestCompatDeployAndPhase(t *testing.T) {
 
 func TestInvalidPhaseIsAnError(t *testing.T) {
 	for _, opt := range []dag.Options{dag.Default(), dag.VolcanoCompat()} {
-		_, err := dag.Plan(dag.Snapshot{Flow: withPhase(wf(fl("a")), "Paused")}, opt)
-		if !errors.Is(err, dag.ErrInvalidPhase) || !strings.Contains(err.Error(), "jobflow jf state Paused is invalid") {
+		_, err := dag.Decide(dag.Snapshot{Flow: withPhase(wf(fl("a")), "Paused"), Now: t0}, opt)
+		if !errors.Is(err, dag.ErrInvalidInput) || !strings.Contains(err.Error(), `flow.status.state.phase: Unsupported value: "Paused"`) {
 			t.Fatalf("err = %v", err)
 		}
 	}
-	_, err := dag.Plan(dag.Snapshot{Flow: wf(fl("a")), Jobs: []dag.Job{job("a", ""), job("a", "")}}, dag.Default())
-	if !errors.Is(err, dag.ErrInvalidSnapshot) {
+	_, err := dag.Decide(dag.Snapshot{Flow: wf(fl("a")), Jobs: []dag.Job{job("a", ""), job("a", "")}, Now: t0}, dag.Default())
+	if !errors.Is(err, dag.ErrInvalidInput) || !strings.Contains(err.Error(), "jobs[1].name: Duplicate value") {
 		t.Fatalf("duplicate job names: err = %v", err)
 	}
-	_, err = dag.Plan(dag.Snapshot{Flow: wf(fl("a"))}, dag.Options{HistoryLimit: -1})
-	if !errors.Is(err, dag.ErrInvalidOptions) || !strings.Contains(err.Error(), "HistoryLimit") {
+	_, err = dag.Decide(dag.Snapshot{Flow: wf(fl("a")), Now: t0}, dag.Options{HistoryLimit: -1})
+	if !errors.Is(err, dag.ErrInvalidOptions) || !strings.Contains(err.Error(), "historyLimit") {
 		t.Fatalf("bad options: err = %v", err)
 	}
 }
 
 // TestDuplicateJobNames covers the snapshot check: two observed jobs with
-// one name are an error naming the job whose second occurrence comes
-// first, whether the name is a flow's job, an orphan's or a stranger's.
+// one name are an error naming every second occurrence, the earliest first,
+// whether the name is a flow's job, an orphan's or a stranger's.
 func TestDuplicateJobNames(t *testing.T) {
 	other := func(name string) dag.Job { return dag.Job{Name: name} }
 	for _, tc := range []struct {
@@ -183,25 +184,26 @@ func TestDuplicateJobNames(t *testing.T) {
 		want string // "" for no error
 	}{
 		{"distinct", []dag.Job{job("a", ""), job("zz", ""), other("x"), other("jf-"), other("y")}, ""},
-		{"a flow's job twice", []dag.Job{job("a", ""), other("x"), job("a", "Running")}, `"jf-a"`},
-		{"an orphan twice", []dag.Job{job("zz", ""), job("a", ""), job("zz", "")}, `"jf-zz"`},
-		{"a stranger twice", []dag.Job{other("x"), other("y"), other("x")}, `"x"`},
-		{"the earliest second occurrence wins", []dag.Job{other("x"), job("a", ""), job("a", ""), other("x")}, `"jf-a"`},
-		{"an orphan's second occurrence first", []dag.Job{job("a", ""), other("x"), other("x"), job("a", "")}, `"x"`},
+		{"a flow's job twice", []dag.Job{job("a", ""), other("x"), job("a", "Running")}, "jf-a"},
+		{"an orphan twice", []dag.Job{job("zz", ""), job("a", ""), job("zz", "")}, "jf-zz"},
+		{"a stranger twice", []dag.Job{other("x"), other("y"), other("x")}, "x"},
+		{"the earliest second occurrence wins", []dag.Job{other("x"), job("a", ""), job("a", ""), other("x")}, "jf-a"},
+		{"an orphan's second occurrence first", []dag.Job{job("a", ""), other("x"), other("x"), job("a", "")}, "x"},
 	} {
 		for _, opt := range []dag.Options{dag.Default(), dag.VolcanoCompat()} {
-			_, err := dag.Plan(dag.Snapshot{Flow: wf(fl("a"), fl("b", "a")), Jobs: tc.jobs, Now: t0}, opt)
+			_, err := dag.Decide(dag.Snapshot{Flow: wf(fl("a"), fl("b", "a")), Jobs: tc.jobs, Now: t0}, opt)
+			var inv *plancore.InvalidError
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("%s: err = %v", tc.name, err)
-			case tc.want != "" && (!errors.Is(err, dag.ErrInvalidSnapshot) || !strings.Contains(err.Error(), "named "+tc.want)):
-				t.Errorf("%s: err = %v, want ErrInvalidSnapshot naming %s", tc.name, err, tc.want)
+			case tc.want != "" && (!errors.Is(err, dag.ErrInvalidInput) || !errors.As(err, &inv) || inv.Errors[0].BadValue != tc.want):
+				t.Errorf("%s: err = %v, want ErrInvalidInput naming %s first", tc.name, err, tc.want)
 			}
 		}
 	}
 }
 
-// TestCreateIdentity covers §1.1: names, template, labels, annotations and
+// TestCreateIdentity covers the created job's identity: names, template, labels, annotations and
 // the owner reference, in both presets.
 func TestCreateIdentity(t *testing.T) {
 	yes := true
@@ -209,7 +211,8 @@ func TestCreateIdentity(t *testing.T) {
 	want := dag.CreateJob{Flow: "data-preprocess", Name: "ml-pipeline-data-preprocess", Namespace: "default",
 		Template: dag.TemplateRef{Namespace: "default", Name: "data-preprocess"}, Labels: meta, Annotations: meta,
 		Owner: metav1.OwnerReference{APIVersion: "flow.volcano.sh/v1alpha1", Kind: "JobFlow", Name: "ml-pipeline", UID: "uid-ml",
-			Controller: &yes, BlockOwnerDeletion: &yes}, Attempt: 1}
+			Controller: &yes, BlockOwnerDeletion: &yes}, Attempt: 1,
+		Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "DependenciesMet: the dependencies of flow data-preprocess are satisfied"}}
 	w := dag.Workflow{Name: "ml-pipeline", Namespace: "default", UID: "uid-ml", Spec: dag.Spec{Flows: []dag.Flow{{Name: "data-preprocess", Patch: []byte(`{"spec":{"minAvailable":2}}`)}}}}
 	for _, opt := range []dag.Options{dag.VolcanoCompat(), dag.Default()} {
 		res := plan(t, w, nil, opt)
@@ -239,7 +242,7 @@ func TestCreateIdentity(t *testing.T) {
 	}
 }
 
-// TestBuckets covers §1.3 and §2.3: every job phase's list in both presets.
+// TestBuckets covers every job phase's list in both presets.
 func TestBuckets(t *testing.T) {
 	phases := []dag.JobPhase{"", "Pending", "Aborting", "Aborted", "Running", "Restarting", "Completing", "Completed", "Terminating", "Terminated", "Failed", "Weird"}
 	var flows []dag.Flow
@@ -298,7 +301,7 @@ func hist(p dag.JobPhase, start time.Time, end time.Time) dag.RunningHistory {
 	return h
 }
 
-// TestHistories covers §1.4 and D8.
+// TestHistories covers running histories and their quirks in both presets.
 func TestHistories(t *testing.T) {
 	now := t0.Add(time.Hour)
 	t1 := t0.Add(time.Minute)
@@ -341,7 +344,7 @@ func TestHistories(t *testing.T) {
 	}
 }
 
-// TestStatusEntries covers the entry fields, stale entries (D8) and the end
+// TestStatusEntries covers the entry fields, stale entries and the end
 // timestamp.
 func TestStatusEntries(t *testing.T) {
 	d := 90 * time.Second
@@ -367,27 +370,27 @@ func TestStatusEntries(t *testing.T) {
 	}
 }
 
-// TestDefaultRules covers §2.2 and the defects Default fixes.
+// TestDefaultRules covers the Default phase rules and what Default changes from Volcano.
 func TestDefaultRules(t *testing.T) {
 	chain := wf(fl("a"), fl("b", "a"), fl("c", "b"))
 	C, R := dag.JobPhaseCompleted, dag.JobPhaseRunning
 	succeeded := withPhase(chain, dag.PhaseSucceed)
 	runPlanCases(t, dag.Default(), []planCase{
-		{"D4: Example 2 succeeds in one call", withPhase(chain, dag.PhasePending), []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true}},
+		{"a completed chain succeeds in one call", withPhase(chain, dag.PhasePending), []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true}},
 		{"one step: a Completed job releases its dependents at once", chain, []dag.Job{job("a", C)}, summary{Phase: "Running", Write: true, Create: []string{"jf-b"},
 			Blocked: []string{"c: Dependency b.Succeeded: NotCreated"}}},
-		{"D1: a cycle fails the workflow, no creates", wf(fl("a", "b"), fl("b", "a"), fl("c")), nil, summary{Phase: "Failed", Write: true,
+		{"a cycle fails the workflow, no creates", wf(fl("a", "b"), fl("b", "a"), fl("c")), nil, summary{Phase: "Failed", Write: true,
 			Blocked: []string{"a: Cycle: cycle: a -> b -> a", "b: Cycle: cycle: a -> b -> a", "c: InvalidSpec: the workflow spec is invalid"}}},
-		{"D1: unknown target", wf(fl("a", "zz")), nil, summary{Phase: "Failed", Write: true, Blocked: []string{`a: UnknownTarget: flow "a": no flow named "zz"`}}},
-		{"D3: zero flows succeed in the first plan", wf(), nil, summary{Phase: "Succeed", Write: true}},
-		{"D3: extra labelled jobs are orphans, never counted", withPhase(chain, dag.PhaseRunning), []dag.Job{job("a", C), job("b", C), job("c", C), job("old", dag.JobPhaseFailed)}, summary{Phase: "Succeed", Write: true}},
-		{"D6: Aborted fails the workflow (Example 3)", withPhase(wf(fl("a"), fl("b", "a")), dag.PhaseRunning), []dag.Job{job("a", C), job("b", dag.JobPhaseAborted)}, summary{Phase: "Failed", Write: true}},
-		{"D12: Succeed + retain never re-creates", succeeded, []dag.Job{job("a", C)}, summary{Phase: "Succeed", Write: true}},
-		{"D12: Succeed + delete re-plans deletes of jobs still observed", withRetain(succeeded, dag.RetainPolicyDelete), []dag.Job{job("b", C), job("zz", R)}, summary{Phase: "Succeed", Write: true,
+		{"unknown target", wf(fl("a", "zz")), nil, summary{Phase: "Failed", Write: true, Blocked: []string{`a: UnknownTarget: flow "a": no flow named "zz"`}}},
+		{"zero flows succeed in the first plan", wf(), nil, summary{Phase: "Succeed", Write: true}},
+		{"extra labelled jobs are orphans, never counted", withPhase(chain, dag.PhaseRunning), []dag.Job{job("a", C), job("b", C), job("c", C), job("old", dag.JobPhaseFailed)}, summary{Phase: "Succeed", Write: true}},
+		{"Aborted fails the workflow", withPhase(wf(fl("a"), fl("b", "a")), dag.PhaseRunning), []dag.Job{job("a", C), job("b", dag.JobPhaseAborted)}, summary{Phase: "Failed", Write: true}},
+		{"Succeed + retain never re-creates", succeeded, []dag.Job{job("a", C)}, summary{Phase: "Succeed", Write: true}},
+		{"Succeed + delete re-plans deletes of jobs still observed", withRetain(succeeded, dag.RetainPolicyDelete), []dag.Job{job("b", C), job("zz", R)}, summary{Phase: "Succeed", Write: true,
 			Delete: []string{"jf-b:Retention", "jf-zz:Retention"}}},
 		{"retention deletes in the call that enters Succeed", withRetain(withPhase(chain, dag.PhaseRunning), dag.RetainPolicyDelete), []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true,
 			Delete: []string{"jf-a:Retention", "jf-b:Retention", "jf-c:Retention"}}},
-		{"D13: a same-named job of another workflow blocks the flow", wf(fl("a"), fl("b")), []dag.Job{foreign("a", R)}, summary{Phase: "Pending", Write: true, Create: []string{"jf-b"},
+		{"a same-named job of another workflow blocks the flow", wf(fl("a"), fl("b")), []dag.Job{foreign("a", R)}, summary{Phase: "Pending", Write: true, Create: []string{"jf-b"},
 			Blocked: []string{`a: NameConflict jf-a owned by "ns.other"`}}},
 		{"Failed is absorbing: no creates", withPhase(chain, dag.PhaseFailed), []dag.Job{job("a", C)}, summary{Phase: "Failed", Write: true}},
 		{"Terminating: empty plan", withPhase(chain, dag.PhaseTerminating), []dag.Job{job("a", C)}, summary{Phase: "Terminating"}},
@@ -414,15 +417,15 @@ func TestDefaultRules(t *testing.T) {
 	})
 }
 
-// TestDependsEvaluation covers §3.1: atoms, Kleene logic, short-circuit,
+// TestDependsEvaluation covers depends expressions: atoms, Kleene logic, short-circuit,
 // omission propagated in one call, and the main-part outcome.
 func TestDependsEvaluation(t *testing.T) {
 	C, F, R := dag.JobPhaseCompleted, dag.JobPhaseFailed, dag.JobPhaseRunning
 	noFF := func(w dag.Workflow) dag.Workflow { no := false; w.Spec.FailFast = &no; return w }
 	runPlanCases(t, dag.Default(), []planCase{
-		{"Example 4: notify runs on failure, publish omitted", wf(fl("train"), dep("notify", "train.Failed"), fl("publish", "train")), []dag.Job{job("train", F)},
+		{"train fails: notify runs on failure, publish omitted", wf(fl("train"), dep("notify", "train.Failed"), fl("publish", "train")), []dag.Job{job("train", F)},
 			summary{Phase: "Running", Write: true, Create: []string{"jf-notify"}}},
-		{"Example 4 ends Failed: publish's omission is unhandled", wf(fl("train"), dep("notify", "train.Failed"), fl("publish", "train")), []dag.Job{job("train", F), job("notify", C)},
+		{"train failed and notify done: ends Failed, publish's omission is unhandled", wf(fl("train"), dep("notify", "train.Failed"), fl("publish", "train")), []dag.Job{job("train", F), job("notify", C)},
 			summary{Phase: "Failed", Write: true}},
 		{"a handled omission succeeds", wf(fl("train"), dep("notify", "train.Failed"), fl("publish", "train"), dep("report", "publish.Done")), []dag.Job{job("train", F), job("notify", C), job("report", C)},
 			summary{Phase: "Succeed", Write: true}},
@@ -445,7 +448,7 @@ func TestDependsEvaluation(t *testing.T) {
 	})
 }
 
-// TestRetries covers §3.2 and Example 5.
+// TestRetries covers retries with capped exponential backoff.
 func TestRetries(t *testing.T) {
 	r := &dag.Retry{Limit: 4, Backoff: dag.Backoff{Duration: 10 * time.Second, Factor: 2, Cap: 60 * time.Second}}
 	base := wf(dag.Flow{Name: "a", Retry: r}, fl("b", "a"))
@@ -458,9 +461,9 @@ func TestRetries(t *testing.T) {
 		j.RunningDuration = &d // ends at failedAt
 		return j
 	}
-	step := func(w dag.Workflow, jobs []dag.Job, now time.Time) dag.Result {
+	step := func(w dag.Workflow, jobs []dag.Job, now time.Time) dag.Plan {
 		t.Helper()
-		res, err := dag.Plan(dag.Snapshot{Flow: w, Jobs: jobs, Now: now}, dag.Default())
+		res, err := dag.Decide(dag.Snapshot{Flow: w, Jobs: jobs, Now: now}, dag.Default())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -487,7 +490,7 @@ func TestRetries(t *testing.T) {
 			t.Fatalf("deleted before due: %s", res)
 		}
 		res = step(w, []dag.Job{failed(uid)}, failedAt.Add(waits[len(waits)-1]))
-		if diff := cmp.Diff([]dag.DeleteJob{{Flow: "a", Name: "jf-a", Namespace: "ns", UID: uid, Reason: dag.DeleteRetry}}, res.Delete); diff != "" {
+		if diff := cmp.Diff([]dag.DeleteJob{{Flow: "a", Name: "jf-a", Namespace: "ns", UID: uid, Reason: dag.Reason{Code: dag.ReasonRetry, Message: "Retry: flow a failed and is retried"}}}, res.Delete); diff != "" {
 			t.Fatalf("attempt %d due: (-want +got)\n%s", attempt, diff)
 		}
 		w.Status = res.Status
@@ -515,7 +518,7 @@ func TestRetries(t *testing.T) {
 	}
 }
 
-// TestFinally covers §3.3's finally flows.
+// TestFinally covers finally flows.
 func TestFinally(t *testing.T) {
 	C, F, R := dag.JobPhaseCompleted, dag.JobPhaseFailed, dag.JobPhaseRunning
 	mk := func(finally ...dag.Flow) dag.Workflow {
@@ -548,7 +551,7 @@ func TestFinally(t *testing.T) {
 	}
 }
 
-// TestWriteStatusOnlyOnChange covers D12's write rule and the fixpoint.
+// TestWriteStatusOnlyOnChange covers the write-on-change rule and the fixpoint.
 func TestWriteStatusOnlyOnChange(t *testing.T) {
 	w := wf(fl("a"), fl("b", "a"))
 	jobs := []dag.Job{job("a", dag.JobPhaseRunning)}
@@ -566,7 +569,7 @@ func TestWriteStatusOnlyOnChange(t *testing.T) {
 	}
 }
 
-// TestStatusSizeAndHistoryLimit covers D10.
+// TestStatusSizeAndHistoryLimit covers the status size warning and the history limit.
 func TestStatusSizeAndHistoryLimit(t *testing.T) {
 	w := withPhase(wf(fl("a")), dag.PhaseRunning)
 	var h []dag.RunningHistory
@@ -589,7 +592,7 @@ func TestStatusSizeAndHistoryLimit(t *testing.T) {
 	}
 }
 
-// TestSpecChanged covers D11.
+// TestSpecChanged covers the report of a mid-run spec edit.
 func TestSpecChanged(t *testing.T) {
 	w := wf(fl("a"), fl("b", "a"))
 	first := plan(t, w, []dag.Job{job("a", dag.JobPhaseRunning)}, dag.Default())

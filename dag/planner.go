@@ -2,49 +2,86 @@ package dag
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
-// Plan decides what to do for one workflow: the jobs to create and delete,
+// Decide decides what to do for one workflow: the jobs to create and delete,
 // the complete new status, why each waiting flow waits and when to plan
-// again. It returns an error only for unusable input: invalid options, a
-// previous phase that is no workflow phase, or two observed jobs with one
-// name. An invalid spec is not an error: Default fails the workflow with
-// reason InvalidSpec, VolcanoCompat waits forever, as the anchor does.
-func Plan(s Snapshot, opt Options) (Result, error) {
-	if err := opt.Validate(); err != nil {
-		return Result{}, err
+// again. It returns an error only for unusable input: invalid options
+// (ErrInvalidOptions), or a snapshot Validate refuses (ErrInvalidInput). An
+// invalid spec is not an error but a plan outcome: Default fails the
+// workflow with reason InvalidSpec, VolcanoCompat waits forever, as the
+// anchor does; Check refuses such a spec at admission.
+func Decide(in Snapshot, o Options) (Plan, error) {
+	if err := Validate(in, o); err != nil {
+		return Plan{}, err
 	}
-	wf := &s.Flow
-	switch wf.Status.State.Phase {
-	case "", PhasePending, PhaseRunning, PhaseSucceed, PhaseFailed, PhaseTerminating:
-	default:
-		return Result{}, fmt.Errorf("%w: jobflow %s state %s is invalid", ErrInvalidPhase, wf.Name, wf.Status.State.Phase)
-	}
-	p := &planner{s: &s, wf: wf, opt: opt, now: metav1.NewTime(s.Now),
+	wf := &in.Flow
+	p := &planner{s: &in, wf: wf, opt: o, now: metav1.NewTime(in.Now),
 		label: wf.Namespace + "." + wf.Name}
-	// Only the plancore state machine reports spec changes (§2.4).
-	p.g = buildGraphHashed(wf, opt, !opt.volcano() && opt.SpecChange == SpecChangeReport)
-	if err := p.indexJobs(); err != nil {
-		return Result{}, err
-	}
-	p.res = Result{Namespace: wf.Namespace, Name: wf.Name, UID: wf.UID}
+	// Only the plancore state machine reports spec changes.
+	p.g = buildGraphHashed(wf, o, !o.volcano() && o.SpecChange == SpecChangeReport)
+	p.indexJobs()
+	p.res = Plan{Namespace: wf.Namespace, Name: wf.Name, UID: wf.UID}
 	p.res.Issues = append(p.res.Issues, p.g.issues...)
-	var err error
-	if opt.volcano() {
-		err = p.planVolcano()
+	if o.volcano() {
+		p.planVolcano()
 	} else {
-		err = p.planDefault()
-	}
-	if err != nil {
-		return Result{}, err
+		p.planDefault()
 	}
 	return p.finish(), nil
+}
+
+// Validate reports every problem of a snapshot that Decide refuses, as a
+// *plancore.InvalidError wrapping ErrInvalidInput: a zero Now, a previous
+// phase that is no workflow phase (Volcano: "jobflow <name> state <phase> is
+// invalid"), a previous attempt number out of range, observed jobs with an
+// empty or repeated name, and a negative running duration. Bad options come
+// first, as Options.Validate reports them (ErrInvalidOptions). The spec is
+// Check's, because an invalid spec is a plan outcome, not an unusable input.
+func Validate(in Snapshot, o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	var errs field.ErrorList
+	if in.Now.IsZero() {
+		errs = append(errs, field.Required(field.NewPath("now"), "the planning time must be set"))
+	}
+	switch ph := in.Flow.Status.State.Phase; ph {
+	case "", PhasePending, PhaseRunning, PhaseSucceed, PhaseFailed, PhaseTerminating:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("flow", "status", "state", "phase"), string(ph),
+			[]string{"", string(PhasePending), string(PhaseRunning), string(PhaseSucceed), string(PhaseFailed), string(PhaseTerminating)}))
+	}
+	for i, e := range in.Flow.Status.JobStatusList {
+		if e.Attempt < 0 || e.Attempt > math.MaxInt32 {
+			errs = append(errs, field.Invalid(field.NewPath("flow", "status", "jobStatusList").Index(i).Child("attempt"), e.Attempt,
+				"must be between 0 and 2147483647"))
+		}
+	}
+	seen := make(map[string]struct{}, len(in.Jobs))
+	for i := range in.Jobs {
+		j := &in.Jobs[i]
+		path := field.NewPath("jobs").Index(i)
+		if j.Name == "" {
+			errs = append(errs, field.Required(path.Child("name"), "an observed job has a name"))
+		} else if _, dup := seen[j.Name]; dup {
+			errs = append(errs, field.Duplicate(path.Child("name"), j.Name))
+		}
+		seen[j.Name] = struct{}{}
+		if j.RunningDuration != nil && *j.RunningDuration < 0 {
+			errs = append(errs, field.Invalid(path.Child("runningDuration"), *j.RunningDuration, "must not be negative"))
+		}
+	}
+	return plancore.Invalid(ErrInvalidInput, errs)
 }
 
 // planner holds one call's working state.
@@ -74,7 +111,7 @@ type planner struct {
 	entries []JobStatus
 	sized   *sizes
 	arena   arena
-	res     Result
+	res     Plan
 }
 
 func (p *planner) jobName(flow string) string { return p.wf.Name + "-" + flow }
@@ -93,47 +130,21 @@ func (p *planner) nodeOfJob(name string) int32 {
 	return -1
 }
 
-// indexJobs fills jobOf, others and lab, and rejects two observed jobs
-// with one name, naming the job whose second occurrence comes first.
-func (p *planner) indexJobs() error {
+// indexJobs fills jobOf, others and lab. Names are unique (Validate).
+func (p *planner) indexJobs() {
 	jobs := p.s.Jobs
 	p.jobOf = make([]int32, p.g.n)
 	for i := range p.jobOf {
 		p.jobOf[i] = -1
 	}
 	p.lab = make([]uint8, len(jobs))
-	dup := -1 // job index of the earliest second occurrence of a name
 	for i := range jobs {
-		switch k := p.nodeOfJob(jobs[i].Name); {
-		case k < 0:
+		if k := p.nodeOfJob(jobs[i].Name); k < 0 || p.jobOf[k] >= 0 {
 			p.others = append(p.others, int32(i))
-		case p.jobOf[k] >= 0:
-			if dup < 0 {
-				dup = i
-			}
-		default:
+		} else {
 			p.jobOf[k] = int32(i)
 		}
 	}
-	if len(p.others) > 1 {
-		// Rare (orphans, other jobs): sort a copy by name, then job index.
-		byName := slices.Clone(p.others)
-		slices.SortFunc(byName, func(a, b int32) int {
-			if c := strings.Compare(jobs[a].Name, jobs[b].Name); c != 0 {
-				return c
-			}
-			return int(a - b)
-		})
-		for k := 1; k < len(byName); k++ {
-			if i := int(byName[k]); jobs[i].Name == jobs[byName[k-1]].Name && (dup < 0 || i < dup) {
-				dup = i
-			}
-		}
-	}
-	if dup >= 0 {
-		return fmt.Errorf("%w: two observed jobs are named %q", ErrInvalidSnapshot, jobs[dup].Name)
-	}
-	return nil
 }
 
 // jobIndex returns the index of the observed job with a name.
@@ -160,7 +171,7 @@ func (p *planner) job(name string) *Job {
 }
 
 // prev returns the previous status entry of a job name. Lookups made in
-// the order the previous list was written (spec order, as Plan writes it)
+// the order the previous list was written (spec order, as Decide writes it)
 // are served by a cursor; the name→index map is built only on the first
 // miss.
 func (p *planner) prev(name string) *JobStatus {
@@ -218,7 +229,7 @@ func (p *planner) labelledAt(i int32) bool {
 	return l
 }
 
-// create builds one CreateJob (§1.1): the labels and annotations are two
+// create builds one CreateJob, as Volcano does: the labels and annotations are two
 // separate maps so an executor may change one.
 func (p *planner) create(f *Flow, attempt int, finally bool, outcome string) CreateJob {
 	ns := p.wf.Namespace
@@ -236,6 +247,13 @@ func (p *planner) create(f *Flow, attempt int, finally bool, outcome string) Cre
 		Owner: metav1.OwnerReference{APIVersion: "flow.volcano.sh/v1alpha1", Kind: "JobFlow", Name: p.wf.Name, UID: p.wf.UID,
 			Controller: &yes, BlockOwnerDeletion: &yes},
 		Attempt: attempt, Finally: finally,
+		Reason: Reason{ReasonDependenciesMet, "DependenciesMet: the dependencies of flow " + f.Name + " are satisfied"},
+	}
+	switch {
+	case finally:
+		c.Reason = Reason{ReasonFinally, "Finally: the main flows are final (" + outcome + ")"}
+	case attempt > 1:
+		c.Reason = Reason{ReasonRetry, fmt.Sprintf("Retry: attempt %d of flow %s", attempt, f.Name)}
 	}
 	if !p.opt.volcano() {
 		if len(f.Patch) > 0 {
@@ -285,12 +303,12 @@ func (p *planner) orphans(own func(i int32) bool) []int32 {
 func (p *planner) retentionDeletes(order []string, own func(i int32) bool) {
 	for _, name := range order {
 		if j := p.job(name); j != nil && p.labelled(j) {
-			p.res.Delete = append(p.res.Delete, DeleteJob{Flow: flowOf(p.wf.Name, name), Name: name, Namespace: p.wf.Namespace, UID: j.UID, Reason: DeleteRetention})
+			p.res.Delete = append(p.res.Delete, DeleteJob{Flow: flowOf(p.wf.Name, name), Name: name, Namespace: p.wf.Namespace, UID: j.UID, Reason: retentionReason()})
 		}
 	}
 	for _, i := range p.orphans(own) {
 		j := &p.s.Jobs[i]
-		p.res.Delete = append(p.res.Delete, DeleteJob{Name: j.Name, Namespace: p.wf.Namespace, UID: j.UID, Reason: DeleteRetention})
+		p.res.Delete = append(p.res.Delete, DeleteJob{Name: j.Name, Namespace: p.wf.Namespace, UID: j.UID, Reason: retentionReason()})
 	}
 }
 
@@ -302,7 +320,7 @@ func flowOf(wf, job string) string {
 }
 
 // finish fills the computed fields shared by both state machines.
-func (p *planner) finish() Result {
+func (p *planner) finish() Plan {
 	r := &p.res
 	st := &r.Status
 	r.StatusBytes = statusLenSized(st, p.sized)

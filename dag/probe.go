@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// probeCond is a flow's compiled dependsOn.probe (§3.5).
+// probeCond is a flow's compiled dependsOn.probe.
 type probeCond struct {
 	spec    *Probe
 	entries []probeCheck
@@ -33,7 +33,7 @@ func (g *graph) checkProbe(i int, d *DependsOn, c cond, opt Options) *probeCond 
 			Message: "probe combines with targets only, not with depends or targetsWithStatus"})
 	}
 	if opt.volcano() {
-		// The anchor's Probe type exists and is ignored (§1.1): a warning,
+		// The anchor's Probe type exists and is ignored: a warning,
 		// so a compat spec with a probe stays as valid as the anchor finds it.
 		g.add(Issue{Kind: IssueNeedsPlancore, Severity: SeverityWarning, Flow: i, Field: field, Target: -1,
 			Message: "probe needs the plancore state machine; the Volcano state machine ignores it"})
@@ -158,7 +158,7 @@ func probeTarget(t *fstate) tri {
 	return triU
 }
 
-// evalProbe is §3.5's condition for flow i: every target's job exists and
+// evalProbe is the probe condition of flow i: every target's job exists and
 // every probe entry passes, in Kleene logic. A pending entry keeps
 // RequeueAfter within the probe's period.
 func (p *planner) evalProbe(i int, pc *probeCond, fs []fstate) (tri, []Reason) {
@@ -186,7 +186,7 @@ func (p *planner) evalProbe(i int, pc *probeCond, fs []fstate) (tri, []Reason) {
 	pending := false
 	for _, e := range pc.entries {
 		if e.target < 0 {
-			and(triU, Reason{Kind: ReasonInvalidSpec, Issue: fmt.Sprintf("probe entry %d has no target", e.entry.Index)})
+			and(triU, invalidSpecReason(fmt.Sprintf("probe entry %d has no target", e.entry.Index)))
 			continue
 		}
 		t := &fs[e.target]
@@ -197,7 +197,7 @@ func (p *planner) evalProbe(i int, pc *probeCond, fs []fstate) (tri, []Reason) {
 		if x == triU {
 			pending = true
 		}
-		and(x, Reason{Kind: ReasonProbe, Target: p.g.names[e.target], Job: t.job.Name, Entry: e.entry.Index, State: state})
+		and(x, probeReason(p.g.names[e.target], e.entry.Index, t.job.Name, state))
 	}
 	if v == triF {
 		return triF, nil

@@ -1,6 +1,7 @@
 package dag_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,7 +28,7 @@ func probed(name string, pr dag.Probe, targets ...string) dag.Flow {
 	return dag.Flow{Name: name, DependsOn: &dag.DependsOn{Targets: targets, Probe: &pr}}
 }
 
-// TestProbe covers §3.5 in Default: a probe replaces "target Succeeded"
+// TestProbe covers probes in Default: a probe replaces "target Succeeded"
 // with "target job exists and every entry passes".
 func TestProbe(t *testing.T) {
 	now := t0.Add(time.Hour)
@@ -100,7 +101,7 @@ func TestProbe(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := wf(tc.flows...)
-			res, err := dag.Plan(dag.Snapshot{Flow: w, Jobs: tc.jobs, Now: now, ProbeResults: tc.results}, dag.Default())
+			res, err := dag.Decide(dag.Snapshot{Flow: w, Jobs: tc.jobs, Now: now, ProbeResults: tc.results}, dag.Default())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,13 +123,13 @@ func TestProbe(t *testing.T) {
 	}
 }
 
-// TestProbeCompatIgnored checks §1.1: VolcanoCompat ignores the probe, so
+// TestProbeCompatIgnored checks that VolcanoCompat ignores the probe, so
 // the target must be Completed, and says so with a warning.
 func TestProbeCompatIgnored(t *testing.T) {
 	w := wf(fl("ps"), probed("workers", dag.Probe{TaskStatus: []dag.TaskStatusProbe{{Task: "ps", Phase: "Running"}}}, "ps"))
 	w.Status.State.Phase = dag.PhaseRunning
 	j := withTasks(job("ps", "Running"), map[string]map[string]int32{"ps": {"Running": 1}})
-	res, err := dag.Plan(dag.Snapshot{Flow: w, Jobs: []dag.Job{j}, Now: t0}, dag.VolcanoCompat())
+	res, err := dag.Decide(dag.Snapshot{Flow: w, Jobs: []dag.Job{j}, Now: t0}, dag.VolcanoCompat())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestProbeCompatIgnored(t *testing.T) {
 		t.Fatalf("issues = %v", got)
 	}
 	j.Phase = dag.JobPhaseCompleted
-	res, _ = dag.Plan(dag.Snapshot{Flow: w, Jobs: []dag.Job{j}, Now: t0}, dag.VolcanoCompat())
+	res, _ = dag.Decide(dag.Snapshot{Flow: w, Jobs: []dag.Job{j}, Now: t0}, dag.VolcanoCompat())
 	if len(res.Create) != 1 || res.Create[0].Name != "jf-workers" {
 		t.Fatalf("compat create on Completed = %v", res.Create)
 	}
@@ -155,7 +156,7 @@ func TestProbeValidation(t *testing.T) {
 	}
 	flows := []dag.Flow{fl("a"), fl("b"), probed("c", bad, "a", "b"),
 		{Name: "d", DependsOn: &dag.DependsOn{Depends: "a", Probe: &dag.Probe{}}}}
-	got := summarize(dag.Validate(wf(flows...), dag.Options{}))
+	got := summarize(dag.Lint(wf(flows...), dag.Options{}))
 	want := []string{ // by (flow, kind, entry), then field
 		"Error ProbeInvalid@2 flows[2].dependsOn.probe.period=-1s",
 		"Error ProbeInvalid@2 flows[2].dependsOn.probe.httpGet[0].headers[0].name",
@@ -173,7 +174,7 @@ func TestProbeValidation(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("issues (-want +got):\n%s", d)
 	}
-	if _, err := dag.Plan(dag.Snapshot{Flow: wf(fl("a"))}, dag.Options{ProbeTTL: -1}); err == nil || !strings.Contains(err.Error(), "ProbeTTL") {
+	if _, err := dag.Decide(dag.Snapshot{Flow: wf(fl("a")), Now: t0}, dag.Options{ProbeTTL: -1}); !errors.Is(err, dag.ErrInvalidOptions) || !strings.Contains(err.Error(), "probeTTL") {
 		t.Fatalf("negative ProbeTTL: err = %v", err)
 	}
 }
@@ -189,7 +190,7 @@ func TestProbeSpecHash(t *testing.T) {
 	}
 }
 
-// TestProbeProperty checks §3.5 against a direct reading of the rule on
+// TestProbeProperty checks the probe rule against a direct reading of the rule on
 // random snapshots: flow p is created iff every target's job is observed
 // and every entry passes (task count ≥ max(min, 1); the latest fresh
 // result OK, a failure winning a tie); otherwise it is blocked, and with a
@@ -197,97 +198,30 @@ func TestProbeSpecHash(t *testing.T) {
 func TestProbeProperty(t *testing.T) {
 	now := t0.Add(time.Hour)
 	rapid.Check(t, func(t *rapid.T) {
-		nt := rapid.IntRange(1, 3).Draw(t, "targets")
-		flows := make([]dag.Flow, 0, nt+1)
-		var names []string
-		for k := range nt {
-			flows = append(flows, fl(fmt.Sprintf("t%d", k)))
-			names = append(names, flows[k].Name)
-		}
-		target := func(label string) string {
-			if nt == 1 && rapid.Bool().Draw(t, label+"-empty") {
-				return ""
-			}
-			return rapid.SampledFrom(names).Draw(t, label)
-		}
-		var pr dag.Probe
-		pr.Period = time.Duration(rapid.IntRange(0, 20).Draw(t, "period")) * time.Second
-		for k := range rapid.IntRange(0, 2).Draw(t, "http") {
-			pr.HTTPGet = append(pr.HTTPGet, dag.HTTPGetProbe{Target: target(fmt.Sprintf("h%d", k)), Port: 80})
-		}
-		for k := range rapid.IntRange(0, 2).Draw(t, "tcp") {
-			pr.TCPSocket = append(pr.TCPSocket, dag.TCPSocketProbe{Target: target(fmt.Sprintf("c%d", k)), Port: 80})
-		}
-		for k := range rapid.IntRange(0, 2).Draw(t, "task") {
-			pr.TaskStatus = append(pr.TaskStatus, dag.TaskStatusProbe{Target: target(fmt.Sprintf("s%d", k)), Task: "w", Phase: "Running",
-				Min: int32(rapid.IntRange(0, 3).Draw(t, fmt.Sprintf("min%d", k)))})
+		names, pr := drawProbe(t)
+		flows := make([]dag.Flow, 0, len(names)+1)
+		for _, n := range names {
+			flows = append(flows, fl(n))
 		}
 		flows = append(flows, probed("p", pr, names...))
-		jobs := map[string]dag.Job{}
-		for _, n := range names {
-			if rapid.IntRange(0, 3).Draw(t, n+"-exists") > 0 {
-				j := withTasks(job(n, rapid.SampledFrom([]dag.JobPhase{"", "Pending", "Running"}).Draw(t, n+"-phase")),
-					map[string]map[string]int32{"w": {"Running": int32(rapid.IntRange(0, 4).Draw(t, n+"-running"))}})
-				jobs[n] = j
-			}
-		}
-		entries := pr.Entries()
-		var results []dag.ProbeResult
-		for range rapid.IntRange(0, 6).Draw(t, "results") {
-			results = append(results, dag.ProbeResult{Flow: rapid.SampledFrom([]string{"p", "t0"}).Draw(t, "rflow"),
-				Entry: rapid.IntRange(0, len(entries)).Draw(t, "rentry"), OK: rapid.Bool().Draw(t, "rok"),
-				Time: now.Add(-time.Duration(rapid.IntRange(0, 70).Draw(t, "rage")) * time.Second)})
-		}
+		jobs := drawProbeJobs(t, names)
+		results := drawProbeResults(t, pr, now)
 		period := pr.Period
 		if period == 0 {
 			period = dag.DefaultProbePeriod
 		}
-		// The reference.
-		targetOf := func(e dag.ProbeEntry) string {
-			if e.Target() == "" {
-				return names[0]
-			}
-			return e.Target()
-		}
-		ready, pending := true, false
-		for _, n := range names {
-			_, ok := jobs[n]
-			ready = ready && ok
-		}
-		for _, e := range entries {
-			j, ok := jobs[targetOf(e)]
-			if !ok {
-				continue
-			}
-			if e.TaskStatus != nil {
-				pass := j.TaskStatusCount["w"].Phase["Running"] >= max(e.TaskStatus.Min, 1)
-				ready, pending = ready && pass, pending || !pass
-				continue
-			}
-			var latest *dag.ProbeResult
-			for k := range results {
-				r := &results[k]
-				if r.Flow != "p" || r.Entry != e.Index {
-					continue
-				}
-				if latest == nil || r.Time.After(latest.Time) || r.Time.Equal(latest.Time) && !r.OK {
-					latest = r
-				}
-			}
-			pass := latest != nil && latest.OK && now.Sub(latest.Time) <= 3*period
-			ready, pending = ready && pass, pending || !pass
-		}
+		ready, pending := probeReference(names, pr, jobs, results, now, period)
 		var list []dag.Job
 		for _, n := range names {
 			if j, ok := jobs[n]; ok {
 				list = append(list, j)
 			}
 		}
-		res, err := dag.Plan(dag.Snapshot{Flow: wf(flows...), Jobs: list, Now: now, ProbeResults: results}, dag.Default())
+		res, err := dag.Decide(dag.Snapshot{Flow: wf(flows...), Jobs: list, Now: now, ProbeResults: results}, dag.Default())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if issues := dag.Validate(wf(flows...), dag.Options{}); dag.HasErrors(issues) {
+		if issues := dag.Lint(wf(flows...), dag.Options{}); dag.HasErrors(issues) {
 			t.Fatalf("generated an invalid spec: %v", issues)
 		}
 		created := slices.ContainsFunc(res.Create, func(c dag.CreateJob) bool { return c.Flow == "p" })
@@ -299,4 +233,103 @@ func TestProbeProperty(t *testing.T) {
 			t.Fatalf("pending = %v, RequeueAfter = %v, period %v\n%s", pending, res.RequeueAfter, period, res)
 		}
 	})
+}
+
+// drawProbe draws one to three target flows and a probe over them.
+func drawProbe(t *rapid.T) ([]string, dag.Probe) {
+	nt := rapid.IntRange(1, 3).Draw(t, "targets")
+	var names []string
+	for k := range nt {
+		names = append(names, fmt.Sprintf("t%d", k))
+	}
+	target := func(label string) string {
+		if nt == 1 && rapid.Bool().Draw(t, label+"-empty") {
+			return ""
+		}
+		return rapid.SampledFrom(names).Draw(t, label)
+	}
+	var pr dag.Probe
+	pr.Period = time.Duration(rapid.IntRange(0, 20).Draw(t, "period")) * time.Second
+	for k := range rapid.IntRange(0, 2).Draw(t, "http") {
+		pr.HTTPGet = append(pr.HTTPGet, dag.HTTPGetProbe{Target: target(fmt.Sprintf("h%d", k)), Port: 80})
+	}
+	for k := range rapid.IntRange(0, 2).Draw(t, "tcp") {
+		pr.TCPSocket = append(pr.TCPSocket, dag.TCPSocketProbe{Target: target(fmt.Sprintf("c%d", k)), Port: 80})
+	}
+	for k := range rapid.IntRange(0, 2).Draw(t, "task") {
+		pr.TaskStatus = append(pr.TaskStatus, dag.TaskStatusProbe{Target: target(fmt.Sprintf("s%d", k)), Task: "w", Phase: "Running",
+			Min: int32(rapid.IntRange(0, 3).Draw(t, fmt.Sprintf("min%d", k)))})
+	}
+	return names, pr
+}
+
+// drawProbeJobs draws, for each target, maybe a job with some running pods.
+func drawProbeJobs(t *rapid.T, names []string) map[string]dag.Job {
+	jobs := map[string]dag.Job{}
+	for _, n := range names {
+		if rapid.IntRange(0, 3).Draw(t, n+"-exists") > 0 {
+			j := withTasks(job(n, rapid.SampledFrom([]dag.JobPhase{"", "Pending", "Running"}).Draw(t, n+"-phase")),
+				map[string]map[string]int32{"w": {"Running": int32(rapid.IntRange(0, 4).Draw(t, n+"-running"))}})
+			jobs[n] = j
+		}
+	}
+	return jobs
+}
+
+// drawProbeResults draws results for p's entries (and some for another flow).
+func drawProbeResults(t *rapid.T, pr dag.Probe, now time.Time) []dag.ProbeResult {
+	var results []dag.ProbeResult
+	for range rapid.IntRange(0, 6).Draw(t, "results") {
+		results = append(results, dag.ProbeResult{Flow: rapid.SampledFrom([]string{"p", "t0"}).Draw(t, "rflow"),
+			Entry: rapid.IntRange(0, len(pr.Entries())).Draw(t, "rentry"), OK: rapid.Bool().Draw(t, "rok"),
+			Time: now.Add(-time.Duration(rapid.IntRange(0, 70).Draw(t, "rage")) * time.Second)})
+	}
+	return results
+}
+
+// probeReference is the rule read directly: ready iff every target's job is
+// observed and every entry passes; pending iff some entry of an observed job
+// does not pass yet.
+func probeReference(names []string, pr dag.Probe, jobs map[string]dag.Job, results []dag.ProbeResult, now time.Time, period time.Duration) (ready, pending bool) {
+	targetOf := func(e dag.ProbeEntry) string {
+		if e.Target() == "" {
+			return names[0]
+		}
+		return e.Target()
+	}
+	ready = true
+	for _, n := range names {
+		_, ok := jobs[n]
+		ready = ready && ok
+	}
+	for _, e := range pr.Entries() {
+		j, ok := jobs[targetOf(e)]
+		if !ok {
+			continue
+		}
+		var pass bool
+		if e.TaskStatus != nil {
+			pass = j.TaskStatusCount["w"].Phase["Running"] >= max(e.TaskStatus.Min, 1)
+		} else {
+			latest := latestResult(results, e.Index)
+			pass = latest != nil && latest.OK && now.Sub(latest.Time) <= 3*period
+		}
+		ready, pending = ready && pass, pending || !pass
+	}
+	return ready, pending
+}
+
+// latestResult is p's latest result for an entry, a failure winning a tie.
+func latestResult(results []dag.ProbeResult, entry int) *dag.ProbeResult {
+	var latest *dag.ProbeResult
+	for k := range results {
+		r := &results[k]
+		if r.Flow != "p" || r.Entry != entry {
+			continue
+		}
+		if latest == nil || r.Time.After(latest.Time) || r.Time.Equal(latest.Time) && !r.OK {
+			latest = r
+		}
+	}
+	return latest
 }

@@ -105,7 +105,7 @@ func genSpec(t *rapid.T, maxFlows int, plainOnly bool) dag.Workflow {
 	return w
 }
 
-// bound is §4's termination bound: D + 2R + 1, or N + 2ΣR + 1 with
+// bound is the termination bound: D + 2R + 1, or N + 2ΣR + 1 with
 // parallelism, where finally flows sit one level below every main flow.
 func bound(w dag.Workflow) int {
 	limit := func(f dag.Flow) int {
@@ -312,7 +312,7 @@ func runWorkflow(t *rapid.T, w dag.Workflow, opt dag.Options, seed uint64, maxPl
 			}
 		}
 		before := deepCopySnapshot(s)
-		res, err := dag.Plan(s, opt)
+		res, err := dag.Decide(s, opt)
 		if err != nil {
 			t.Fatalf("plan %d: %v", plan, err)
 		}
@@ -323,14 +323,14 @@ func runWorkflow(t *rapid.T, w dag.Workflow, opt dag.Options, seed uint64, maxPl
 		}
 		perm := deepCopySnapshot(s)
 		slices.Reverse(perm.Jobs)
-		again, _ := dag.Plan(perm, opt)
+		again, _ := dag.Decide(perm, opt)
 		if !reflect.DeepEqual(res, again) {
 			t.Fatalf("plan %d depends on job order:\n%s", plan, cmp.Diff(res, again))
 		}
 		// 8. Fixpoint.
 		fix := perm
 		fix.Flow.Status = res.Status
-		fixed, _ := dag.Plan(fix, opt)
+		fixed, _ := dag.Decide(fix, opt)
 		if !reflect.DeepEqual(res.Status, fixed.Status) {
 			t.Fatalf("plan %d: re-planning with its own status changed it:\n%s", plan, cmp.Diff(res.Status, fixed.Status))
 		}
@@ -363,85 +363,133 @@ func runWorkflow(t *rapid.T, w dag.Workflow, opt dag.Options, seed uint64, maxPl
 	return stats
 }
 
-func checkPlan(t *rapid.T, plan int, w dag.Workflow, s dag.Snapshot, res dag.Result, flows []dag.Flow, isFinally map[string]bool,
+func checkPlan(t *rapid.T, plan int, w dag.Workflow, s dag.Snapshot, res dag.Plan, flows []dag.Flow, isFinally map[string]bool,
 	present map[string]dag.Job, creates, retryDeletes map[string]int, completedSeen, failedSeen map[string]bool, terminal dag.Phase,
 	prevHist map[string][]dag.RunningHistory) {
-	st := res.Status
-	byName := map[string]dag.Flow{}
+	c := planCheck{t: t, plan: plan, w: w, s: s, res: res, isFinally: isFinally, present: present, creates: creates,
+		retryDeletes: retryDeletes, completedSeen: completedSeen, failedSeen: failedSeen, byName: map[string]dag.Flow{}}
 	for _, f := range flows {
-		byName[f.Name] = f
+		c.byName[f.Name] = f
 	}
+	c.entries = c.groundedOutcomes()
+	c.absorbing(terminal)
+	c.createsOnce()
+	c.oneList()
+	c.historiesAppendOnly(prevHist)
+}
+
+// planCheck holds what checkPlan's steps read.
+type planCheck struct {
+	t                         *rapid.T
+	plan                      int
+	w                         dag.Workflow
+	s                         dag.Snapshot
+	res                       dag.Plan
+	isFinally                 map[string]bool
+	present                   map[string]dag.Job
+	creates, retryDeletes     map[string]int
+	completedSeen, failedSeen map[string]bool
+	byName                    map[string]dag.Flow
+	entries                   map[string]dag.JobStatus
+}
+
+// groundedOutcomes checks that outcomes are grounded in what was observed,
+// and returns the status entries by flow.
+func (c *planCheck) groundedOutcomes() map[string]dag.JobStatus {
 	entries := map[string]dag.JobStatus{}
-	for _, e := range st.JobStatusList {
+	for _, e := range c.res.Status.JobStatusList {
 		entries[e.Flow] = e
-		// Outcomes are grounded in what was observed.
-		if e.Outcome == dag.OutcomeSucceeded && !completedSeen[e.Flow] {
-			t.Fatalf("plan %d: %s Succeeded but its job was never observed Completed", plan, e.Flow)
+		if e.Outcome == dag.OutcomeSucceeded && !c.completedSeen[e.Flow] {
+			c.t.Fatalf("plan %d: %s Succeeded but its job was never observed Completed", c.plan, e.Flow)
 		}
-		if e.Outcome == dag.OutcomeFailed && !failedSeen[e.Flow] {
-			t.Fatalf("plan %d: %s Failed but its job never failed", plan, e.Flow)
-		}
-	}
-	// 4. Absorbing.
-	if terminal != "" {
-		if st.State.Phase != terminal || len(res.Create) > 0 {
-			t.Fatalf("plan %d: after %s got %s with %d creates", plan, terminal, st.State.Phase, len(res.Create))
-		}
-		for _, d := range res.Delete {
-			if d.Reason != dag.DeleteRetention {
-				t.Fatalf("plan %d: %s deletes %s for %s", plan, terminal, d.Name, d.Reason)
-			}
+		if e.Outcome == dag.OutcomeFailed && !c.failedSeen[e.Flow] {
+			c.t.Fatalf("plan %d: %s Failed but its job never failed", c.plan, e.Flow)
 		}
 	}
-	// 1 and 2: creates.
-	seen := map[string]bool{}
-	for _, d := range res.Delete {
-		if d.Reason == dag.DeleteRetry {
-			retryDeletes[d.Flow]++
+	return entries
+}
+
+// absorbing: a terminal phase stays, creates nothing and deletes only for
+// retention.
+func (c *planCheck) absorbing(terminal dag.Phase) {
+	if terminal == "" {
+		return
+	}
+	st := c.res.Status
+	if st.State.Phase != terminal || len(c.res.Create) > 0 {
+		c.t.Fatalf("plan %d: after %s got %s with %d creates", c.plan, terminal, st.State.Phase, len(c.res.Create))
+	}
+	for _, d := range c.res.Delete {
+		if d.Reason.Code != dag.ReasonRetention {
+			c.t.Fatalf("plan %d: %s deletes %s for %s", c.plan, terminal, d.Name, d.Reason)
+		}
+	}
+}
+
+// createsOnce: every create is of a missing job whose condition holds, once,
+// finally flows after the main ones, re-creates only after a retry delete,
+// within the parallelism.
+func (c *planCheck) createsOnce() {
+	for _, d := range c.res.Delete {
+		if d.Reason.Code == dag.ReasonRetry {
+			c.retryDeletes[d.Flow]++
 		}
 	}
 	active := 0
-	for _, j := range s.Jobs {
-		if _, ok := byName[strings.TrimPrefix(j.Name, "jf-")]; ok && isActive(j.Phase) {
+	for _, j := range c.s.Jobs {
+		if _, ok := c.byName[strings.TrimPrefix(j.Name, "jf-")]; ok && isActive(j.Phase) {
 			active++
 		}
 	}
-	for _, c := range res.Create {
-		if seen[c.Name] {
-			t.Fatalf("plan %d creates %s twice", plan, c.Name)
+	seen := map[string]bool{}
+	for _, cr := range c.res.Create {
+		if seen[cr.Name] {
+			c.t.Fatalf("plan %d creates %s twice", c.plan, cr.Name)
 		}
-		seen[c.Name] = true
-		if _, ok := present[c.Name]; ok {
-			t.Fatalf("plan %d creates %s, which is observed", plan, c.Name)
+		seen[cr.Name] = true
+		if _, ok := c.present[cr.Name]; ok {
+			c.t.Fatalf("plan %d creates %s, which is observed", c.plan, cr.Name)
 		}
-		if v := condition(t, w, byName[c.Flow], st); v != 1 {
-			t.Fatalf("plan %d creates %s whose condition is %d\n%s", plan, c.Name, v, res)
+		if v := condition(c.t, c.w, c.byName[cr.Flow], c.res.Status); v != 1 {
+			c.t.Fatalf("plan %d creates %s whose condition is %d\n%s", c.plan, cr.Name, v, c.res)
 		}
-		if isFinally[c.Flow] {
-			for _, f := range w.Spec.Flows {
-				if entries[f.Name].Outcome == "" {
-					t.Fatalf("plan %d creates finally %s before main flow %s is final", plan, c.Flow, f.Name)
-				}
-			}
-		}
-		if creates[c.Flow] > 0 {
-			if retryDeletes[c.Flow] < creates[c.Flow] {
-				t.Fatalf("plan %d re-creates %s (create %d) without a retry delete", plan, c.Flow, creates[c.Flow]+1)
-			}
-			if completedSeen[c.Flow] {
-				t.Fatalf("plan %d re-creates %s, which succeeded", plan, c.Flow)
-			}
-		}
-		creates[c.Flow]++
-		if c.Attempt != creates[c.Flow] {
-			t.Fatalf("plan %d: %s attempt %d, create number %d", plan, c.Name, c.Attempt, creates[c.Flow])
+		c.finallyAfterMain(cr)
+		c.recreateAfterRetry(cr)
+	}
+	if p := c.w.Spec.Parallelism; p > 0 && len(c.res.Create) > 0 && active+len(c.res.Create) > p {
+		c.t.Fatalf("plan %d: %d active + %d creates > parallelism %d", c.plan, active, len(c.res.Create), p)
+	}
+}
+
+func (c *planCheck) finallyAfterMain(cr dag.CreateJob) {
+	if !c.isFinally[cr.Flow] {
+		return
+	}
+	for _, f := range c.w.Spec.Flows {
+		if c.entries[f.Name].Outcome == "" {
+			c.t.Fatalf("plan %d creates finally %s before main flow %s is final", c.plan, cr.Flow, f.Name)
 		}
 	}
-	// 10. Parallelism.
-	if p := w.Spec.Parallelism; p > 0 && len(res.Create) > 0 && active+len(res.Create) > p {
-		t.Fatalf("plan %d: %d active + %d creates > parallelism %d", plan, active, len(res.Create), p)
+}
+
+func (c *planCheck) recreateAfterRetry(cr dag.CreateJob) {
+	if c.creates[cr.Flow] > 0 {
+		if c.retryDeletes[cr.Flow] < c.creates[cr.Flow] {
+			c.t.Fatalf("plan %d re-creates %s (create %d) without a retry delete", c.plan, cr.Flow, c.creates[cr.Flow]+1)
+		}
+		if c.completedSeen[cr.Flow] {
+			c.t.Fatalf("plan %d re-creates %s, which succeeded", c.plan, cr.Flow)
+		}
 	}
-	// 3. One list.
+	c.creates[cr.Flow]++
+	if cr.Attempt != c.creates[cr.Flow] {
+		c.t.Fatalf("plan %d: %s attempt %d, create number %d", c.plan, cr.Name, cr.Attempt, c.creates[cr.Flow])
+	}
+}
+
+// oneList: every observed job is in exactly one status list.
+func (c *planCheck) oneList() {
+	st := c.res.Status
 	lists := [][]string{st.PendingJobs, st.RunningJobs, st.CompletingJobs, st.CompletedJobs, st.FailedJobs, st.TerminatingJobs,
 		st.TerminatedJobs, st.AbortedJobs, st.UnknownJobs, st.OrphanJobs}
 	count := map[string]int{}
@@ -450,29 +498,33 @@ func checkPlan(t *rapid.T, plan int, w dag.Workflow, s dag.Snapshot, res dag.Res
 			count[n]++
 		}
 	}
-	for _, j := range s.Jobs {
+	for _, j := range c.s.Jobs {
 		if count[j.Name] != 1 {
-			t.Fatalf("plan %d: job %s is in %d lists", plan, j.Name, count[j.Name])
+			c.t.Fatalf("plan %d: job %s is in %d lists", c.plan, j.Name, count[j.Name])
 		}
 	}
-	// 9. Histories: append-only, closed entries frozen, one open entry, last.
-	for _, e := range st.JobStatusList {
+}
+
+// historiesAppendOnly: histories are append-only, closed entries frozen,
+// one open entry, last, in the job's phase.
+func (c *planCheck) historiesAppendOnly(prevHist map[string][]dag.RunningHistory) {
+	for _, e := range c.res.Status.JobStatusList {
 		h := e.RunningHistories
 		old := prevHist[e.Name]
-		if j, ok := present[e.Name]; ok && len(h) > 0 && h[len(h)-1].State != j.Phase {
-			t.Fatalf("plan %d: %s open history %s, job is %s", plan, e.Name, h[len(h)-1].State, j.Phase)
+		if j, ok := c.present[e.Name]; ok && len(h) > 0 && h[len(h)-1].State != j.Phase {
+			c.t.Fatalf("plan %d: %s open history %s, job is %s", c.plan, e.Name, h[len(h)-1].State, j.Phase)
 		}
 		for k := range h {
 			if open := h[k].EndTimestamp.IsZero(); open != (k == len(h)-1) {
-				t.Fatalf("plan %d: %s history %d open=%v of %d", plan, e.Name, k, open, len(h))
+				c.t.Fatalf("plan %d: %s history %d open=%v of %d", c.plan, e.Name, k, open, len(h))
 			}
 		}
 		if len(h) < len(old) {
-			t.Fatalf("plan %d: %s history shrank", plan, e.Name)
+			c.t.Fatalf("plan %d: %s history shrank", c.plan, e.Name)
 		}
 		for k := 0; k+1 < len(old); k++ {
 			if !reflect.DeepEqual(old[k], h[k]) {
-				t.Fatalf("plan %d: %s closed history %d changed:\n%s", plan, e.Name, k, cmp.Diff(old[k], h[k]))
+				c.t.Fatalf("plan %d: %s closed history %d changed:\n%s", c.plan, e.Name, k, cmp.Diff(old[k], h[k]))
 			}
 		}
 		prevHist[e.Name] = h
@@ -584,7 +636,7 @@ func deepCopySnapshot(s dag.Snapshot) dag.Snapshot {
 	return out
 }
 
-// TestPropertyDefaultRuns checks invariants 1–5 and 7–10 of §4 on random
+// TestPropertyDefaultRuns checks the Default invariants on random
 // workflows run against the fake runner, and that every run ends Succeed or
 // Failed within D + 2R + 1 plans (N + 2ΣR + 1 with parallelism).
 func TestPropertyDefaultRuns(t *testing.T) {

@@ -24,6 +24,11 @@ type edgeView struct {
 // linear in V+E.
 func view(wf *Workflow) ([]nodeView, []edgeView, *graph) {
 	g := buildGraph(wf, Options{})
+	return viewNodes(wf, g), viewEdges(g), g
+}
+
+// viewNodes labels every flow with its state, taken from the status.
+func viewNodes(wf *Workflow, g *graph) []nodeView {
 	entries := make(map[string]*JobStatus, len(wf.Status.JobStatusList))
 	for i := range wf.Status.JobStatusList {
 		entries[wf.Status.JobStatusList[i].Name] = &wf.Status.JobStatusList[i]
@@ -34,19 +39,10 @@ func view(wf *Workflow) ([]nodeView, []edgeView, *graph) {
 			waiting[w.Flow] = w.Reasons[0]
 		}
 	}
-	cycleOf := map[string]int{}
-	for k, is := range g.issues {
-		if is.Kind == IssueCycle {
-			for _, m := range is.Members {
-				cycleOf[m] = k + 1
-			}
-		}
-	}
 	nodes := make([]nodeView, g.n)
 	for i := range g.n {
 		name := g.names[i]
 		jobName := wf.Name + "-" + name
-		state, class := "not created", "unknown"
 		phase, seen := JobPhase(""), false
 		if c, ok := wf.Status.Conditions[jobName]; ok {
 			phase, seen = c.Phase, true
@@ -55,36 +51,56 @@ func view(wf *Workflow) ([]nodeView, []edgeView, *graph) {
 		if e != nil && !seen {
 			phase, seen = e.State, true
 		}
-		switch {
-		case e != nil && e.Outcome != OutcomeNone:
-			state = string(e.Outcome)
-			class = map[Outcome]string{OutcomeSucceeded: "succeeded", OutcomeFailed: "failed", OutcomeOmitted: "omitted"}[e.Outcome]
-		case seen:
-			state = string(phase)
-			switch phase {
-			case JobPhaseCompleted:
-				class = "succeeded"
-			case JobPhaseFailed, JobPhaseTerminated, JobPhaseAborted:
-				class = "failed"
-			case JobPhaseNone, JobPhasePending:
-				class = "pending"
-				if phase == JobPhaseNone {
-					state = "Created"
-				}
-			case JobPhaseRunning, JobPhaseRestarting, JobPhaseCompleting, JobPhaseTerminating, JobPhaseAborting:
-				class = "running"
-			}
-		case waiting[name] != "":
-			state, class = "waiting: "+waiting[name], "waiting"
-		}
+		state, class := nodeState(e, phase, seen, waiting[name])
 		nodes[i] = nodeView{label: name + "\x00" + state, class: class}
+	}
+	return nodes
+}
+
+// nodeState is a flow's drawn state and class: its outcome, else its job's
+// phase, else why it waits, else "not created".
+func nodeState(e *JobStatus, phase JobPhase, seen bool, waiting string) (state, class string) {
+	switch {
+	case e != nil && e.Outcome != OutcomeNone:
+		return string(e.Outcome), map[Outcome]string{OutcomeSucceeded: "succeeded", OutcomeFailed: "failed", OutcomeOmitted: "omitted"}[e.Outcome]
+	case seen:
+		state, class = string(phase), "unknown"
+		switch phase {
+		case JobPhaseCompleted:
+			class = "succeeded"
+		case JobPhaseFailed, JobPhaseTerminated, JobPhaseAborted:
+			class = "failed"
+		case JobPhaseNone, JobPhasePending:
+			class = "pending"
+			if phase == JobPhaseNone {
+				state = "Created"
+			}
+		case JobPhaseRunning, JobPhaseRestarting, JobPhaseCompleting, JobPhaseTerminating, JobPhaseAborting:
+			class = "running"
+		}
+		return state, class
+	case waiting != "":
+		return "waiting: " + waiting, "waiting"
+	}
+	return "not created", "unknown"
+}
+
+// viewEdges draws every flow's dependencies, one edge per (target, result),
+// dashed when any of its references sits under || or !.
+func viewEdges(g *graph) []edgeView {
+	cycleOf := map[string]int{}
+	for k, is := range g.issues {
+		if is.Kind == IssueCycle {
+			for _, m := range is.Members {
+				cycleOf[m] = k + 1
+			}
+		}
 	}
 	var edges []edgeView
 	for i := range g.n {
 		if g.dup[i] {
 			continue
 		}
-		c := g.conds[i]
 		type key struct {
 			t int32
 			r result
@@ -108,30 +124,32 @@ func view(wf *Workflow) ([]nodeView, []edgeView, *graph) {
 			edges = append(edges, edgeView{from: int(a.flow), to: i, label: label, dashed: dashed,
 				cycle: cy != 0 && cy == cycleOf[g.names[i]]})
 		}
+		c := g.conds[i]
 		if c.expr != nil {
-			var walk func(n *cnode, soft bool)
-			walk = func(n *cnode, soft bool) {
-				switch n.op {
-				case OpRef:
-					add(n.atom, soft)
-				case OpNot, OpOr:
-					for k := range n.args {
-						walk(&n.args[k], true)
-					}
-				default:
-					for k := range n.args {
-						walk(&n.args[k], soft)
-					}
-				}
-			}
-			walk(c.expr, false)
+			walkRefs(c.expr, false, add)
 		} else {
 			for _, a := range g.atoms[c.lo:c.hi] {
 				add(a, false)
 			}
 		}
 	}
-	return nodes, edges, g
+	return edges
+}
+
+// walkRefs calls add for every reference of an expression, soft under || or !.
+func walkRefs(n *cnode, soft bool, add func(atom, bool)) {
+	switch n.op {
+	case OpRef:
+		add(n.atom, soft)
+	case OpNot, OpOr:
+		for k := range n.args {
+			walkRefs(&n.args[k], true, add)
+		}
+	default:
+		for k := range n.args {
+			walkRefs(&n.args[k], soft, add)
+		}
+	}
 }
 
 var classStyles = [][2]string{

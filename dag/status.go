@@ -7,10 +7,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// histories computes a job's running histories from its previous entry
-// (§1.4). The previous slice is never written: a changed history is a new
+// histories computes a job's running histories from its previous entry.
+// The previous slice is never written: a changed history is a new
 // slice. With quirk (Volcano), a non-nil empty previous history stays empty
-// forever; otherwise nil and empty are alike (D8). limit k > 0 keeps the
+// forever; otherwise nil and empty are alike. limit k > 0 keeps the
 // first entry and the last k−1 (k = 1 behaves as 2, so the open entry is
 // never dropped), returning how many entries were dropped. newAttempt marks
 // the first observation of a retried job under the same name: its interval
@@ -52,7 +52,7 @@ func histories(a *arena, prev *JobStatus, phase JobPhase, now metav1.Time, quirk
 
 // arena hands out one plan's small status slices and values from a few
 // blocks, so a plan of 10,000 jobs makes tens of allocations, not tens of
-// thousands (§5.2). Every slice it returns is capped at its length: an
+// thousands. Every slice it returns is capped at its length: an
 // executor appending to one gets a fresh array and never writes into its
 // neighbour. The nil arena allocates each value on its own.
 type arena struct {
@@ -99,7 +99,7 @@ func (a *arena) duration(d time.Duration) *metav1.Duration {
 }
 
 // jobEntry writes a job's status entry, built from the observation, into
-// *e, which must be zero (§1.4).
+// *e, which must be zero.
 func jobEntry(a *arena, e *JobStatus, j *Job, prev *JobStatus, now metav1.Time, opt Options) {
 	e.Name, e.State, e.RestartCount = j.Name, j.Phase, j.RetryCount
 	if !j.CreationTime.IsZero() {
@@ -146,7 +146,7 @@ const (
 	nBuckets
 )
 
-// bucket returns the list of a job phase (§1.3 with volcano, else §2.3) and
+// bucket returns the list of a job phase and
 // false for a phase string that is no Volcano job phase.
 func bucket(p JobPhase, volcano bool) (bucketID, bool) {
 	if volcano {
@@ -162,7 +162,7 @@ func bucket(p JobPhase, volcano bool) (bucketID, bool) {
 		case JobPhaseTerminated:
 			return bucketTerminated, true
 		case JobPhaseCompleting, JobPhaseTerminating:
-			return bucketNone, true // Volcano has no list for them (§1.3).
+			return bucketNone, true // Volcano has no list for them.
 		}
 		return bucketUnknown, knownPhase(p)
 	}
@@ -261,7 +261,7 @@ func startedPhase(p JobPhase) bool { return p != JobPhaseNone && p != JobPhasePe
 // jsonByteLen is how many bytes encoding/json writes for each ASCII byte;
 // 0 marks the bytes ≥ 0x80 that start a multi-byte sequence. It is a
 // read-only table: one load per byte keeps the size of 10,000 entries
-// cheap (§5.2).
+// cheap.
 var jsonByteLen = func() (t [256]uint8) {
 	for c := range utf8.RuneSelf {
 		switch {
@@ -505,7 +505,7 @@ func entryLenNamed(e *JobStatus, nameLen, flowLen, histLen int) int {
 // podPhases are the keys a TaskState's Phase map holds in practice
 // (Kubernetes pod phases, the most frequent first). Looking them up is
 // several times cheaper than iterating a small map, and conditions hold one
-// such map per task of every job (§5.2).
+// such map per task of every job.
 var podPhases = [...]string{"Running", "Succeeded", "Pending", "Failed", "Unknown"}
 
 func taskStateLen(t TaskState) int {
@@ -549,7 +549,7 @@ func jobConditionLen(j *Job, tk *taskKeys) int {
 
 // taskKeys remembers a few task names seen in earlier jobs. The jobs of a
 // workflow mostly share their task names, and looking a known name up in
-// a small map is several times cheaper than iterating it (§5.2): a map
+// a small map is several times cheaper than iterating it: a map
 // whose every key is remembered is sized by lookups alone.
 type taskKeys struct {
 	names [4]string

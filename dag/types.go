@@ -119,17 +119,18 @@ type DependsOn struct {
 	TargetsWithStatus []TargetStatus
 	// Depends is an Argo-like expression such as "a && (b.Failed || !c)".
 	Depends string
-	// Probe turns Targets into readiness dependencies (§3.5): instead of
+	// Probe turns Targets into readiness dependencies: instead of
 	// succeeding, every target's job must exist and every probe entry
 	// pass. It combines with Targets only. VolcanoCompat ignores it, as the
 	// anchor does.
 	Probe *Probe
 }
 
-// Probe is dependsOn.probe (§3.5), the anchor's unimplemented Probe type
+// Probe is dependsOn.probe, the anchor's unimplemented Probe type
 // (httpGet, tcpSocket, taskStatus) made to work. Its entries are numbered
 // in one sequence, HTTPGet first, then TCPSocket, then TaskStatus:
-// ProbeResult.Entry and Reason.Entry use that number (see Entries).
+// ProbeResult.Entry and the Probe reason's message use that number (see
+// Entries).
 //
 // An entry that can no longer pass (its target ended without it passing)
 // omits the flow and, unlike an expression that turned false, taints it:
@@ -143,7 +144,7 @@ type Probe struct {
 	// task status counts.
 	TaskStatus []TaskStatusProbe
 	// Period is how often the executor re-runs its probes while the flow
-	// waits; 0 means DefaultProbePeriod. While an entry is pending, Plan's
+	// waits; 0 means DefaultProbePeriod. While an entry is pending, the plan's
 	// RequeueAfter is at most Period.
 	Period time.Duration
 }
@@ -301,7 +302,7 @@ type TaskState struct {
 	Phase map[string]int32 `json:"phase,omitempty"`
 }
 
-// Snapshot is everything Plan reads: the workflow, the jobs observed for it
+// Snapshot is everything Decide reads: the workflow, the jobs observed for it
 // and the current time.
 type Snapshot struct {
 	Flow Workflow
@@ -311,7 +312,7 @@ type Snapshot struct {
 	// Now is the only clock the package ever reads.
 	Now time.Time
 	// ProbeResults are the outcomes of the httpGet and tcpSocket probe
-	// entries the executor ran (§3.5), in any order.
+	// entries the executor ran, in any order.
 	ProbeResults []ProbeResult
 }
 

@@ -5,16 +5,16 @@ import (
 	"slices"
 )
 
-// Validate checks a workflow's spec and returns every finding, errors and
+// Lint checks a workflow's spec and returns every finding, errors and
 // warnings, sorted by (flow index, kind, target index). It runs in
 // O(V+E): names are indexed once, cycles are found with Kahn's algorithm
 // and, only when some flows are left over, an iterative Tarjan SCC on those
 // flows. Every cyclic component is reported once, on its member with the
 // smallest index, with a witness path; flows merely downstream of a cycle
 // are not reported. Volcano's admission webhook instead enumerates every
-// path (11.1 s for 27 dense flows, D2) and reports one unknown target chosen
-// by map order.
-func Validate(wf Workflow, opt Options) []Issue {
+// path (11.1 s for 27 dense flows) and reports one unknown target chosen
+// by map order. Check returns the error-severity findings as one error.
+func Lint(wf Workflow, opt Options) []Issue {
 	g := buildGraph(&wf, opt)
 	sortIssues(g.issues)
 	return g.issues
@@ -26,7 +26,7 @@ func Validate(wf Workflow, opt Options) []Issue {
 // lazily, #5705, #5723). With Options.AllowAppend, appending main flows is
 // allowed. The new spec's own issues are included.
 func ValidateUpdate(old, new Workflow, opt Options) []Issue {
-	issues := Validate(new, opt)
+	issues := Lint(new, opt)
 	if !started(old.Status) {
 		return issues
 	}
@@ -72,7 +72,7 @@ func flowsEqual(a, b []Flow) bool {
 type volcanoError struct{ msg string }
 
 func (e *volcanoError) Error() string { return e.msg }
-func (e *volcanoError) Unwrap() error { return ErrInvalidSpec }
+func (e *volcanoError) Unwrap() error { return ErrInvalidInput }
 
 // ValidateVolcano is a compatibility admission helper: it accepts exactly
 // the graphs Volcano's JobFlow webhook accepts, with its messages
@@ -80,7 +80,7 @@ func (e *volcanoError) Unwrap() error { return ErrInvalidSpec }
 // not DAG"), in linear time. As in the webhook, a duplicate flow name keeps
 // its last definition. Where the webhook picks the undefined vertex by map
 // order, this reports the first in spec order. The error wraps
-// ErrInvalidSpec.
+// ErrInvalidInput.
 func ValidateVolcano(spec Spec) error {
 	last := make(map[string]int, len(spec.Flows))
 	for i, f := range spec.Flows {
@@ -144,18 +144,12 @@ func ValidateVolcano(spec Spec) error {
 // Topo returns the flows of a valid spec in the topological order the
 // planner uses (Kahn's algorithm seeded in spec order; main flows and finally
 // flows share one index space, finally flows after main ones), or the
-// validation error.
+// error Check returns.
 func Topo(wf Workflow, opt Options) ([]int, error) {
 	g := buildGraph(&wf, opt)
 	if g.invalid {
 		sortIssues(g.issues)
-		var errs []Issue
-		for _, i := range g.issues {
-			if i.Severity == SeverityError {
-				errs = append(errs, i)
-			}
-		}
-		return nil, &ValidationError{Workflow: wf.Namespace + "/" + wf.Name, Issues: errs}
+		return nil, issuesError(g.issues)
 	}
 	g.kahn() // buildGraph may have taken spec order, which is no Kahn order
 	out := make([]int, len(g.topo))

@@ -59,7 +59,7 @@ func checkAgainstReference(t interface {
 	for i := range n {
 		acyclic = acyclic && !reach[i][i]
 	}
-	issues := dag.Validate(graphWorkflow(adj), dag.Options{})
+	issues := dag.Lint(graphWorkflow(adj), dag.Options{})
 	if acyclic != (len(issues) == 0) {
 		t.Fatalf("adj %v: acyclic=%v but issues %v", adj, acyclic, issues)
 	}
@@ -191,7 +191,7 @@ func TestValidateNamesAgainstReference(t *testing.T) {
 			}
 		}
 		var gotDup, gotUnknown []string
-		for _, is := range dag.Validate(wf(flows...), dag.Options{}) {
+		for _, is := range dag.Lint(wf(flows...), dag.Options{}) {
 			switch is.Kind {
 			case dag.IssueDuplicateFlow:
 				gotDup = append(gotDup, fmt.Sprintf("%d", is.Flow))

@@ -3,6 +3,7 @@ package dag_test
 import (
 	"errors"
 	"fmt"
+	"github.com/plancore/plancore"
 	"slices"
 	"strings"
 	"testing"
@@ -145,7 +146,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := summarize(dag.Validate(tc.wf, tc.opt))
+			got := summarize(dag.Lint(tc.wf, tc.opt))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Fatalf("issues (-want +got):\n%s", diff)
 			}
@@ -157,8 +158,8 @@ func TestValidate(t *testing.T) {
 			if hasErr != (err != nil) {
 				t.Fatalf("Check = %v, want error %v", err, hasErr)
 			}
-			if err != nil && !errors.Is(err, dag.ErrInvalidSpec) {
-				t.Fatalf("Check error %v does not wrap ErrInvalidSpec", err)
+			if err != nil && !errors.Is(err, dag.ErrInvalidInput) {
+				t.Fatalf("Check error %v does not wrap ErrInvalidInput", err)
 			}
 		})
 	}
@@ -166,11 +167,15 @@ func TestValidate(t *testing.T) {
 
 func TestCheckListsEveryOffenderInOneError(t *testing.T) {
 	err := dag.Check(wf(fl("a", "x"), fl("b", "y"), fl("a")), dag.Options{})
-	var ve *dag.ValidationError
-	if !errors.As(err, &ve) || len(ve.Issues) != 3 {
-		t.Fatalf("err = %v, want a ValidationError with 3 issues", err)
+	var inv *plancore.InvalidError
+	if !errors.As(err, &inv) || len(inv.Errors) != 3 {
+		t.Fatalf("err = %v, want an InvalidError with 3 problems", err)
 	}
-	for _, s := range []string{`"x"`, `"y"`, "DuplicateFlow", "ns/jf"} {
+	want := []string{"spec.flows[0].dependsOn.targets[0]", "spec.flows[1].dependsOn.targets[0]", "spec.flows[2].name"}
+	if diff := cmp.Diff(want, inv.Fields()); diff != "" {
+		t.Errorf("fields (-want +got):\n%s", diff)
+	}
+	for _, s := range []string{`"x"`, `"y"`, "DuplicateFlow", "UnknownTarget"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q does not mention %s", err, s)
 		}
@@ -178,7 +183,7 @@ func TestCheckListsEveryOffenderInOneError(t *testing.T) {
 }
 
 func TestExpressionIssueNamesFlowAndPosition(t *testing.T) {
-	is := dag.Validate(wf(fl("a"), dep("train", "a && (a || )")), dag.Options{})
+	is := dag.Lint(wf(fl("a"), dep("train", "a && (a || )")), dag.Options{})
 	if len(is) != 1 || is[0].Target != 11 || !strings.Contains(is[0].Message, `flow "train"`) || !strings.Contains(is[0].Message, "byte 11") {
 		t.Fatalf("issues = %v", is)
 	}
@@ -195,7 +200,7 @@ func TestValidateVolcano(t *testing.T) {
 		{"cycle", dag.Spec{Flows: []dag.Flow{fl("a", "b"), fl("b", "a")}}, "jobflow Flow is not DAG"},
 		{"self loop", dag.Spec{Flows: []dag.Flow{fl("a", "a")}}, "jobflow Flow is not DAG"},
 		// The webhook keeps the last definition of a duplicate, so a cycle
-		// closed by the first definition gets through (§2.1).
+		// closed by the first definition gets through.
 		{"duplicate hides a cycle", dag.Spec{Flows: []dag.Flow{fl("a", "b"), fl("b", "a"), fl("b")}}, ""},
 		{"duplicate targets are harmless", dag.Spec{Flows: []dag.Flow{fl("a"), fl("b", "a", "a")}}, ""},
 	}
@@ -205,8 +210,8 @@ func TestValidateVolcano(t *testing.T) {
 			got := ""
 			if err != nil {
 				got = err.Error()
-				if !errors.Is(err, dag.ErrInvalidSpec) {
-					t.Errorf("%v does not wrap ErrInvalidSpec", err)
+				if !errors.Is(err, dag.ErrInvalidInput) {
+					t.Errorf("%v does not wrap ErrInvalidInput", err)
 				}
 			}
 			if got != tc.want {
@@ -260,7 +265,7 @@ func TestTopo(t *testing.T) {
 			t.Errorf("%s: Topo = %v, %v; want %v", tc.name, got, err, tc.want)
 		}
 	}
-	if _, err := dag.Topo(wf(fl("a", "b"), fl("b", "a")), dag.Options{}); !errors.Is(err, dag.ErrInvalidSpec) {
+	if _, err := dag.Topo(wf(fl("a", "b"), fl("b", "a")), dag.Options{}); !errors.Is(err, dag.ErrInvalidInput) {
 		t.Fatalf("cycle: err = %v", err)
 	}
 }

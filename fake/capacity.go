@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/plancore/plancore/capacity"
 )
@@ -167,4 +168,56 @@ func (a *NodeAgent) Stats() AgentStats {
 	}
 	return AgentStats{Running: a.gate.Running(), Started: a.gate.Started(), PeakStarted: a.gate.PeakStarted(),
 		Oversold: a.gate.Oversold(), HardLimitRefusals: a.gate.HardLimitRefusals(), Acks: acks, AckErrors: a.errs}
+}
+
+// ClockFunc adapts a function that reads some clock to k8s.io/utils/clock's
+// PassiveClock, for the stores whose tests drive time through a closure
+// (capacity.MemoryStoreOptions.Clock).
+type ClockFunc func() time.Time
+
+// Now returns f().
+func (f ClockFunc) Now() time.Time { return f() }
+
+// Since returns f() - t.
+func (f ClockFunc) Since(t time.Time) time.Duration { return f().Sub(t) }
+
+// CheckOneLimit checks that store keeps a node's limit M in one place, the
+// node's heartbeat: Loads reports the heartbeat's M, a reserve without Max
+// enforces it, a reserve whose Max disagrees is refused with
+// ReserveLimitMismatch (never silently granted under another limit), and a
+// heartbeat that states no M leaves the store's default (defaultMax) in
+// force. The store must be empty for node, with its default options apart
+// from MaxJobs = defaultMax.
+func CheckOneLimit(ctx context.Context, store capacity.SlotStore, node string, defaultMax int) error {
+	if _, err := store.Heartbeat(ctx, node, capacity.Heartbeat{Epoch: 1, Seq: 1, Max: 2}); err != nil {
+		return err
+	}
+	loads, err := store.Loads(ctx, []string{node})
+	if err != nil {
+		return err
+	}
+	if loads[0].Max != 2 {
+		return fmt.Errorf("Loads reports M=%d, the heartbeat stated 2", loads[0].Max)
+	}
+	want := []capacity.ReserveStatus{capacity.ReserveOK, capacity.ReserveLimitMismatch, capacity.ReserveOK, capacity.ReserveFull}
+	for i, max := range []int{0, 4, 2, 0} {
+		r, err := store.Reserve(ctx, capacity.Reservation{Node: node, RID: fmt.Sprintf("one-limit-%d", i), Max: max})
+		if err != nil {
+			return err
+		}
+		if r.Status != want[i] {
+			return fmt.Errorf("reserve %d with Max %d on a node stating M=2: %v, want %v", i, max, r.Status, want[i])
+		}
+	}
+	if _, err := store.Heartbeat(ctx, node, capacity.Heartbeat{Epoch: 2, Seq: 1}); err != nil {
+		return err
+	}
+	loads, err = store.Loads(ctx, []string{node})
+	if err != nil {
+		return err
+	}
+	if loads[0].Max != defaultMax {
+		return fmt.Errorf("Loads reports M=%d for a node stating none, want the store's default %d", loads[0].Max, defaultMax)
+	}
+	return nil
 }

@@ -29,7 +29,7 @@ type CapacityRaceConfig struct {
 // capacityRaceOpsPerNode bounds a node's operations in one history.
 const capacityRaceOpsPerNode = 10
 
-// RunCapacityRace records a concurrent history for spec P12. It builds the
+// RunCapacityRace records a concurrent history for the linearizability property. It builds the
 // store on a clock it controls, gives every node a first heartbeat, then runs
 // two phases in which Clients goroutines, released together, call Reserve,
 // Release, Ack and Heartbeat on the store at once: rids come from a small
@@ -197,7 +197,7 @@ func (rec *raceRecorder) do(ctx context.Context, store capacity.SlotStore, clien
 	return nil
 }
 
-// RaceReserves is the second half of spec P12: n goroutines, released
+// RaceReserves is the second half of the linearizability property: n goroutines, released
 // together, each reserve a fresh rid on one node whose heartbeat says running
 // jobs of M; at most M − running may get a lease, and (since every racer asks
 // for a new rid and there are enough of them) exactly that many do. It

@@ -190,7 +190,7 @@ func (s *CapacitySim) reserveBatch(ctx context.Context, k int, batch []simRID, m
 		s.oracle[n], want[i], _ = s.oracle[n].Reserve(s.callNow, items[i])
 		refused = refused || !want[i].Status.Granted()
 	}
-	if refused && mode == capacity.AllOrNothing {
+	if refused && mode != capacity.Partial {
 		for i, n := range nodes {
 			if want[i].Status == capacity.ReserveOK {
 				s.oracle[n], _, _ = s.oracle[n].Release(s.callNow, items[i].RID)
@@ -233,7 +233,7 @@ func (s *CapacitySim) ack(ctx context.Context, a simAcking) (capacity.AckStatus,
 	ack := capacity.Ack{Node: s.ids[a.node], RID: a.rid, Epoch: a.epoch, Seq: a.seq}
 	got, err := s.store.Ack(ctx, ack)
 	if err != nil {
-		return 0, fmt.Errorf("ack %s: %w", a.rid, err)
+		return "", fmt.Errorf("ack %s: %w", a.rid, err)
 	}
 	var want capacity.AckStatus
 	s.oracle[a.node], want, _ = s.oracle[a.node].Ack(s.callNow, ack)
@@ -303,89 +303,29 @@ func (s *CapacitySim) Step(ctx context.Context, pick Picker) error {
 	case actReserve:
 		s.nextRID++
 		err = s.reserve(ctx, k, node, fmt.Sprintf("j%d", s.nextRID))
-	case actFastPath: // reserve, deliver and ACK at once: the common case
-		s.nextRID++
-		rid := fmt.Sprintf("j%d", s.nextRID)
-		if err = s.reserve(ctx, k, node, rid); err == nil && len(s.flights) > 0 && s.flights[len(s.flights)-1].lease.RID == rid {
-			last := func(label string, n int) int {
-				if label == "ack response lost" {
-					return n - 1
-				}
-				return n - 1 // the newest flight, the newest acking job
-			}
-			if err = s.deliver(ctx, last); err == nil && len(s.acking) > 0 && s.acking[len(s.acking)-1].rid == rid {
-				err = s.commitAck(ctx, last)
-			}
-		}
+	case actFastPath:
+		err = s.stepFastPath(ctx, k, node)
 	case actReserveAgain: // reserve an old rid again (a retry after an unknown outcome)
 		if len(s.rids) > 0 {
 			r := s.rids[pick("rid", len(s.rids))]
 			err = s.reserve(ctx, k, r.node, r.rid)
 		}
-	case actBatch: // a batch on random nodes: fresh rids, retried old ones, a rid twice
-		batch := make([]simRID, 1+pick("batch size", 4))
-		for i := range batch {
-			switch item := pick("batch item", 6); {
-			case item == 4 && len(s.rids) > 0:
-				batch[i] = s.rids[pick("rid", len(s.rids))]
-			case item == 5 && i > 0:
-				batch[i] = batch[pick("repeat", i)]
-			default:
-				s.nextRID++
-				batch[i] = simRID{node: pick("batch node", s.cfg.Nodes), rid: fmt.Sprintf("j%d", s.nextRID)}
-			}
-		}
-		err = s.reserveBatch(ctx, k, batch, capacity.BatchMode(pick("batch mode", 2)))
+	case actBatch:
+		err = s.stepBatch(ctx, k, pick)
 	case actDeliver: // deliver a dispatch to its node
 		err = s.deliver(ctx, pick)
-	case actGiveUp: // the scheduler gives up on a dispatch (send failure) and releases
-		if len(s.flights) > 0 {
-			i := pick("flight", len(s.flights))
-			f := s.flights[i]
-			s.flights = slices.Delete(s.flights, i, i+1)
-			err = s.release(ctx, f.sched, slices.Index(s.ids, f.lease.Node), f.lease.RID)
-		}
-	case actReleaseAny: // release any rid: acked, expired, unknown or twice
-		if len(s.rids) > 0 && pick("known rid", 4) > 0 {
-			r := s.rids[pick("rid", len(s.rids))]
-			err = s.release(ctx, k, r.node, r.rid)
-		} else {
-			err = s.release(ctx, k, node, "never-reserved")
-		}
+	case actGiveUp:
+		err = s.stepGiveUp(ctx, pick)
+	case actReleaseAny:
+		err = s.stepReleaseAny(ctx, k, node, pick)
 	case actAck: // commit an ACK (its response may be lost, and retried later)
 		err = s.commitAck(ctx, pick)
-	case actFinish: // a job finishes
-		if started := s.gates[node].StartedJobs(); len(started) > 0 {
-			rid := started[pick("finish", len(started))]
-			s.gates[node], err = s.gates[node].Finish(rid)
-			s.logf("node %s finish %s", s.ids[node], rid)
-		}
-	case actHeartbeat: // heartbeats: sample one into transit, or deliver one (any order, maybe twice)
-		if len(s.transit[node]) == 0 || pick("sample or deliver", 2) == 0 {
-			g, h := s.gates[node].Snapshot(capacity.Usage{CPU: 10, Memory: 10})
-			s.gates[node] = g
-			s.transit[node] = append(s.transit[node], h)
-			s.logf("node %s samples heartbeat seq=%d running=%d", s.ids[node], h.Seq, h.Running)
-		} else {
-			i := pick("heartbeat", len(s.transit[node]))
-			h := s.transit[node][i]
-			if pick("duplicate", 4) > 0 {
-				s.transit[node] = slices.Delete(s.transit[node], i, i+1)
-			}
-			err = s.heartbeat(ctx, node, &h)
-		}
-	case actTime: // time passes, or a scheduler's clock is skewed
-		if pick("advance or skew", 3) > 0 {
-			ttl := s.cfg.Options.WithDefaults().TTL
-			steps := []time.Duration{time.Millisecond, 100 * time.Millisecond, time.Second, ttl - time.Millisecond, ttl, ttl + time.Millisecond}
-			d := steps[pick("advance", len(steps))]
-			s.now = s.now.Add(d)
-			s.logf("time +%v", d)
-		} else {
-			skews := []time.Duration{-7 * time.Second, -3 * time.Second, 0, 3 * time.Second, 7 * time.Second}
-			s.skew[k] = skews[pick("skew", len(skews))]
-			s.logf("sched %d clock skew %v", k, s.skew[k])
-		}
+	case actFinish:
+		err = s.stepFinish(node, pick)
+	case actHeartbeat:
+		err = s.stepHeartbeat(ctx, node, pick)
+	case actTime:
+		s.stepTime(k, pick)
 	case actRestart: // the node restarts into a new epoch; its jobs are gone
 		s.gates[node], err = s.gates[node].Restart(s.gates[node].Epoch() + 1)
 		s.acking = slices.DeleteFunc(s.acking, func(a simAcking) bool { return a.node == node })
@@ -395,6 +335,106 @@ func (s *CapacitySim) Step(ctx context.Context, pick Picker) error {
 		return err
 	}
 	return s.checkSafety()
+}
+
+// stepFastPath reserves, delivers and ACKs at once: the common case.
+func (s *CapacitySim) stepFastPath(ctx context.Context, k, node int) error {
+	s.nextRID++
+	rid := fmt.Sprintf("j%d", s.nextRID)
+	err := s.reserve(ctx, k, node, rid)
+	if err != nil || len(s.flights) == 0 || s.flights[len(s.flights)-1].lease.RID != rid {
+		return err
+	}
+	last := func(_ string, n int) int { return n - 1 } // the newest flight, the newest acking job
+	if err = s.deliver(ctx, last); err == nil && len(s.acking) > 0 && s.acking[len(s.acking)-1].rid == rid {
+		err = s.commitAck(ctx, last)
+	}
+	return err
+}
+
+// stepBatch reserves a batch on random nodes: fresh rids, retried old ones,
+// a rid twice.
+func (s *CapacitySim) stepBatch(ctx context.Context, k int, pick Picker) error {
+	batch := make([]simRID, 1+pick("batch size", 4))
+	for i := range batch {
+		switch item := pick("batch item", 6); {
+		case item == 4 && len(s.rids) > 0:
+			batch[i] = s.rids[pick("rid", len(s.rids))]
+		case item == 5 && i > 0:
+			batch[i] = batch[pick("repeat", i)]
+		default:
+			s.nextRID++
+			batch[i] = simRID{node: pick("batch node", s.cfg.Nodes), rid: fmt.Sprintf("j%d", s.nextRID)}
+		}
+	}
+	return s.reserveBatch(ctx, k, batch, []capacity.BatchMode{capacity.AllOrNothing, capacity.Partial}[pick("batch mode", 2)])
+}
+
+// stepGiveUp: the scheduler gives up on a dispatch (send failure) and
+// releases its lease.
+func (s *CapacitySim) stepGiveUp(ctx context.Context, pick Picker) error {
+	if len(s.flights) == 0 {
+		return nil
+	}
+	i := pick("flight", len(s.flights))
+	f := s.flights[i]
+	s.flights = slices.Delete(s.flights, i, i+1)
+	return s.release(ctx, f.sched, slices.Index(s.ids, f.lease.Node), f.lease.RID)
+}
+
+// stepReleaseAny releases any rid: acked, expired, unknown or twice.
+func (s *CapacitySim) stepReleaseAny(ctx context.Context, k, node int, pick Picker) error {
+	if len(s.rids) > 0 && pick("known rid", 4) > 0 {
+		r := s.rids[pick("rid", len(s.rids))]
+		return s.release(ctx, k, r.node, r.rid)
+	}
+	return s.release(ctx, k, node, "never-reserved")
+}
+
+// stepFinish: a job on the node finishes.
+func (s *CapacitySim) stepFinish(node int, pick Picker) error {
+	started := s.gates[node].StartedJobs()
+	if len(started) == 0 {
+		return nil
+	}
+	rid := started[pick("finish", len(started))]
+	var err error
+	s.gates[node], err = s.gates[node].Finish(rid)
+	s.logf("node %s finish %s", s.ids[node], rid)
+	return err
+}
+
+// stepHeartbeat samples a heartbeat into transit, or delivers one (in any
+// order, maybe twice).
+func (s *CapacitySim) stepHeartbeat(ctx context.Context, node int, pick Picker) error {
+	if len(s.transit[node]) == 0 || pick("sample or deliver", 2) == 0 {
+		g, h := s.gates[node].Snapshot(capacity.Usage{CPU: 10, Memory: 10})
+		s.gates[node] = g
+		s.transit[node] = append(s.transit[node], h)
+		s.logf("node %s samples heartbeat seq=%d running=%d", s.ids[node], h.Seq, h.Running)
+		return nil
+	}
+	i := pick("heartbeat", len(s.transit[node]))
+	h := s.transit[node][i]
+	if pick("duplicate", 4) > 0 {
+		s.transit[node] = slices.Delete(s.transit[node], i, i+1)
+	}
+	return s.heartbeat(ctx, node, &h)
+}
+
+// stepTime lets time pass, or skews scheduler k's clock.
+func (s *CapacitySim) stepTime(k int, pick Picker) {
+	if pick("advance or skew", 3) > 0 {
+		ttl := s.cfg.Options.WithDefaults().TTL
+		steps := []time.Duration{time.Millisecond, 100 * time.Millisecond, time.Second, ttl - time.Millisecond, ttl, ttl + time.Millisecond}
+		d := steps[pick("advance", len(steps))]
+		s.now = s.now.Add(d)
+		s.logf("time +%v", d)
+		return
+	}
+	skews := []time.Duration{-7 * time.Second, -3 * time.Second, 0, 3 * time.Second, 7 * time.Second}
+	s.skew[k] = skews[pick("skew", len(skews))]
+	s.logf("sched %d clock skew %v", k, s.skew[k])
 }
 
 func (s *CapacitySim) deliver(ctx context.Context, pick Picker) error {
@@ -442,7 +482,7 @@ func (s *CapacitySim) commitAck(ctx context.Context, pick Picker) error {
 	return nil
 }
 
-// checkSafety is P1: no node ever has more than M jobs started.
+// checkSafety is the safety property: no node ever has more than M jobs started.
 func (s *CapacitySim) checkSafety() error {
 	s.Oversold = 0
 	for i, g := range s.gates {
@@ -465,7 +505,7 @@ func (e *OversellError) Error() string {
 	return fmt.Sprintf("oversell: node %s has %d jobs started, M = %d", e.Node, e.Started, e.Max)
 }
 
-// Quiesce drains the system and checks exactness (P7): every undelivered
+// Quiesce drains the system and checks exactness: every undelivered
 // dispatch is released, every pending ACK committed, time passes beyond every
 // lease, and each node sends a heartbeat sampled after its last ACK; then each
 // node's effective load in the store must equal the jobs it runs.
@@ -514,7 +554,7 @@ func (s *CapacitySim) Quiesce(ctx context.Context) error {
 			return fmt.Errorf("exactness at quiescence: node %s effective %d (pending %d), node runs %d", s.ids[i], got, l.Pending, running)
 		}
 	}
-	// Liveness (P10) and exactness on the reserve path: with a fresh
+	// Liveness and exactness on the reserve path: with a fresh
 	// heartbeat and nothing pending, a node below M grants exactly one more
 	// slot than it runs, and a full node refuses.
 	for i := range s.gates {

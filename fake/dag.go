@@ -219,7 +219,7 @@ func (r *DAGRunner) SetPhase(namespace, name string, p dag.JobPhase) bool {
 }
 
 // SetTasks sets a job's task status counts (task → pod phase → pods), as a
-// Volcano job controller reports them, for probe scenarios (dag §3.5). Jobs
+// Volcano job controller reports them, for probe scenarios. Jobs
 // report none until it is called.
 func (r *DAGRunner) SetTasks(namespace, name string, counts map[string]map[string]int32) bool {
 	r.mu.Lock()

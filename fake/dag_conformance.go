@@ -66,7 +66,7 @@ func CheckDAGExecutor(ctx context.Context, newHarness NewDAGHarness) []Violation
 }
 
 // conformanceJob is the create action of a flow of workflow "wf" in ns, as
-// dag.Plan builds it.
+// dag.Decide builds it.
 func conformanceJob(ns, flow string) dag.CreateJob {
 	yes := true
 	return dag.CreateJob{
@@ -224,7 +224,7 @@ var dagChecks = []check[DAGHarness]{
 		if uids[0] == uids[1] {
 			out = append(out, fmt.Sprintf("both namespaces' jobs have uid %q", uids[0]))
 		}
-		if err := h.Exec.DeleteJob(ctx, dag.DeleteJob{Flow: "a", Name: "wf-a", Namespace: h.Namespaces[1], UID: uids[1], Reason: dag.DeleteRetry}); err != nil {
+		if err := h.Exec.DeleteJob(ctx, dag.DeleteJob{Flow: "a", Name: "wf-a", Namespace: h.Namespaces[1], UID: uids[1], Reason: dag.Reason{Code: dag.ReasonRetry}}); err != nil {
 			out = append(out, fmt.Sprintf("delete in %s: %v", h.Namespaces[1], err))
 		}
 		if why := dagGone(ctx, h, h.Namespaces[1], "wf-a", "after its delete"); why != "" {
@@ -243,7 +243,7 @@ var dagChecks = []check[DAGHarness]{
 		if why != "" {
 			return []string{why}
 		}
-		if err := h.Exec.DeleteJob(ctx, dag.DeleteJob{Flow: "a", Name: c.Name, Namespace: ns, UID: j.UID, Reason: dag.DeleteRetry}); err != nil {
+		if err := h.Exec.DeleteJob(ctx, dag.DeleteJob{Flow: "a", Name: c.Name, Namespace: ns, UID: j.UID, Reason: dag.Reason{Code: dag.ReasonRetry}}); err != nil {
 			return []string{fmt.Sprintf("delete: %v", err)}
 		}
 		if why := dagGone(ctx, h, ns, c.Name, "after delete"); why != "" {
@@ -257,7 +257,7 @@ var dagChecks = []check[DAGHarness]{
 		if err := h.Exec.CreateJob(ctx, c); err != nil {
 			return []string{fmt.Sprintf("create: %v", err)}
 		}
-		if err := h.Exec.DeleteJob(ctx, dag.DeleteJob{Name: c.Name, Namespace: ns, Reason: dag.DeleteRetention}); err != nil {
+		if err := h.Exec.DeleteJob(ctx, dag.DeleteJob{Name: c.Name, Namespace: ns, Reason: dag.Reason{Code: dag.ReasonRetention}}); err != nil {
 			return []string{fmt.Sprintf("delete: %v", err)}
 		}
 		if why := dagGone(ctx, h, ns, c.Name, "after delete"); why != "" {
@@ -267,7 +267,7 @@ var dagChecks = []check[DAGHarness]{
 	}},
 	{"delete of a missing job returns nil or dag.ErrNotFound", func(ctx context.Context, h DAGHarness) []string {
 		ns := h.Namespaces[0]
-		err := h.Exec.DeleteJob(ctx, dag.DeleteJob{Flow: "a", Name: "wf-missing", Namespace: ns, UID: "missing-uid", Reason: dag.DeleteRetry})
+		err := h.Exec.DeleteJob(ctx, dag.DeleteJob{Flow: "a", Name: "wf-missing", Namespace: ns, UID: "missing-uid", Reason: dag.Reason{Code: dag.ReasonRetry}})
 		if err != nil && !errors.Is(err, dag.ErrNotFound) {
 			return []string{fmt.Sprintf("delete returned %v, want nil or an error wrapping dag.ErrNotFound", err)}
 		}
@@ -279,7 +279,7 @@ var dagChecks = []check[DAGHarness]{
 		if why != "" {
 			return []string{why}
 		}
-		d := dag.DeleteJob{Flow: "a", Name: c.Name, Namespace: ns, UID: j.UID, Reason: dag.DeleteRetry}
+		d := dag.DeleteJob{Flow: "a", Name: c.Name, Namespace: ns, UID: j.UID, Reason: dag.Reason{Code: dag.ReasonRetry}}
 		var out []string
 		if err := h.Exec.DeleteJob(ctx, d); err != nil {
 			out = append(out, fmt.Sprintf("first delete: %v", err))
@@ -299,7 +299,7 @@ var dagChecks = []check[DAGHarness]{
 			return []string{why}
 		}
 		var out []string
-		err := h.Exec.DeleteJob(ctx, dag.DeleteJob{Flow: "a", Name: c.Name, Namespace: ns, UID: "not-" + j.UID, Reason: dag.DeleteRetry})
+		err := h.Exec.DeleteJob(ctx, dag.DeleteJob{Flow: "a", Name: c.Name, Namespace: ns, UID: "not-" + j.UID, Reason: dag.Reason{Code: dag.ReasonRetry}})
 		switch {
 		case err == nil:
 			out = append(out, "delete with a stale UID precondition succeeded")
@@ -340,8 +340,8 @@ var dagChecks = []check[DAGHarness]{
 	}},
 	{"dag.Apply of the same plan twice succeeds both times", func(ctx context.Context, h DAGHarness) []string {
 		ns := h.Namespaces[0]
-		plan := dag.Result{Name: "wf", Namespace: ns,
-			Delete:      []dag.DeleteJob{{Flow: "gone", Name: "wf-gone", Namespace: ns, UID: "gone-uid", Reason: dag.DeleteRetry}},
+		plan := dag.Plan{Name: "wf", Namespace: ns,
+			Delete:      []dag.DeleteJob{{Flow: "gone", Name: "wf-gone", Namespace: ns, UID: "gone-uid", Reason: dag.Reason{Code: dag.ReasonRetry}}},
 			Create:      []dag.CreateJob{conformanceJob(ns, "a"), conformanceJob(ns, "b")},
 			WriteStatus: true, Status: dag.Status{State: dag.State{Phase: dag.PhaseRunning}, PendingJobs: []string{"wf-a", "wf-b"}}}
 		var out []string

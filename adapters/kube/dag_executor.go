@@ -25,6 +25,10 @@ import (
 // does on a missing template.
 var ErrNoTemplate = errors.New("kube: job template not found")
 
+// ErrNoClient is returned by a JobExecutor without a Client (its zero value):
+// an error, never a panic.
+var ErrNoClient = errors.New("kube: JobExecutor.Client is nil")
+
 // BatchTaskName is the task name under which a batch/v1 Job's pod counts are
 // reported in dag.Job.TaskStatusCount (a batch/v1 Job has one implicit task).
 const BatchTaskName = "job"
@@ -49,7 +53,7 @@ type JobExecutor struct {
 	// wrapping ErrNoTemplate, means there is none.
 	Template func(ctx context.Context, ref dag.TemplateRef) (*batchv1.JobTemplateSpec, error)
 	// Status writes a workflow's complete status. Required when a plan writes
-	// status (dag.Result.WriteStatus); the workflow object is the caller's.
+	// status (dag.Plan.WriteStatus); the workflow object is the caller's.
 	Status func(ctx context.Context, namespace, name string, status dag.Status) error
 	// Recorder, when set, receives Volcano's events on the workflow object (the
 	// jobs' owner): Normal "Created" "create a job named <name>!" per create.
@@ -125,6 +129,9 @@ func (e *JobExecutor) CreateJob(ctx context.Context, c dag.CreateJob) error {
 	if c.Namespace == "" || (e.Namespace != "" && c.Namespace != e.Namespace) {
 		return fmt.Errorf("job %s: namespace %q, but this JobExecutor serves %q", c.Name, c.Namespace, e.Namespace)
 	}
+	if e.Client == nil {
+		return fmt.Errorf("job %s: %w", c.Name, ErrNoClient)
+	}
 	job, err := e.BuildJob(ctx, c)
 	if err != nil {
 		return err
@@ -154,6 +161,9 @@ func ownerRef(namespace string, o metav1.OwnerReference) *corev1.ObjectReference
 // dag.ErrNotFound. The job is looked up in d.Namespace (Namespace when the
 // plan names none).
 func (e *JobExecutor) DeleteJob(ctx context.Context, d dag.DeleteJob) error {
+	if e.Client == nil {
+		return fmt.Errorf("job %s: %w", d.Name, ErrNoClient)
+	}
 	ns := d.Namespace
 	if ns == "" {
 		ns = e.Namespace
@@ -187,8 +197,8 @@ func (e *JobExecutor) UpdateStatus(ctx context.Context, namespace, name string, 
 	return e.Status(ctx, namespace, name, status)
 }
 
-// MergeJobTemplate merges a flow's patch into a copy of t, with dag's rules
-// (spec §3.4): objects merge field by field, a scalar replaces, null removes;
+// MergeJobTemplate merges a flow's patch into a copy of t, with dag/patch's rules:
+// objects merge field by field, a scalar replaces, null removes;
 // containers, init containers, env, volumes and volume mounts merge by name,
 // tolerations by key; every other list is replaced whole. It is Kubernetes'
 // strategic merge patch for the JobTemplateSpec type, whose schema already keys
@@ -330,7 +340,7 @@ func ObservedJob(j *batchv1.Job) dag.Job {
 	return out
 }
 
-// ObserveJobs reads the jobs dag.Plan needs for wf: every Job in the
+// ObserveJobs reads the jobs dag.Decide needs for wf: every Job in the
 // workflow's namespace carrying its createdByJobFlow label, plus any Job named
 // like one of its flows (<workflow>-<flow>) without the label, so the planner
 // can report name conflicts. The result is sorted by name.

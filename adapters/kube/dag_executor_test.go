@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -115,7 +116,7 @@ func kubeletStep(ctx context.Context, c client.Client, ns string) error {
 }
 
 // TestJobExecutorDiamond runs a five-flow diamond (a → b, c → d → e, with c
-// patched) through dag.Plan and dag.Apply against the real API server, playing
+// patched) through dag.Decide and dag.Apply against the real API server, playing
 // kubelet by patching Job statuses, until the workflow Succeeds. Each job must
 // appear only after its targets completed, carry the plan's labels,
 // annotations and controller owner, and c must carry its patch.
@@ -153,44 +154,7 @@ func TestJobExecutorDiamond(t *testing.T) {
 		Status: store.write,
 	}
 
-	var phase dag.Phase
-	created := map[string]int{} // flow -> round first seen
-	for round := 0; round < 30 && phase != dag.PhaseSucceed; round++ {
-		st, err := store.read(ctx, ns, wf.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wf.Status = st
-		jobs, err := kube.ObserveJobs(ctx, env.Client, wf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		completed := map[string]bool{}
-		for _, j := range jobs {
-			if j.Phase == dag.JobPhaseCompleted {
-				completed[strings.TrimPrefix(j.Name, "pipeline-")] = true
-			}
-		}
-		res, err := dag.Plan(dag.Snapshot{Flow: wf, Jobs: jobs, Now: time.Now()}, dag.Default())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range res.Create {
-			for _, d := range deps[c.Flow] {
-				if !completed[d] {
-					t.Errorf("round %d: %s created before its target %s completed", round, c.Flow, d)
-				}
-			}
-			created[c.Flow] = round
-		}
-		if _, err := dag.Apply(ctx, res, exec); err != nil {
-			t.Fatalf("round %d: apply: %v", round, err)
-		}
-		phase = res.Status.State.Phase
-		if err := kubeletStep(ctx, env.Client, ns); err != nil {
-			t.Fatal(err)
-		}
-	}
+	phase, created := driveDiamond(ctx, t, env, wf, exec, store, deps)
 	if phase != dag.PhaseSucceed {
 		t.Fatalf("workflow phase %q after 30 rounds, want Succeed", phase)
 	}
@@ -210,12 +174,68 @@ func TestJobExecutorDiamond(t *testing.T) {
 		t.Errorf("stored status: phase %q, completed %v", st.State.Phase, st.CompletedJobs)
 	}
 
+	checkDiamondJobs(ctx, t, env, ns, owner.UID, templates)
+}
+
+// driveDiamond plans and applies the workflow round by round, playing
+// kubelet between rounds, until it Succeeds (or 30 rounds), checking that no
+// job is created before its targets completed. It returns the last phase
+// and the round each flow's job was created in.
+func driveDiamond(ctx context.Context, t *testing.T, env *kubetest.Env, wf dag.Workflow, exec *kube.JobExecutor, store *workflowStore,
+	deps map[string][]string) (dag.Phase, map[string]int) {
+	t.Helper()
+	ns := wf.Namespace
+	var phase dag.Phase
+	created := map[string]int{} // flow -> round first seen
+	for round := 0; round < 30 && phase != dag.PhaseSucceed; round++ {
+		st, err := store.read(ctx, ns, wf.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wf.Status = st
+		jobs, err := kube.ObserveJobs(ctx, env.Client, wf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		completed := map[string]bool{}
+		for _, j := range jobs {
+			if j.Phase == dag.JobPhaseCompleted {
+				completed[strings.TrimPrefix(j.Name, "pipeline-")] = true
+			}
+		}
+		res, err := dag.Decide(dag.Snapshot{Flow: wf, Jobs: jobs, Now: time.Now()}, dag.Default())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range res.Create {
+			for _, d := range deps[c.Flow] {
+				if !completed[d] {
+					t.Errorf("round %d: %s created before its target %s completed", round, c.Flow, d)
+				}
+			}
+			created[c.Flow] = round
+		}
+		if _, err := dag.Apply(ctx, res, exec); err != nil {
+			t.Fatalf("round %d: apply: %v", round, err)
+		}
+		phase = res.Status.State.Phase
+		if err := kubeletStep(ctx, env.Client, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return phase, created
+}
+
+// checkDiamondJobs checks the patched job c (owner, labels, annotations,
+// patched container, template left alone) and the unpatched job b.
+func checkDiamondJobs(ctx context.Context, t *testing.T, env *kubetest.Env, ns string, ownerUID types.UID, templates map[string]*batchv1.JobTemplateSpec) {
+	t.Helper()
 	var c batchv1.Job
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pipeline-c"}, &c); err != nil {
 		t.Fatal(err)
 	}
 	yes := true
-	wantOwner := []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "pipeline", UID: owner.UID, Controller: &yes, BlockOwnerDeletion: &yes}}
+	wantOwner := []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "pipeline", UID: ownerUID, Controller: &yes, BlockOwnerDeletion: &yes}}
 	if diff := cmp.Diff(wantOwner, c.OwnerReferences); diff != "" {
 		t.Errorf("owner references (-want +got):\n%s", diff)
 	}
@@ -296,14 +316,14 @@ func TestJobExecutorIdempotence(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "wf-x"}, &job); err != nil {
 		t.Fatal(err)
 	}
-	err = exec.DeleteJob(ctx, dag.DeleteJob{Flow: "x", Name: "wf-x", UID: "not-" + job.UID, Reason: dag.DeleteRetry})
+	err = exec.DeleteJob(ctx, dag.DeleteJob{Flow: "x", Name: "wf-x", UID: "not-" + job.UID, Reason: dag.Reason{Code: dag.ReasonRetry}})
 	if !apierrors.IsConflict(err) || errors.Is(err, dag.ErrNotFound) {
 		t.Fatalf("delete with a stale UID: %v, want a Conflict that is not ErrNotFound", err)
 	}
-	if err := exec.DeleteJob(ctx, dag.DeleteJob{Flow: "x", Name: "wf-x", UID: job.UID, Reason: dag.DeleteRetry}); err != nil {
+	if err := exec.DeleteJob(ctx, dag.DeleteJob{Flow: "x", Name: "wf-x", UID: job.UID, Reason: dag.Reason{Code: dag.ReasonRetry}}); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	if err := exec.DeleteJob(ctx, dag.DeleteJob{Flow: "x", Name: "wf-x", Reason: dag.DeleteRetention}); !errors.Is(err, dag.ErrNotFound) {
+	if err := exec.DeleteJob(ctx, dag.DeleteJob{Flow: "x", Name: "wf-x", Reason: dag.Reason{Code: dag.ReasonRetention}}); !errors.Is(err, dag.ErrNotFound) {
 		t.Fatalf("delete of a deleted job: %v, want dag.ErrNotFound", err)
 	}
 	if err := exec.UpdateStatus(ctx, ns, "wf", dag.Status{}); err == nil {
@@ -413,5 +433,21 @@ func TestJobPhase(t *testing.T) {
 		if got := kube.JobPhase(&tc.job); got != tc.want {
 			t.Errorf("%s: JobPhase = %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestJobExecutorZeroValue: a JobExecutor without a Client returns
+// ErrNoClient, never panics.
+func TestJobExecutorZeroValue(t *testing.T) {
+	var e kube.JobExecutor
+	ctx := context.Background()
+	if err := e.CreateJob(ctx, dag.CreateJob{Name: "wf-a", Namespace: "ns"}); !errors.Is(err, kube.ErrNoClient) {
+		t.Errorf("CreateJob: %v", err)
+	}
+	if err := e.DeleteJob(ctx, dag.DeleteJob{Name: "wf-a", Namespace: "ns"}); !errors.Is(err, kube.ErrNoClient) {
+		t.Errorf("DeleteJob: %v", err)
+	}
+	if _, err := dag.Apply(ctx, dag.Plan{Create: []dag.CreateJob{{Name: "wf-a", Namespace: "ns"}}}, &e); !errors.Is(err, kube.ErrNoClient) {
+		t.Errorf("Apply: %v", err)
 	}
 }

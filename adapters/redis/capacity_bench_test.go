@@ -80,9 +80,9 @@ func reserveOne(s *redis.CapacityStore) func(r *rand.Rand) error {
 }
 
 // BenchmarkRedisReserve50Clients measures Reserve with 50 concurrent clients
-// on the accept path (spec T1); compare with BenchmarkCapacityRedisSideBySide.
+// on the accept path; compare with BenchmarkCapacityRedisSideBySide.
 // It reports slots/s and the Redis server's CPU time per slot exactly as
-// BenchmarkRedisReserveBatch does, so the two compare directly (spec T2):
+// BenchmarkRedisReserveBatch does, so the two compare directly:
 // run them in one invocation,
 //
 //	go test ./redis -run '^$' -bench 'RedisReserve(50Clients|Batch)$' -count=5
@@ -97,7 +97,7 @@ func BenchmarkRedisReserve50Clients(b *testing.B) {
 
 // BenchmarkRedisReserveBatch measures ReserveBatch with the same 50 clients,
 // key space, M, TTL and rids as BenchmarkRedisReserve50Clients, in batches of
-// 16 items on 16 distinct nodes (spec T2: at least 3 × the single-Reserve
+// 16 items on 16 distinct nodes (the target: at least 3 × the single-Reserve
 // rate in slots per second). One op is one batch.
 func BenchmarkRedisReserveBatch(b *testing.B) {
 	benchBatch(b, 16, 1)
@@ -198,7 +198,7 @@ func (m *serverCPU) report(b *testing.B, d time.Duration, slots int) {
 	}
 }
 
-// BenchmarkCapacityRedisSideBySide is the spec's T1 helper, a measurement
+// BenchmarkCapacityRedisSideBySide is the single-Reserve latency helper, a measurement
 // rather than a test: on one server, with the same script (by SHA), argument
 // shapes and key space, it alternates redis-benchmark -c 50 -n N EVALSHA and the
 // Go store's Reserve from 50 goroutines, three times each, and prints both

@@ -288,7 +288,7 @@ func (s *CapacityStore) reserveBatchCluster(ctx context.Context, items []capacit
 
 // loadsCluster is Loads on Redis Cluster: one read-only loads call per hash
 // slot of the nodes, pipelined per shard. Each call is consistent for its
-// slot only, which costs nothing here: Loads is advisory input to Select,
+// slot only, which costs nothing here: Loads is advisory input to Decide,
 // and reserve re-checks atomically.
 func (s *CapacityStore) loadsCluster(ctx context.Context, nodes []string) ([]capacity.NodeLoad, error) {
 	groups, slots := groupBySlot(len(nodes), func(i int) string { return nodes[i] })
@@ -311,7 +311,7 @@ func (s *CapacityStore) loadsCluster(ctx context.Context, nodes []string) ([]cap
 			return nil, unavailable("loads", fmt.Errorf("slot %d: %w", slots[g], err))
 		}
 		for k, i := range groups[g] {
-			if out[i], err = parseLoad(nodes[i], v[k]); err != nil {
+			if out[i], err = parseLoad(nodes[i], v[k], s.opts.MaxJobs); err != nil {
 				return nil, unavailable("loads", err)
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/plancore/plancore/adapters/redis"
 	"github.com/plancore/plancore/adapters/redis/internal/redistest"
 	"github.com/plancore/plancore/capacity"
+	"github.com/plancore/plancore/fake"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -226,11 +227,11 @@ func TestCapacityCluster(t *testing.T) {
 	})
 
 	// The differential test of the standalone store, on the cluster: the
-	// same batches and Loads answer as MemStore, item by item.
-	t.Run("batch matches MemStore", func(t *testing.T) {
+	// same batches and Loads answer as MemoryStore, item by item.
+	t.Run("batch matches MemoryStore", func(t *testing.T) {
 		flushCluster(t, c)
 		shards := map[int]bool{}
-		for _, n := range batchMatchesMemStore(t, c, false) {
+		for _, n := range batchMatchesMemoryStore(t, c, false) {
 			shards[shardOf(n)] = true
 		}
 		if len(shards) != clusterShards {
@@ -345,14 +346,14 @@ func pendOf(t testing.TB, c *goredis.ClusterClient, node string) []string {
 // clusterCompensation refuses one item of an all-or-nothing batch whose
 // items span every shard and, on the refused item's shard, a second node in
 // the same slot: the grants of the other slots are released again, the
-// refused slot writes nothing, every answer still equals MemStore's, and
+// refused slot writes nothing, every answer still equals MemoryStore's, and
 // nothing of the batch stays behind. Partial mode keeps the grants.
 func clusterCompensation(t *testing.T, c *goredis.ClusterClient) {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	rs := newStore(t, c, redis.CapacityStoreOptions{Clock: clock})
-	ms, err := capacity.NewMemStore(capacity.MemStoreOptions{Clock: clock})
+	rs := newStore(t, c, redis.CapacityStoreOptions{Clock: fake.ClockFunc(clock)})
+	ms, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Clock: fake.ClockFunc(clock)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,11 +389,11 @@ func clusterCompensation(t *testing.T, c *goredis.ClusterClient) {
 			}
 		}
 		if got[0].Committed != got[1].Committed || got[0].Committed != (mode == capacity.Partial) {
-			t.Fatalf("%v: committed redis %v, memstore %v", mode, got[0].Committed, got[1].Committed)
+			t.Fatalf("%v: committed redis %v, memory store %v", mode, got[0].Committed, got[1].Committed)
 		}
 		for i := range items {
 			if a, b := got[0].Items[i], got[1].Items[i]; !sameReserve(a, b) {
-				t.Errorf("%v item %d: redis %v, memstore %v", mode, i, a, b)
+				t.Errorf("%v item %d: redis %v, memory store %v", mode, i, a, b)
 			}
 		}
 		if s := got[0].Items[4].Status; s != capacity.ReserveFull {
@@ -446,7 +447,7 @@ func clusterNeverOversells(t *testing.T, c *goredis.ClusterClient) {
 					idx[k] = r.IntN(nNodes)
 					items[k] = capacity.Reservation{Node: nodes[idx[k]], RID: fmt.Sprintf("w%d-%d-%d", w, round, k), Max: maxJobs}
 				}
-				mode := capacity.BatchMode(r.IntN(2))
+				mode := []capacity.BatchMode{capacity.AllOrNothing, capacity.Partial}[r.IntN(2)]
 				res, err := s.ReserveBatch(ctx, items, mode)
 				if err != nil {
 					t.Error(err)

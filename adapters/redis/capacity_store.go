@@ -12,8 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/capacity"
 	goredis "github.com/redis/go-redis/v9"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
 )
 
 //go:embed lua/capacity_*.lua
@@ -83,28 +86,33 @@ type CapacityStoreOptions struct {
 	// Redis TIME. It reproduces the seed, whose script takes the client's now,
 	// and lets tests hit exact TTL boundaries. Leave it nil in production:
 	// clients' clocks disagree, and skew in either direction oversells.
-	Clock func() time.Time
+	Clock clock.PassiveClock
 }
 
-// Validate reports the first field out of range, wrapping
-// capacity.ErrInvalidOptions.
+// Validate reports every field out of range at once, as a
+// *plancore.InvalidError wrapping capacity.ErrInvalidOptions.
 func (o CapacityStoreOptions) Validate() error {
-	if err := o.Options.Validate(); err != nil {
-		return err
+	var errs field.ErrorList
+	var inv *plancore.InvalidError
+	if err := o.Options.Validate(); errors.As(err, &inv) {
+		errs = append(errs, inv.Errors...)
 	}
-	if o.Accounting != capacity.Sum && o.Accounting != capacity.SeedMax {
-		return fmt.Errorf("%w: Accounting %v is not offered by the Redis store", capacity.ErrInvalidOptions, o.Accounting)
+	switch o.Accounting {
+	case "", capacity.Sum, capacity.SeedMax:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("accounting"), string(o.Accounting),
+			[]string{string(capacity.Sum), string(capacity.SeedMax)}))
 	}
 	if o.WaitReplicas < 0 {
-		return fmt.Errorf("%w: WaitReplicas %d is negative", capacity.ErrInvalidOptions, o.WaitReplicas)
+		errs = append(errs, field.Invalid(field.NewPath("waitReplicas"), o.WaitReplicas, "must not be negative"))
 	}
 	if o.WaitTimeout != 0 && o.WaitTimeout < time.Millisecond {
-		return fmt.Errorf("%w: WaitTimeout %v is below 1ms (WAIT 0 would block forever)", capacity.ErrInvalidOptions, o.WaitTimeout)
+		errs = append(errs, field.Invalid(field.NewPath("waitTimeout"), o.WaitTimeout, "must be at least 1ms (WAIT 0 would block forever)"))
 	}
 	if strings.Contains(o.Prefix, "{") {
-		return fmt.Errorf("%w: Prefix %q contains '{'", capacity.ErrInvalidOptions, o.Prefix)
+		errs = append(errs, field.Invalid(field.NewPath("prefix"), o.Prefix, "must not contain '{'"))
 	}
-	return nil
+	return plancore.Invalid(capacity.ErrInvalidOptions, errs)
 }
 
 // CapacityStore is the capacity.SlotStore of several scheduler instances,
@@ -138,12 +146,12 @@ type CapacityStore struct {
 	opts  capacity.Options
 	acct  string
 	pre   string
-	clock func() time.Time
+	clock clock.PassiveClock
 	// Script arguments that never change, boxed once: every interface
 	// conversion of a string or a large int is an allocation, and Reserve is
 	// the hot path.
-	acctArg, hbtoArg, ttlArg any
-	reloads                  atomic.Uint64
+	acctArg, hbtoArg, ttlArg, maxArg any
+	reloads                          atomic.Uint64
 	// waitN and waitMS are WAIT's arguments; waitN 0 means no WAIT.
 	waitN, waitMS int64
 }
@@ -160,7 +168,7 @@ func NewCapacityStore(ctx context.Context, c goredis.Scripter, o CapacityStoreOp
 	if o.Accounting == capacity.SeedMax {
 		s.acct = "max"
 	}
-	s.acctArg, s.hbtoArg, s.ttlArg = s.acct, msArg(s.opts.HeartbeatTimeout), msArg(s.opts.TTL)
+	s.acctArg, s.hbtoArg, s.ttlArg, s.maxArg = s.acct, msArg(s.opts.HeartbeatTimeout), msArg(s.opts.TTL), s.opts.MaxJobs
 	if cc, ok := c.(*goredis.ClusterClient); ok {
 		s.pipe = cc
 	} else if o.Cluster {
@@ -185,9 +193,21 @@ func NewCapacityStore(ctx context.Context, c goredis.Scripter, o CapacityStoreOp
 	return s, nil
 }
 
+// ready reports a zero store (not made by NewCapacityStore) as an error
+// wrapping capacity.ErrNilStore, never a panic.
+func (s *CapacityStore) ready() error {
+	if s == nil || s.c == nil {
+		return fmt.Errorf("%w: %w: CapacityStore not made by NewCapacityStore", capacity.ErrInvalidInput, capacity.ErrNilStore)
+	}
+	return nil
+}
+
 // LoadScripts runs SCRIPT LOAD for every capacity script; call it after a
 // reconnect to a fresh server to save the NOSCRIPT round trip.
 func (s *CapacityStore) LoadScripts(ctx context.Context) error {
+	if err := s.ready(); err != nil {
+		return err
+	}
 	for _, sc := range capScripts {
 		if err := sc.Load(ctx, s.c).Err(); err != nil {
 			return unavailable("script load", err)
@@ -278,7 +298,7 @@ func (s *CapacityStore) now() string {
 	if s.clock == nil {
 		return ""
 	}
-	return strconv.FormatInt(s.clock().UnixMilli(), 10)
+	return strconv.FormatInt(s.clock.Now().UnixMilli(), 10)
 }
 
 func msArg(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
@@ -292,6 +312,9 @@ func fromMS(ms int64) time.Time {
 
 // Reserve asks for a pending lease; see capacity.SlotStore.
 func (s *CapacityStore) Reserve(ctx context.Context, r capacity.Reservation) (capacity.ReserveResult, error) {
+	if err := s.ready(); err != nil {
+		return capacity.ReserveResult{}, err
+	}
 	r, err := s.resolve(r)
 	if err != nil {
 		return capacity.ReserveResult{}, err
@@ -300,9 +323,9 @@ func (s *CapacityStore) Reserve(ctx context.Context, r capacity.Reservation) (ca
 	var v []int64
 	if s.waitN == 0 {
 		v, err = s.run(ctx, capReserve, keys, r.RID, r.Max, s.ttl(r.TTL), s.hbtoArg,
-			s.acctArg, r.Running, s.now()).Int64Slice()
+			s.acctArg, r.Running, s.now(), s.maxArg).Int64Slice()
 	} else {
-		call := scriptCall{capReserve, keys, []any{r.RID, r.Max, s.ttl(r.TTL), s.hbtoArg, s.acctArg, r.Running, s.now()}}
+		call := scriptCall{capReserve, keys, []any{r.RID, r.Max, s.ttl(r.TTL), s.hbtoArg, s.acctArg, r.Running, s.now(), s.maxArg}}
 		v, err = s.runWaited(ctx, []scriptCall{call})[0].Int64Slice()
 	}
 	if err != nil {
@@ -314,8 +337,27 @@ func (s *CapacityStore) Reserve(ctx context.Context, r capacity.Reservation) (ca
 	return reserveResult(v), nil
 }
 
+// The scripts answer with status numbers (capacity_lib.lua); these tables
+// turn them into the capacity package's statuses (0 and unknown numbers into
+// the empty status, which no caller grants).
+var (
+	reserveStatuses = [...]capacity.ReserveStatus{1: capacity.ReserveOK, 2: capacity.ReserveDuplicate, 3: capacity.ReserveFull,
+		4: capacity.ReserveUnknownNode, 5: capacity.ReserveStaleHeartbeat, 6: capacity.ReserveLimitMismatch}
+	ackStatuses = [...]capacity.AckStatus{1: capacity.AckOK, 2: capacity.AckDuplicate, 3: capacity.AckEpochMismatch,
+		4: capacity.AckExpired, 5: capacity.AckLate}
+	heartbeatStatuses = [...]capacity.HeartbeatStatus{1: capacity.HeartbeatApplied, 2: capacity.HeartbeatStale}
+)
+
+// statusOf returns table[n], or "" for a number out of range.
+func statusOf[S ~string, T ~[]S](table T, n int64) S {
+	if n < 0 || n >= int64(len(table)) {
+		return ""
+	}
+	return table[n]
+}
+
 func reserveResult(v []int64) capacity.ReserveResult {
-	return capacity.ReserveResult{Status: capacity.ReserveStatus(v[0]), Epoch: uint64(v[1]), Expiry: fromMS(v[2]),
+	return capacity.ReserveResult{Status: statusOf(reserveStatuses[:], v[0]), Epoch: uint64(v[1]), Expiry: fromMS(v[2]),
 		Load: int(v[3]), EarliestExpiry: fromMS(v[4])}
 }
 
@@ -339,7 +381,8 @@ func (s *CapacityStore) resolve(r capacity.Reservation) (capacity.Reservation, e
 		return r, err
 	}
 	if r.TTL < time.Millisecond {
-		return r, fmt.Errorf("%w: TTL %v for rid %q is below the store's 1ms resolution", capacity.ErrInvalidInput, r.TTL, r.RID)
+		return r, plancore.Invalid(capacity.ErrInvalidInput, field.ErrorList{
+			field.Invalid(field.NewPath("ttl"), r.TTL, "must be at least the store's 1ms resolution")})
 	}
 	return r, nil
 }
@@ -349,11 +392,11 @@ func (s *CapacityStore) resolve(r capacity.Reservation) (capacity.Reservation, e
 // grouped by the hash slot of their node and each group is one script call,
 // pipelined per shard; see reserveBatchCluster for what that changes.
 func (s *CapacityStore) ReserveBatch(ctx context.Context, items []capacity.Reservation, mode capacity.BatchMode) (capacity.BatchResult, error) {
-	if mode > capacity.Partial {
-		return capacity.BatchResult{}, fmt.Errorf("%w: batch mode %v is unknown", capacity.ErrInvalidInput, mode)
+	if err := s.ready(); err != nil {
+		return capacity.BatchResult{}, err
 	}
-	if len(items) > s.opts.MaxBatch {
-		return capacity.BatchResult{}, fmt.Errorf("%w: batch of %d items exceeds MaxBatch %d", capacity.ErrInvalidInput, len(items), s.opts.MaxBatch)
+	if err := capacity.ValidateBatch(items, mode, s.opts); err != nil {
+		return capacity.BatchResult{}, err
 	}
 	items, err := s.validate(items)
 	if err != nil {
@@ -405,8 +448,8 @@ func (s *CapacityStore) batchCall(items []capacity.Reservation, mode capacity.Ba
 	// map for the usual batch of a few distinct nodes.
 	nodes := make([]string, 0, len(items))
 	var index map[string]int
-	args := make([]any, 0, 4+5*len(items))
-	args = append(args, s.now(), s.hbtoArg, s.acctArg, modeArg)
+	args := make([]any, 0, 5+5*len(items))
+	args = append(args, s.now(), s.hbtoArg, s.acctArg, modeArg, s.maxArg)
 	var lastMax, lastTTL, lastRunning any
 	for i, it := range items {
 		n := -1
@@ -448,11 +491,14 @@ func (s *CapacityStore) batchCall(items []capacity.Reservation, mode capacity.Ba
 
 // Ack commits a node's ACK; see capacity.SlotStore.
 func (s *CapacityStore) Ack(ctx context.Context, a capacity.Ack) (capacity.AckStatus, error) {
+	if err := s.ready(); err != nil {
+		return "", err
+	}
 	if err := a.Validate(); err != nil {
-		return 0, err
+		return "", err
 	}
 	if a.Epoch > maxExact || a.Seq > maxExact {
-		return 0, fmt.Errorf("%w: ack of %q: Epoch %d or Seq %d above 2^53-1", capacity.ErrInvalidInput, a.RID, a.Epoch, a.Seq)
+		return "", fmt.Errorf("%w: ack of %q: Epoch %d or Seq %d above 2^53-1", capacity.ErrInvalidInput, a.RID, a.Epoch, a.Seq)
 	}
 	fenced := "1"
 	if s.opts.Unfenced {
@@ -461,18 +507,21 @@ func (s *CapacityStore) Ack(ctx context.Context, a capacity.Ack) (capacity.AckSt
 	v, err := s.run(ctx, capAck, s.keys(a.Node), a.RID, strconv.FormatUint(a.Epoch, 10), strconv.FormatUint(a.Seq, 10),
 		fenced, msArg(s.opts.Lifetime), s.acctArg, s.now()).Int64()
 	if err != nil {
-		return 0, unavailable("ack", err)
+		return "", unavailable("ack", err)
 	}
-	return capacity.AckStatus(v), nil
+	return statusOf(ackStatuses[:], v), nil
 }
 
 // Release drops a pending lease; see capacity.SlotStore.
 func (s *CapacityStore) Release(ctx context.Context, node, rid string) (bool, error) {
+	if err := s.ready(); err != nil {
+		return false, err
+	}
 	if err := capacity.ValidateNodeID(node); err != nil {
 		return false, err
 	}
 	if rid == "" {
-		return false, fmt.Errorf("%w: rid (job id) is empty", capacity.ErrInvalidInput)
+		return false, plancore.Invalid(capacity.ErrInvalidInput, field.ErrorList{field.Required(field.NewPath("rid"), "a reservation id (job id) is required")})
 	}
 	v, err := s.run(ctx, capRelease, s.keys(node), rid, s.now()).Int64()
 	if err != nil {
@@ -483,14 +532,17 @@ func (s *CapacityStore) Release(ctx context.Context, node, rid string) (bool, er
 
 // Heartbeat applies a node's heartbeat; see capacity.SlotStore.
 func (s *CapacityStore) Heartbeat(ctx context.Context, node string, h capacity.Heartbeat) (capacity.HeartbeatStatus, error) {
-	if err := capacity.ValidateNodeID(node); err != nil {
-		return 0, err
+	if err := s.ready(); err != nil {
+		return "", err
 	}
-	if err := h.Validate(node); err != nil {
-		return 0, err
+	if err := capacity.ValidateNodeID(node); err != nil {
+		return "", err
+	}
+	if err := h.Validate(); err != nil {
+		return "", err
 	}
 	if h.Epoch > maxExact || h.Seq > maxExact {
-		return 0, fmt.Errorf("%w: heartbeat of node %q: Epoch %d or Seq %d above 2^53-1", capacity.ErrInvalidInput, node, h.Epoch, h.Seq)
+		return "", fmt.Errorf("%w: heartbeat of node %q: Epoch %d or Seq %d above 2^53-1", capacity.ErrInvalidInput, node, h.Epoch, h.Seq)
 	}
 	hasGPU := "0"
 	if h.Usage.HasGPU {
@@ -500,17 +552,17 @@ func (s *CapacityStore) Heartbeat(ctx context.Context, node string, h capacity.H
 		h.Running, h.Max, fmtFloat(h.Usage.CPU), fmtFloat(h.Usage.Memory), fmtFloat(h.Usage.GPU), hasGPU,
 		msArg(s.opts.Lifetime), s.now()).Slice()
 	if err != nil {
-		return 0, unavailable("heartbeat", err)
+		return "", unavailable("heartbeat", err)
 	}
 	if len(v) != 3 {
-		return 0, unavailable("heartbeat", fmt.Errorf("reply of %d values", len(v)))
+		return "", unavailable("heartbeat", fmt.Errorf("reply of %d values", len(v)))
 	}
 	st, _ := v[0].(int64)
 	if back, _ := v[1].(int64); back == 1 {
 		return capacity.HeartbeatStale, fmt.Errorf("%w: node %q epoch %d: Seq %d is below the stored %v",
 			capacity.ErrSeqBackwards, node, h.Epoch, h.Seq, v[2])
 	}
-	return capacity.HeartbeatStatus(st), nil
+	return statusOf(heartbeatStatuses[:], st), nil
 }
 
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
@@ -519,6 +571,9 @@ func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 // may serve it), in one call or, on Cluster, one call per hash slot; see
 // capacity.SlotStore.
 func (s *CapacityStore) Loads(ctx context.Context, nodes []string) ([]capacity.NodeLoad, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
 	if len(nodes) == 0 {
 		return []capacity.NodeLoad{}, nil
 	}
@@ -540,7 +595,7 @@ func (s *CapacityStore) Loads(ctx context.Context, nodes []string) ([]capacity.N
 	}
 	out := make([]capacity.NodeLoad, len(nodes))
 	for i, row := range v {
-		l, err := parseLoad(nodes[i], row)
+		l, err := parseLoad(nodes[i], row, s.opts.MaxJobs)
 		if err != nil {
 			return nil, unavailable("loads", err)
 		}
@@ -549,14 +604,14 @@ func (s *CapacityStore) Loads(ctx context.Context, nodes []string) ([]capacity.N
 	return out, nil
 }
 
-func parseLoad(id string, row any) (capacity.NodeLoad, error) {
+func parseLoad(id string, row any, maxJobs int) (capacity.NodeLoad, error) {
 	cols, ok := row.([]any)
 	if !ok || len(cols) != 11 {
 		return capacity.NodeLoad{}, fmt.Errorf("malformed row %v", row)
 	}
 	str := func(i int) string { s, _ := cols[i].(string); return s }
 	num := func(i int) int64 { n, _ := cols[i].(int64); return n }
-	l := capacity.NodeLoad{ID: id, Pending: int(num(9)), AckedUncounted: int(num(10))}
+	l := capacity.NodeLoad{ID: id, Max: maxJobs, Pending: int(num(9)), AckedUncounted: int(num(10))}
 	if str(0) == "" {
 		return l, nil
 	}
@@ -572,7 +627,10 @@ func parseLoad(id string, row any) (capacity.NodeLoad, error) {
 		return f
 	}
 	l.Epoch, l.Seq = u64(str(0)), u64(str(1))
-	l.Running, l.Max = int(i64(str(2))), int(i64(str(3)))
+	l.Running = int(i64(str(2)))
+	if m := int(i64(str(3))); m > 0 {
+		l.Max = m // the heartbeat's statement of M; else the store's default
+	}
 	l.HeartbeatAt = time.UnixMilli(i64(str(4)))
 	l.Usage = capacity.Usage{CPU: f64(str(5)), Memory: f64(str(6)), GPU: f64(str(7)), HasGPU: str(8) == "1"}
 	return l, errors.Join(errs...)

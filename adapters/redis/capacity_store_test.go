@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func redisFactory(t testing.TB, c *goredis.Client) fake.StoreFactory {
 		if err := c.FlushAll(ctx).Err(); err != nil {
 			return nil, err
 		}
-		return redis.NewCapacityStore(ctx, c, redis.CapacityStoreOptions{Options: o, Clock: clock})
+		return redis.NewCapacityStore(ctx, c, redis.CapacityStoreOptions{Options: o, Clock: fake.ClockFunc(clock)})
 	}
 }
 
@@ -73,7 +74,7 @@ func seedProperty(prop func(t *rapid.T, seed uint64)) func(*rapid.T) {
 	return fake.SeedRuns(func(t *rapid.T) uint64 { return rapid.Uint64().Draw(t, "seed") }, prop)
 }
 
-// TestCapacityStoreLinearizable is spec P12 on Redis: clients race Reserve,
+// TestCapacityStoreLinearizable is the linearizability property on Redis: clients race Reserve,
 // Release, Ack and Heartbeat through one go-redis client (a connection each)
 // on two nodes; every history must be linearizable against the ledger. The
 // store runs on the race's clock (client-clock mode), so each call's store
@@ -245,14 +246,16 @@ func TestCapacityStoreRejectsBadInput(t *testing.T) {
 		{"empty node", second(s.Reserve(ctx, capacity.Reservation{RID: "a"})), "node id"},
 		{"brace in node", second(s.Reserve(ctx, capacity.Reservation{Node: "x}", RID: "a"})), "brace"},
 		{"empty rid", second(s.Reserve(ctx, capacity.Reservation{Node: "n"})), "rid"},
-		{"max below one", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", Max: -2})), "Max -2"},
-		{"negative ttl", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", TTL: -time.Second})), "TTL -1s"},
-		{"sub-millisecond ttl", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", TTL: time.Microsecond})), "TTL 1µs"},
+		{"max below one", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", Max: -2})), "max: Invalid value: -2"},
+		{"negative ttl", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", TTL: -time.Second})), "ttl: Invalid value: -1s"},
+		{"sub-millisecond ttl", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", TTL: time.Microsecond})), "ttl: Invalid value: 1µs"},
 		{"batch item", second(s.ReserveBatch(ctx, []capacity.Reservation{{Node: "n", RID: ""}}, capacity.AllOrNothing)), "rid"},
 		{"ack empty rid", second(s.Ack(ctx, capacity.Ack{Node: "n"})), "rid"},
 		{"ack huge seq", second(s.Ack(ctx, capacity.Ack{Node: "n", RID: "a", Seq: 1 << 60})), "Seq"},
 		{"release empty node", second(s.Release(ctx, "", "a")), "node id"},
-		{"heartbeat negative running", second(s.Heartbeat(ctx, "n", capacity.Heartbeat{Running: -1})), "Running -1"},
+		{"heartbeat negative running", second(s.Heartbeat(ctx, "n", capacity.Heartbeat{Running: -1})), "heartbeat.running: Invalid value: -1"},
+		{"heartbeat running MaxInt", second(s.Heartbeat(ctx, "n", capacity.Heartbeat{Running: math.MaxInt})), "heartbeat.running: Invalid value"},
+		{"reserve max MaxInt", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", Max: math.MaxInt})), "max: Invalid value"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -280,110 +283,146 @@ func sameReserve(a, b capacity.ReserveResult) bool {
 
 func second[A any](_ A, err error) error { return err }
 
-// TestCapacityStoreBatchMatchesMemStore sends the same large batches to the
-// Redis store and to MemStore at the same instant: 49 items on 24 nodes, each
+// TestCapacityStoreBatchMatchesMemoryStore sends the same large batches to the
+// Redis store and to MemoryStore at the same instant: 49 items on 24 nodes, each
 // node twice or more (so the client numbers nodes through its map, past 16,
 // and the script takes its ZMSCORE and single-ZADD path), rids repeated
 // inside the batch, rids already held or acked, and nodes of M = 1 that
 // refuse, in both modes. Every item's answer must be the same.
-func TestCapacityStoreBatchMatchesMemStore(t *testing.T) {
+func TestCapacityStoreBatchMatchesMemoryStore(t *testing.T) {
 	srv := redistest.Start(t)
-	batchMatchesMemStore(t, srv.Client(), false)
+	batchMatchesMemoryStore(t, srv.Client(), false)
 }
 
 // TestCapacityStoreClusterOption turns Cluster mode on for a plain client
 // (as for a proxy in front of a Cluster): the slot-grouped, pipelined batch
-// answers as MemStore does. A client that cannot pipeline is refused.
+// answers as MemoryStore does. A client that cannot pipeline is refused.
 func TestCapacityStoreClusterOption(t *testing.T) {
 	srv := redistest.Start(t)
-	batchMatchesMemStore(t, srv.Client(), true)
+	batchMatchesMemoryStore(t, srv.Client(), true)
 	_, err := redis.NewCapacityStore(context.Background(), struct{ goredis.Scripter }{srv.Client()}, redis.CapacityStoreOptions{Cluster: true})
 	if !errors.Is(err, capacity.ErrInvalidOptions) || !strings.Contains(err.Error(), "Cluster") {
 		t.Fatalf("Cluster with a client that cannot pipeline: %v", err)
 	}
 }
 
-// batchMatchesMemStore is TestCapacityStoreBatchMatchesMemStore on the
+// batchMatchesMemoryStore is TestCapacityStoreBatchMatchesMemoryStore on the
 // server(s) behind c, with the Cluster option as given; it returns the
 // nodes the batches used. After the rounds, Loads of every node must match
 // too.
-func batchMatchesMemStore(t *testing.T, c goredis.Scripter, cluster bool) []string {
+func batchMatchesMemoryStore(t *testing.T, c goredis.Scripter, cluster bool) []string {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	rs := newStore(t, c, redis.CapacityStoreOptions{Clock: clock, Cluster: cluster})
-	ms, err := capacity.NewMemStore(capacity.MemStoreOptions{Clock: clock})
+	rs := newStore(t, c, redis.CapacityStoreOptions{Clock: fake.ClockFunc(clock), Cluster: cluster})
+	ms, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Clock: fake.ClockFunc(clock)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stores := []capacity.SlotStore{rs, ms}
-	node := func(i int) string { return fmt.Sprintf("node-%02d", i) }
 	for _, s := range stores {
-		for i := range 24 {
-			if _, err := s.Heartbeat(ctx, node(i), capacity.Heartbeat{Epoch: 1, Seq: 1, Running: i % 3}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// held on node-01, acked on node-02
-		if _, err := s.Reserve(ctx, capacity.Reservation{Node: node(1), RID: "held"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Reserve(ctx, capacity.Reservation{Node: node(2), RID: "acked"}); err != nil {
-			t.Fatal(err)
-		}
-		if st, err := s.Ack(ctx, capacity.Ack{Node: node(2), RID: "acked", Epoch: 1, Seq: 2}); err != nil || st != capacity.AckOK {
-			t.Fatal(st, err)
-		}
-	}
-	batch := func(round int) []capacity.Reservation {
-		var items []capacity.Reservation
-		for k := range 48 {
-			n := (k * 7) % 24
-			it := capacity.Reservation{Node: node(n), RID: fmt.Sprintf("r%d-%d", round, k), Max: 1 + n%5}
-			switch k % 9 {
-			case 3:
-				it.RID = fmt.Sprintf("r%d-%d", round, k-1) // the previous item's rid, on another node
-			case 5:
-				it.Node, it.RID = node(1), "held"
-			case 7:
-				it.Node, it.RID = node(2), "acked"
-			}
-			items = append(items, it)
-		}
-		items = append(items, items[0]) // a rid twice on one node
-		return items
+		seedBatchNodes(ctx, t, s)
 	}
 	for round, mode := range []capacity.BatchMode{capacity.AllOrNothing, capacity.Partial, capacity.Partial} {
 		now = now.Add(time.Second)
-		var got [2]capacity.BatchResult
-		for i, s := range stores {
-			if got[i], err = s.ReserveBatch(ctx, batch(round), mode); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got[0].Committed != got[1].Committed || len(got[0].Items) != len(got[1].Items) {
-			t.Fatalf("round %d %v: redis %v, memstore %v", round, mode, got[0], got[1])
-		}
-		granted := 0
-		for i := range got[0].Items {
-			a, b := got[0].Items[i], got[1].Items[i]
-			if !sameReserve(a, b) {
-				t.Errorf("round %d %v item %d: redis %v, memstore %v", round, mode, i, a, b)
-			}
-			if a.Status == capacity.ReserveOK {
-				granted++
-			}
-		}
-		if mode == capacity.Partial && (granted == 0 || granted == len(got[0].Items)) {
-			t.Errorf("round %d: %d of %d granted: the batch should mix grants and refusals", round, granted, len(got[0].Items))
-		}
+		compareBatch(ctx, t, stores, round, mode)
 	}
 	var nodes []string
 	for i := range 24 {
-		nodes = append(nodes, node(i))
+		nodes = append(nodes, batchNode(i))
 	}
+	compareLoads(ctx, t, stores, nodes)
+	return nodes
+}
+
+func batchNode(i int) string { return fmt.Sprintf("node-%02d", i) }
+
+// seedBatchNodes gives 24 nodes a heartbeat (some stating their M: equal to
+// the batch's Max on every fourth node, 2 on the next, so some items are
+// refused as a limit mismatch), a held lease on node-01 and an acked job on
+// node-02.
+func seedBatchNodes(ctx context.Context, t *testing.T, s capacity.SlotStore) {
+	for i := range 24 {
+		hb := capacity.Heartbeat{Epoch: 1, Seq: 1, Running: i % 3}
+		switch i % 4 {
+		case 0:
+			hb.Max = 1 + i%5
+		case 1:
+			hb.Max = 2
+		}
+		if _, err := s.Heartbeat(ctx, batchNode(i), hb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Reserve(ctx, capacity.Reservation{Node: batchNode(1), RID: "held"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(ctx, capacity.Reservation{Node: batchNode(2), RID: "acked"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Ack(ctx, capacity.Ack{Node: batchNode(2), RID: "acked", Epoch: 1, Seq: 2}); err != nil || st != capacity.AckOK {
+		t.Fatal(st, err)
+	}
+}
+
+// batchItems is round's batch: 48 items over the 24 nodes, with a rid
+// repeated on another node, the held and acked rids, and a rid twice.
+func batchItems(round int) []capacity.Reservation {
+	var items []capacity.Reservation
+	for k := range 48 {
+		n := (k * 7) % 24
+		it := capacity.Reservation{Node: batchNode(n), RID: fmt.Sprintf("r%d-%d", round, k), Max: 1 + n%5}
+		switch k % 9 {
+		case 3:
+			it.RID = fmt.Sprintf("r%d-%d", round, k-1) // the previous item's rid, on another node
+		case 5:
+			it.Node, it.RID = batchNode(1), "held"
+		case 7:
+			it.Node, it.RID = batchNode(2), "acked"
+		}
+		items = append(items, it)
+	}
+	return append(items, items[0]) // a rid twice on one node
+}
+
+// compareBatch runs round's batch on both stores and compares every answer.
+func compareBatch(ctx context.Context, t *testing.T, stores []capacity.SlotStore, round int, mode capacity.BatchMode) {
+	var got [2]capacity.BatchResult
+	for i, s := range stores {
+		var err error
+		if got[i], err = s.ReserveBatch(ctx, batchItems(round), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got[0].Committed != got[1].Committed || len(got[0].Items) != len(got[1].Items) {
+		t.Fatalf("round %d %v: redis %v, memory store %v", round, mode, got[0], got[1])
+	}
+	granted, mismatched := 0, 0
+	for i := range got[0].Items {
+		a, b := got[0].Items[i], got[1].Items[i]
+		if !sameReserve(a, b) {
+			t.Errorf("round %d %v item %d: redis %v, memory store %v", round, mode, i, a, b)
+		}
+		switch a.Status {
+		case capacity.ReserveOK:
+			granted++
+		case capacity.ReserveLimitMismatch:
+			mismatched++
+		}
+	}
+	if mode == capacity.Partial && (granted == 0 || granted == len(got[0].Items)) {
+		t.Errorf("round %d: %d of %d granted: the batch should mix grants and refusals", round, granted, len(got[0].Items))
+	}
+	if mismatched == 0 {
+		t.Errorf("round %d: no limit mismatch to compare", round)
+	}
+}
+
+// compareLoads compares both stores' loads of nodes, M included.
+func compareLoads(ctx context.Context, t *testing.T, stores []capacity.SlotStore, nodes []string) {
 	var loads [2][]capacity.NodeLoad
 	for i, s := range stores {
+		var err error
 		if loads[i], err = s.Loads(ctx, nodes); err != nil {
 			t.Fatal(err)
 		}
@@ -392,13 +431,59 @@ func batchMatchesMemStore(t *testing.T, c goredis.Scripter, cluster bool) []stri
 	for i := range nodes {
 		a, b := loads[0][i], loads[1][i]
 		pending += a.Pending
-		if a.Pending != b.Pending || a.AckedUncounted != b.AckedUncounted || a.Running != b.Running ||
+		if a.Pending != b.Pending || a.AckedUncounted != b.AckedUncounted || a.Running != b.Running || a.Max != b.Max ||
 			a.Epoch != b.Epoch || a.Seq != b.Seq || !a.HeartbeatAt.Equal(b.HeartbeatAt) {
-			t.Errorf("loads of %s: redis %+v, memstore %+v", nodes[i], a, b)
+			t.Errorf("loads of %s: redis %+v, memory store %+v", nodes[i], a, b)
 		}
 	}
 	if pending == 0 {
 		t.Error("no pending lease left to compare")
 	}
-	return nodes
+}
+
+// TestCapacityStoreOneLimit: the node's M lives in its heartbeat only, in the
+// Lua scripts as in MemoryStore.
+func TestCapacityStoreOneLimit(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv.Client(), redis.CapacityStoreOptions{Options: capacity.Options{MaxJobs: 3}})
+	if err := fake.CheckOneLimit(context.Background(), s, "n", 3); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCapacityStoreZeroValue: a CapacityStore not made by NewCapacityStore
+// answers every call with an error wrapping capacity.ErrNilStore.
+func TestCapacityStoreZeroValue(t *testing.T) {
+	ctx := context.Background()
+	var s redis.CapacityStore
+	errs := []error{
+		second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "r"})),
+		second(s.ReserveBatch(ctx, nil, capacity.Partial)),
+		second(s.Ack(ctx, capacity.Ack{Node: "n", RID: "r"})),
+		second(s.Release(ctx, "n", "r")),
+		second(s.Heartbeat(ctx, "n", capacity.Heartbeat{})),
+		second(s.Loads(ctx, []string{"n"})),
+		s.LoadScripts(ctx),
+	}
+	for i, err := range errs {
+		if !errors.Is(err, capacity.ErrNilStore) || !errors.Is(err, capacity.ErrInvalidInput) {
+			t.Errorf("call %d: err = %v, want ErrNilStore", i, err)
+		}
+	}
+}
+
+// TestCapacityStoreSeedClampsToOne: under capacity.Seed(), a zero or
+// negative limit and TTL become 1 job and 1 s, as the seed's wrapper does.
+func TestCapacityStoreSeedClampsToOne(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
+	s := newStore(t, srv.Client(), redis.CapacityStoreOptions{Options: capacity.Seed(), Clock: fake.ClockFunc(func() time.Time { return now })})
+	r, err := s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", Max: -3, TTL: -time.Second})
+	if err != nil || r.Status != capacity.ReserveOK || !r.Expiry.Equal(now.Add(time.Second)) {
+		t.Fatalf("first reserve: %v, %v; want ok for 1s", r, err)
+	}
+	if r, err := s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "b"}); err != nil || r.Status != capacity.ReserveFull {
+		t.Fatalf("second reserve: %v, %v; want full (limit 1)", r, err)
+	}
 }

@@ -1,5 +1,5 @@
 // Package patch merges a flow's patch (dag.CreateJob.Patch) into a job
-// template, on generic JSON, with the rules of the dag spec §3.4. It is the
+// template, on generic JSON, with the rules documented below. It is the
 // optional executor helper: the dag core only carries the patch; an executor
 // that materialises jobs of any kind (a Volcano vcjob, a batch/v1 Job, a
 // custom resource) calls Merge on the template's JSON.

@@ -40,7 +40,7 @@ func runCapacity(w io.Writer) error {
 	fmt.Fprintln(w, "\nplancore charges a job from its reservation until a heartbeat sampled after")
 	fmt.Fprintln(w, "it started counts it (sequence numbers), so three fake nodes with M = 2,")
 	fmt.Fprintln(w, "whose own hard limit is OFF, never run more than 2 jobs:")
-	store, err := capacity.NewMemStore(capacity.MemStoreOptions{Clock: clock.Now})
+	store, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Clock: clock})
 	if err != nil {
 		return err
 	}
@@ -62,11 +62,11 @@ func runCapacity(w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		sel, err := capacity.Select(loads, capacity.SelectOptions{}, clock.Now())
+		sel, err := capacity.Decide(capacity.Input{Nodes: loads, Now: clock.Now()}, capacity.Options{})
 		if err != nil {
 			return err
 		}
-		res, err := capacity.Dispatch(ctx, store, sel, rid, capacity.DispatchOptions{}, clock.Now())
+		res, err := capacity.Dispatch(ctx, store, sel, rid, capacity.DispatchOptions{Clock: clock})
 		if err != nil {
 			return err
 		}
@@ -113,5 +113,13 @@ func runCapacity(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "  reserve %s, 5s later the ACK answers %s, started %v\n", r.Status, out.Ack, out.Started)
+
+	fmt.Fprintln(w, "\nEach node states its limit once, in its heartbeat (here M = 2). A scheduler")
+	fmt.Fprintln(w, "that decided with another M is refused, never granted under a limit it did not see:")
+	r, err = store.Reserve(ctx, capacity.Reservation{Node: "node-b", RID: "stale-view#1", Max: 4})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  Loads says M = %d; a reserve asking Max 4 answers %s\n", loads[0].Max, r.Status)
 	return nil
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/dag"
 	"github.com/plancore/plancore/fake"
 )
@@ -48,9 +50,14 @@ func runDAG(w io.Writer) error {
 	broken := wf
 	broken.Spec.Flows = append([]dag.Flow{}, wf.Spec.Flows...)
 	broken.Spec.Flows[0] = dag.Flow{Name: "data-preprocess", DependsOn: &dag.DependsOn{Targets: []string{"model-deploy", "labels"}}}
-	fmt.Fprintln(w, "Validation is O(V+E) and reports every offender at once; a broken edit:")
-	for _, is := range dag.Validate(broken, dag.Default()) {
-		fmt.Fprintf(w, "  %s\n", is)
+	fmt.Fprintln(w, "Validation is O(V+E) and reports every offender at once, each with its field")
+	fmt.Fprintln(w, "path and value, in one error wrapping dag.ErrInvalidInput; a broken edit:")
+	var inv *plancore.InvalidError
+	if err := dag.Check(broken, dag.Default()); !errors.As(err, &inv) || !errors.Is(err, dag.ErrInvalidInput) {
+		return fmt.Errorf("the broken edit passed Check: %v", err)
+	}
+	for _, e := range inv.Errors {
+		fmt.Fprintf(w, "  %s\n", e)
 	}
 
 	world := fake.NewWorld(42, time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
@@ -61,13 +68,13 @@ func runDAG(w io.Writer) error {
 	ctx := context.Background()
 	for round := 1; round <= 30; round++ {
 		s := runner.Snapshot(wf)
-		res, err := dag.Plan(s, dag.Default())
+		res, err := dag.Decide(s, dag.Default())
 		if err != nil {
 			return err
 		}
 		var acts []string
 		for _, d := range res.Delete {
-			acts = append(acts, fmt.Sprintf("delete %s (%s)", d.Name, d.Reason))
+			acts = append(acts, fmt.Sprintf("delete %s (%s)", d.Name, d.Reason.Code))
 		}
 		for _, c := range res.Create {
 			acts = append(acts, fmt.Sprintf("create %s (attempt %d)", c.Name, c.Attempt))

@@ -6,7 +6,7 @@
 -- capacity.AckStatus and capacity.HeartbeatStatus.
 redis.replicate_commands()
 
-local OK, DUPLICATE, FULL, UNKNOWN_NODE, STALE_HEARTBEAT = 1, 2, 3, 4, 5
+local OK, DUPLICATE, FULL, UNKNOWN_NODE, STALE_HEARTBEAT, LIMIT_MISMATCH = 1, 2, 3, 4, 5, 6
 local ACK_OK, ACK_DUPLICATE, ACK_EPOCH_MISMATCH, ACK_EXPIRED, ACK_LATE = 1, 2, 3, 4, 5
 local HB_APPLIED, HB_STALE = 1, 2
 
@@ -44,9 +44,9 @@ end
 -- single reserve a tenth of its server time. decide then works on N in Lua,
 -- calling Redis only to write a lease or, off the hot path, to look up a
 -- refused rid.
-local NF = 12
-local KNOWN, EPOCH, RUN, RECV, PENDEXP, PEND, PEND0, UNC, ACKED, MAXEXP, WN, WMIN = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
-local N = {false, false, false, false, false, false, false, false, false, false, false, false}
+local NF = 13
+local KNOWN, EPOCH, RUN, RECV, PENDEXP, PEND, PEND0, UNC, ACKED, MAXEXP, WN, WMIN, HMAX = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+local N = {false, false, false, false, false, false, false, false, false, false, false, false, false}
 
 -- readnode purges node j's lapsed leases at now and reads its state: the
 -- heartbeat, the pending count and the acked set (small: a heartbeat prunes
@@ -57,12 +57,13 @@ local N = {false, false, false, false, false, false, false, false, false, false,
 local function readnode(j, hb, pend, acked, nowms)
   local b = (j - 1) * NF
   redis.call('ZREMRANGEBYSCORE', pend, '-inf', nowms)
-  local h = redis.call('HMGET', hb, 'epoch', 'seq', 'running', 'recv', 'pendexp')
+  local h = redis.call('HMGET', hb, 'epoch', 'seq', 'running', 'recv', 'pendexp', 'max')
   N[b + KNOWN] = h[1] ~= false
   N[b + EPOCH] = tonumber(h[1]) or 0
   N[b + RUN] = tonumber(h[3]) or 0
   N[b + RECV] = tonumber(h[4]) or 0
   N[b + PENDEXP] = tonumber(h[5]) or 0
+  N[b + HMAX] = tonumber(h[6]) or 0
   local a = redis.call('ZRANGE', acked, 0, -1, 'WITHSCORES')
   local u, set = 0, false
   if #a > 0 then
@@ -91,9 +92,24 @@ local function load(j, sum, running)
   return math.max(running, N[b + PEND])
 end
 
+-- limit is the M a reservation asking maxj (0: none) enforces on node j:
+-- the M its heartbeat states, else maxj, else defmax (the store's MaxJobs);
+-- -1 when the heartbeat states an M and maxj is another (capacity.limit).
+local function limit(j, maxj, defmax)
+  local hm = N[(j - 1) * NF + HMAX]
+  if hm > 0 and maxj > 0 and hm ~= maxj then
+    return -1
+  elseif hm > 0 then
+    return hm
+  elseif maxj > 0 then
+    return maxj
+  end
+  return defmax
+end
+
 -- decide applies one reservation to node j (keys read by readnode): the
--- spec's reserve script, or the seed's max(running, reserved) when sum is
--- false. It writes status, epoch, lease expiry, effective load and, for
+-- reserve transition, or the seed's max(running, reserved) when sum is
+-- false. maxj is limit's answer: -1 refuses with LIMIT_MISMATCH. It writes status, epoch, lease expiry, effective load and, for
 -- FULL, the earliest pending expiry to out[k+1..k+5], and returns the
 -- status. expstr is ms(now + ttl), which a batch computes once per TTL.
 --
@@ -107,7 +123,9 @@ local function decide(j, pend, now, rid, maxj, ttl, expstr, hbto, sum, running, 
   local b = (j - 1) * NF
   local status, expiry, earliest = 0, 0, 0
   local set = N[b + ACKED]
-  if sum and set and set[rid] then
+  if maxj < 0 then
+    status = LIMIT_MISMATCH
+  elseif sum and set and set[rid] then
     status = DUPLICATE
   elseif (sum and (not N[b + KNOWN] or now - N[b + RECV] > hbto)) or load(j, sum, running) >= maxj then
     local h

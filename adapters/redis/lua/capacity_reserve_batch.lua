@@ -10,21 +10,22 @@
 -- Lifetimes are then settled once per node.
 -- KEYS: hb, pend, acked of each distinct node.
 -- ARGV: now_ms ('' = TIME), heartbeat_timeout_ms, accounting, mode
---       ('all' = all or nothing, 'partial'), then per item five values:
---       node index (1-based), rid, max, ttl_ms, running.
+--       ('all' = all or nothing, 'partial'), the store's default max, then
+--       per item five values: node index (1-based), rid, max (0 = the
+--       node's), ttl_ms, running.
 -- Returns committed (1/0), then five values per item as capacity_reserve.
 local now = clock(ARGV[1])
 local nowms = ms(now)
-local hbto, sum, mode = tonumber(ARGV[2]), ARGV[3] ~= 'max', ARGV[4]
+local hbto, sum, mode, defmax = tonumber(ARGV[2]), ARGV[3] ~= 'max', ARGV[4], tonumber(ARGV[5])
 local nodes = #KEYS / 3
 for j = 1, nodes do
   readnode(j, KEYS[3 * j - 2], KEYS[3 * j - 1], KEYS[3 * j], nowms)
 end
 -- held[j] and writes[j] exist only for nodes with several items.
 local held, writes = {}, {}
-if redis.REDIS_VERSION_NUM and #ARGV > 9 then -- Redis 7 (ZMSCORE is 6.2+), two items or more
+if redis.REDIS_VERSION_NUM and #ARGV > 10 then -- Redis 7 (ZMSCORE is 6.2+), two items or more
   local cnt, multi = {}, false
-  for i = 5, #ARGV, 5 do
+  for i = 6, #ARGV, 5 do
     local j = tonumber(ARGV[i])
     local c = (cnt[j] or 0) + 1
     cnt[j] = c
@@ -32,7 +33,7 @@ if redis.REDIS_VERSION_NUM and #ARGV > 9 then -- Redis 7 (ZMSCORE is 6.2+), two 
   end
   if multi then
     local rids = {}
-    for i = 5, #ARGV, 5 do
+    for i = 6, #ARGV, 5 do
       local j = tonumber(ARGV[i])
       if cnt[j] > 1 then
         local r = rids[j]
@@ -60,12 +61,12 @@ end
 local lastttl, expstr = -1, ''
 local out, k, refused = {1}, 1, false
 local gj, grid, ng = {}, {}, 0
-for i = 5, #ARGV, 5 do
+for i = 6, #ARGV, 5 do
   local j, rid, ttl = tonumber(ARGV[i]), ARGV[i + 1], tonumber(ARGV[i + 3])
   if ttl ~= lastttl then
     lastttl, expstr = ttl, ms(now + ttl)
   end
-  local st = decide(j, KEYS[3 * j - 1], now, rid, tonumber(ARGV[i + 2]), ttl, expstr, hbto, sum, tonumber(ARGV[i + 4]),
+  local st = decide(j, KEYS[3 * j - 1], now, rid, limit(j, tonumber(ARGV[i + 2]), defmax), ttl, expstr, hbto, sum, tonumber(ARGV[i + 4]),
     out, k, held[j], writes[j])
   k = k + 5
   if st == OK and not held[j] then

@@ -1,6 +1,7 @@
 package capacity_test
 
 import (
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -14,14 +15,14 @@ func fresh(id string, max, running, pending, acked int, u capacity.Usage) capaci
 		HeartbeatAt: t0.Add(-time.Second), Usage: u}
 }
 
-func TestSelect(t *testing.T) {
+func TestDecide(t *testing.T) {
 	low := capacity.Usage{CPU: 10, Memory: 10}
 	type row struct {
 		name       string
 		nodes      []capacity.NodeLoad
-		opts       capacity.SelectOptions
+		opts       capacity.Options
 		candidates []string
-		excluded   map[string]capacity.Reason
+		excluded   map[string]capacity.ReasonCode
 		breakdown  capacity.Breakdown
 	}
 	tests := []row{
@@ -38,7 +39,7 @@ func TestSelect(t *testing.T) {
 				fresh("b", 8, 3, 0, 0, low),
 				fresh("c", 2, 0, 1, 0, low),
 			},
-			opts:       capacity.SelectOptions{RankBy: capacity.RankJobs},
+			opts:       capacity.Options{RankBy: capacity.RankJobs},
 			candidates: []string{"c", "a", "b"}},
 		{name: "ties broken by highest usage then id",
 			nodes: []capacity.NodeLoad{
@@ -53,13 +54,13 @@ func TestSelect(t *testing.T) {
 				fresh("b", 4, 1, 1, 1, low),
 			},
 			candidates: []string{"b"},
-			excluded:   map[string]capacity.Reason{"a": capacity.CapacityExceeded},
+			excluded:   map[string]capacity.ReasonCode{"a": capacity.ReasonCapacityExceeded},
 			breakdown:  capacity.Breakdown{CapacityExceeded: 1}},
 		{name: "seed formula max(running, pending) admits what sum refuses",
 			nodes: []capacity.NodeLoad{
 				fresh("a", 4, 2, 1, 1, low),
 			},
-			opts:       capacity.SelectOptions{Accounting: capacity.SeedMax},
+			opts:       capacity.Options{Accounting: capacity.SeedMax},
 			candidates: []string{"a"}},
 		{name: "threshold: exactly 90 passes, above is excluded; GPU only if present",
 			nodes: []capacity.NodeLoad{
@@ -71,8 +72,8 @@ func TestSelect(t *testing.T) {
 				fresh("neg", 4, 0, 0, 0, capacity.Usage{CPU: 10, Memory: -1}),
 			},
 			candidates: []string{"ok"},
-			excluded: map[string]capacity.Reason{"cpu": capacity.CPUOverThreshold, "gpu": capacity.GPUOverThreshold,
-				"mem": capacity.MemoryOverThreshold, "nan": capacity.UsageUnknown, "neg": capacity.UsageUnknown},
+			excluded: map[string]capacity.ReasonCode{"cpu": capacity.ReasonCPUOverThreshold, "gpu": capacity.ReasonGPUOverThreshold,
+				"mem": capacity.ReasonMemoryOverThreshold, "nan": capacity.ReasonUsageUnknown, "neg": capacity.ReasonUsageUnknown},
 			breakdown: capacity.Breakdown{CPUOverThreshold: 1, GPUOverThreshold: 1, MemoryOverThreshold: 1, UsageUnknown: 2}},
 		{name: "primary reason order: invalid, stale, capacity, usage",
 			nodes: []capacity.NodeLoad{
@@ -83,22 +84,22 @@ func TestSelect(t *testing.T) {
 				fresh("neg", -1, 0, 0, 0, low),
 				fresh("full", 4, 0, 0, 0, low),
 			},
-			excluded: map[string]capacity.Reason{"never": capacity.StaleHeartbeat, "old": capacity.StaleHeartbeat,
-				"full": capacity.CapacityExceeded, "bad{id}": capacity.InvalidNode, "neg": capacity.InvalidNode},
+			excluded: map[string]capacity.ReasonCode{"never": capacity.ReasonStaleHeartbeat, "old": capacity.ReasonStaleHeartbeat,
+				"full": capacity.ReasonCapacityExceeded, "bad{id}": capacity.ReasonInvalidNode, "neg": capacity.ReasonInvalidNode},
 			breakdown: capacity.Breakdown{InvalidNode: 2, StaleHeartbeat: 2, CapacityExceeded: 1, DuplicateNode: 1}},
 		{name: "default M is 4, stale check can be disabled",
 			nodes: []capacity.NodeLoad{
 				{ID: "a", Running: 3, Usage: low},
 				{ID: "b", Running: 4, Usage: low},
 			},
-			opts:       capacity.SelectOptions{HeartbeatTimeout: -1},
+			opts:       capacity.Options{IgnoreHeartbeatAge: true},
 			candidates: []string{"a"},
-			excluded:   map[string]capacity.Reason{"b": capacity.CapacityExceeded},
+			excluded:   map[string]capacity.ReasonCode{"b": capacity.ReasonCapacityExceeded},
 			breakdown:  capacity.Breakdown{CapacityExceeded: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			sel, err := capacity.Select(tc.nodes, tc.opts, t0)
+			sel, err := capacity.Decide(capacity.Input{Nodes: tc.nodes, Now: t0}, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,14 +110,14 @@ func TestSelect(t *testing.T) {
 			if diff := cmp.Diff(tc.candidates, got); diff != "" {
 				t.Errorf("candidates (-want +got):\n%s", diff)
 			}
-			gotEx := map[string]capacity.Reason{}
+			gotEx := map[string]capacity.ReasonCode{}
 			for _, e := range sel.Excluded {
-				if e.Primary != capacity.DuplicateNode {
-					gotEx[e.ID] = e.Primary
+				if e.Reason.Code != capacity.ReasonDuplicateNode {
+					gotEx[e.ID] = e.Reason.Code
 				}
 			}
 			if tc.excluded == nil {
-				tc.excluded = map[string]capacity.Reason{}
+				tc.excluded = map[string]capacity.ReasonCode{}
 			}
 			if diff := cmp.Diff(tc.excluded, gotEx); diff != "" {
 				t.Errorf("excluded (-want +got):\n%s", diff)
@@ -140,15 +141,15 @@ func TestSelect(t *testing.T) {
 	}
 }
 
-func TestSelectSpreadKeySpreadsTies(t *testing.T) {
+func TestDecideSpreadKeySpreadsTies(t *testing.T) {
 	var nodes []capacity.NodeLoad
 	for _, id := range []string{"n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8"} {
 		nodes = append(nodes, fresh(id, 4, 0, 0, 0, capacity.Usage{}))
 	}
 	firsts := map[string]bool{}
 	for _, job := range []string{"job-1", "job-2", "job-3", "job-4", "job-5", "job-6", "job-7", "job-8"} {
-		a, _ := capacity.Select(nodes, capacity.SelectOptions{SpreadKey: job}, t0)
-		b, _ := capacity.Select(nodes, capacity.SelectOptions{SpreadKey: job}, t0)
+		a, _ := capacity.Decide(capacity.Input{Nodes: nodes, Now: t0, SpreadKey: job}, capacity.Options{})
+		b, _ := capacity.Decide(capacity.Input{Nodes: nodes, Now: t0, SpreadKey: job}, capacity.Options{})
 		if a.String() != b.String() {
 			t.Fatalf("selection for %s is not deterministic", job)
 		}
@@ -157,18 +158,18 @@ func TestSelectSpreadKeySpreadsTies(t *testing.T) {
 	if len(firsts) < 3 {
 		t.Errorf("8 spread keys picked only %d distinct first nodes: %v", len(firsts), firsts)
 	}
-	plain, _ := capacity.Select(nodes, capacity.SelectOptions{}, t0)
+	plain, _ := capacity.Decide(capacity.Input{Nodes: nodes, Now: t0}, capacity.Options{})
 	if plain.Candidates[0].ID != "n1" {
 		t.Errorf("without a spread key the id breaks ties; got %s first", plain.Candidates[0].ID)
 	}
 }
 
-func TestSelectRejectsBadOptions(t *testing.T) {
-	for _, o := range []capacity.SelectOptions{
-		{MaxJobs: -1}, {Threshold: -5}, {Threshold: math.NaN()}, {RankBy: 9}, {Accounting: 7}, {RetryAfter: -1},
+func TestDecideRejectsBadOptions(t *testing.T) {
+	for _, o := range []capacity.Options{
+		{MaxJobs: -1}, {Threshold: -5}, {Threshold: math.NaN()}, {RankBy: "Random"}, {Accounting: "Min"}, {RetryAfter: -1},
 	} {
-		if _, err := capacity.Select(nil, o, t0); err == nil {
-			t.Errorf("Select accepted %+v", o)
+		if _, err := capacity.Decide(capacity.Input{Now: t0}, o); !errors.Is(err, capacity.ErrInvalidOptions) {
+			t.Errorf("Decide accepted %+v", o)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plancore/plancore/capacity"
+	"github.com/plancore/plancore/fake"
 )
 
 // frozen is a clock for tests; it moves only when told.
@@ -27,17 +28,17 @@ func (f *frozen) Add(d time.Duration) {
 	f.mu.Unlock()
 }
 
-func newMem(t testing.TB, o capacity.Options) (*capacity.MemStore, *frozen) {
+func newMem(t testing.TB, o capacity.Options) (*capacity.MemoryStore, *frozen) {
 	t.Helper()
 	clk := &frozen{now: t0}
-	s, err := capacity.NewMemStore(capacity.MemStoreOptions{Options: o, Clock: clk.Now})
+	s, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Options: o, Clock: fake.ClockFunc(clk.Now)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s, clk
 }
 
-func TestMemStoreRejectsBadInput(t *testing.T) {
+func TestMemoryStoreRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newMem(t, capacity.Options{})
 	cases := []struct {
@@ -45,17 +46,17 @@ func TestMemStoreRejectsBadInput(t *testing.T) {
 		err  error
 		word string
 	}{
-		{"empty node", errOf(s.Reserve(ctx, capacity.Reservation{RID: "a"})), "node id"},
-		{"brace in node", errOf(s.Reserve(ctx, capacity.Reservation{Node: "a{b", RID: "a"})), "brace"},
-		{"empty rid", errOf(s.Reserve(ctx, capacity.Reservation{Node: "n"})), "rid"},
-		{"max below one", errOf(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", Max: -1})), "Max -1"},
-		{"negative ttl", errOf(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", TTL: -1})), "TTL"},
-		{"batch item", errOf(s.ReserveBatch(ctx, []capacity.Reservation{{Node: "n", RID: "a"}, {Node: "", RID: "b"}}, capacity.Partial)), "item 1"},
-		{"batch mode", errOf(s.ReserveBatch(ctx, nil, 7)), "mode"},
-		{"ack empty node", errOf(s.Ack(ctx, capacity.Ack{RID: "a"})), "node id"},
-		{"release empty rid", errOf(s.Release(ctx, "n", "")), "rid"},
-		{"heartbeat empty node", errOf(s.Heartbeat(ctx, "", capacity.Heartbeat{})), "node id"},
-		{"loads bad node", errOf(s.Loads(ctx, []string{"ok", ""})), "node id"},
+		{"empty node", errOf(s.Reserve(ctx, capacity.Reservation{RID: "a"})), "node: Required"},
+		{"brace in node", errOf(s.Reserve(ctx, capacity.Reservation{Node: "a{b", RID: "a"})), "node: Invalid value: \"a{b\": must not contain a brace"},
+		{"empty rid", errOf(s.Reserve(ctx, capacity.Reservation{Node: "n"})), "rid: Required"},
+		{"max below one", errOf(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", Max: -1})), "max: Invalid value: -1"},
+		{"negative ttl", errOf(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", TTL: -1})), "ttl: Invalid value"},
+		{"batch item", errOf(s.ReserveBatch(ctx, []capacity.Reservation{{Node: "n", RID: "a"}, {Node: "", RID: "b"}}, capacity.Partial)), "items[1].node: Required"},
+		{"batch mode", errOf(s.ReserveBatch(ctx, nil, "Some")), "mode: Unsupported value"},
+		{"ack empty node", errOf(s.Ack(ctx, capacity.Ack{RID: "a"})), "node: Required"},
+		{"release empty rid", errOf(s.Release(ctx, "n", "")), "rid: Required"},
+		{"heartbeat empty node", errOf(s.Heartbeat(ctx, "", capacity.Heartbeat{})), "node: Required"},
+		{"loads bad node", errOf(s.Loads(ctx, []string{"ok", ""})), "node: Required"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,8 +68,11 @@ func TestMemStoreRejectsBadInput(t *testing.T) {
 			}
 		})
 	}
-	if _, err := capacity.NewMemStore(capacity.MemStoreOptions{}); !errors.Is(err, capacity.ErrInvalidOptions) {
-		t.Errorf("a store without a clock: err = %v", err)
+	if _, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Shards: -1}); !errors.Is(err, capacity.ErrInvalidOptions) {
+		t.Errorf("a store with -1 shards: err = %v", err)
+	}
+	if _, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{}); err != nil {
+		t.Errorf("the zero options (wall clock): err = %v", err)
 	}
 	big := make([]capacity.Reservation, capacity.DefaultMaxBatch+1)
 	if _, err := s.ReserveBatch(ctx, big, capacity.Partial); !errors.Is(err, capacity.ErrInvalidInput) {
@@ -89,7 +93,7 @@ func TestMemStoreRejectsBadInput(t *testing.T) {
 	}
 }
 
-func TestMemStoreBatch(t *testing.T) {
+func TestMemoryStoreBatch(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newMem(t, capacity.Options{})
 	for _, n := range []string{"a", "b"} {
@@ -129,10 +133,10 @@ func TestMemStoreBatch(t *testing.T) {
 	}
 }
 
-// TestMemStoreRaceNeverOversells is the spec's T3 stress: 64 goroutines, 8
+// TestMemoryStoreRaceNeverOversells is the race stress: 64 goroutines, 8
 // nodes with M = 4, a frozen clock; per node an atomic count of held leases
 // never exceeds M - running.
-func TestMemStoreRaceNeverOversells(t *testing.T) {
+func TestMemoryStoreRaceNeverOversells(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newMem(t, capacity.Options{})
 	const nodes, m = 8, 4
@@ -184,7 +188,7 @@ func TestMemStoreRaceNeverOversells(t *testing.T) {
 func BenchmarkMemoryReserveRelease(b *testing.B) {
 	ctx := context.Background()
 	clk := &frozen{now: t0}
-	s, err := capacity.NewMemStore(capacity.MemStoreOptions{Clock: clk.Now})
+	s, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Clock: fake.ClockFunc(clk.Now)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -213,4 +217,13 @@ func BenchmarkMemoryReserveRelease(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+}
+
+// TestMemoryStoreOneLimit: the node's M lives in its heartbeat only (making
+// reserve enforce the caller's Max again makes it fail).
+func TestMemoryStoreOneLimit(t *testing.T) {
+	s, _ := newMem(t, capacity.Options{MaxJobs: 3})
+	if err := fake.CheckOneLimit(context.Background(), s, "n", 3); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -44,25 +44,25 @@ func genNodes(t *rapid.T) []capacity.NodeLoad {
 	return out
 }
 
-// TestPropertySelect is P11: Select never offers a node at or over M or
+// TestPropertyDecide checks that Decide never offers a node at or over M or
 // above the threshold, accounts for every node exactly once, its breakdown
 // sums to the exclusions, ties are deterministic (the input order does not
 // matter), and the input is left unchanged.
-func TestPropertySelect(t *testing.T) {
+func TestPropertyDecide(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nodes := genNodes(t)
-		opts := capacity.SelectOptions{
+		opts := capacity.Options{
 			Accounting: rapid.SampledFrom([]capacity.Accounting{capacity.Sum, capacity.SeedMax}).Draw(t, "accounting"),
 			RankBy:     rapid.SampledFrom([]capacity.RankBy{capacity.RankUtilisation, capacity.RankJobs}).Draw(t, "rank"),
-			SpreadKey:  rapid.SampledFrom([]string{"", "job-1", "job-2"}).Draw(t, "spread"),
 		}
+		in := capacity.Input{Nodes: nodes, Now: t0, SpreadKey: rapid.SampledFrom([]string{"", "job-1", "job-2"}).Draw(t, "spread")}
 		before := slices.Clone(nodes)
-		sel, err := capacity.Select(nodes, opts, t0)
+		sel, err := capacity.Decide(in, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(before, nodes, cmpopts.EquateNaNs()); diff != "" {
-			t.Fatalf("Select changed its input:\n%s", diff)
+			t.Fatalf("Decide changed its input:\n%s", diff)
 		}
 		if len(sel.Candidates)+len(sel.Excluded) != len(nodes) {
 			t.Fatalf("%d candidates + %d excluded != %d nodes", len(sel.Candidates), len(sel.Excluded), len(nodes))
@@ -83,7 +83,7 @@ func TestPropertySelect(t *testing.T) {
 		}
 		for i := 1; i < len(sel.Candidates); i++ {
 			a, b := sel.Candidates[i-1], sel.Candidates[i]
-			if opts.RankBy == capacity.RankUtilisation && a.Effective*b.Max > b.Effective*a.Max {
+			if opts.RankBy != capacity.RankJobs && a.Effective*b.Max > b.Effective*a.Max {
 				t.Fatalf("%s (%d/%d) ranked before the less utilised %s (%d/%d)", a.ID, a.Effective, a.Max, b.ID, b.Effective, b.Max)
 			}
 			if opts.RankBy == capacity.RankJobs && a.Effective > b.Effective {
@@ -94,7 +94,8 @@ func TestPropertySelect(t *testing.T) {
 		// way (ids are unique among candidates).
 		rev := slices.Clone(nodes)
 		slices.Reverse(rev)
-		sel2, _ := capacity.Select(dedupe(rev, nodes), opts, t0)
+		in.Nodes = dedupe(rev, nodes)
+		sel2, _ := capacity.Decide(in, opts)
 		if diff := cmp.Diff(sel.Candidates, sel2.Candidates, cmpopts.EquateNaNs()); diff != "" {
 			t.Fatalf("ranking depends on input order:\n%s", diff)
 		}
@@ -121,9 +122,9 @@ func dedupe(rev, orig []capacity.NodeLoad) []capacity.NodeLoad {
 	return out
 }
 
-// FuzzSelect feeds arbitrary snapshots to Select: it must never panic, and
+// FuzzDecide feeds arbitrary snapshots to Decide: it must never panic, and
 // its accounting of nodes must hold.
-func FuzzSelect(f *testing.F) {
+func FuzzDecide(f *testing.F) {
 	f.Add([]byte{1, 4, 2, 0, 0, 50, 50}, uint8(0))
 	f.Add([]byte{0, 0, 0, 0, 0, 255, 255, 3, 9, 9, 9, 9, 91, 10}, uint8(1))
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
@@ -134,7 +135,7 @@ func FuzzSelect(f *testing.F) {
 				Pending: int(d[3]), AckedUncounted: int(d[4]), HeartbeatAt: t0.Add(-time.Duration(d[2]) * time.Second),
 				Usage: capacity.Usage{CPU: float64(int8(d[5])), Memory: float64(d[6]), GPU: float64(d[5]) / 2, HasGPU: d[6]%2 == 0}})
 		}
-		sel, err := capacity.Select(nodes, capacity.SelectOptions{Accounting: capacity.Accounting(mode % 2), RankBy: capacity.RankBy(mode / 2 % 2)}, t0)
+		sel, err := capacity.Decide(capacity.Input{Nodes: nodes, Now: t0}, capacity.Options{Accounting: []capacity.Accounting{capacity.Sum, capacity.SeedMax}[mode%2], RankBy: []capacity.RankBy{capacity.RankUtilisation, capacity.RankJobs}[mode/2%2]})
 		if err != nil {
 			t.Fatal(err)
 		}

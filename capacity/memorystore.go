@@ -2,38 +2,44 @@ package capacity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
+
+	"github.com/plancore/plancore"
 )
 
-// DefaultShards is MemStore's default number of shards.
+// DefaultShards is MemoryStore's default number of shards.
 const DefaultShards = 64
 
-// MemStoreOptions configure a MemStore.
-type MemStoreOptions struct {
+// MemoryStoreOptions configure a MemoryStore.
+type MemoryStoreOptions struct {
 	Options
 	// Shards is the number of mutex-guarded shards node ids hash onto.
 	// Default 64. Negative is invalid.
 	Shards int
-	// Clock is the store's clock. Required: core packages never read the wall
-	// clock, so a live process passes time.Now and tests a fake clock.
-	Clock func() time.Time
+	// Clock is the store's clock, the only one its leases and heartbeats are
+	// measured with. Nil means the wall clock; tests pass a fake.Clock.
+	Clock clock.PassiveClock
 }
 
-// Validate reports the first field out of range, wrapping ErrInvalidOptions.
-func (o MemStoreOptions) Validate() error {
-	if err := o.Options.Validate(); err != nil {
-		return err
+// Validate reports every field out of range, as a *plancore.InvalidError
+// wrapping ErrInvalidOptions.
+func (o MemoryStoreOptions) Validate() error {
+	var errs field.ErrorList
+	var inv *plancore.InvalidError
+	if err := o.Options.Validate(); errors.As(err, &inv) {
+		errs = append(errs, inv.Errors...)
 	}
-	switch {
-	case o.Shards < 0:
-		return fmt.Errorf("%w: Shards %d is negative", ErrInvalidOptions, o.Shards)
-	case o.Clock == nil:
-		return fmt.Errorf("%w: Clock is nil (pass time.Now or a fake clock)", ErrInvalidOptions)
+	if o.Shards < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("shards"), o.Shards, "must not be negative"))
 	}
-	return nil
+	return plancore.Invalid(ErrInvalidOptions, errs)
 }
 
 type memShard struct {
@@ -42,25 +48,27 @@ type memShard struct {
 	_     [40]byte // keep neighbouring shards' mutexes off one cache line
 }
 
-// MemStore is the in-memory SlotStore for a single scheduler process. Node ids
+// MemoryStore is the in-memory SlotStore for a single scheduler process. Node ids
 // hash onto shards, each a mutex over node → accounting state; an operation on
 // one node locks one shard, so it is linearizable, and a batch locks its shards
 // in ascending index order, so it is atomic and cannot deadlock. It answers
-// exactly as NodeLedger does for the same operations at the same times.
+// exactly as NodeLedger does for the same operations at the same times. Make
+// one with NewMemoryStore: every method of the zero MemoryStore returns an
+// error wrapping ErrNilStore.
 //
 // The seed reads current_jobs under the node table's lock, drops it, then
-// checks reservations under another lock (§1.3), a small race; here the
+// checks reservations under another lock, a small race; here the
 // heartbeat and the reservations of a node sit under one mutex.
-type MemStore struct {
+type MemoryStore struct {
 	opts   Options
 	clock  func() time.Time
 	shards []memShard
 }
 
-var _ SlotStore = (*MemStore)(nil)
+var _ SlotStore = (*MemoryStore)(nil)
 
-// NewMemStore returns an empty store.
-func NewMemStore(o MemStoreOptions) (*MemStore, error) {
+// NewMemoryStore returns an empty store.
+func NewMemoryStore(o MemoryStoreOptions) (*MemoryStore, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -68,18 +76,30 @@ func NewMemStore(o MemStoreOptions) (*MemStore, error) {
 	if n == 0 {
 		n = DefaultShards
 	}
-	s := &MemStore{opts: o.Options.WithDefaults(), clock: o.Clock, shards: make([]memShard, n)}
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	s := &MemoryStore{opts: o.Options.WithDefaults(), clock: clk.Now, shards: make([]memShard, n)}
 	for i := range s.shards {
 		s.shards[i].nodes = map[string]*nodeState{}
 	}
 	return s, nil
 }
 
+// ready reports a zero store (not made by NewMemoryStore) as an error.
+func (s *MemoryStore) ready() error {
+	if s == nil || len(s.shards) == 0 {
+		return errNilStore()
+	}
+	return nil
+}
+
 // Options returns the store's options with defaults applied.
-func (s *MemStore) Options() Options { return s.opts }
+func (s *MemoryStore) Options() Options { return s.opts }
 
 // shardOf hashes id with FNV-1a, inline so the hot path does not allocate.
-func (s *MemStore) shardOf(id string) int {
+func (s *MemoryStore) shardOf(id string) int {
 	h := uint32(2166136261)
 	for i := 0; i < len(id); i++ {
 		h ^= uint32(id[i])
@@ -90,14 +110,14 @@ func (s *MemStore) shardOf(id string) int {
 
 // with runs f on node id's state under its shard lock, creating the state if
 // needed and dropping it again when f leaves it empty.
-func (s *MemStore) with(id string, f func(st *nodeState)) {
+func (s *MemoryStore) with(id string, f func(st *nodeState)) {
 	sh := &s.shards[s.shardOf(id)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s.withLocked(sh, id, f)
 }
 
-func (s *MemStore) withLocked(sh *memShard, id string, f func(st *nodeState)) {
+func (s *MemoryStore) withLocked(sh *memShard, id string, f func(st *nodeState)) {
 	st, ok := sh.nodes[id]
 	if !ok {
 		st = &nodeState{}
@@ -112,7 +132,10 @@ func (s *MemStore) withLocked(sh *memShard, id string, f func(st *nodeState)) {
 }
 
 // Reserve asks for a pending lease; see SlotStore.
-func (s *MemStore) Reserve(ctx context.Context, r Reservation) (ReserveResult, error) {
+func (s *MemoryStore) Reserve(ctx context.Context, r Reservation) (ReserveResult, error) {
+	if err := s.ready(); err != nil {
+		return ReserveResult{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return ReserveResult{}, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
@@ -127,7 +150,10 @@ func (s *MemStore) Reserve(ctx context.Context, r Reservation) (ReserveResult, e
 
 // ReserveBatch reserves several items atomically under the shards' locks,
 // taken in ascending order; see SlotStore.
-func (s *MemStore) ReserveBatch(ctx context.Context, items []Reservation, mode BatchMode) (BatchResult, error) {
+func (s *MemoryStore) ReserveBatch(ctx context.Context, items []Reservation, mode BatchMode) (BatchResult, error) {
+	if err := s.ready(); err != nil {
+		return BatchResult{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return BatchResult{}, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
@@ -174,21 +200,45 @@ func (s *MemStore) ReserveBatch(ctx context.Context, items []Reservation, mode B
 
 // validateBatch validates and defaults every item and the batch's size.
 func validateBatch(items []Reservation, mode BatchMode, o Options) ([]Reservation, error) {
-	if mode > Partial {
-		return nil, fmt.Errorf("%w: batch mode %v is unknown", ErrInvalidInput, mode)
-	}
-	if len(items) > o.MaxBatch {
-		return nil, fmt.Errorf("%w: batch of %d items exceeds MaxBatch %d", ErrInvalidInput, len(items), o.MaxBatch)
+	errs := ValidateBatch(items, mode, o)
+	if errs != nil {
+		return nil, errs
 	}
 	out := make([]Reservation, len(items))
 	for i, it := range items {
-		v, err := it.Resolve(o)
-		if err != nil {
-			return nil, fmt.Errorf("item %d: %w", i, err)
-		}
-		out[i] = v
+		out[i], _ = it.Resolve(o)
 	}
 	return out, nil
+}
+
+// ValidateBatch reports every problem of a ReserveBatch call at once, as a
+// *plancore.InvalidError wrapping ErrInvalidInput: an unknown mode, more
+// items than o.MaxBatch, and each item's bad fields (items[2].rid). Every
+// SlotStore checks its batches this way.
+func ValidateBatch(items []Reservation, mode BatchMode, o Options) error {
+	o = o.WithDefaults()
+	var errs field.ErrorList
+	switch mode {
+	case "", AllOrNothing, Partial:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("mode"), string(mode), []string{string(AllOrNothing), string(Partial)}))
+	}
+	if len(items) > o.MaxBatch {
+		errs = append(errs, field.TooMany(field.NewPath("items"), len(items), o.MaxBatch))
+	}
+	for i, it := range items {
+		path := field.NewPath("items").Index(i)
+		_, err := it.Resolve(o)
+		var inv *plancore.InvalidError
+		if errors.As(err, &inv) {
+			for _, e := range inv.Errors {
+				e2 := *e
+				e2.Field = path.String() + "." + e.Field
+				errs = append(errs, &e2)
+			}
+		}
+	}
+	return plancore.Invalid(ErrInvalidInput, errs)
 }
 
 // reserveBatch decides items in order against the states get returns; in
@@ -202,7 +252,7 @@ func reserveBatch(now time.Time, items []Reservation, mode BatchMode, o Options,
 			refused = true
 		}
 	}
-	if refused && mode == AllOrNothing {
+	if refused && mode != Partial {
 		for i, it := range items {
 			if res.Items[i].Status == ReserveOK {
 				get(it.Node).release(now, it.RID) // already purged at now
@@ -214,12 +264,15 @@ func reserveBatch(now time.Time, items []Reservation, mode BatchMode, o Options,
 }
 
 // Ack records the node's acknowledgement; see SlotStore.
-func (s *MemStore) Ack(ctx context.Context, a Ack) (AckStatus, error) {
+func (s *MemoryStore) Ack(ctx context.Context, a Ack) (AckStatus, error) {
+	if err := s.ready(); err != nil {
+		return "", err
+	}
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		return "", fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
 	if err := a.Validate(); err != nil {
-		return 0, err
+		return "", err
 	}
 	var st AckStatus
 	s.with(a.Node, func(n *nodeState) { st = n.ack(s.clock(), a, s.opts) })
@@ -227,14 +280,14 @@ func (s *MemStore) Ack(ctx context.Context, a Ack) (AckStatus, error) {
 }
 
 // Release drops a pending lease; see SlotStore.
-func (s *MemStore) Release(ctx context.Context, node, rid string) (bool, error) {
+func (s *MemoryStore) Release(ctx context.Context, node, rid string) (bool, error) {
+	if err := s.ready(); err != nil {
+		return false, err
+	}
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
-	if err := ValidateNodeID(node); err != nil {
-		return false, err
-	}
-	if err := validateRID(rid); err != nil {
+	if err := plancore.Invalid(ErrInvalidInput, append(validateNodeID(field.NewPath("node"), node), validateRID(rid)...)); err != nil {
 		return false, err
 	}
 	var ok bool
@@ -243,15 +296,18 @@ func (s *MemStore) Release(ctx context.Context, node, rid string) (bool, error) 
 }
 
 // Heartbeat applies a node's heartbeat; see SlotStore.
-func (s *MemStore) Heartbeat(ctx context.Context, node string, h Heartbeat) (HeartbeatStatus, error) {
+func (s *MemoryStore) Heartbeat(ctx context.Context, node string, h Heartbeat) (HeartbeatStatus, error) {
+	if err := s.ready(); err != nil {
+		return "", err
+	}
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		return "", fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
 	if err := ValidateNodeID(node); err != nil {
-		return 0, err
+		return "", err
 	}
-	if err := h.Validate(node); err != nil {
-		return 0, err
+	if err := h.Validate(); err != nil {
+		return "", err
 	}
 	var st HeartbeatStatus
 	var err error
@@ -260,7 +316,10 @@ func (s *MemStore) Heartbeat(ctx context.Context, node string, h Heartbeat) (Hea
 }
 
 // Loads reports each node, in the order asked; see SlotStore.
-func (s *MemStore) Loads(ctx context.Context, nodes []string) ([]NodeLoad, error) {
+func (s *MemoryStore) Loads(ctx context.Context, nodes []string) ([]NodeLoad, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
@@ -275,9 +334,9 @@ func (s *MemStore) Loads(ctx context.Context, nodes []string) ([]NodeLoad, error
 		sh := &s.shards[s.shardOf(id)]
 		sh.mu.Lock()
 		if st, ok := sh.nodes[id]; ok {
-			out[i] = st.load(now, id)
+			out[i] = st.load(now, id, s.opts)
 		} else {
-			out[i] = NodeLoad{ID: id}
+			out[i] = NodeLoad{ID: id, Max: s.opts.MaxJobs}
 		}
 		sh.mu.Unlock()
 	}
