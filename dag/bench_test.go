@@ -108,6 +108,21 @@ func BenchmarkValidate10k(b *testing.B) {
 	b.Run("backedge", func(b *testing.B) { benchValidate(b, backEdge(wide(10000)), true) })
 }
 
+// BenchmarkValidateVolcano10k runs the Volcano webhook's check on the graphs
+// of BenchmarkValidate10k (target ≤ 1.3 × BenchmarkValidate10k).
+func BenchmarkValidateVolcano10k(b *testing.B) {
+	bench := func(b *testing.B, w dag.Workflow, wantErr bool) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := dag.ValidateVolcano(w.Spec); (err != nil) != wantErr {
+				b.Fatalf("err = %v, want error %v", err, wantErr)
+			}
+		}
+	}
+	b.Run("acyclic", func(b *testing.B) { bench(b, wide(10000), false) })
+	b.Run("backedge", func(b *testing.B) { bench(b, backEdge(wide(10000)), true) })
+}
+
 var allPhases = []dag.JobPhase{"", "Pending", "Running", "Restarting", "Completing", "Completed", "Terminating", "Terminated", "Failed", "Aborting", "Aborted"}
 
 // plan10k is the large benchmark's Decide input: 10,000 flows, 10,000 observed jobs with

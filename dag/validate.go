@@ -86,56 +86,83 @@ func ValidateVolcano(spec Spec) error {
 	for i, f := range spec.Flows {
 		last[f.Name] = i
 	}
-	var nodes []int // last definitions, in spec order
+	// Number the last definitions in spec order and resolve every target once
+	// into a flat edge list (compressed rows: node k's targets are
+	// edges[first[k]:first[k+1]]), so the graph walk below touches no map.
+	node := make([]int, len(spec.Flows)) // spec index -> node number, for last definitions
+	total := 0
+	for _, f := range spec.Flows {
+		if f.DependsOn != nil {
+			total += len(f.DependsOn.Targets)
+		}
+	}
+	first := make([]int, 1, len(last)+1)
+	edges := make([]int, 0, total) // target spec indexes, resolved below to node numbers
 	for i, f := range spec.Flows {
-		if last[f.Name] == i {
-			nodes = append(nodes, i)
+		if last[f.Name] != i {
+			continue
 		}
-	}
-	for _, i := range nodes {
-		if d := spec.Flows[i].DependsOn; d != nil {
-			for _, t := range d.Targets {
-				if _, ok := last[t]; !ok {
-					return &volcanoError{msg: fmt.Sprint("jobflow Flow is not DAG: ", "vertex is not defined: "+t)}
+		node[i] = len(first) - 1
+		if d := f.DependsOn; d != nil {
+			for _, name := range d.Targets {
+				t, ok := last[name]
+				if !ok {
+					return &volcanoError{msg: fmt.Sprint("jobflow Flow is not DAG: ", "vertex is not defined: "+name)}
 				}
+				edges = append(edges, t)
 			}
 		}
+		first = append(first, len(edges))
 	}
-	// Kahn over the last definitions.
-	pos := make(map[string]int, len(nodes))
-	for k, i := range nodes {
-		pos[spec.Flows[i].Name] = k
-	}
-	indeg := make([]int, len(nodes))
-	rev := make([][]int, len(nodes))
-	for k, i := range nodes {
-		if d := spec.Flows[i].DependsOn; d != nil {
-			seen := map[int]bool{}
-			for _, t := range d.Targets {
-				tk := pos[t]
-				if seen[tk] {
-					continue
-				}
-				seen[tk] = true
+	n := len(first) - 1
+	// Count each distinct (node, target) edge once: stamp[t] == k+1 means node k
+	// has already counted target t. indeg[k] is how many targets k waits on;
+	// start[t+1]-start[t] is how many nodes wait on t.
+	stamp := make([]int, n)
+	indeg := make([]int, n)
+	start := make([]int, n+1)
+	for k := range n {
+		for j := first[k]; j < first[k+1]; j++ {
+			t := node[edges[j]]
+			edges[j] = t
+			if stamp[t] != k+1 {
+				stamp[t] = k + 1
 				indeg[k]++
-				rev[tk] = append(rev[tk], k)
+				start[t+1]++
 			}
 		}
 	}
-	var queue []int
-	for k := range nodes {
+	for t := range n {
+		start[t+1] += start[t]
+	}
+	waiters := make([]int, start[n])
+	fill := slices.Clone(start[:n])
+	clear(stamp)
+	for k := range n {
+		for _, t := range edges[first[k]:first[k+1]] {
+			if stamp[t] != k+1 {
+				stamp[t] = k + 1
+				waiters[fill[t]] = k
+				fill[t]++
+			}
+		}
+	}
+	// Kahn: the spec is a DAG when every node is dequeued.
+	queue := make([]int, 0, n)
+	for k := range n {
 		if indeg[k] == 0 {
 			queue = append(queue, k)
 		}
 	}
 	for h := 0; h < len(queue); h++ {
-		for _, w := range rev[queue[h]] {
+		v := queue[h]
+		for _, w := range waiters[start[v]:start[v+1]] {
 			if indeg[w]--; indeg[w] == 0 {
 				queue = append(queue, w)
 			}
 		}
 	}
-	if len(queue) < len(nodes) {
+	if len(queue) < n {
 		return &volcanoError{msg: "jobflow Flow is not DAG"}
 	}
 	return nil

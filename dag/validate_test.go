@@ -3,13 +3,14 @@ package dag_test
 import (
 	"errors"
 	"fmt"
-	"github.com/plancore/plancore"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/dag"
 )
 
@@ -268,4 +269,72 @@ func TestTopo(t *testing.T) {
 	if _, err := dag.Topo(wf(fl("a", "b"), fl("b", "a")), dag.Options{}); !errors.Is(err, dag.ErrInvalidInput) {
 		t.Fatalf("cycle: err = %v", err)
 	}
+}
+
+// volcanoReference is the webhook's rule written the slow, obvious way: keep
+// each name's last definition, refuse an undefined target, and refuse the spec
+// when some kept flow reaches itself by following targets.
+func volcanoReference(spec dag.Spec) string {
+	last := map[string]dag.Flow{}
+	lastIndex := map[string]int{}
+	for i, f := range spec.Flows {
+		last[f.Name] = f
+		lastIndex[f.Name] = i
+	}
+	for i, f := range spec.Flows {
+		if lastIndex[f.Name] != i || f.DependsOn == nil {
+			continue
+		}
+		for _, t := range f.DependsOn.Targets {
+			if _, ok := last[t]; !ok {
+				return "jobflow Flow is not DAG: vertex is not defined: " + t
+			}
+		}
+	}
+	var reaches func(from, to string, seen map[string]bool) bool
+	reaches = func(from, to string, seen map[string]bool) bool {
+		if seen[from] {
+			return false
+		}
+		seen[from] = true
+		if d := last[from].DependsOn; d != nil {
+			for _, t := range d.Targets {
+				if t == to || reaches(t, to, seen) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for name := range last {
+		if reaches(name, name, map[string]bool{}) {
+			return "jobflow Flow is not DAG"
+		}
+	}
+	return ""
+}
+
+// TestPropValidateVolcanoMatchesReference draws small specs with duplicate
+// names, duplicate targets, undefined targets and cycles. Breaking the
+// duplicate-target stamp (counting a repeated target twice) makes it fail.
+func TestPropValidateVolcanoMatchesReference(t *testing.T) {
+	names := []string{"a", "b", "c", "d", "e"}
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(0, 7).Draw(t, "flows")
+		spec := dag.Spec{}
+		for i := 0; i < n; i++ {
+			name := rapid.SampledFrom(names).Draw(t, "name")
+			targets := rapid.SliceOfN(rapid.SampledFrom(append(names, "zz")), 0, 4).Draw(t, "targets")
+			spec.Flows = append(spec.Flows, fl(name, targets...))
+		}
+		got := ""
+		if err := dag.ValidateVolcano(spec); err != nil {
+			got = err.Error()
+		}
+		// The webhook reports the first undefined target in spec order; the
+		// reference's order is the same, so compare whole messages.
+		if want := volcanoReference(spec); got != want {
+			t.Fatalf("ValidateVolcano = %q, reference = %q", got, want)
+		}
+	})
 }
