@@ -149,7 +149,7 @@ func storedPod(t *testing.T, s *fake.PodStore, name string) corev1.Pod {
 }
 
 // TestRayClusterLoopAdoptsHashOnOperatorUpgrade drives the whole loop over
-// an operator upgrade under the Recreate strategy (§2.3 step 2): the plan
+// an operator upgrade under the Recreate strategy (the upgrade step of the head pod): the plan
 // patches the head's recreate hash and version through the fake executor
 // instead of recreating the cluster, and the next pass plans nothing.
 func TestRayClusterLoopAdoptsHashOnOperatorUpgrade(t *testing.T) {
