@@ -197,7 +197,7 @@ func CheckOneLimit(ctx context.Context, store capacity.SlotStore, node string, d
 		return err
 	}
 	if loads[0].Max != 2 {
-		return fmt.Errorf("Loads reports M=%d, the heartbeat stated 2", loads[0].Max)
+		return fmt.Errorf("loads report M=%d, the heartbeat stated 2", loads[0].Max)
 	}
 	want := []capacity.ReserveStatus{capacity.ReserveOK, capacity.ReserveLimitMismatch, capacity.ReserveOK, capacity.ReserveFull}
 	for i, max := range []int{0, 4, 2, 0} {
@@ -217,7 +217,7 @@ func CheckOneLimit(ctx context.Context, store capacity.SlotStore, node string, d
 		return err
 	}
 	if loads[0].Max != defaultMax {
-		return fmt.Errorf("Loads reports M=%d for a node stating none, want the store's default %d", loads[0].Max, defaultMax)
+		return fmt.Errorf("loads report M=%d for a node stating none, want the store's default %d", loads[0].Max, defaultMax)
 	}
 	return nil
 }
