@@ -316,7 +316,7 @@ func TestBindFlow(t *testing.T) {
 			pod:    gpuPod("nvidia.com/gpu", "1.5"),
 			want:   []string{"GetPod (Read)", "PatchPod (MarkFailed)", "Event (Report)", "ForgetAssumed (Forget)"},
 			errIs:  gpu.ErrInvalidRequest,
-			errHas: `container "main" resource nvidia.com/gpu = "1500m"`,
+			errHas: `pod default/p: gpu: invalid device request: spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "1500m"`,
 		},
 		{
 			name:    "replaced pod (UID differs): like a missing pod",
