@@ -523,8 +523,8 @@ func FuzzParseLockEpochs(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		held, err := gpu.ParseLockEpochs(s)
 		if err != nil {
-			if !errors.Is(err, gpu.ErrInvalidBind) {
-				t.Fatalf("error does not wrap ErrInvalidBind: %v", err)
+			if !errors.Is(err, gpu.ErrInvalidBind) || !errors.Is(err, gpu.ErrInvalidInput) || len(invalidFields(err)) == 0 {
+				t.Fatalf("error does not wrap ErrInvalidBind or names no field: %v", err)
 			}
 			return
 		}

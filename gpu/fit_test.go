@@ -457,8 +457,8 @@ func FuzzDecodeAllocations(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		dec, err := gpu.DecodeAllocations(s)
 		if err != nil {
-			if !errors.Is(err, gpu.ErrInvalidAllocation) {
-				t.Fatalf("error does not wrap ErrInvalidAllocation: %v", err)
+			if !errors.Is(err, gpu.ErrInvalidAllocation) || !errors.Is(err, gpu.ErrInvalidInput) || len(invalidFields(err)) == 0 {
+				t.Fatalf("error does not wrap ErrInvalidAllocation or names no field: %v", err)
 			}
 			return
 		}
