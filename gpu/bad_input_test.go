@@ -3,6 +3,7 @@ package gpu_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -383,4 +384,70 @@ func TestHAMiPreset(t *testing.T) {
 			t.Errorf("retry %d = %v, %v: want HAMi's fixed 100ms", attempt, d, ok)
 		}
 	}
+}
+
+// TestPropertyQuantitiesNamedOrExact: over extreme quantities (0, ±1,
+// MaxInt32, MaxInt32+1, MaxInt64, MinInt64, fractions) in init and app
+// containers, DetectRequests either returns exactly the asked counts, in pod
+// order, or refuses naming every bad quantity by its path with its value;
+// never a panic, never a wrapped count. Making quantityReader keep only its
+// first problem, or dropping its MaxInt32 check, makes it fail.
+func TestPropertyQuantitiesNamedOrExact(t *testing.T) {
+	extremes := []string{"0", "1", "-1", "2147483647", "2147483648", "9223372036854775807", "-9223372036854775808", "1.5", "2000m", "1e30"}
+	legal := map[string]int32{"0": 0, "1": 1, "2147483647": math.MaxInt32, "2000m": 2}
+	rapid.Check(t, func(t *rapid.T) {
+		type slot struct{ count, cores string }
+		lists := map[string][]slot{}
+		for range rapid.IntRange(1, 4).Draw(t, "containers") {
+			list := rapid.SampledFrom([]string{"initContainers", "containers"}).Draw(t, "list")
+			lists[list] = append(lists[list], slot{rapid.SampledFrom(extremes).Draw(t, "count"), rapid.SampledFrom(extremes).Draw(t, "cores")})
+		}
+		pod := podWith(nil, nil)
+		var wantFields []string
+		var wantNums []int32
+		for _, list := range []string{"initContainers", "containers"} {
+			for i, sl := range lists[list] {
+				c := ctr("c", rl("nvidia.com/gpu", sl.count, "nvidia.com/gpucores", sl.cores))
+				if list == "initContainers" {
+					pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
+				} else {
+					pod.Spec.Containers = append(pod.Spec.Containers, c)
+				}
+				n, countOK := legal[sl.count]
+				_, coresOK := legal[sl.cores]
+				p := fmt.Sprintf("spec.%s[%d].resources.limits", list, i)
+				if !countOK {
+					wantFields = append(wantFields, p+"[nvidia.com/gpu]")
+				}
+				if !coresOK {
+					wantFields = append(wantFields, p+"[nvidia.com/gpucores]")
+				}
+				if countOK && coresOK && n > 0 {
+					wantNums = append(wantNums, n)
+				}
+			}
+		}
+		reqs, err := gpu.DetectRequests(pod, gpu.DefaultRegistry())
+		if len(wantFields) > 0 {
+			if !errors.Is(err, gpu.ErrInvalidRequest) || !cmp.Equal(invalidFields(err), wantFields) {
+				t.Fatalf("err = %v, want fields %v", err, wantFields)
+			}
+			for _, e := range invalidErrors(err) {
+				if e.BadValue == nil || e.BadValue == "" {
+					t.Fatalf("%s names no value", e.Field)
+				}
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("legal quantities refused: %v", err)
+		}
+		var got []int32
+		for _, r := range reqs {
+			got = append(got, r.Nums)
+		}
+		if !cmp.Equal(got, wantNums) {
+			t.Fatalf("counts %v, want %v", got, wantNums)
+		}
+	})
 }
