@@ -68,7 +68,7 @@ func FitRequestFromPod(pod *corev1.Pod, reg Registry) (FitRequest, error) {
 	annos := field.NewPath("metadata", "annotations")
 	fr := FitRequest{Requests: reqs, NodePolicy: Policy(strings.TrimSpace(a[AnnoNodePolicy])), Mode: a[AnnoVGPUMode]}
 	if !nodePolicyKnown(fr.NodePolicy) {
-		errs = append(errs, field.NotSupported(annos.Key(AnnoNodePolicy), fr.NodePolicy, []Policy{Binpack, Spread}))
+		errs = append(errs, field.NotSupported(annos.Key(AnnoNodePolicy), string(fr.NodePolicy), []Policy{Binpack, Spread}))
 	}
 	for i, p := range splitEntries(a[AnnoGPUPolicy]) {
 		if p == "" {

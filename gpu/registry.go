@@ -170,7 +170,7 @@ func newRegistry(rows []DeviceType, paths []*field.Path) (Registry, error) {
 				continue
 			}
 			if prev, ok := owner[r.name]; ok {
-				errs = append(errs, field.Invalid(p.Child(r.field), string(r.name), fmt.Sprintf("resource already claimed by type %s (%s)", prev, typeAt[prev])))
+				errs = append(errs, field.Invalid(p.Child(r.field), string(r.name), fmt.Sprintf("resource already claimed by type %q (%s)", prev, typeAt[prev])))
 				continue
 			}
 			owner[r.name] = t.Type
