@@ -107,8 +107,11 @@ func EncodeAllocations(containers []ContainerAllocation, vendor string) string {
 
 // DecodeAllocations parses HAMi's devices-to-allocate encoding into one list of
 // allocations per container. A trailing ";" is optional; an empty string is no
-// container. Malformed input is an error wrapping ErrInvalidAllocation, never a
-// panic.
+// container. Malformed input is never a panic: every malformed entry is
+// reported at once in a *plancore.InvalidError wrapping ErrInvalidAllocation
+// (and so ErrInvalidInput), named by the position of its container (the
+// ";"-separated part) and device (the ":"-separated item in it), as in
+// containers[1].devices[0].memoryMiB, with the bad text as the value.
 func DecodeAllocations(s string) ([][]Allocation, error) {
 	if s == "" {
 		return nil, nil
@@ -118,30 +121,45 @@ func DecodeAllocations(s string) ([][]Allocation, error) {
 		parts = parts[:len(parts)-1]
 	}
 	out := make([][]Allocation, 0, len(parts))
+	var errs field.ErrorList
 	for ci, part := range parts {
 		var allocs []Allocation
 		for di, item := range strings.Split(part, ":") {
 			if item == "" {
 				continue
 			}
-			f := strings.Split(item, ",")
-			if len(f) != 4 {
-				return nil, fmt.Errorf("%w: container %d device %d %q: want UUID,Type,mem,cores", ErrInvalidAllocation, ci, di, item)
-			}
-			if f[0] == "" || f[1] == "" {
-				return nil, fmt.Errorf("%w: container %d device %d %q: empty UUID or type", ErrInvalidAllocation, ci, di, item)
-			}
-			mem, err := strconv.ParseInt(f[2], 10, 32)
-			if err != nil || mem < 0 {
-				return nil, fmt.Errorf("%w: container %d device %d %q: memory %q is not a non-negative int32", ErrInvalidAllocation, ci, di, item, f[2])
-			}
-			cores, err := strconv.ParseInt(f[3], 10, 32)
-			if err != nil || cores < 0 {
-				return nil, fmt.Errorf("%w: container %d device %d %q: cores %q is not a non-negative int32", ErrInvalidAllocation, ci, di, item, f[3])
-			}
-			allocs = append(allocs, Allocation{UUID: f[0], Type: f[1], MemoryMiB: int32(mem), Cores: int32(cores)})
+			a, bad := decodeAllocation(item, field.NewPath("containers").Index(ci).Child("devices").Index(di))
+			errs = append(errs, bad...)
+			allocs = append(allocs, a)
 		}
 		out = append(out, allocs)
 	}
+	if err := plancore.Invalid(ErrInvalidAllocation, errs); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// decodeAllocation parses one "UUID,Type,mem,cores" item named by p.
+func decodeAllocation(item string, p *field.Path) (Allocation, field.ErrorList) {
+	f := strings.Split(item, ",")
+	if len(f) != 4 {
+		return Allocation{}, field.ErrorList{field.Invalid(p, item, "want UUID,Type,mem,cores")}
+	}
+	var errs field.ErrorList
+	if f[0] == "" {
+		errs = append(errs, field.Required(p.Child("uuid"), "empty UUID in "+strconv.Quote(item)))
+	}
+	if f[1] == "" {
+		errs = append(errs, field.Required(p.Child("type"), "empty type in "+strconv.Quote(item)))
+	}
+	mem, err := strconv.ParseInt(f[2], 10, 32)
+	if err != nil || mem < 0 {
+		errs = append(errs, field.Invalid(p.Child("memoryMiB"), f[2], "must be a non-negative int32"))
+	}
+	cores, err := strconv.ParseInt(f[3], 10, 32)
+	if err != nil || cores < 0 {
+		errs = append(errs, field.Invalid(p.Child("cores"), f[3], "must be a non-negative int32"))
+	}
+	return Allocation{UUID: f[0], Type: f[1], MemoryMiB: int32(mem), Cores: int32(cores)}, errs
 }

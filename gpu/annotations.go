@@ -1,12 +1,14 @@
 package gpu
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Pod annotations read and written by the Bind flow and the fit.
@@ -47,30 +49,50 @@ const (
 )
 
 // FitRequestFromPod builds a FitRequest from the pod's device requests and its
-// policy and selector annotations. An unknown policy, a malformed weight or a
-// non-boolean numa-bind is an error wrapping ErrInvalidRequest that names the
-// annotation; HAMi silently falls back to its defaults.
+// policy and selector annotations. HAMi silently falls back to its defaults
+// on an unknown policy, a malformed weight or a non-boolean numa-bind;
+// plancore refuses the pod. Every problem is reported at once, the
+// quantities DetectRequests refuses and the annotations alike: a
+// *plancore.InvalidError wrapping ErrInvalidRequest (and so ErrInvalidInput)
+// naming each by its path in the pod and its value
+// (metadata.annotations[hami.io/node-scheduler-policy]: "tightest";
+// metadata.annotations[hami.io/device-scoring-weights][1]: "core=x" for the
+// second comma-separated entry).
 func FitRequestFromPod(pod *corev1.Pod, reg Registry) (FitRequest, error) {
-	reqs, err := DetectRequests(pod, reg)
-	if err != nil {
+	if pod == nil {
+		_, err := DetectRequests(nil, reg)
 		return FitRequest{}, err
 	}
+	reqs, errs := reg.podRequests(pod)
 	a := pod.Annotations
+	annos := field.NewPath("metadata", "annotations")
 	fr := FitRequest{Requests: reqs, NodePolicy: Policy(strings.TrimSpace(a[AnnoNodePolicy])), Mode: a[AnnoVGPUMode]}
-	for _, p := range splitList(a[AnnoGPUPolicy]) {
+	if !nodePolicyKnown(fr.NodePolicy) {
+		errs = append(errs, field.NotSupported(annos.Key(AnnoNodePolicy), string(fr.NodePolicy), []Policy{Binpack, Spread}))
+	}
+	for i, p := range splitEntries(a[AnnoGPUPolicy]) {
+		if p == "" {
+			continue
+		}
+		if !gpuPolicyKnown(Policy(p)) {
+			errs = append(errs, field.NotSupported(annos.Key(AnnoGPUPolicy).Index(i), p, []Policy{Binpack, Spread, NUMAOrder}))
+		}
 		fr.GPUPolicy = append(fr.GPUPolicy, Policy(p))
 	}
 	if v, ok := a[AnnoScoringWeights]; ok {
-		if fr.Weights, err = parseWeights(v); err != nil {
-			return FitRequest{}, err
-		}
+		var bad field.ErrorList
+		fr.Weights, bad = parseWeights(v, annos.Key(AnnoScoringWeights))
+		errs = append(errs, bad...)
 	}
 	if v, ok := a[AnnoNUMABind]; ok {
 		b, err := strconv.ParseBool(strings.TrimSpace(v))
 		if err != nil {
-			return FitRequest{}, fmt.Errorf("%w: annotation %s = %q is not a boolean", ErrInvalidRequest, AnnoNUMABind, v)
+			errs = append(errs, field.Invalid(annos.Key(AnnoNUMABind), v, "must be a boolean (true or false)"))
 		}
 		fr.NUMABind = b
+	}
+	if err := plancore.Invalid(ErrInvalidRequest, errs); err != nil {
+		return FitRequest{}, err
 	}
 	sel := Selector{
 		Type:        "NVIDIA",
@@ -82,30 +104,51 @@ func FitRequestFromPod(pod *corev1.Pod, reg Registry) (FitRequest, error) {
 	if len(sel.UseModels)+len(sel.NoUseModels)+len(sel.UseUUIDs)+len(sel.NoUseUUIDs) > 0 {
 		fr.Selectors = []Selector{sel}
 	}
+	// What was read above is what Validate checks; this is a guard, not a
+	// second source of errors.
 	if err := fr.Validate(); err != nil {
-		return FitRequest{}, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return FitRequest{}, err
 	}
 	return fr, nil
 }
 
 func splitList(s string) []string {
 	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
+	for _, p := range splitEntries(s) {
+		if p != "" {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
+// splitEntries splits a comma-separated annotation, trimming each entry and
+// keeping empty ones, so that an entry's index is its position in the text.
+func splitEntries(s string) []string {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	out := strings.Split(s, ",")
+	for i := range out {
+		out[i] = strings.TrimSpace(out[i])
+	}
+	return out
+}
+
 // parseWeights parses "slot=1,core=1,memory=3"; a key left out weighs 1.
-func parseWeights(s string) (Weights, error) {
+// Each malformed entry is reported under p, indexed by its position.
+func parseWeights(s string, p *field.Path) (Weights, field.ErrorList) {
 	w := Weights{Slot: 1, Core: 1, Memory: 1}
-	for _, kv := range splitList(s) {
+	var errs field.ErrorList
+	for i, kv := range splitEntries(s) {
+		if kv == "" {
+			continue
+		}
 		k, v, ok := strings.Cut(kv, "=")
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if !ok || err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-			return Weights{}, fmt.Errorf("%w: annotation %s entry %q: want <slot|core|memory>=<non-negative number>", ErrInvalidRequest, AnnoScoringWeights, kv)
+			errs = append(errs, field.Invalid(p.Index(i), kv, "want <slot|core|memory>=<finite non-negative number>"))
+			continue
 		}
 		switch strings.TrimSpace(k) {
 		case "slot":
@@ -115,8 +158,8 @@ func parseWeights(s string) (Weights, error) {
 		case "memory":
 			w.Memory = f
 		default:
-			return Weights{}, fmt.Errorf("%w: annotation %s entry %q: unknown key %q", ErrInvalidRequest, AnnoScoringWeights, kv, k)
+			errs = append(errs, field.NotSupported(p.Index(i), kv, []string{"slot", "core", "memory"}))
 		}
 	}
-	return w, nil
+	return w, errs
 }

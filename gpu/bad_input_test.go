@@ -3,11 +3,14 @@ package gpu_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"pgregory.net/rapid"
 
 	"github.com/plancore/plancore"
@@ -28,6 +31,23 @@ func invalidFields(err error) []string {
 	var inv *plancore.InvalidError
 	if errors.As(err, &inv) {
 		out = append(out, inv.Fields()...)
+	}
+	return out
+}
+
+// invalidErrors returns the problems an error lists, from every
+// *plancore.InvalidError it joins.
+func invalidErrors(err error) field.ErrorList {
+	var out field.ErrorList
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			out = append(out, invalidErrors(e)...)
+		}
+		return out
+	}
+	var inv *plancore.InvalidError
+	if errors.As(err, &inv) {
+		out = append(out, inv.Errors...)
 	}
 	return out
 }
@@ -73,6 +93,87 @@ func TestBadInput(t *testing.T) {
 		{"legal: MaxInt32 devices asked", gpu.Input{Nodes: []gpu.Node{node}, Request: gpu.FitRequest{Requests: []gpu.Request{nvReq("c", math.MaxInt32, math.MaxInt32, math.MaxInt32)}}}, gpu.Options{}, nil, nil},
 		{"legal: saturated usage", gpu.Input{Nodes: []gpu.Node{{Name: "n", Devices: []gpu.Device{used(card("g", 0), math.MaxInt32, math.MaxInt32, math.MaxInt32)}}}, Request: req}, gpu.HAMi(), nil, nil},
 	}
+	// The registry, detection and annotation decoders: each row calls one.
+	decoders := []struct {
+		name   string
+		kind   error
+		fields []string
+		call   func() error
+	}{
+		{"registry: every bad row at once, by its index in the argument", gpu.ErrInvalidRegistry,
+			[]string{"types[0].type", "types[1].memoryUnitMiB", "types[1].defaultCores", "types[2].lockName", "types[2].count", "types[3].type"},
+			func() error {
+				_, err := gpu.NewRegistry(
+					gpu.DeviceType{Count: "a.io/gpu"},
+					gpu.DeviceType{Type: "B", Count: "b.io/gpu", MemoryUnitMiB: math.MinInt32, DefaultCores: math.MaxInt32},
+					gpu.DeviceType{Type: "C", Count: "b.io/gpu", LockName: "a/b/c"},
+					gpu.DeviceType{Type: "B", Count: "d.io/gpu"})
+				return err
+			}},
+		{"registry With: a clash with a kept row and an empty name", gpu.ErrInvalidRegistry, []string{"types[0].count", "types[1].type"},
+			func() error {
+				_, err := gpu.DefaultRegistry().With(gpu.DeviceType{Type: "Dup", Count: "nvidia.com/gpu"}, gpu.DeviceType{Count: "z.io/x"})
+				return err
+			}},
+		{"nil pod", gpu.ErrInvalidRequest, []string{"pod"},
+			func() error { _, err := gpu.DetectRequests(nil, gpu.DefaultRegistry()); return err }},
+		{"quantities in init and app containers at once", gpu.ErrInvalidRequest,
+			[]string{"spec.initContainers[0].resources.limits[nvidia.com/gpucores]", "spec.containers[1].resources.limits[nvidia.com/gpu]",
+				"spec.containers[1].resources.limits[nvidia.com/gpumem]", "spec.containers[2].resources.requests[cambricon.com/mlu.smlu.vmemory]"},
+			func() error { _, err := gpu.DetectRequests(badQuantitiesPod(), gpu.DefaultRegistry()); return err }},
+		{"required locks of the same pod", gpu.ErrInvalidRequest,
+			[]string{"spec.initContainers[0].resources.limits[nvidia.com/gpucores]", "spec.containers[1].resources.limits[nvidia.com/gpu]",
+				"spec.containers[1].resources.limits[nvidia.com/gpumem]", "spec.containers[2].resources.requests[cambricon.com/mlu.smlu.vmemory]"},
+			func() error { _, err := gpu.RequiredLocks(badQuantitiesPod(), gpu.DefaultRegistry()); return err }},
+		{"one container on its own", gpu.ErrInvalidRequest, []string{"resources.limits[nvidia.com/gpu]", "resources.limits[nvidia.com/priority]"},
+			func() error {
+				_, err := gpu.DefaultRegistry().Requests(ctr("c", rl("nvidia.com/gpu", "-1", "nvidia.com/priority", "3000000000")))
+				return err
+			}},
+		{"fit request: quantities and every annotation at once", gpu.ErrInvalidRequest,
+			[]string{"spec.containers[1].resources.limits[nvidia.com/gpu]", "metadata.annotations[hami.io/node-scheduler-policy]",
+				"metadata.annotations[hami.io/gpu-scheduler-policy][2]", "metadata.annotations[hami.io/device-scoring-weights][0]",
+				"metadata.annotations[hami.io/device-scoring-weights][2]", "metadata.annotations[nvidia.com/numa-bind]"},
+			func() error {
+				pod := podWith(nil, []corev1.Container{ctr("ok", rl("nvidia.com/gpu", "1")), ctr("bad", rl("nvidia.com/gpu", "1.5"))})
+				pod.Annotations = map[string]string{
+					gpu.AnnoNodePolicy:     "tightest",
+					gpu.AnnoGPUPolicy:      "binpack,,topology",
+					gpu.AnnoScoringWeights: "slot=NaN,core=1,gpu=2",
+					gpu.AnnoNUMABind:       "sometimes",
+				}
+				_, err := gpu.FitRequestFromPod(pod, gpu.DefaultRegistry())
+				return err
+			}},
+		{"fit request of a nil pod", gpu.ErrInvalidRequest, []string{"pod"},
+			func() error { _, err := gpu.FitRequestFromPod(nil, gpu.DefaultRegistry()); return err }},
+		{"allocation encoding: every bad item at once", gpu.ErrInvalidAllocation,
+			[]string{"containers[0].devices[0].memoryMiB", "containers[0].devices[0].cores", "containers[0].devices[1].uuid",
+				"containers[0].devices[1].type", "containers[2].devices[0]"},
+			func() error {
+				_, err := gpu.DecodeAllocations("g0,NVIDIA,x,-1:,,1,1:;g1,NVIDIA,1,1;a,b,c:")
+				return err
+			}},
+		{"allocation encoding: MaxInt32 plus one", gpu.ErrInvalidAllocation, []string{"containers[0].devices[0].memoryMiB", "containers[0].devices[0].cores"},
+			func() error { _, err := gpu.DecodeAllocations("g0,NVIDIA,2147483648,-2147483649"); return err }},
+		{"lock epochs: every bad entry at once", gpu.ErrInvalidBind,
+			[]string{"metadata.annotations[plancore.io/lock-epoch][1]", "metadata.annotations[plancore.io/lock-epoch][2]",
+				"metadata.annotations[plancore.io/lock-epoch][3]", "metadata.annotations[plancore.io/lock-epoch][4]"},
+			func() error { _, err := gpu.ParseLockEpochs("a=1;=2;b=0;c;d=18446744073709551616"); return err }},
+		{"legal: whole quantities at a finer scale", nil, nil,
+			func() error {
+				_, err := gpu.DetectRequests(podWith(nil, []corev1.Container{ctr("c", rl("nvidia.com/gpu", "2000m", "nvidia.com/gpumem", "2147483647"))}), gpu.DefaultRegistry())
+				return err
+			}},
+		{"legal: MaxUint64 epoch and MaxInt32 allocation", nil, nil,
+			func() error {
+				if _, err := gpu.ParseLockEpochs("a=18446744073709551615"); err != nil {
+					return err
+				}
+				_, err := gpu.DecodeAllocations("g0,NVIDIA,2147483647,2147483647:;")
+				return err
+			}},
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := gpu.Decide(tc.in, tc.opts)
@@ -97,6 +198,43 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("fields (-want +got):\n%s\nerror: %v", diff, err)
 			}
 		})
+	}
+	for _, tc := range decoders {
+		t.Run(tc.name, func(t *testing.T) { checkInvalid(t, tc.call(), tc.kind, tc.fields) })
+	}
+}
+
+// badQuantitiesPod has four malformed quantities in three containers: a
+// negative core share in an init container, a fractional count and a
+// negative memory in the second app container, and, in the third, an MLU
+// memory request whose 256 MiB units overflow int32 MiB.
+func badQuantitiesPod() *corev1.Pod {
+	p := podWith([]corev1.Container{ctr("setup", rl("nvidia.com/gpu", "1", "nvidia.com/gpucores", "-5"))},
+		[]corev1.Container{ctr("ok", rl("nvidia.com/gpu", "1")), ctr("bad", rl("nvidia.com/gpu", "1.5", "nvidia.com/gpumem", "-1")), ctr("mlu", nil)})
+	p.Spec.Containers[2].Resources.Requests = rl("cambricon.com/vmlu", "1", "cambricon.com/mlu.smlu.vmemory", "10000000")
+	return p
+}
+
+// checkInvalid asserts that err wraps kind and ErrInvalidInput and names
+// exactly fields, each with its bad value; a nil kind asserts no error.
+func checkInvalid(t *testing.T, err, kind error, fields []string) {
+	t.Helper()
+	if kind == nil {
+		if err != nil {
+			t.Fatalf("legal input refused: %v", err)
+		}
+		return
+	}
+	if !errors.Is(err, kind) || !errors.Is(err, gpu.ErrInvalidInput) {
+		t.Fatalf("err = %v, want %v (and ErrInvalidInput)", err, kind)
+	}
+	if diff := cmp.Diff(fields, invalidFields(err)); diff != "" {
+		t.Errorf("fields (-want +got):\n%s\nerror: %v", diff, err)
+	}
+	for _, e := range invalidErrors(err) {
+		if e.Type != field.ErrorTypeRequired && e.BadValue == nil {
+			t.Errorf("%s names no bad value: %v", e.Field, e)
+		}
 	}
 }
 
@@ -246,4 +384,70 @@ func TestHAMiPreset(t *testing.T) {
 			t.Errorf("retry %d = %v, %v: want HAMi's fixed 100ms", attempt, d, ok)
 		}
 	}
+}
+
+// TestPropertyQuantitiesNamedOrExact: over extreme quantities (0, ±1,
+// MaxInt32, MaxInt32+1, MaxInt64, MinInt64, fractions) in init and app
+// containers, DetectRequests either returns exactly the asked counts, in pod
+// order, or refuses naming every bad quantity by its path with its value;
+// never a panic, never a wrapped count. Making quantityReader keep only its
+// first problem, or dropping its MaxInt32 check, makes it fail.
+func TestPropertyQuantitiesNamedOrExact(t *testing.T) {
+	extremes := []string{"0", "1", "-1", "2147483647", "2147483648", "9223372036854775807", "-9223372036854775808", "1.5", "2000m", "1e30"}
+	legal := map[string]int32{"0": 0, "1": 1, "2147483647": math.MaxInt32, "2000m": 2}
+	rapid.Check(t, func(t *rapid.T) {
+		type slot struct{ count, cores string }
+		lists := map[string][]slot{}
+		for range rapid.IntRange(1, 4).Draw(t, "containers") {
+			list := rapid.SampledFrom([]string{"initContainers", "containers"}).Draw(t, "list")
+			lists[list] = append(lists[list], slot{rapid.SampledFrom(extremes).Draw(t, "count"), rapid.SampledFrom(extremes).Draw(t, "cores")})
+		}
+		pod := podWith(nil, nil)
+		var wantFields []string
+		var wantNums []int32
+		for _, list := range []string{"initContainers", "containers"} {
+			for i, sl := range lists[list] {
+				c := ctr("c", rl("nvidia.com/gpu", sl.count, "nvidia.com/gpucores", sl.cores))
+				if list == "initContainers" {
+					pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
+				} else {
+					pod.Spec.Containers = append(pod.Spec.Containers, c)
+				}
+				n, countOK := legal[sl.count]
+				_, coresOK := legal[sl.cores]
+				p := fmt.Sprintf("spec.%s[%d].resources.limits", list, i)
+				if !countOK {
+					wantFields = append(wantFields, p+"[nvidia.com/gpu]")
+				}
+				if !coresOK {
+					wantFields = append(wantFields, p+"[nvidia.com/gpucores]")
+				}
+				if countOK && coresOK && n > 0 {
+					wantNums = append(wantNums, n)
+				}
+			}
+		}
+		reqs, err := gpu.DetectRequests(pod, gpu.DefaultRegistry())
+		if len(wantFields) > 0 {
+			if !errors.Is(err, gpu.ErrInvalidRequest) || !cmp.Equal(invalidFields(err), wantFields) {
+				t.Fatalf("err = %v, want fields %v", err, wantFields)
+			}
+			for _, e := range invalidErrors(err) {
+				if e.BadValue == nil || e.BadValue == "" {
+					t.Fatalf("%s names no value", e.Field)
+				}
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("legal quantities refused: %v", err)
+		}
+		var got []int32
+		for _, r := range reqs {
+			got = append(got, r.Nums)
+		}
+		if !cmp.Equal(got, wantNums) {
+			t.Fatalf("counts %v, want %v", got, wantNums)
+		}
+	})
 }

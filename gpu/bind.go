@@ -412,7 +412,7 @@ func (s BindState) onGetPod(r Result) BindState {
 	}
 	locks, err := RequiredLocks(r.Pod, s.in.Registry)
 	if err != nil {
-		return s.fail(err)
+		return s.fail(fmt.Errorf("pod %s: %w", s.in.Pod, err))
 	}
 	s.locks = locks
 	s.retry = !s.opts.RetryPodGroupOnly || r.Pod.Labels[LabelPodGroup] != ""
@@ -620,23 +620,33 @@ func FormatLockEpochs(held []HeldLock) string {
 	return strings.Join(parts, ";")
 }
 
-// ParseLockEpochs parses the plancore.io/lock-epoch annotation. Malformed input
-// is an error wrapping ErrInvalidBind.
+// ParseLockEpochs parses the plancore.io/lock-epoch annotation. Every
+// malformed entry is reported at once in a *plancore.InvalidError wrapping
+// ErrInvalidBind (and so ErrInvalidInput), named by its position among the
+// ";"-separated entries (metadata.annotations[plancore.io/lock-epoch][1])
+// with the entry as the value.
 func ParseLockEpochs(s string) ([]HeldLock, error) {
 	if s == "" {
 		return nil, nil
 	}
 	var out []HeldLock
-	for _, part := range strings.Split(s, ";") {
+	var errs field.ErrorList
+	anno := field.NewPath("metadata", "annotations").Key(AnnoLockEpoch)
+	for i, part := range strings.Split(s, ";") {
 		name, num, ok := strings.Cut(part, "=")
 		if !ok || name == "" {
-			return nil, fmt.Errorf("%w: %s entry %q: want <lock name>=<epoch>", ErrInvalidBind, AnnoLockEpoch, part)
+			errs = append(errs, field.Invalid(anno.Index(i), part, "want <lock name>=<epoch>"))
+			continue
 		}
 		e, err := strconv.ParseUint(num, 10, 64)
 		if err != nil || e == 0 {
-			return nil, fmt.Errorf("%w: %s entry %q: epoch %q is not an integer ≥ 1", ErrInvalidBind, AnnoLockEpoch, part, num)
+			errs = append(errs, field.Invalid(anno.Index(i), part, fmt.Sprintf("epoch %q is not an integer ≥ 1", num)))
+			continue
 		}
 		out = append(out, HeldLock{Name: name, Epoch: e})
+	}
+	if err := plancore.Invalid(ErrInvalidBind, errs); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -316,7 +316,7 @@ func TestBindFlow(t *testing.T) {
 			pod:    gpuPod("nvidia.com/gpu", "1.5"),
 			want:   []string{"GetPod (Read)", "PatchPod (MarkFailed)", "Event (Report)", "ForgetAssumed (Forget)"},
 			errIs:  gpu.ErrInvalidRequest,
-			errHas: `container "main" resource nvidia.com/gpu = "1500m"`,
+			errHas: `pod default/p: gpu: invalid device request: spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "1500m"`,
 		},
 		{
 			name:    "replaced pod (UID differs): like a missing pod",
@@ -523,8 +523,8 @@ func FuzzParseLockEpochs(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		held, err := gpu.ParseLockEpochs(s)
 		if err != nil {
-			if !errors.Is(err, gpu.ErrInvalidBind) {
-				t.Fatalf("error does not wrap ErrInvalidBind: %v", err)
+			if !errors.Is(err, gpu.ErrInvalidBind) || !errors.Is(err, gpu.ErrInvalidInput) || len(invalidFields(err)) == 0 {
+				t.Fatalf("error does not wrap ErrInvalidBind or names no field: %v", err)
 			}
 			return
 		}

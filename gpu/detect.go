@@ -7,6 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Request is what one container asks of one device type, derived with HAMi's
@@ -41,102 +44,137 @@ type Request struct {
 // HAMi looks only at spec.containers, so a pod whose GPU request sits in an init
 // container skips the node lock and Allocate serves the wrong pod (#2640);
 // plancore reads both lists. HAMi also turns a non-integer, negative or
-// overflowing quantity into an empty request; plancore returns an error that
-// wraps ErrInvalidRequest and names the container and the resource.
+// overflowing quantity into an empty request; plancore refuses the pod with
+// every such quantity at once: a *plancore.InvalidError wrapping
+// ErrInvalidRequest (and so ErrInvalidInput) that names each by its path in
+// the pod and its value
+// (spec.initContainers[0].resources.limits[nvidia.com/gpucores]: "-5").
 func DetectRequests(pod *corev1.Pod, reg Registry) ([]Request, error) {
 	if pod == nil {
-		return nil, fmt.Errorf("%w: pod is nil", ErrInvalidRequest)
+		return nil, plancore.Invalid(ErrInvalidRequest, field.ErrorList{field.Required(field.NewPath("pod"), "a pod is required")})
 	}
+	reqs, errs := reg.podRequests(pod)
+	if err := plancore.Invalid(ErrInvalidRequest, errs); err != nil {
+		return nil, err
+	}
+	return reqs, nil
+}
+
+// podRequests reads the requests of a non-nil pod, init containers first,
+// with every problem found.
+func (r Registry) podRequests(pod *corev1.Pod) ([]Request, field.ErrorList) {
 	var out []Request
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
 	for _, list := range []struct {
 		init       bool
+		path       *field.Path
 		containers []corev1.Container
-	}{{true, pod.Spec.InitContainers}, {false, pod.Spec.Containers}} {
+	}{{true, spec.Child("initContainers"), pod.Spec.InitContainers}, {false, spec.Child("containers"), pod.Spec.Containers}} {
 		for i := range list.containers {
-			reqs, err := reg.containerRequests(&list.containers[i], list.init)
-			if err != nil {
-				return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
-			}
+			reqs, bad := r.containerRequests(&list.containers[i], list.init, list.path.Index(i))
 			out = append(out, reqs...)
+			errs = append(errs, bad...)
 		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	return out, nil
 }
 
 // Requests returns the container's requests, one per requested type in
-// registry order, treating it as an app container.
+// registry order, treating it as an app container. Problems are named from
+// the container (resources.limits[nvidia.com/gpu]), all at once, as
+// DetectRequests names them.
 func (r Registry) Requests(c corev1.Container) ([]Request, error) {
-	return r.containerRequests(&c, false)
+	reqs, errs := r.containerRequests(&c, false, nil)
+	if err := plancore.Invalid(ErrInvalidRequest, errs); err != nil {
+		return nil, err
+	}
+	return reqs, nil
 }
 
-func (r Registry) containerRequests(c *corev1.Container, init bool) ([]Request, error) {
+// containerRequests reads one container, named by p (nil for a container on
+// its own), reporting every malformed quantity.
+func (r Registry) containerRequests(c *corev1.Container, init bool, p *field.Path) ([]Request, field.ErrorList) {
 	var out []Request
+	var errs field.ErrorList
 	for _, t := range r.types {
 		// Every resource of the type is read, so a malformed value is reported
 		// even on a container that does not ask for the type's devices.
-		q := quantityReader{c: c, init: init}
+		q := quantityReader{c: c, path: p}
 		nums, _ := q.read(t.Count)
 		mem, _ := q.read(t.Memory)
+		memPath := q.last
 		pct, _ := q.read(t.MemoryPercentage)
 		cores, coresSet := q.read(t.Cores)
 		prio, _ := q.read(t.Priority)
-		if q.err != nil {
-			return nil, q.err
-		}
-		if nums == 0 {
+		errs = append(errs, q.errs...)
+		if len(q.errs) > 0 || nums == 0 {
 			continue
 		}
-		req := Request{Container: c.Name, Init: init, Type: t.Type, Nums: nums, Priority: prio}
 		memMiB := int64(mem) * t.memoryUnit()
 		if memMiB > math.MaxInt32 {
-			return nil, fmt.Errorf("%w: container %q resource %s = %d × %d MiB overflows int32 MiB",
-				ErrInvalidRequest, c.Name, t.Memory, mem, t.memoryUnit())
+			errs = append(errs, field.Invalid(memPath, mem, fmt.Sprintf("units of %d MiB overflow int32 MiB", t.memoryUnit())))
+			continue
 		}
-		req.MemoryMiB = int32(memMiB)
-		switch {
-		case req.MemoryMiB > 0:
-			// MiB wins over a percentage, as in HAMi's fit.
-		case pct > 100:
-			req.MemoryPercent = 100
-		case pct > 0:
-			req.MemoryPercent = pct
-		case t.DefaultMemoryMiB > 0:
-			req.MemoryMiB = t.DefaultMemoryMiB
-		default:
-			req.MemoryPercent = 100
-		}
-		req.Cores = t.DefaultCores
-		if coresSet {
-			req.Cores = cores
-		}
-		out = append(out, req)
+		out = append(out, newRequest(t, Request{Container: c.Name, Init: init, Type: t.Type, Nums: nums, Priority: prio}, int32(memMiB), pct, cores, coresSet))
 	}
-	return out, nil
+	return out, errs
+}
+
+// newRequest completes req with HAMi's memory and core defaults.
+func newRequest(t DeviceType, req Request, memMiB, pct, cores int32, coresSet bool) Request {
+	req.MemoryMiB = memMiB
+	switch {
+	case req.MemoryMiB > 0:
+		// MiB wins over a percentage, as in HAMi's fit.
+	case pct > 100:
+		req.MemoryPercent = 100
+	case pct > 0:
+		req.MemoryPercent = pct
+	case t.DefaultMemoryMiB > 0:
+		req.MemoryMiB = t.DefaultMemoryMiB
+	default:
+		req.MemoryPercent = 100
+	}
+	req.Cores = t.DefaultCores
+	if coresSet {
+		req.Cores = cores
+	}
+	return req
 }
 
 // quantityReader reads integer resource values of one container, limits first,
-// then requests, keeping the first error.
+// then requests, collecting every problem.
 type quantityReader struct {
 	c    *corev1.Container
-	init bool
-	err  error
+	path *field.Path // the container's path; nil for a container on its own
+	last *field.Path // the path of the value read last
+	errs field.ErrorList
 }
 
-// read returns the resource's value and whether the container sets it.
+// read returns the resource's value and whether the container sets it
+// (validly).
 func (q *quantityReader) read(name corev1.ResourceName) (int32, bool) {
-	if q.err != nil || name == "" {
+	q.last = nil
+	if name == "" {
 		return 0, false
 	}
+	list := "limits"
 	v, ok := q.c.Resources.Limits[name]
 	if !ok {
+		list = "requests"
 		v, ok = q.c.Resources.Requests[name]
 	}
 	if !ok {
 		return 0, false
 	}
-	kind := "container"
-	if q.init {
-		kind = "init container"
+	if q.path != nil {
+		q.last = q.path.Child("resources", list).Key(string(name))
+	} else {
+		q.last = field.NewPath("resources", list).Key(string(name))
 	}
 	n, exact := v.AsInt64()
 	if !exact {
@@ -148,16 +186,15 @@ func (q *quantityReader) read(name corev1.ResourceName) (int32, bool) {
 	}
 	switch {
 	case !exact && v.Sign() < 0, exact && n < 0:
-		q.err = fmt.Errorf("%w: %s %q resource %s = %q is negative", ErrInvalidRequest, kind, q.c.Name, name, v.String())
+		q.errs = append(q.errs, field.Invalid(q.last, v.String(), "must not be negative"))
 	case !exact:
-		q.err = fmt.Errorf("%w: %s %q resource %s = %q is not an integer that fits in int64", ErrInvalidRequest, kind, q.c.Name, name, v.String())
+		q.errs = append(q.errs, field.Invalid(q.last, v.String(), "must be an integer that fits in int64"))
 	case n > math.MaxInt32:
-		q.err = fmt.Errorf("%w: %s %q resource %s = %q overflows int32", ErrInvalidRequest, kind, q.c.Name, name, v.String())
+		q.errs = append(q.errs, field.Invalid(q.last, v.String(), "overflows int32"))
+	default:
+		return int32(n), true
 	}
-	if q.err != nil {
-		return 0, false
-	}
-	return int32(n), true
+	return 0, false
 }
 
 // RequiredLocks returns the node locks a Bind of pod must hold: the LockName of

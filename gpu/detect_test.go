@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/plancore/plancore/gpu"
 )
@@ -77,24 +78,29 @@ func TestRegistryValidation(t *testing.T) {
 	cases := []struct {
 		name  string
 		types []gpu.DeviceType
-		want  string
+		field string
+		value any
 	}{
-		{"empty type", []gpu.DeviceType{{Count: "x.io/gpu"}}, `device type name ""`},
-		{"comma in type", []gpu.DeviceType{{Type: "a,b", Count: "x.io/gpu"}}, `device type name "a,b"`},
-		{"no count", []gpu.DeviceType{{Type: "X"}}, "Count resource is required"},
-		{"bad resource", []gpu.DeviceType{{Type: "X", Count: "x.io/gpu", Memory: "bad name!"}}, `resource "bad name!"`},
-		{"bad lock", []gpu.DeviceType{{Type: "X", Count: "x.io/gpu", LockName: "a/b/c"}}, `LockName "a/b/c"`},
-		{"duplicate type", []gpu.DeviceType{nv, {Type: "X", Count: "y.io/gpu"}}, "registered twice"},
-		{"shared resource", []gpu.DeviceType{nv, {Type: "Y", Count: "x.io/gpu"}}, `claimed by both X and Y`},
-		{"negative unit", []gpu.DeviceType{{Type: "X", Count: "x.io/gpu", MemoryUnitMiB: -1}}, "MemoryUnitMiB -1"},
-		{"negative default mem", []gpu.DeviceType{{Type: "X", Count: "x.io/gpu", DefaultMemoryMiB: -1}}, "DefaultMemoryMiB -1"},
-		{"cores above 100", []gpu.DeviceType{{Type: "X", Count: "x.io/gpu", DefaultCores: 101}}, "DefaultCores 101"},
+		{"empty type", []gpu.DeviceType{{Count: "x.io/gpu"}}, "types[0].type", ""},
+		{"comma in type", []gpu.DeviceType{{Type: "a,b", Count: "x.io/gpu"}}, "types[0].type", "a,b"},
+		{"no count", []gpu.DeviceType{{Type: "X"}}, "types[0].count", ""},
+		{"bad resource", []gpu.DeviceType{{Type: "X", Count: "x.io/gpu", Memory: "bad name!"}}, "types[0].memory", "bad name!"},
+		{"bad lock", []gpu.DeviceType{{Type: "X", Count: "x.io/gpu", LockName: "a/b/c"}}, "types[0].lockName", "a/b/c"},
+		{"duplicate type", []gpu.DeviceType{nv, {Type: "X", Count: "y.io/gpu"}}, "types[1].type", "X"},
+		{"shared resource", []gpu.DeviceType{nv, {Type: "Y", Count: "x.io/gpu"}}, "types[1].count", "x.io/gpu"},
+		{"negative unit", []gpu.DeviceType{{Type: "X", Count: "x.io/gpu", MemoryUnitMiB: -1}}, "types[0].memoryUnitMiB", int32(-1)},
+		{"negative default mem", []gpu.DeviceType{{Type: "X", Count: "x.io/gpu", DefaultMemoryMiB: -1}}, "types[0].defaultMemoryMiB", int32(-1)},
+		{"cores above 100", []gpu.DeviceType{{Type: "X", Count: "x.io/gpu", DefaultCores: 101}}, "types[0].defaultCores", int32(101)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := gpu.NewRegistry(tc.types...)
-			if !errors.Is(err, gpu.ErrInvalidRegistry) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want ErrInvalidRegistry mentioning %q", err, tc.want)
+			if !errors.Is(err, gpu.ErrInvalidRegistry) || !errors.Is(err, gpu.ErrInvalidInput) {
+				t.Fatalf("err = %v, want ErrInvalidRegistry", err)
+			}
+			errs := invalidErrors(err)
+			if len(errs) != 1 || errs[0].Field != tc.field || (errs[0].Type != field.ErrorTypeRequired && !cmp.Equal(errs[0].BadValue, tc.value)) {
+				t.Fatalf("err = %v, want one problem at %s with value %v", err, tc.field, tc.value)
 			}
 		})
 	}
@@ -321,42 +327,48 @@ func TestDetectRequests(t *testing.T) {
 func TestDetectRejectsBadQuantities(t *testing.T) {
 	reg := gpu.DefaultRegistry()
 	cases := []struct {
-		name string
-		pod  *corev1.Pod
-		want []string
+		name  string
+		pod   *corev1.Pod
+		field string
+		value any
+		why   string
 	}{
 		{"non-integer count", podWith(nil, []corev1.Container{ctr("main", rl("nvidia.com/gpu", "1.5"))}),
-			[]string{`container "main"`, "nvidia.com/gpu", `"1500m"`, "not an integer"}},
+			"spec.containers[0].resources.limits[nvidia.com/gpu]", "1500m", "integer"},
 		{"negative count", podWith(nil, []corev1.Container{ctr("main", rl("nvidia.com/gpu", "-1"))}),
-			[]string{`container "main"`, "nvidia.com/gpu", "negative"}},
+			"spec.containers[0].resources.limits[nvidia.com/gpu]", "-1", "negative"},
 		{"negative fraction", podWith(nil, []corev1.Container{ctr("main", rl("nvidia.com/gpumem", "-0.5"))}),
-			[]string{"nvidia.com/gpumem", "negative"}},
+			"spec.containers[0].resources.limits[nvidia.com/gpumem]", "-500m", "negative"},
 		{"overflowing memory", podWith(nil, []corev1.Container{ctr("main", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000000000"))}),
-			[]string{"nvidia.com/gpumem", "overflows int32"}},
+			"spec.containers[0].resources.limits[nvidia.com/gpumem]", "3G", "overflows int32"},
 		{"huge count", podWith(nil, []corev1.Container{ctr("main", rl("nvidia.com/gpu", "1e30"))}),
-			[]string{"nvidia.com/gpu", "not an integer"}},
+			"spec.containers[0].resources.limits[nvidia.com/gpu]", "1e30", "integer"},
 		{"negative cores in an init container", podWith([]corev1.Container{ctr("setup", rl("nvidia.com/gpu", "1", "nvidia.com/gpucores", "-5"))}, nil),
-			[]string{`init container "setup"`, "nvidia.com/gpucores", "negative"}},
+			"spec.initContainers[0].resources.limits[nvidia.com/gpucores]", "-5", "negative"},
 		{"MLU units overflow int32 MiB", podWith(nil, []corev1.Container{ctr("main", rl("cambricon.com/vmlu", "1", "cambricon.com/mlu.smlu.vmemory", "10000000"))}),
-			[]string{"cambricon.com/mlu.smlu.vmemory", "overflows int32 MiB"}},
+			"spec.containers[0].resources.limits[cambricon.com/mlu.smlu.vmemory]", int32(10000000), "overflow int32 MiB"},
+		{"a bad request when the limit is absent", func() *corev1.Pod {
+			p := podWith(nil, []corev1.Container{ctr("main", nil)})
+			p.Spec.Containers[0].Resources.Requests = rl("nvidia.com/gpu", "0.5")
+			return p
+		}(), "spec.containers[0].resources.requests[nvidia.com/gpu]", "500m", "integer"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := gpu.DetectRequests(tc.pod, reg)
-			if !errors.Is(err, gpu.ErrInvalidRequest) {
+			if !errors.Is(err, gpu.ErrInvalidRequest) || !errors.Is(err, gpu.ErrInvalidInput) {
 				t.Fatalf("err = %v, want ErrInvalidRequest", err)
 			}
-			for _, w := range append(tc.want, "default/p") {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
+			errs := invalidErrors(err)
+			if len(errs) != 1 || errs[0].Field != tc.field || !cmp.Equal(errs[0].BadValue, tc.value) || !strings.Contains(errs[0].Detail, tc.why) {
+				t.Fatalf("err = %v, want one problem at %s, value %v, saying %q", err, tc.field, tc.value, tc.why)
 			}
-			if _, err := gpu.RequiredLocks(tc.pod, reg); !errors.Is(err, gpu.ErrInvalidRequest) {
-				t.Errorf("RequiredLocks err = %v, want ErrInvalidRequest", err)
+			if _, err := gpu.RequiredLocks(tc.pod, reg); !errors.Is(err, gpu.ErrInvalidRequest) || !cmp.Equal(invalidFields(err), []string{tc.field}) {
+				t.Errorf("RequiredLocks err = %v, want ErrInvalidRequest at %s", err, tc.field)
 			}
 		})
 	}
-	if _, err := gpu.DetectRequests(nil, reg); !errors.Is(err, gpu.ErrInvalidRequest) {
+	if _, err := gpu.DetectRequests(nil, reg); !errors.Is(err, gpu.ErrInvalidRequest) || !cmp.Equal(invalidFields(err), []string{"pod"}) {
 		t.Errorf("nil pod: err = %v", err)
 	}
 }

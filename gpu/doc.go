@@ -33,11 +33,16 @@
 // tests pass a fake.Clock.
 //
 // Invalid input is refused with every problem at once: Decide, StartBind,
-// Options.Validate and AddUsage return a *plancore.InvalidError naming each
-// field path (nodes[1].devices[0].id, request.requests[0].nums, now,
-// options.retryDeadline, allocs[2].memoryMiB) and wrapping ErrInvalidInput
-// (through a finer sentinel such as ErrInvalidRequest) or ErrInvalidOptions.
-// A nil executor is ErrNilExecutor, never a panic.
+// Options.Validate, AddUsage, NewRegistry and Registry.With, DetectRequests,
+// RequiredLocks, FitRequestFromPod, DecodeAllocations and ParseLockEpochs
+// return a *plancore.InvalidError naming each field path and bad value
+// (nodes[1].devices[0].id, request.requests[0].nums, now,
+// options.retryDeadline, allocs[2].memoryMiB, types[2].type,
+// spec.initContainers[0].resources.limits[nvidia.com/gpu],
+// metadata.annotations[hami.io/node-scheduler-policy],
+// containers[1].devices[0].cores) and wrapping ErrInvalidInput (through a
+// finer sentinel such as ErrInvalidRequest) or ErrInvalidOptions. A nil
+// executor is ErrNilExecutor, never a panic.
 //
 // A Binder adds a per-node NodeQueue so a burst for one node is served in
 // order. The contract of the plan: locks are taken in ascending name order;
@@ -69,8 +74,9 @@
 // difference:
 //
 //   - init-container requests count (HAMi skips them, HAMi #2640);
-//   - malformed quantities and policy annotations are errors naming the
-//     container and resource, not silently empty requests or defaults;
+//   - malformed quantities and policy annotations are errors naming each
+//     by its path in the pod, all at once, not silently empty requests or
+//     defaults;
 //   - lock names are taken in ascending order, each once (HAMi #2255);
 //   - every failed Bind writes bind-phase=failed and releases exactly what it
 //     took, in reverse (HAMi #2645; HAMi's fail() releases every backend

@@ -4,10 +4,13 @@ import "errors"
 
 // ErrInvalidInput is wrapped by every error about invalid input: a fit's
 // request or nodes, a Bind input, a pod's device request or annotations, a
-// registry, an allocation encoding, a device's recorded usage. Errors from
-// Decide, StartBind, Options.Validate and AddUsage are *plancore.InvalidError
-// values naming each field path and bad value. The finer sentinels below all
-// wrap ErrInvalidInput, so errors.Is(err, ErrInvalidInput) holds for each.
+// registry, an allocation encoding, a device's recorded usage. Every
+// validating function (Decide, StartBind, Options.Validate, AddUsage,
+// NewRegistry, Registry.With, DetectRequests, Registry.Requests,
+// RequiredLocks, FitRequestFromPod, DecodeAllocations, ParseLockEpochs)
+// returns a *plancore.InvalidError listing every problem with its field path
+// and bad value; its Kind is one of the finer sentinels below, which all
+// wrap ErrInvalidInput, so errors.Is holds for both.
 var ErrInvalidInput = errors.New("gpu: invalid input")
 
 // ErrInvalidOptions is wrapped (inside a *plancore.InvalidError) by every
@@ -26,8 +29,9 @@ var ErrInvalidRegistry = subError("gpu: invalid device registry")
 // ErrInvalidRequest is wrapped by every error about a pod's device request: a
 // non-integer, negative or int32-overflowing quantity, or a policy annotation with
 // an unknown value. HAMi silently drops such requests, so a pod asking for
-// "1.5" GPUs is scheduled with none; plancore refuses it and names the container
-// and the resource.
+// "1.5" GPUs is scheduled with none; plancore refuses it and names the
+// quantity by its path in the pod
+// (spec.containers[1].resources.limits[nvidia.com/gpu]).
 var ErrInvalidRequest = subError("gpu: invalid device request")
 
 // ErrInvalidDevice is wrapped by every error about a node's registered devices or

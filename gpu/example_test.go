@@ -1,11 +1,13 @@
 package gpu_test
 
 import (
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/gpu"
 )
 
@@ -31,14 +33,21 @@ func ExampleDetectRequests() {
 	locks, _ := gpu.RequiredLocks(pod, reg)
 	fmt.Println("locks:", locks)
 
-	pod.Spec.Containers[0] = ctr("main", rl("nvidia.com/gpu", "0.5"))
+	// Every malformed quantity is reported at once, by its path in the pod.
+	pod.Spec.Containers[0] = ctr("main", rl("nvidia.com/gpu", "0.5", "nvidia.com/gpucores", "-5"))
 	_, err = gpu.DetectRequests(pod, reg)
-	fmt.Println(err)
+	var inv *plancore.InvalidError
+	if errors.Is(err, gpu.ErrInvalidRequest) && errors.As(err, &inv) {
+		for _, e := range inv.Errors {
+			fmt.Printf("%s = %v: %s\n", e.Field, e.BadValue, e.Detail)
+		}
+	}
 	// Output:
 	// warmup init=true MLU x1 mem=0MiB/100% cores=0
 	// main init=false NVIDIA x2 mem=4000MiB/0% cores=30
 	// locks: [cambricon.com/dsmlu.lock hami.io/mutex.lock]
-	// pod ml/train: gpu: invalid device request: container "main" resource nvidia.com/gpu = "500m" is not an integer that fits in int64
+	// spec.containers[0].resources.limits[nvidia.com/gpu] = 500m: must be an integer that fits in int64
+	// spec.containers[0].resources.limits[nvidia.com/gpucores] = -5: must not be negative
 }
 
 // ExampleDecide fits one GPU on two nodes with the default policies (binpack

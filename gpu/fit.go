@@ -277,15 +277,11 @@ func (r FitRequest) Validate() error {
 
 func (r FitRequest) validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	switch r.NodePolicy {
-	case "", Binpack, Spread:
-	default:
+	if !nodePolicyKnown(r.NodePolicy) {
 		errs = append(errs, field.NotSupported(p.Child("nodePolicy"), r.NodePolicy, []Policy{Binpack, Spread}))
 	}
 	for i, gp := range r.GPUPolicy {
-		switch gp {
-		case Binpack, Spread, NUMAOrder:
-		default:
+		if !gpuPolicyKnown(gp) {
 			errs = append(errs, field.NotSupported(p.Child("gpuPolicy").Index(i), gp, []Policy{Binpack, Spread, NUMAOrder}))
 		}
 	}
@@ -313,6 +309,16 @@ func (r FitRequest) validate(p *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// nodePolicyKnown reports whether p is a node policy ("" is binpack).
+func nodePolicyKnown(p Policy) bool {
+	return p == "" || p == Binpack || p == Spread
+}
+
+// gpuPolicyKnown reports whether p may appear in a device ordering chain.
+func gpuPolicyKnown(p Policy) bool {
+	return p == Binpack || p == Spread || p == NUMAOrder
 }
 
 // validateNode checks a node's devices.

@@ -414,24 +414,30 @@ func TestFitRequestFromPod(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
-	for anno, val := range map[string]string{
-		gpu.AnnoNodePolicy:     "tightest",
-		gpu.AnnoGPUPolicy:      "binpack,topology",
-		gpu.AnnoScoringWeights: "slot=x",
-		gpu.AnnoNUMABind:       "sometimes",
+	for _, tc := range []struct{ anno, val, field string }{
+		{gpu.AnnoNodePolicy, "tightest", "metadata.annotations[hami.io/node-scheduler-policy]"},
+		{gpu.AnnoGPUPolicy, "binpack,topology", "metadata.annotations[hami.io/gpu-scheduler-policy][1]"},
+		{gpu.AnnoScoringWeights, "slot=x", "metadata.annotations[hami.io/device-scoring-weights][0]"},
+		{gpu.AnnoNUMABind, "sometimes", "metadata.annotations[nvidia.com/numa-bind]"},
 	} {
 		bad := pod.DeepCopy()
-		bad.Annotations = map[string]string{anno: val}
-		if _, err := gpu.FitRequestFromPod(bad, reg); !errors.Is(err, gpu.ErrInvalidRequest) {
-			t.Errorf("%s=%q: err = %v, want ErrInvalidRequest", anno, val, err)
+		bad.Annotations = map[string]string{tc.anno: tc.val}
+		if _, err := gpu.FitRequestFromPod(bad, reg); !errors.Is(err, gpu.ErrInvalidRequest) || !cmp.Equal(invalidFields(err), []string{tc.field}) {
+			t.Errorf("%s=%q: err = %v, want ErrInvalidRequest at %s", tc.anno, tc.val, err, tc.field)
 		}
 	}
 }
 
 func TestDecodeAllocationsRejectsMalformed(t *testing.T) {
-	for _, s := range []string{"g0,NVIDIA,1000:", "g0,NVIDIA,x,0:", ",NVIDIA,1,1:", "g0,NVIDIA,-1,0:", "g0,NVIDIA,1,99999999999:"} {
-		if _, err := gpu.DecodeAllocations(s); !errors.Is(err, gpu.ErrInvalidAllocation) {
-			t.Errorf("%q: err = %v, want ErrInvalidAllocation", s, err)
+	for s, field := range map[string]string{
+		"g0,NVIDIA,1000:":          "containers[0].devices[0]",
+		"g0,NVIDIA,x,0:":           "containers[0].devices[0].memoryMiB",
+		",NVIDIA,1,1:":             "containers[0].devices[0].uuid",
+		"g0,NVIDIA,-1,0:":          "containers[0].devices[0].memoryMiB",
+		"g0,NVIDIA,1,99999999999:": "containers[0].devices[0].cores",
+	} {
+		if _, err := gpu.DecodeAllocations(s); !errors.Is(err, gpu.ErrInvalidAllocation) || !cmp.Equal(invalidFields(err), []string{field}) {
+			t.Errorf("%q: err = %v, want ErrInvalidAllocation at %s", s, err, field)
 		}
 	}
 	got, err := gpu.DecodeAllocations("g0,NVIDIA,1,2:;;g1,AMD,3,4")
@@ -451,8 +457,8 @@ func FuzzDecodeAllocations(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		dec, err := gpu.DecodeAllocations(s)
 		if err != nil {
-			if !errors.Is(err, gpu.ErrInvalidAllocation) {
-				t.Fatalf("error does not wrap ErrInvalidAllocation: %v", err)
+			if !errors.Is(err, gpu.ErrInvalidAllocation) || !errors.Is(err, gpu.ErrInvalidInput) || len(invalidFields(err)) == 0 {
+				t.Fatalf("error does not wrap ErrInvalidAllocation or names no field: %v", err)
 			}
 			return
 		}

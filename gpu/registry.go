@@ -8,6 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Lock names used by the default registry. HAMi passes LockNvidia for every
@@ -75,33 +78,53 @@ func (t DeviceType) memoryUnit() int64 {
 	return int64(t.MemoryUnitMiB)
 }
 
-// validate checks one row on its own.
-func (t DeviceType) validate() error {
-	if t.Type == "" || strings.ContainsAny(t.Type, " \t\n,:;") {
-		return fmt.Errorf("%w: device type name %q must be non-empty and free of spaces, ',', ':' and ';'", ErrInvalidRegistry, t.Type)
+// validate reports every problem of one row on its own, under p (types[2]).
+func (t DeviceType) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case t.Type == "":
+		errs = append(errs, field.Required(p.Child("type"), "a device type needs a name"))
+	case strings.ContainsAny(t.Type, " \t\n,:;"):
+		errs = append(errs, field.Invalid(p.Child("type"), t.Type, "must be free of spaces, ',', ':' and ';'"))
 	}
 	if t.Count == "" {
-		return fmt.Errorf("%w: device type %s: Count resource is required", ErrInvalidRegistry, t.Type)
+		errs = append(errs, field.Required(p.Child("count"), "the device count resource is required"))
 	}
-	for _, r := range t.Resources() {
-		if errs := validation.IsQualifiedName(string(r)); len(errs) > 0 {
-			return fmt.Errorf("%w: device type %s: resource %q: %s", ErrInvalidRegistry, t.Type, r, strings.Join(errs, "; "))
+	for _, r := range t.resourceFields() {
+		if r.name == "" {
+			continue
+		}
+		for _, msg := range validation.IsQualifiedName(string(r.name)) {
+			errs = append(errs, field.Invalid(p.Child(r.field), string(r.name), msg))
 		}
 	}
 	if t.LockName != "" {
-		if errs := validation.IsQualifiedName(t.LockName); len(errs) > 0 {
-			return fmt.Errorf("%w: device type %s: LockName %q: %s", ErrInvalidRegistry, t.Type, t.LockName, strings.Join(errs, "; "))
+		for _, msg := range validation.IsQualifiedName(t.LockName) {
+			errs = append(errs, field.Invalid(p.Child("lockName"), t.LockName, msg))
 		}
 	}
-	switch {
-	case t.MemoryUnitMiB < 0:
-		return fmt.Errorf("%w: device type %s: MemoryUnitMiB %d is negative", ErrInvalidRegistry, t.Type, t.MemoryUnitMiB)
-	case t.DefaultMemoryMiB < 0:
-		return fmt.Errorf("%w: device type %s: DefaultMemoryMiB %d is negative", ErrInvalidRegistry, t.Type, t.DefaultMemoryMiB)
-	case t.DefaultCores < 0 || t.DefaultCores > 100:
-		return fmt.Errorf("%w: device type %s: DefaultCores %d is outside 0..100", ErrInvalidRegistry, t.Type, t.DefaultCores)
+	if t.MemoryUnitMiB < 0 {
+		errs = append(errs, field.Invalid(p.Child("memoryUnitMiB"), t.MemoryUnitMiB, "must not be negative"))
 	}
-	return nil
+	if t.DefaultMemoryMiB < 0 {
+		errs = append(errs, field.Invalid(p.Child("defaultMemoryMiB"), t.DefaultMemoryMiB, "must not be negative"))
+	}
+	if t.DefaultCores < 0 || t.DefaultCores > 100 {
+		errs = append(errs, field.Invalid(p.Child("defaultCores"), t.DefaultCores, "must be within 0..100"))
+	}
+	return errs
+}
+
+// resourceField is one resource name of a row with its field name.
+type resourceField struct {
+	field string
+	name  corev1.ResourceName
+}
+
+// resourceFields returns the row's five resource names in table order, set
+// or not, each with its field name.
+func (t DeviceType) resourceFields() []resourceField {
+	return []resourceField{{"count", t.Count}, {"memory", t.Memory}, {"memoryPercentage", t.MemoryPercentage}, {"cores", t.Cores}, {"priority", t.Priority}}
 }
 
 // Registry is an immutable, validated set of device types, kept sorted by Type.
@@ -113,42 +136,78 @@ type Registry struct {
 // NewRegistry validates types and returns them as a registry. Type names and
 // resource names must be unique across the whole registry, so every resource
 // a container sets belongs to exactly one type.
+//
+// Every problem is reported at once: the error is a *plancore.InvalidError
+// wrapping ErrInvalidRegistry (and so ErrInvalidInput) that names each bad
+// field by its index in types and the bad value (types[2].type,
+// types[0].memory, types[3].count for a resource another row already claims).
+// A duplicated type name or resource name is reported on its later row.
 func NewRegistry(types ...DeviceType) (Registry, error) {
-	sorted := slices.Clone(types)
-	slices.SortFunc(sorted, func(a, b DeviceType) int { return cmp.Compare(a.Type, b.Type) })
+	paths := make([]*field.Path, len(types))
+	for i := range types {
+		paths[i] = field.NewPath("types").Index(i)
+	}
+	return newRegistry(types, paths)
+}
+
+// newRegistry validates rows, naming row i by paths[i], and sorts them.
+func newRegistry(rows []DeviceType, paths []*field.Path) (Registry, error) {
+	var errs field.ErrorList
+	typeAt := map[string]*field.Path{}
 	owner := map[corev1.ResourceName]string{}
-	for i, t := range sorted {
-		if err := t.validate(); err != nil {
-			return Registry{}, err
+	for i, t := range rows {
+		p := paths[i]
+		errs = append(errs, t.validate(p)...)
+		if _, dup := typeAt[t.Type]; dup && t.Type != "" {
+			// Its resources are most likely the first row's again: one
+			// problem, reported once.
+			errs = append(errs, field.Duplicate(p.Child("type"), t.Type))
+			continue
 		}
-		if i > 0 && sorted[i-1].Type == t.Type {
-			return Registry{}, fmt.Errorf("%w: device type %s is registered twice", ErrInvalidRegistry, t.Type)
-		}
-		for _, r := range t.Resources() {
-			if prev, ok := owner[r]; ok {
-				return Registry{}, fmt.Errorf("%w: resource %q is claimed by both %s and %s", ErrInvalidRegistry, r, prev, t.Type)
+		typeAt[t.Type] = p
+		for _, r := range t.resourceFields() {
+			if r.name == "" {
+				continue
 			}
-			owner[r] = t.Type
+			if prev, ok := owner[r.name]; ok {
+				errs = append(errs, field.Invalid(p.Child(r.field), string(r.name), fmt.Sprintf("resource already claimed by type %q (%s)", prev, typeAt[prev])))
+				continue
+			}
+			owner[r.name] = t.Type
 		}
 	}
+	if err := plancore.Invalid(ErrInvalidRegistry, errs); err != nil {
+		return Registry{}, err
+	}
+	sorted := slices.Clone(rows)
+	slices.SortFunc(sorted, func(a, b DeviceType) int { return cmp.Compare(a.Type, b.Type) })
 	return Registry{types: sorted}, nil
 }
 
 // With returns a registry holding r's types plus types, where a type in types
 // replaces the one of the same name in r. This is how a deployment renames
 // resources (HAMi's per-vendor resource-name flags) or adds a vendor.
+// Problems are named by the index in types (types[1].cores); a clash with a
+// row kept from r is reported on the new row, naming the kept row by its
+// index in r.Types() (registry[20]).
 func (r Registry) With(types ...DeviceType) (Registry, error) {
 	replaced := map[string]bool{}
 	for _, t := range types {
 		replaced[t.Type] = true
 	}
 	merged := make([]DeviceType, 0, len(r.types)+len(types))
-	for _, t := range r.types {
+	paths := make([]*field.Path, 0, len(r.types)+len(types))
+	for i, t := range r.types {
 		if !replaced[t.Type] {
 			merged = append(merged, t)
+			paths = append(paths, field.NewPath("registry").Index(i))
 		}
 	}
-	return NewRegistry(append(merged, types...)...)
+	for i, t := range types {
+		merged = append(merged, t)
+		paths = append(paths, field.NewPath("types").Index(i))
+	}
+	return newRegistry(merged, paths)
 }
 
 // Types returns a copy of the registry's rows, sorted by Type.
