@@ -26,11 +26,19 @@ type stepClock struct {
 	*fake.Clock
 	advance bool
 	sleeps  *[]time.Duration
+	// stop, when set, is called once more than maxSleeps sleeps were recorded:
+	// it ends a waiter that would otherwise loop for ever, without a wall-clock
+	// timeout that a loaded machine could trip.
+	stop      func()
+	maxSleeps int
 }
 
 func (c stepClock) NewTimer(d time.Duration) clock.Timer {
 	if c.sleeps != nil {
 		*c.sleeps = append(*c.sleeps, d)
+		if c.stop != nil && len(*c.sleeps) > c.maxSleeps {
+			c.stop()
+		}
 	}
 	if c.advance {
 		c.Advance(d)
