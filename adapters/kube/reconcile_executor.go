@@ -226,9 +226,18 @@ func (e *PodExecutor) GetPod(ctx context.Context, namespace, name string) (*core
 
 // ListPods reads the namespace's pods matching selector (nil: all) through
 // Reader, sorted by name.
+//
+// When Reader is a controller-runtime cache the pods are not copied: each
+// returned Pod shares its maps, slices and pointers with the cached object,
+// so the caller must treat them as read-only (DeepCopy before changing one).
+// Feeding them to reconcile.Decide and expectations is safe: the cores never
+// mutate their input, and PodExecutor copies a plan's pod before creating it
+// and otherwise sends only names, UIDs and new maps. See the package doc.
 func (e *PodExecutor) ListPods(ctx context.Context, namespace string, selector labels.Selector) ([]corev1.Pod, error) {
 	var list corev1.PodList
-	opts := []client.ListOption{client.InNamespace(namespace)}
+	// UnsafeDisableDeepCopy: read-only use, see above; ignored by a
+	// client that reads the API server directly.
+	opts := []client.ListOption{client.InNamespace(namespace), client.UnsafeDisableDeepCopy}
 	if selector != nil {
 		opts = append(opts, client.MatchingLabelsSelector{Selector: selector})
 	}

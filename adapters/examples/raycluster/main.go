@@ -75,8 +75,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err // a malformed spec: controller-runtime backs off
 	}
+	// The manager's client reads from its informer cache. The pods are listed
+	// without deep copies: they share memory with the cache, which is safe
+	// because nothing below writes to them (the expectations and reconcile
+	// cores never mutate their input, and PodExecutor copies a plan's pod
+	// before creating it). Change a listed pod only after DeepCopy.
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(req.Namespace), client.MatchingLabels{reconcile.LabelCluster: req.Name}); err != nil {
+	if err := r.Client.List(ctx, &pods, client.InNamespace(req.Namespace), client.MatchingLabels{reconcile.LabelCluster: req.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	now := time.Now()
