@@ -18,9 +18,11 @@
 //
 // A controller-runtime cache deep-copies every object it returns, which on a
 // steady-state pass over 10,000 pods costs far more than planning them.
-// PodExecutor.ListPods and ObserveJobs list with client.UnsafeDisableDeepCopy
-// instead: the objects they return share memory with the informer's store.
-// That is safe here because nothing on the path writes to them. The cores
+// PodExecutor.ListPods, ObserveJobs and the list options of ClusterPods
+// (one cluster's pods through the IndexPodsByCluster index) read with
+// client.UnsafeDisableDeepCopy instead: the objects they return share memory
+// with the informer's store. That is safe because nothing on the path
+// writes to them. The cores
 // (reconcile, expectations, dag, gpu) never mutate their input, which their
 // purity property tests check and TestCachedObjectsUntouched checks on a real
 // cache, and the executors never write to what they read: a create sends a

@@ -244,6 +244,26 @@ func (e *PodExecutor) ListPods(ctx context.Context, namespace string, selector l
 	if err := e.reader().List(ctx, &list, opts...); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(list.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	return list.Items, nil
+	return sortedByName(list.Items), nil
+}
+
+// sortedByName returns pods in ascending order of name. A Pod is about a
+// kilobyte, so sorting the slice in place moves n log n kilobytes (25 ms for
+// 10,000 pods, ten times reconcile.Decide on them; BenchmarkSteadyPass10k);
+// sorting pointers and copying each pod once into a new slice does not.
+func sortedByName(pods []corev1.Pod) []corev1.Pod {
+	byName := func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) }
+	ptrs := make([]*corev1.Pod, len(pods))
+	for i := range pods {
+		ptrs[i] = &pods[i]
+	}
+	if slices.IsSortedFunc(ptrs, byName) {
+		return pods
+	}
+	slices.SortFunc(ptrs, byName)
+	out := make([]corev1.Pod, len(pods))
+	for i, p := range ptrs {
+		out[i] = *p
+	}
+	return out
 }
