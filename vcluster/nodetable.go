@@ -38,18 +38,20 @@ type tableNode struct {
 	edit   *batchEdit
 }
 
-// tableSlot is a subtree (child), or the ids of one hash: leaf, or coll when
-// several ids share the whole hash (sorted by id, at least two).
+// tableSlot is a subtree (child) or the ids of one hash (leaf). It is two
+// pointers, so copying a level to change one slot copies at most 512 bytes.
 type tableSlot struct {
 	child *tableNode
-	leaf  tableEntry
-	coll  []tableEntry
+	leaf  *tableEntry
 }
 
+// tableEntry is one id and its node; next is another id with the same whole
+// hash (ids ascending), almost always nil. Entries never change once made.
 type tableEntry struct {
 	hash uint64
 	id   string
 	node Node
+	next *tableEntry
 }
 
 // batchEdit identifies one batch of in-place updates. It has a size so that
@@ -60,13 +62,6 @@ type batchEdit struct{ _ int }
 // non-nil edit, all of equal value, so reflect.DeepEqual sees only the ids
 // and nodes.
 var frozen = &batchEdit{}
-
-func (s *tableSlot) hash() uint64 {
-	if s.coll != nil {
-		return s.coll[0].hash
-	}
-	return s.leaf.hash
-}
 
 // hashID places ids in the trie and decides nothing: 64-bit FNV-1a (a
 // variable so that a test can force collisions).
@@ -110,16 +105,14 @@ func (t NodeTable) Get(id string) (Node, bool) {
 			return Node{}, false
 		}
 		s := &n.slots[n.index(bit)]
-		switch {
-		case s.child != nil:
+		if s.child != nil {
 			n = s.child
 			continue
-		case s.coll != nil:
-			if i, ok := slices.BinarySearchFunc(s.coll, id, cmpEntryID); ok {
-				return s.coll[i].node, true
+		}
+		for e := s.leaf; e != nil; e = e.next {
+			if e.id == id {
+				return e.node, true
 			}
-		case s.leaf.id == id:
-			return s.leaf.node, true
 		}
 		return Node{}, false
 	}
@@ -138,8 +131,6 @@ func (t NodeTable) Has(id string) bool {
 	return ok
 }
 
-func cmpEntryID(e tableEntry, id string) int { return strings.Compare(e.id, id) }
-
 // Set returns t with n stored under id (usually n.ID; State.Validate
 // reports a key that differs from its node's id). t is not changed.
 func (t NodeTable) Set(id string, n Node) NodeTable {
@@ -152,7 +143,7 @@ func (t NodeTable) Delete(id string) NodeTable {
 }
 
 func (t NodeTable) set(id string, n Node, edit *batchEdit) NodeTable {
-	root, added := setEntry(t.root, 0, tableEntry{hash: hashID(id), id: id, node: n}, edit)
+	root, added := setEntry(t.root, 0, &tableEntry{hash: hashID(id), id: id, node: n}, edit)
 	if added {
 		t.n++
 	}
@@ -169,9 +160,9 @@ func (t NodeTable) del(id string, edit *batchEdit) NodeTable {
 	return t
 }
 
-// setEntry stores e in the subtree n at shift and reports whether it added
-// a new id.
-func setEntry(n *tableNode, shift uint, e tableEntry, edit *batchEdit) (*tableNode, bool) {
+// setEntry stores e (a fresh entry, next nil) in the subtree n at shift and
+// reports whether it added a new id.
+func setEntry(n *tableNode, shift uint, e *tableEntry, edit *batchEdit) (*tableNode, bool) {
 	bit := fragment(e.hash, shift)
 	if n == nil {
 		return &tableNode{bitmap: bit, slots: []tableSlot{{leaf: e}}, edit: edit}, true
@@ -188,44 +179,67 @@ func setEntry(n *tableNode, shift uint, e tableEntry, edit *batchEdit) (*tableNo
 	switch {
 	case s.child != nil:
 		s.child, added = setEntry(s.child, shift+5, e, edit)
-	case s.hash() != e.hash:
-		s = tableSlot{child: pair(s, e, shift+5, edit)}
-	case s.coll != nil:
-		s.coll, added = withEntry(s.coll, e)
-	case s.leaf.id == e.id:
-		s.leaf, added = e, false
+	case s.leaf.hash != e.hash:
+		s = tableSlot{child: pair(s.leaf, e, shift+5, edit)}
 	default:
-		s = tableSlot{coll: []tableEntry{s.leaf}}
-		s.coll, _ = withEntry(s.coll, e)
+		s.leaf, added = withEntry(s.leaf, e)
 	}
 	m := n.editable(edit)
 	m.slots[i] = s
 	return m, added
 }
 
-// withEntry returns a new sorted collision list with e set.
-func withEntry(coll []tableEntry, e tableEntry) ([]tableEntry, bool) {
-	i, found := slices.BinarySearchFunc(coll, e.id, cmpEntryID)
-	out := slices.Clone(coll)
-	if found {
-		out[i] = e
-		return out, false
+// withEntry returns the list l (one hash, ids ascending) with e set,
+// copying the entries before e's place.
+func withEntry(l, e *tableEntry) (*tableEntry, bool) {
+	switch {
+	case l == nil:
+		return e, true
+	case l.id == e.id:
+		out := *e
+		out.next = l.next
+		return &out, false
+	case e.id < l.id:
+		out := *e
+		out.next = l
+		return &out, true
 	}
-	return slices.Insert(out, i, e), true
+	out := *l
+	next, added := withEntry(l.next, e)
+	out.next = next
+	return &out, added
 }
 
-// pair returns a subtree at shift holding slot s and entry e, whose hashes
-// differ.
-func pair(s tableSlot, e tableEntry, shift uint, edit *batchEdit) *tableNode {
-	bs, be := fragment(s.hash(), shift), fragment(e.hash, shift)
-	if bs == be {
-		return &tableNode{bitmap: bs, slots: []tableSlot{{child: pair(s, e, shift+5, edit)}}, edit: edit}
+// withoutEntry returns the list l without id, copying the entries before
+// its place.
+func withoutEntry(l *tableEntry, id string) (*tableEntry, bool) {
+	switch {
+	case l == nil:
+		return nil, false
+	case l.id == id:
+		return l.next, true
 	}
-	slots := []tableSlot{s, {leaf: e}}
-	if be < bs {
+	next, removed := withoutEntry(l.next, id)
+	if !removed {
+		return l, false
+	}
+	out := *l
+	out.next = next
+	return &out, true
+}
+
+// pair returns a subtree at shift holding the list l and the entry e, whose
+// hashes differ.
+func pair(l, e *tableEntry, shift uint, edit *batchEdit) *tableNode {
+	bl, be := fragment(l.hash, shift), fragment(e.hash, shift)
+	if bl == be {
+		return &tableNode{bitmap: bl, slots: []tableSlot{{child: pair(l, e, shift+5, edit)}}, edit: edit}
+	}
+	slots := []tableSlot{{leaf: l}, {leaf: e}}
+	if be < bl {
 		slots[0], slots[1] = slots[1], slots[0]
 	}
-	return &tableNode{bitmap: bs | be, slots: slots, edit: edit}
+	return &tableNode{bitmap: bl | be, slots: slots, edit: edit}
 }
 
 // delEntry removes id from the subtree n at shift. A subtree left with the
@@ -241,8 +255,7 @@ func delEntry(n *tableNode, shift uint, h uint64, id string, edit *batchEdit) (*
 	}
 	i := n.index(bit)
 	s := n.slots[i]
-	switch {
-	case s.child != nil:
+	if s.child != nil {
 		c, removed := delEntry(s.child, shift+5, h, id, edit)
 		if !removed {
 			return n, false
@@ -252,26 +265,21 @@ func delEntry(n *tableNode, shift uint, h uint64, id string, edit *batchEdit) (*
 		} else {
 			s.child = c
 		}
-	case s.coll != nil:
-		j, found := slices.BinarySearchFunc(s.coll, id, cmpEntryID)
-		if !found {
+	} else {
+		rest, removed := withoutEntry(s.leaf, id)
+		if !removed {
 			return n, false
 		}
-		rest := slices.Delete(slices.Clone(s.coll), j, j+1)
-		s.coll = rest
-		if len(rest) == 1 {
-			s = tableSlot{leaf: rest[0]}
+		if rest == nil {
+			if len(n.slots) == 1 {
+				return nil, true
+			}
+			m := n.editable(edit)
+			m.slots = slices.Delete(m.slots, i, i+1)
+			m.bitmap &^= bit
+			return m, true
 		}
-	case s.leaf.id != id:
-		return n, false
-	default:
-		if len(n.slots) == 1 {
-			return nil, true
-		}
-		m := n.editable(edit)
-		m.slots = slices.Delete(m.slots, i, i+1)
-		m.bitmap &^= bit
-		return m, true
+		s.leaf = rest
 	}
 	m := n.editable(edit)
 	m.slots[i] = s
@@ -290,19 +298,14 @@ func walk(n *tableNode, yield func(string, Node) bool) bool {
 	}
 	for i := range n.slots {
 		s := &n.slots[i]
-		switch {
-		case s.child != nil:
+		if s.child != nil {
 			if !walk(s.child, yield) {
 				return false
 			}
-		case s.coll != nil:
-			for _, e := range s.coll {
-				if !yield(e.id, e.node) {
-					return false
-				}
-			}
-		default:
-			if !yield(s.leaf.id, s.leaf.node) {
+			continue
+		}
+		for e := s.leaf; e != nil; e = e.next {
+			if !yield(e.id, e.node) {
 				return false
 			}
 		}
