@@ -31,7 +31,7 @@ func TestBadInput(t *testing.T) {
 	twoBuckets := s.Clone()
 	twoBuckets.Primary.Buckets["t0"]["NIL"] = append([]string{"n00"}, twoBuckets.Primary.Buckets["t0"]["NIL"]...)
 	badKey := s.Clone()
-	badKey.Nodes["zz"] = vcluster.Node{ID: "n01", Template: "t0", Alive: true}
+	badKey.Nodes = badKey.Nodes.Set("zz", vcluster.Node{ID: "n01", Template: "t0", Alive: true})
 	o := vcluster.Options{}
 	create := func(req vcluster.Request, rev uint64) func() (vcluster.Plan, error) {
 		return func() (vcluster.Plan, error) {
@@ -162,6 +162,16 @@ func TestBadEvents(t *testing.T) {
 			return s.Join(vcluster.Node{ID: "n00", Template: "t0", Busy: true})
 		}, vcluster.ErrInvalidInput, []string{"node.busy", "node.id"}},
 		{"set node: unknown", func() (vcluster.State, error) { return s.SetNode("zz", true, false) }, vcluster.ErrNotFound, []string{"id"}},
+		{"set nodes: unknown ids", func() (vcluster.State, error) {
+			return s.SetNodes([]vcluster.NodeChange{{ID: "zz"}, {ID: "n00"}, {ID: ""}})
+		}, vcluster.ErrNotFound, []string{"changes[0].id", "changes[2].id"}},
+		{"set nodes: unknown, dead back alive, changed twice", func() (vcluster.State, error) {
+			d, err := s.SetNode("n01", false, false)
+			if err != nil {
+				return vcluster.State{}, err
+			}
+			return d.SetNodes([]vcluster.NodeChange{{ID: "n00"}, {ID: "zz", Alive: true}, {ID: "n01", Alive: true}, {ID: "n00", Alive: true}})
+		}, vcluster.ErrInvalidInput, []string{"changes[1].id", "changes[2].alive", "changes[3].id"}},
 		{"detached: MinInt", func() (vcluster.State, error) { return s.SetDetached("vc", math.MinInt) }, vcluster.ErrInvalidInput, []string{"count"}},
 		{"job dead: unknown", func() (vcluster.State, error) { return s.SetJobDead("vc##j", true) }, vcluster.ErrNotFound, []string{"id"}},
 	}

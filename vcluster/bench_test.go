@@ -45,7 +45,7 @@ func bigState(tb testing.TB, dead int) vcluster.State {
 	}
 	var members []string
 	for _, id := range sortedNodes(s) {
-		if !contains(s.Primary.Buckets[s.Nodes[id].Template][vcluster.Undivided], id) {
+		if !contains(s.Primary.Buckets[s.Nodes.Node(id).Template][vcluster.Undivided], id) {
 			members = append(members, id)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 func (s State) String() string {
 	var b strings.Builder
 	dead, busy := 0, 0
-	for _, n := range s.Nodes {
+	for _, n := range s.Nodes.All() {
 		switch {
 		case !n.Alive:
 			dead++
@@ -21,7 +21,7 @@ func (s State) String() string {
 			busy++
 		}
 	}
-	fmt.Fprintf(&b, "nodes %d (dead %d, busy %d)\n", len(s.Nodes), dead, busy)
+	fmt.Fprintf(&b, "nodes %d (dead %d, busy %d)\n", s.Nodes.Len(), dead, busy)
 	s.describe(&b, s.Primary)
 	for _, id := range sortedClusterIDs(s.Logical) {
 		s.describe(&b, s.Logical[id])
@@ -79,7 +79,7 @@ func (s State) describe(b *strings.Builder, c Cluster) {
 func (s State) markedIDs(ids []string) string {
 	parts := make([]string, len(ids))
 	for i, id := range ids {
-		n := s.Nodes[id]
+		n := s.Nodes.Node(id)
 		switch {
 		case !n.Alive:
 			parts[i] = id + "+"

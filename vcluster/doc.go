@@ -42,9 +42,11 @@
 // the same way; PlanReplenish can be scoped to one cluster's subtree. After
 // a restart, PlanRecover rebuilds the state from the node table and the
 // stored records (in its plan's After) and says which records to rewrite.
-// Node events (Join, SetNode) and the caller's detached-object counts and
-// job liveness (SetDetached, SetJobDead) return new states and write
-// nothing.
+// Node events (Join, SetNode, and SetNodes for many at once) and the
+// caller's detached-object counts and job liveness (SetDetached, SetJobDead)
+// return new states and write nothing. The node table (State.Nodes, a
+// NodeTable) is a persistent map: a node event copies O(log n) of it, not
+// the whole table, and the older State keeps its own view unchanged.
 //
 // Invalid input (the anchor's InvalidArgument and NotFound statuses) is an
 // error: a *plancore.InvalidError wrapping ErrInvalidInput (and ErrNotFound

@@ -86,7 +86,7 @@ func kill(t testing.TB, s vcluster.State, ids ...string) vcluster.State {
 func members(s vcluster.State, id string) map[string][]string {
 	out := map[string][]string{}
 	for _, n := range s.Members(id) {
-		t := s.Nodes[n].Template
+		t := s.Nodes.Node(n).Template
 		out[t] = append(out[t], n)
 	}
 	return out
@@ -112,13 +112,13 @@ func checkInvariants(s vcluster.State) error {
 			return err
 		}
 	}
-	for id := range s.Nodes {
+	for id := range s.Nodes.All() {
 		if count[id] != 1 {
 			return fmt.Errorf("node %s is in %d leaf buckets", id, count[id])
 		}
 	}
 	for id := range count {
-		if _, ok := s.Nodes[id]; !ok {
+		if ok := s.Nodes.Has(id); !ok {
 			return fmt.Errorf("member %s unknown", id)
 		}
 	}
@@ -152,7 +152,7 @@ func checkHolder(s vcluster.State, hid string, c vcluster.Cluster, count map[str
 				jobBuckets[b] = true
 			}
 			for _, id := range ids {
-				n, ok := s.Nodes[id]
+				n, ok := s.Nodes.Get(id)
 				if !ok {
 					return fmt.Errorf("%s: member %s not in the node table", hid, id)
 				}

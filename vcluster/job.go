@@ -307,7 +307,7 @@ func PlanRemoveNodes(in RemoveNodesInput, o Options) (Plan, error) {
 	ids := slices.Compact(slices.Sorted(slices.Values(in.Nodes)))
 	var failed, busy []string
 	for _, n := range ids {
-		node, known := s.Nodes[n]
+		node, known := s.Nodes.Get(n)
 		if _, in := slices.BinarySearch(bucket(c, node.Template, Undivided), n); !known || !in {
 			failed = append(failed, n)
 			continue
@@ -328,7 +328,7 @@ func PlanRemoveNodes(in RemoveNodesInput, o Options) (Plan, error) {
 		Flush: []string{id},
 	}
 	for _, n := range ids {
-		p.Moves = append(p.Moves, Move{Node: n, Template: s.Nodes[n].Template, From: Place{id, Undivided}, To: Place{PrimaryID, Undivided},
+		p.Moves = append(p.Moves, Move{Node: n, Template: s.Nodes.Node(n).Template, From: Place{id, Undivided}, To: Place{PrimaryID, Undivided},
 			Reason: Reason{Code: ReasonNodeRemoved, Message: "node removed from virtual cluster " + id}})
 	}
 	if c.Kind == Indivisible {

@@ -46,7 +46,7 @@ func withoutDeadPrimary(t *testing.T, s vcluster.State) vcluster.State {
 	var p vcluster.Plan
 	for _, tpl := range sortedTemplates(s.Primary) {
 		for _, id := range s.Primary.Buckets[tpl][vcluster.Undivided] {
-			if !s.Nodes[id].Alive {
+			if !s.Nodes.Node(id).Alive {
 				p.Purge = append(p.Purge, vcluster.PurgedNode{Node: id})
 			}
 		}
@@ -202,7 +202,7 @@ func TestLongRandomRun(t *testing.T) {
 		checkStore(step, s)
 	}
 	t.Logf("%d steps: %d plans applied, %d refusals, %d swaps, %d restarts, %d crashes between flushes; final state %d nodes, %d logical, %d job clusters",
-		steps, plans, refusals, swaps, restarts, crashes, len(s.Nodes), len(s.Logical), len(s.Jobs))
+		steps, plans, refusals, swaps, restarts, crashes, s.Nodes.Len(), len(s.Logical), len(s.Jobs))
 	if plans < steps/10 || restarts == 0 || crashes == 0 || swaps == 0 {
 		t.Fatal("the run exercised too little")
 	}

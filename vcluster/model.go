@@ -93,8 +93,9 @@ type Cluster struct {
 // returns a new State that shares every cluster the plan does not touch.
 type State struct {
 	// Nodes is the node table, id → node. Every node is in exactly one leaf
-	// bucket.
-	Nodes map[string]Node
+	// bucket. It is immutable: updates derive a new table that shares the
+	// rest with the old one.
+	Nodes NodeTable
 	// Primary is the primary cluster (Kind Primary, ID PrimaryID).
 	Primary Cluster
 	// Logical maps id → logical cluster (Kind Divisible or Indivisible).
@@ -121,29 +122,29 @@ func IsJobID(id string) bool { return strings.Contains(id, JobSeparator) }
 // node and duplicate id.
 func NewState(nodes []Node) (State, error) {
 	s := State{
-		Nodes:   make(map[string]Node, len(nodes)),
 		Primary: Cluster{ID: PrimaryID, Kind: Primary, Buckets: map[string]map[string][]string{}},
 		Logical: map[string]Cluster{},
 		Jobs:    map[string]Cluster{},
 	}
 	var errs field.ErrorList
 	p := field.NewPath("nodes")
+	edit := &batchEdit{}
 	for i, n := range nodes {
 		if e := validNode(p.Index(i), n); len(e) > 0 {
 			errs = append(errs, e...)
 			continue
 		}
-		if _, dup := s.Nodes[n.ID]; dup {
+		if s.Nodes.Has(n.ID) {
 			errs = append(errs, field.Duplicate(p.Index(i).Child("id"), n.ID))
 			continue
 		}
-		s.Nodes[n.ID] = n
+		s.Nodes = s.Nodes.set(n.ID, n, edit)
 	}
 	if err := invalidInput(errs); err != nil {
 		return State{}, err
 	}
-	for _, id := range slices.Sorted(maps.Keys(s.Nodes)) {
-		t := s.Nodes[id].Template
+	for _, id := range s.Nodes.IDs() {
+		t := s.Nodes.Node(id).Template
 		if s.Primary.Buckets[t] == nil {
 			s.Primary.Buckets[t] = map[string][]string{}
 		}
@@ -271,7 +272,7 @@ func (s State) InUse(id string) bool {
 		return true
 	}
 	for _, nid := range s.Members(id) {
-		if n := s.Nodes[nid]; n.Alive && n.Busy {
+		if n := s.Nodes.Node(nid); n.Alive && n.Busy {
 			return true
 		}
 	}

@@ -63,7 +63,7 @@ func (w *world) nextRev(c chooser) uint64 {
 	return w.rev
 }
 
-func sortedNodes(s vcluster.State) []string { return slices.Sorted(maps.Keys(s.Nodes)) }
+func sortedNodes(s vcluster.State) []string { return s.Nodes.IDs() }
 
 func pickFrom[T any](c chooser, xs []T, label string) (T, bool) {
 	var zero T
@@ -211,7 +211,7 @@ func (w *world) genGC(c chooser, s vcluster.State, nodes []string) op {
 func (w *world) genKill(c chooser, s vcluster.State, nodes []string) op {
 	var aliveIDs []string
 	for _, id := range nodes {
-		if s.Nodes[id].Alive {
+		if s.Nodes.Node(id).Alive {
 			aliveIDs = append(aliveIDs, id)
 		}
 	}
@@ -231,7 +231,7 @@ func (w *world) genJoin(c chooser, s vcluster.State, nodes []string) op {
 func (w *world) genBusy(c chooser, s vcluster.State, nodes []string) op {
 	var aliveIDs []string
 	for _, id := range nodes {
-		if s.Nodes[id].Alive {
+		if s.Nodes.Node(id).Alive {
 			aliveIDs = append(aliveIDs, id)
 		}
 	}
@@ -392,7 +392,7 @@ func checkReasons(p vcluster.Plan) error {
 // cluster or swapping out a dead node.
 func checkBusySafety(s vcluster.State, p vcluster.Plan) error {
 	for _, m := range p.Moves {
-		n := s.Nodes[m.Node]
+		n := s.Nodes.Node(m.Node)
 		from, _ := s.Cluster(m.From.Cluster)
 		if m.From.Bucket != vcluster.Undivided {
 			if n.Alive && !p.Removed(m.From.Bucket) {
@@ -420,7 +420,7 @@ func checkDeadFirst(s vcluster.State, p vcluster.Plan, o op) error {
 		for tpl, byBucket := range c.Buckets {
 			dead := 0
 			for _, id := range byBucket[vcluster.Undivided] {
-				if !s.Nodes[id].Alive {
+				if !s.Nodes.Node(id).Alive {
 					dead++
 				}
 			}
@@ -428,7 +428,7 @@ func checkDeadFirst(s vcluster.State, p vcluster.Plan, o op) error {
 			for _, m := range p.Moves {
 				if m.Template == tpl && m.From.Cluster == o.req.ID {
 					removed++
-					if s.Nodes[m.Node].Alive {
+					if s.Nodes.Node(m.Node).Alive {
 						removedAlive++
 					}
 				}
@@ -517,7 +517,7 @@ func checkReplenished(s, next vcluster.State, uncapped bool) error {
 	}
 	for t, byBucket := range next.Primary.Buckets {
 		for _, id := range byBucket[vcluster.Undivided] {
-			if !next.Nodes[id].Alive {
+			if !next.Nodes.Node(id).Alive {
 				return fmt.Errorf("dead %s (%s) left in the primary's undivided bucket", id, t)
 			}
 		}
@@ -534,7 +534,7 @@ func replaceableDead(s vcluster.State) error {
 	hasAlive := func(holder, t string) bool {
 		c, _ := s.Cluster(holder)
 		for _, id := range c.Buckets[t][vcluster.Undivided] {
-			if s.Nodes[id].Alive {
+			if s.Nodes.Node(id).Alive {
 				return true
 			}
 		}
@@ -544,7 +544,7 @@ func replaceableDead(s vcluster.State) error {
 		for t, byBucket := range c.Buckets {
 			for b, ids := range byBucket {
 				for _, n := range ids {
-					if s.Nodes[n].Alive {
+					if s.Nodes.Node(n).Alive {
 						continue
 					}
 					if hasAlive(vcluster.PrimaryID, t) {
@@ -560,7 +560,7 @@ func replaceableDead(s vcluster.State) error {
 	for t, byBucket := range s.Primary.Buckets {
 		for b, ids := range byBucket {
 			for _, n := range ids {
-				if b != vcluster.Undivided && !s.Nodes[n].Alive && hasAlive(vcluster.PrimaryID, t) {
+				if b != vcluster.Undivided && !s.Nodes.Node(n).Alive && hasAlive(vcluster.PrimaryID, t) {
 					return fmt.Errorf("dead %s in job %s while the primary has an alive %s", n, b, t)
 				}
 			}

@@ -29,7 +29,7 @@ func TestPropertyOperations(t *testing.T) {
 // killSome marks a random subset of alive nodes dead.
 func killSome(t *rapid.T, s vcluster.State) vcluster.State {
 	for _, id := range sortedNodes(s) {
-		if s.Nodes[id].Alive && rapid.IntRange(0, 3).Draw(t, "kill") == 0 {
+		if s.Nodes.Node(id).Alive && rapid.IntRange(0, 3).Draw(t, "kill") == 0 {
 			var err error
 			if s, err = s.SetNode(id, false, false); err != nil {
 				t.Fatal(err)
@@ -99,9 +99,9 @@ func TestPropertyReplenish(t *testing.T) {
 
 // tableOf returns the node table of s in id order.
 func tableOf(s vcluster.State) []vcluster.Node {
-	out := make([]vcluster.Node, 0, len(s.Nodes))
+	out := make([]vcluster.Node, 0, s.Nodes.Len())
 	for _, id := range sortedNodes(s) {
-		out = append(out, s.Nodes[id])
+		out = append(out, s.Nodes.Node(id))
 	}
 	return out
 }
@@ -128,9 +128,9 @@ func recordList(m map[string]vcluster.Record) []vcluster.Record {
 // counts, job liveness and the primary's revision.
 func normalize(s vcluster.State) vcluster.State {
 	s = s.Clone()
-	for id, n := range s.Nodes {
+	for id, n := range s.Nodes.All() {
 		n.Busy = false
-		s.Nodes[id] = n
+		s.Nodes = s.Nodes.Set(id, n)
 	}
 	s.Primary.Revision = 0
 	for id, c := range s.Logical {
@@ -328,7 +328,7 @@ func TestPropertyRecoverCutBetweenFlushes(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, id := range sortedNodes(want) {
-				if !want.Nodes[id].Alive && slices.Contains(want.Primary.Buckets[want.Nodes[id].Template][vcluster.Undivided], id) {
+				if !want.Nodes.Node(id).Alive && slices.Contains(want.Primary.Buckets[want.Nodes.Node(id).Template][vcluster.Undivided], id) {
 					return
 				}
 			}
@@ -390,7 +390,7 @@ func TestPropertyScaleDownDeadFirst(t *testing.T) {
 		for _, tpl := range sortedTemplates(c) {
 			dead := 0
 			for _, n := range c.Buckets[tpl][vcluster.Undivided] {
-				if !s.Nodes[n].Alive {
+				if !s.Nodes.Node(n).Alive {
 					dead++
 				}
 			}

@@ -56,7 +56,7 @@ func RecordOf(s State, id string) (Record, bool) {
 		r.ZeroTemplates = slices.Clone(c.ZeroTemplates)
 	}
 	for _, n := range s.Members(id) {
-		node := s.Nodes[n]
+		node := s.Nodes.Node(n)
 		r.Nodes[n] = RecordNode{Template: node.Template, Hostname: node.Hostname}
 	}
 	return r, true

@@ -311,7 +311,7 @@ func (r *recoverer) dropDead(parent string, count map[string]int) {
 // build assembles the recovered state from the placed nodes.
 func (r *recoverer) build() State {
 	s := State{
-		Nodes:   r.nodes,
+		Nodes:   nodeTableOf(r.nodes),
 		Primary: Cluster{ID: PrimaryID, Kind: Primary, Buckets: map[string]map[string][]string{}},
 		Logical: r.logical,
 		Jobs:    r.jobs,

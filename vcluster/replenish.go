@@ -130,7 +130,7 @@ func (r *replenisher) poolOf(provider Cluster, t string) *pool {
 	p := &pool{}
 	for _, busy := range []bool{false, true} {
 		for _, id := range ids {
-			if n := r.s.Nodes[id]; n.Alive && n.Busy == busy {
+			if n := r.s.Nodes.Node(id); n.Alive && n.Busy == busy {
 				p.ids = append(p.ids, id)
 			}
 		}
@@ -198,7 +198,7 @@ func (r *replenisher) heal(consumer string, h Cluster, b string, fallback bool) 
 	for _, t := range templates(h) {
 		healedT := false
 		for _, d := range bucket(h, t, b) {
-			if r.s.Nodes[d].Alive {
+			if r.s.Nodes.Node(d).Alive {
 				continue
 			}
 			if (r.o.MaxSwaps > 0 && r.swaps == r.o.MaxSwaps) || budget == 0 || (r.o.OnePerTemplatePerCluster && healedT) {
@@ -252,7 +252,7 @@ func (r *replenisher) swap(consumer string, h Cluster, b, t, d string, fallback 
 func (r *replenisher) purgePrimary() {
 	for _, t := range templates(r.s.Primary) {
 		for _, id := range bucket(r.s.Primary, t, Undivided) {
-			if !r.s.Nodes[id].Alive {
+			if !r.s.Nodes.Node(id).Alive {
 				r.purge = append(r.purge, id)
 			}
 		}

@@ -294,7 +294,7 @@ func (sc *scaler) release() {
 	for _, t := range slices.Sorted(maps.Keys(sc.req.Limits.MaxFree)) {
 		var idle []string
 		for _, id := range bucket(sc.cur.Primary, t, Undivided) {
-			if n := sc.cur.Nodes[id]; n.Alive && !n.Busy {
+			if n := sc.cur.Nodes.Node(id); n.Alive && !n.Busy {
 				idle = append(idle, id)
 			}
 		}

@@ -148,7 +148,7 @@ func TestPropertyScale(t *testing.T) {
 		aliveFree := func(s vcluster.State, tpl string) int {
 			n := 0
 			for _, id := range s.Primary.Buckets[tpl][vcluster.Undivided] {
-				if s.Nodes[id].Alive {
+				if s.Nodes.Node(id).Alive {
 					n++
 				}
 			}

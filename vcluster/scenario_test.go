@@ -101,7 +101,7 @@ func TestExample3OnePlanHealsAll(t *testing.T) {
 	if diff := cmp.Diff(map[string][]string{"8c16g": {"n00", "n02", "n04", "n06", "n07", "n08", "n09", "n10"}}, members(next, "serve")); diff != "" {
 		t.Errorf("serve members (-want +got):\n%s", diff)
 	}
-	if _, ok := next.Nodes["n01"]; ok {
+	if ok := next.Nodes.Has("n01"); ok {
 		t.Error("dead n01 not purged")
 	}
 	if next.Logical["serve"].Revision != 1 {

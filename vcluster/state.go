@@ -92,7 +92,7 @@ func (a *applier) moves(p Plan) error {
 		if from == to {
 			continue
 		}
-		t := a.s.Nodes[id].Template
+		t := a.s.Nodes.Node(id).Template
 		kf := bkey{from.Cluster, t, from.Bucket}
 		if removed[kf] == nil {
 			removed[kf] = map[string]bool{}
@@ -119,7 +119,7 @@ func (a *applier) moves(p Plan) error {
 // checkMove checks that move m starts where its node is and ends in a
 // bucket that exists, recording the node's first place.
 func (a *applier) checkMove(m Move, start, at map[string]Place, order *[]string) error {
-	n, ok := a.s.Nodes[m.Node]
+	n, ok := a.s.Nodes.Get(m.Node)
 	if !ok || n.Template != m.Template {
 		return mismatch("move %s: no node of template %s", m.Node, m.Template)
 	}
@@ -193,12 +193,12 @@ func (a *applier) mutable(clusterID, t string) map[string][]string {
 // then deletes the templates the plan emptied.
 func (a *applier) purge(p Plan) error {
 	if len(p.Purge) > 0 {
-		a.out.Nodes = maps.Clone(a.s.Nodes)
+		edit := &batchEdit{} // the purged table is changed in place, the input's never
 		gone := map[string]bool{}
 		byTemplate := map[string]bool{}
 		for _, pn := range p.Purge {
 			id := pn.Node
-			n, ok := a.out.Nodes[id]
+			n, ok := a.out.Nodes.Get(id)
 			if !ok || n.Alive {
 				return mismatch("purge %s: not a dead node", id)
 			}
@@ -207,7 +207,7 @@ func (a *applier) purge(p Plan) error {
 			}
 			gone[id] = true
 			byTemplate[n.Template] = true
-			delete(a.out.Nodes, id)
+			a.out.Nodes = a.out.Nodes.del(id, edit)
 		}
 		for t := range byTemplate {
 			byBucket := a.mutable(PrimaryID, t)

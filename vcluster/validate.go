@@ -37,8 +37,8 @@ func (s State) validatePrimary(p *field.Path) field.ErrorList {
 
 func (s State) validateNodes(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, id := range sortedNodeIDs(s.Nodes) {
-		n := s.Nodes[id]
+	for _, id := range s.Nodes.IDs() {
+		n := s.Nodes.Node(id)
 		if n.ID != id {
 			errs = append(errs, invalid(p.Key(id).Child("id"), n.ID, "Invalid state, node key %q holds node %q.", id, n.ID))
 			continue
@@ -98,13 +98,13 @@ func validDetached(p *field.Path, c Cluster) field.ErrorList {
 // validateMembership checks that every node is in exactly one bucket of
 // the primary or a logical cluster, under its own template.
 func (s State) validateMembership(p *field.Path) field.ErrorList {
-	seen := make(map[string]bool, len(s.Nodes))
+	seen := make(map[string]bool, s.Nodes.Len())
 	errs := s.validateBuckets(p.Child("primary", "buckets"), s.Primary, seen)
 	for _, id := range sortedClusterIDs(s.Logical) {
 		errs = append(errs, s.validateBuckets(p.Child("logical").Key(id).Child("buckets"), s.Logical[id], seen)...)
 	}
-	if len(seen) != len(s.Nodes) {
-		for _, id := range sortedNodeIDs(s.Nodes) {
+	if len(seen) != s.Nodes.Len() {
+		for _, id := range s.Nodes.IDs() {
 			if !seen[id] {
 				errs = append(errs, invalid(p.Child("nodes").Key(id), id, "Invalid state, node %s is in no bucket.", id))
 			}
@@ -151,7 +151,7 @@ func (s State) validateBucketNodes(p *field.Path, c Cluster, t, b string, ids []
 			errs = append(errs, invalid(ip, id, "Invalid state, bucket %s/%s of template %s is not strictly ascending at %s.", c.ID, b, t, id))
 			continue
 		}
-		n, ok := s.Nodes[id]
+		n, ok := s.Nodes.Get(id)
 		switch {
 		case !ok:
 			errs = append(errs, invalid(ip, id, "Invalid state, node %s of %s/%s is not in the node table.", id, c.ID, b))
@@ -165,19 +165,10 @@ func (s State) validateBucketNodes(p *field.Path, c Cluster, t, b string, ids []
 	return errs
 }
 
-func sortedNodeIDs(m map[string]Node) []string {
-	out := make([]string, 0, len(m))
-	for id := range m {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // pick returns up to k ids of the ascending list ids whose node is eligible:
 // first the ids of prefer in the caller's order, then the rest by rank (lower
 // first) and id. It runs in O(len(ids) × ranks) without sorting.
-func pick(nodes map[string]Node, ids []string, k int, eligible func(Node) bool, rank func(Node) int, prefer []string) []string {
+func pick(nodes NodeTable, ids []string, k int, eligible func(Node) bool, rank func(Node) int, prefer []string) []string {
 	if k <= 0 {
 		return nil
 	}
@@ -187,7 +178,7 @@ func pick(nodes map[string]Node, ids []string, k int, eligible func(Node) bool, 
 		if len(out) == k {
 			return out
 		}
-		if _, in := slices.BinarySearch(ids, id); !in || taken[id] || !eligible(nodes[id]) {
+		if _, in := slices.BinarySearch(ids, id); !in || taken[id] || !eligible(nodes.Node(id)) {
 			continue
 		}
 		if taken == nil {
@@ -198,7 +189,7 @@ func pick(nodes map[string]Node, ids []string, k int, eligible func(Node) bool, 
 	}
 	for r := 0; r <= 2 && len(out) < k; r++ {
 		for _, id := range ids {
-			n := nodes[id]
+			n := nodes.Node(id)
 			if rank(n) != r || taken[id] || !eligible(n) {
 				continue
 			}

@@ -344,9 +344,14 @@ func ObservedJob(j *batchv1.Job) dag.Job {
 // workflow's namespace carrying its createdByJobFlow label, plus any Job named
 // like one of its flows (<workflow>-<flow>) without the label, so the planner
 // can report name conflicts. The result is sorted by name.
+//
+// When r is a controller-runtime cache the listed Jobs are not deep-copied:
+// ObservedJob only reads them and copies what dag.Job keeps (the labels), so
+// nothing returned shares memory with the cache. See the package doc.
 func ObserveJobs(ctx context.Context, r client.Reader, wf dag.Workflow) ([]dag.Job, error) {
 	var list batchv1.JobList
-	if err := r.List(ctx, &list, client.InNamespace(wf.Namespace),
+	// UnsafeDisableDeepCopy: the items are only read, by ObservedJob.
+	if err := r.List(ctx, &list, client.InNamespace(wf.Namespace), client.UnsafeDisableDeepCopy,
 		client.MatchingLabels{dag.LabelCreatedByJobFlow: wf.Namespace + "." + wf.Name}); err != nil {
 		return nil, fmt.Errorf("workflow %s/%s: list jobs: %w", wf.Namespace, wf.Name, err)
 	}

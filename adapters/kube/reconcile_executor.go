@@ -226,15 +226,44 @@ func (e *PodExecutor) GetPod(ctx context.Context, namespace, name string) (*core
 
 // ListPods reads the namespace's pods matching selector (nil: all) through
 // Reader, sorted by name.
+//
+// When Reader is a controller-runtime cache the pods are not copied: each
+// returned Pod shares its maps, slices and pointers with the cached object,
+// so the caller must treat them as read-only (DeepCopy before changing one).
+// Feeding them to reconcile.Decide and expectations is safe: the cores never
+// mutate their input, and PodExecutor copies a plan's pod before creating it
+// and otherwise sends only names, UIDs and new maps. See the package doc.
 func (e *PodExecutor) ListPods(ctx context.Context, namespace string, selector labels.Selector) ([]corev1.Pod, error) {
 	var list corev1.PodList
-	opts := []client.ListOption{client.InNamespace(namespace)}
+	// UnsafeDisableDeepCopy: read-only use, see above; ignored by a
+	// client that reads the API server directly.
+	opts := []client.ListOption{client.InNamespace(namespace), client.UnsafeDisableDeepCopy}
 	if selector != nil {
 		opts = append(opts, client.MatchingLabelsSelector{Selector: selector})
 	}
 	if err := e.reader().List(ctx, &list, opts...); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(list.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	return list.Items, nil
+	return sortedByName(list.Items), nil
+}
+
+// sortedByName returns pods in ascending order of name. A Pod is about a
+// kilobyte, so sorting the slice in place moves n log n kilobytes (25 ms for
+// 10,000 pods, ten times reconcile.Decide on them; BenchmarkSteadyPass10k);
+// sorting pointers and copying each pod once into a new slice does not.
+func sortedByName(pods []corev1.Pod) []corev1.Pod {
+	byName := func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) }
+	ptrs := make([]*corev1.Pod, len(pods))
+	for i := range pods {
+		ptrs[i] = &pods[i]
+	}
+	if slices.IsSortedFunc(ptrs, byName) {
+		return pods
+	}
+	slices.SortFunc(ptrs, byName)
+	out := make([]corev1.Pod, len(pods))
+	for i, p := range ptrs {
+		out[i] = *p
+	}
+	return out
 }

@@ -119,7 +119,7 @@ func TestVClusterStoreEndToEnd(t *testing.T) {
 	}
 	var table []vcluster.Node
 	for _, n := range vclusterNodes(20) {
-		table = append(table, s.Nodes[n.ID])
+		table = append(table, s.Nodes.Node(n.ID))
 	}
 	plan, err := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}, vcluster.Options{})
 	if err != nil {

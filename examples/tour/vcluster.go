@@ -139,8 +139,8 @@ func runVCluster(w io.Writer) error {
 		return err
 	}
 	var table []vcluster.Node
-	for _, id := range slices.Sorted(maps.Keys(next.Nodes)) {
-		table = append(table, next.Nodes[id])
+	for _, id := range next.Nodes.IDs() {
+		table = append(table, next.Nodes.Node(id))
 	}
 	rp, err := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}, vcluster.Options{})
 	if err != nil {
@@ -200,7 +200,7 @@ func indent(s string) string {
 func aliveMembers(s vcluster.State, id string) []string {
 	var out []string
 	for _, n := range s.Members(id) {
-		if s.Nodes[n].Alive {
+		if s.Nodes.Node(n).Alive {
 			out = append(out, n)
 		}
 	}

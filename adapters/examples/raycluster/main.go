@@ -75,8 +75,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err // a malformed spec: controller-runtime backs off
 	}
+	// The manager's client reads from its informer cache. kube.ClusterPods
+	// lists the cluster's pods by index and without deep copies: they share
+	// memory with the cache, which is safe because nothing below writes to
+	// them (the expectations and reconcile cores never mutate their input,
+	// and PodExecutor copies a plan's pod before creating it). Change a
+	// listed pod only after DeepCopy.
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(req.Namespace), client.MatchingLabels{reconcile.LabelCluster: req.Name}); err != nil {
+	if err := r.Client.List(ctx, &pods, kube.ClusterPods(req.Namespace, req.Name)...); err != nil {
 		return ctrl.Result{}, err
 	}
 	now := time.Now()
@@ -197,6 +203,9 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	tracker, err := expectations.NewTracker(expectations.Options{})
 	if err != nil {
+		return err
+	}
+	if err := kube.IndexPodsByCluster(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Options: reconcile.Options{OperatorVersion: "v1.7.0"}}

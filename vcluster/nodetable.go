@@ -1,0 +1,375 @@
+package vcluster
+
+import (
+	"fmt"
+	"iter"
+	"math/bits"
+	"slices"
+	"strings"
+)
+
+// NodeTable is a State's node table, id → Node: an immutable map whose
+// updates return a new table and share everything they did not change with
+// the old one, so an older State never changes when a newer one is derived.
+//
+// A single update costs O(log₃₂ n) (about four levels at a million nodes)
+// instead of a copy of the whole table: SetNode, Join and a purge no longer
+// grow with the cluster's size. The zero NodeTable is empty and ready to use.
+//
+// It is a hash array mapped trie: each level consumes 5 bits of the id's
+// 64-bit FNV-1a hash to pick one of 32 slots. The hash only chooses where an
+// id lives; equality is always decided on the id itself. Ids whose hashes
+// collide entirely share one slot as a list sorted by id, so crafted ids can
+// slow their own lookups but never confuse two nodes. The shape of the trie
+// depends only on the set of ids, never on the order of updates, so two
+// tables holding the same nodes are reflect.DeepEqual.
+type NodeTable struct {
+	root *tableNode
+	n    int
+}
+
+// tableNode is one level of the trie: bitmap marks the occupied slots, and
+// slots holds them in slot order. edit marks a node created by a batch that
+// may still change it in place; nodes reachable from a finished table are
+// never changed.
+type tableNode struct {
+	bitmap uint32
+	slots  []tableSlot
+	edit   *batchEdit
+}
+
+// tableSlot is a subtree (child) or the ids of one hash (leaf). It is two
+// pointers, so copying a level to change one slot copies at most 512 bytes.
+type tableSlot struct {
+	child *tableNode
+	leaf  *tableEntry
+}
+
+// tableEntry is one id and its node; next is another id with the same whole
+// hash (ids ascending), almost always nil. Entries never change once made.
+type tableEntry struct {
+	hash uint64
+	id   string
+	node Node
+	next *tableEntry
+}
+
+// batchEdit identifies one batch of in-place updates. It has a size so that
+// two tokens never share an address.
+type batchEdit struct{ _ int }
+
+// frozen is the edit of every node no batch may change. Every node carries a
+// non-nil edit, all of equal value, so reflect.DeepEqual sees only the ids
+// and nodes.
+var frozen = &batchEdit{}
+
+// hashID places ids in the trie and decides nothing: 64-bit FNV-1a (a
+// variable so that a test can force collisions).
+var hashID = fnv1a
+
+// fnv1a is 64-bit FNV-1a.
+func fnv1a(id string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+func fragment(h uint64, shift uint) uint32 { return 1 << ((h >> shift) & 31) }
+
+func (n *tableNode) index(bit uint32) int { return bits.OnesCount32(n.bitmap & (bit - 1)) }
+
+// editable returns n itself when the batch edit owns it, else a copy that
+// edit owns (frozen: a copy nobody may change).
+func (n *tableNode) editable(edit *batchEdit) *tableNode {
+	if edit != frozen && n.edit == edit {
+		return n
+	}
+	slots := make([]tableSlot, len(n.slots), len(n.slots)+1)
+	copy(slots, n.slots)
+	return &tableNode{bitmap: n.bitmap, slots: slots, edit: edit}
+}
+
+// Len returns the number of nodes.
+func (t NodeTable) Len() int { return t.n }
+
+// Get returns the node stored under id.
+func (t NodeTable) Get(id string) (Node, bool) {
+	h := hashID(id)
+	n := t.root
+	for shift := uint(0); n != nil; shift += 5 {
+		bit := fragment(h, shift)
+		if n.bitmap&bit == 0 {
+			return Node{}, false
+		}
+		s := &n.slots[n.index(bit)]
+		if s.child != nil {
+			n = s.child
+			continue
+		}
+		for e := s.leaf; e != nil; e = e.next {
+			if e.id == id {
+				return e.node, true
+			}
+		}
+		return Node{}, false
+	}
+	return Node{}, false
+}
+
+// Node returns the node stored under id, or the zero Node.
+func (t NodeTable) Node(id string) Node {
+	n, _ := t.Get(id)
+	return n
+}
+
+// Has reports whether id is in the table.
+func (t NodeTable) Has(id string) bool {
+	_, ok := t.Get(id)
+	return ok
+}
+
+// Set returns t with n stored under id (usually n.ID; State.Validate
+// reports a key that differs from its node's id). t is not changed.
+func (t NodeTable) Set(id string, n Node) NodeTable {
+	return t.set(id, n, frozen)
+}
+
+// Delete returns t without id. t is not changed.
+func (t NodeTable) Delete(id string) NodeTable {
+	return t.del(id, frozen)
+}
+
+func (t NodeTable) set(id string, n Node, edit *batchEdit) NodeTable {
+	root, added := setEntry(t.root, 0, &tableEntry{hash: hashID(id), id: id, node: n}, edit)
+	if added {
+		t.n++
+	}
+	t.root = root
+	return t
+}
+
+func (t NodeTable) del(id string, edit *batchEdit) NodeTable {
+	root, removed := delEntry(t.root, 0, hashID(id), id, edit)
+	if removed {
+		t.n--
+		t.root = root
+	}
+	return t
+}
+
+// setEntry stores e (a fresh entry, next nil) in the subtree n at shift and
+// reports whether it added a new id.
+func setEntry(n *tableNode, shift uint, e *tableEntry, edit *batchEdit) (*tableNode, bool) {
+	bit := fragment(e.hash, shift)
+	if n == nil {
+		return &tableNode{bitmap: bit, slots: []tableSlot{{leaf: e}}, edit: edit}, true
+	}
+	i := n.index(bit)
+	if n.bitmap&bit == 0 {
+		m := n.editable(edit)
+		m.slots = slices.Insert(m.slots, i, tableSlot{leaf: e})
+		m.bitmap |= bit
+		return m, true
+	}
+	s := n.slots[i]
+	added := true
+	switch {
+	case s.child != nil:
+		s.child, added = setEntry(s.child, shift+5, e, edit)
+	case s.leaf.hash != e.hash:
+		s = tableSlot{child: pair(s.leaf, e, shift+5, edit)}
+	default:
+		s.leaf, added = withEntry(s.leaf, e)
+	}
+	m := n.editable(edit)
+	m.slots[i] = s
+	return m, added
+}
+
+// withEntry returns the list l (one hash, ids ascending) with e set,
+// copying the entries before e's place.
+func withEntry(l, e *tableEntry) (*tableEntry, bool) {
+	switch {
+	case l == nil:
+		return e, true
+	case l.id == e.id:
+		out := *e
+		out.next = l.next
+		return &out, false
+	case e.id < l.id:
+		out := *e
+		out.next = l
+		return &out, true
+	}
+	out := *l
+	next, added := withEntry(l.next, e)
+	out.next = next
+	return &out, added
+}
+
+// withoutEntry returns the list l without id, copying the entries before
+// its place.
+func withoutEntry(l *tableEntry, id string) (*tableEntry, bool) {
+	switch {
+	case l == nil:
+		return nil, false
+	case l.id == id:
+		return l.next, true
+	}
+	next, removed := withoutEntry(l.next, id)
+	if !removed {
+		return l, false
+	}
+	out := *l
+	out.next = next
+	return &out, true
+}
+
+// pair returns a subtree at shift holding the list l and the entry e, whose
+// hashes differ.
+func pair(l, e *tableEntry, shift uint, edit *batchEdit) *tableNode {
+	bl, be := fragment(l.hash, shift), fragment(e.hash, shift)
+	if bl == be {
+		return &tableNode{bitmap: bl, slots: []tableSlot{{child: pair(l, e, shift+5, edit)}}, edit: edit}
+	}
+	slots := []tableSlot{{leaf: l}, {leaf: e}}
+	if be < bl {
+		slots[0], slots[1] = slots[1], slots[0]
+	}
+	return &tableNode{bitmap: bl | be, slots: slots, edit: edit}
+}
+
+// delEntry removes id from the subtree n at shift. A subtree left with the
+// ids of a single hash collapses into its parent's slot, so the trie's shape
+// depends only on its ids.
+func delEntry(n *tableNode, shift uint, h uint64, id string, edit *batchEdit) (*tableNode, bool) {
+	if n == nil {
+		return nil, false
+	}
+	bit := fragment(h, shift)
+	if n.bitmap&bit == 0 {
+		return n, false
+	}
+	i := n.index(bit)
+	s := n.slots[i]
+	if s.child != nil {
+		c, removed := delEntry(s.child, shift+5, h, id, edit)
+		if !removed {
+			return n, false
+		}
+		if len(c.slots) == 1 && c.slots[0].child == nil {
+			s = c.slots[0]
+		} else {
+			s.child = c
+		}
+	} else {
+		rest, removed := withoutEntry(s.leaf, id)
+		if !removed {
+			return n, false
+		}
+		if rest == nil {
+			if len(n.slots) == 1 {
+				return nil, true
+			}
+			m := n.editable(edit)
+			m.slots = slices.Delete(m.slots, i, i+1)
+			m.bitmap &^= bit
+			return m, true
+		}
+		s.leaf = rest
+	}
+	m := n.editable(edit)
+	m.slots[i] = s
+	return m, true
+}
+
+// All yields every id and node, in an order fixed by the ids alone (not
+// sorted; use IDs for ascending order).
+func (t NodeTable) All() iter.Seq2[string, Node] {
+	return func(yield func(string, Node) bool) { walk(t.root, yield) }
+}
+
+func walk(n *tableNode, yield func(string, Node) bool) bool {
+	if n == nil {
+		return true
+	}
+	for i := range n.slots {
+		s := &n.slots[i]
+		if s.child != nil {
+			if !walk(s.child, yield) {
+				return false
+			}
+			continue
+		}
+		for e := s.leaf; e != nil; e = e.next {
+			if !yield(e.id, e.node) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// IDs returns every id in ascending order.
+func (t NodeTable) IDs() []string {
+	out := make([]string, 0, t.n)
+	for id := range t.All() {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Equal reports whether t and u hold the same ids with equal nodes.
+func (t NodeTable) Equal(u NodeTable) bool {
+	if t.n != u.n {
+		return false
+	}
+	if t.root == u.root {
+		return true
+	}
+	for id, n := range t.All() {
+		if m, ok := u.Get(id); !ok || m != n {
+			return false
+		}
+	}
+	return true
+}
+
+// String renders the table like a map, by ascending id.
+func (t NodeTable) String() string {
+	var b strings.Builder
+	b.WriteString("NodeTable[")
+	for i, id := range t.IDs() {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s:%+v", id, t.Node(id))
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// NewNodeTable returns a table holding nodes under their ids; a later node
+// replaces an earlier one with the same id.
+func NewNodeTable(nodes ...Node) NodeTable {
+	edit := &batchEdit{}
+	var t NodeTable
+	for _, n := range nodes {
+		t = t.set(n.ID, n, edit)
+	}
+	return t
+}
+
+// nodeTableOf returns a table holding m.
+func nodeTableOf(m map[string]Node) NodeTable {
+	edit := &batchEdit{}
+	var t NodeTable
+	for id, n := range m {
+		t = t.set(id, n, edit)
+	}
+	return t
+}
