@@ -76,8 +76,10 @@ func Start(t testing.TB) *Server {
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
 // Client returns a go-redis client for the server, closed when the test ends.
+// Its calls honour their contexts' deadlines (ContextTimeoutEnabled), as
+// the stores require.
 func (s *Server) Client(opts ...func(*goredis.Options)) *goredis.Client {
-	o := &goredis.Options{Addr: s.Addr(), MaxRetries: -1}
+	o := &goredis.Options{Addr: s.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true}
 	for _, f := range opts {
 		f(o)
 	}
