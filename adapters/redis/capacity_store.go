@@ -36,8 +36,18 @@ func capacityScript(name string) *goredis.Script {
 	return goredis.NewScript(string(lib) + "\n" + string(body))
 }
 
+// capacityStandalone builds a script that does without the library: the
+// hot single reserve, written out flat.
+func capacityStandalone(name string) *goredis.Script {
+	body, err := capacityLua.ReadFile("lua/capacity_" + name + ".lua")
+	if err != nil {
+		panic(err) // embedded at build time: cannot fail
+	}
+	return goredis.NewScript("redis.replicate_commands()\n" + string(body))
+}
+
 var (
-	capReserve      = capacityScript("reserve")
+	capReserve      = capacityStandalone("reserve")
 	capReserveBatch = capacityScript("reserve_batch")
 	capAck          = capacityScript("ack")
 	capRelease      = capacityScript("release")
