@@ -5,7 +5,7 @@
 -- Returns the status.
 local now = clock(ARGV[7])
 local key, rid = KEYS[1], ARGV[1]
-local n = readnode(key, now, rid, nil)
+local n = readnode(key, now, rid)
 local h = n.held
 if ARGV[6] == 'max' then
   -- The seed releases the reservation on ACK and has no fence.

@@ -6,7 +6,7 @@
 -- backwards 1 and the stored seq, else 0 and 0.
 local now = clock(ARGV[7])
 local key = KEYS[1]
-local n = readnode(key, now, nil, nil)
+local n = readnode(key, now, nil)
 local e, s = tonumber(ARGV[1]), tonumber(ARGV[2])
 if n.known then
   if e < n.epoch then

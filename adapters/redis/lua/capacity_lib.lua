@@ -18,7 +18,9 @@
 -- capacity.HeartbeatStatus.
 redis.replicate_commands()
 
-local OK, DUPLICATE, FULL, UNKNOWN_NODE, STALE_HEARTBEAT, LIMIT_MISMATCH = 1, 2, 3, 4, 5, 6
+-- Reserve statuses (capacity_reserve.lua and capacity_reserve_batch.lua
+-- write them as literals): OK 1, DUPLICATE 2, FULL 3, UNKNOWN_NODE 4,
+-- STALE_HEARTBEAT 5, LIMIT_MISMATCH 6.
 local ACK_OK, ACK_DUPLICATE, ACK_EPOCH_MISMATCH, ACK_EXPIRED, ACK_LATE = 1, 2, 3, 4, 5
 local HB_APPLIED, HB_STALE = 1, 2
 
@@ -44,13 +46,15 @@ local STATE = '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (.*)$'
 -- known, its numbers, the live leases (count and earliest expiry), the acked
 -- entries (n.na of them, their seqs and fields, n.unc above the
 -- heartbeat's seq), the fields to delete (lapsed
--- leases, and acked entries past their lifetime), and the value of rid and
--- of each rid in want (a table rid -> true, or nil) into n.val.
-local function readnode(key, now, rid, want)
+-- leases, and acked entries past their lifetime), and the value of rid
+-- (n.held: a live lease's expiry, an acked job's negated seq, or false).
+-- capacity_reserve.lua and capacity_reserve_batch.lua read a node the same
+-- way, written out flat for speed.
+local function readnode(key, now, rid)
   local a = redis.call('HGETALL', key)
   local w, live, first, dead, nd = false, 0, 0, {}, 0
   local aseq, afield, na = {}, {}, 0
-  local held, val = false, {}
+  local held = false
   for i = 1, #a, 2 do
     local f = a[i]
     if f == '' then
@@ -72,17 +76,13 @@ local function readnode(key, now, rid, want)
         na = na + 1
         aseq[na], afield[na] = -v, f
       end
-      if v then
-        if f == rid then
-          held = v
-        elseif want and want[f] then
-          val[f] = v
-        end
+      if v and f == rid then
+        held = v
       end
     end
   end
   local n = {w = false, known = false, epoch = 0, seq = 0, run = 0, recv = 0, max = 0, ax = 0, kx = 0,
-    live = live, first = first, unc = 0, na = na, aseq = aseq, afield = afield, dead = dead, nd = nd, held = held, val = val}
+    live = live, first = first, unc = 0, na = na, aseq = aseq, afield = afield, dead = dead, nd = nd, held = held}
   if w then
     local p = {string.match(w, STATE)}
     n.w = p
@@ -101,8 +101,6 @@ local function readnode(key, now, rid, want)
         dead[nd] = afield[x]
         if afield[x] == rid then
           n.held = false
-        elseif val[afield[x]] then
-          val[afield[x]] = nil
         end
       end
       n.nd, n.na = nd, 0
@@ -148,60 +146,4 @@ local function lives(key, n, now, until_ms)
   local kx = until_ms + 60000
   redis.call('PEXPIRE', key, kx - now)
   return kx
-end
-
--- limit is the M a reservation asking maxj (0: none) enforces on node n:
--- the M its heartbeat states, else maxj, else defmax (the store's MaxJobs);
--- -1 when the heartbeat states an M and maxj is another (capacity.limit).
-local function limit(n, maxj, defmax)
-  local hm = n.max
-  if hm > 0 and maxj > 0 and hm ~= maxj then
-    return -1
-  elseif hm > 0 then
-    return hm
-  elseif maxj > 0 then
-    return maxj
-  end
-  return defmax
-end
-
--- load is node n's effective load: running + live leases + acked jobs no
--- heartbeat has counted, or the seed's max(running, reserved) with the
--- caller's running when sum is false.
-local function load(n, sum, running)
-  if sum then
-    return n.run + n.live + n.unc
-  end
-  return math.max(running, n.live)
-end
-
--- decide applies one reservation to node n (read by readnode; h is the
--- rid's value there, false if absent): the reserve transition, or the
--- seed's max(running, reserved) when sum is false. It writes status, epoch,
--- lease expiry, effective load and, for FULL, the earliest pending expiry
--- to out[k+1..k+5], updates n for a grant, and returns the status.
-local function decide(n, h, now, maxj, ttl, hbto, sum, running, out, k)
-  local status, expiry, earliest = 0, 0, 0
-  if maxj < 0 then
-    status = LIMIT_MISMATCH
-  elseif h then
-    status = DUPLICATE
-    if h > 0 then
-      expiry = h
-    end
-  elseif sum and not n.known then
-    status = UNKNOWN_NODE
-  elseif sum and now - n.recv > hbto then
-    status = STALE_HEARTBEAT
-  elseif load(n, sum, running) >= maxj then
-    status, earliest = FULL, n.first
-  else
-    status, expiry = OK, now + ttl
-    n.live = n.live + 1
-    if n.first == 0 or expiry < n.first then
-      n.first = expiry
-    end
-  end
-  out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = status, n.epoch, expiry, load(n, sum, running), earliest
-  return status
 end

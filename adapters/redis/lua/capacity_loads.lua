@@ -7,7 +7,7 @@
 local now = clock(ARGV[1])
 local out = {}
 for i = 1, #KEYS do
-  local n = readnode(KEYS[i], now, nil, nil)
+  local n = readnode(KEYS[i], now, nil)
   local w = ''
   if n.known then
     w = table.concat(n.w, ' ')

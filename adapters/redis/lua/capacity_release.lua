@@ -3,7 +3,7 @@
 -- Returns 1 if a lease was dropped, else 0.
 local now = clock(ARGV[2])
 local key, rid = KEYS[1], ARGV[1]
-local n = readnode(key, now, rid, nil)
+local n = readnode(key, now, rid)
 local h = n.held
 if h and h > 0 then
   n.nd = n.nd + 1

@@ -1,11 +1,11 @@
 -- capacity_reserve.lua: reserve one slot. One key, and on the accept path
 -- two commands: HGETALL, then one HSET (plus HDEL when leases lapsed, PEXPIRE
 -- when the lease outlives what the key is known to live). The node's hash is
--- read as capacity_lib.lua describes; this script is the reserve transition
--- of readnode and decide written out flat, without their tables and
--- closures, because it is the hot path: a call's server time is mostly the
--- script's fixed overhead. The tests hold it to the same answers as
--- capacity_reserve_batch.lua, MemoryStore and the ledger.
+-- read as capacity_lib.lua describes; this script does not include the
+-- library and is written out flat, without tables or closures, because it is
+-- the hot path: a call's server time is mostly fixed overhead. The tests hold
+-- it to the same answers as capacity_reserve_batch.lua, MemoryStore and the
+-- ledger.
 -- KEYS: the node's hash.
 -- ARGV: rid, max (0 = the node's), ttl_ms, heartbeat_timeout_ms, accounting
 --       ('sum' or 'max'), running (the caller's copy, read only by 'max'),
