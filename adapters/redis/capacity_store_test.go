@@ -508,3 +508,61 @@ func TestCapacityStoreSeedClampsToOne(t *testing.T) {
 		t.Fatalf("second reserve: %v, %v; want full (limit 1)", r, err)
 	}
 }
+
+// TestCapacityStoreStateBoundedByLimit: a node's hash holds its state field
+// and at most M live leases after every call, however many reservations
+// come and lapse (a call deletes the lapsed leases it reads), and M itself
+// is at most capacity.MaxLimit, so a call's cost is bounded: a node cannot
+// be filled with 80,000 leases. (Dropping the HDEL of lapsed leases from
+// the reserve script makes the first check fail.)
+func TestCapacityStoreStateBoundedByLimit(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	c := srv.Client()
+	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
+	const m = 4
+	s := newStore(t, c, redis.CapacityStoreOptions{Options: capacity.Options{MaxJobs: m, HeartbeatTimeout: time.Hour},
+		Clock: fake.ClockFunc(func() time.Time { return now })})
+	if _, err := s.Heartbeat(ctx, "n", capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	granted := 0
+	for round := range 50 {
+		for k := range m + 2 {
+			r, err := s.Reserve(ctx, capacity.Reservation{Node: "n", RID: fmt.Sprintf("r%d-%d", round, k), TTL: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status == capacity.ReserveOK {
+				granted++
+			}
+			if n := c.HLen(ctx, "{n:n}").Val(); n > 1+m {
+				t.Fatalf("round %d: the node's hash holds %d fields, want at most 1+M = %d", round, n, 1+m)
+			}
+		}
+		now = now.Add(time.Second + time.Millisecond) // every lease lapses
+	}
+	if granted != 50*m {
+		t.Errorf("granted %d leases, want %d", granted, 50*m)
+	}
+
+	// A node at the largest M fills up to exactly M leases.
+	big := newStore(t, c, redis.CapacityStoreOptions{Options: capacity.Options{MaxJobs: capacity.MaxLimit}})
+	if _, err := big.Heartbeat(ctx, "big", capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for k := range capacity.MaxLimit + 1 {
+		r, err := big.Reserve(ctx, capacity.Reservation{Node: "big", RID: "b" + strconv.Itoa(k)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := k < capacity.MaxLimit; r.Status.Granted() != want {
+			t.Fatalf("reserve %d on a node of M = %d: %v", k, capacity.MaxLimit, r)
+		}
+	}
+	t.Logf("filled a node of M = %d in %v", capacity.MaxLimit, time.Since(start))
+	if _, err := big.Reserve(ctx, capacity.Reservation{Node: "big", RID: "x", Max: 80_000}); !errors.Is(err, capacity.ErrInvalidInput) {
+		t.Fatalf("a limit of 80,000: %v, want ErrInvalidInput", err)
+	}
+}
