@@ -159,7 +159,7 @@ func TestBadInput(t *testing.T) {
 }
 
 // extremeInts are the values every count is probed with.
-var extremeInts = []int{0, -1, 1, 3, 4, math.MaxInt32, math.MaxInt32 + 1, math.MaxInt, math.MinInt}
+var extremeInts = []int{0, -1, 1, 3, 4, capacity.MaxLimit, capacity.MaxLimit + 1, math.MaxInt32, math.MaxInt32 + 1, math.MaxInt, math.MinInt}
 
 // TestPropertyHostileHeartbeat: whatever Running and Max a heartbeat
 // carries, it is either refused with an error naming the field, or every
@@ -192,7 +192,7 @@ func TestPropertyHostileHeartbeat(t *testing.T) {
 				!slices.ContainsFunc(inv.Fields(), func(f string) bool { return f == "heartbeat.running" || f == "heartbeat.max" }) {
 				t.Fatalf("heartbeat error %v does not name a heartbeat field", err)
 			}
-			if running >= 0 && running <= capacity.MaxCount && hbMax >= 0 && hbMax <= capacity.MaxCount {
+			if running >= 0 && running <= capacity.MaxCount && hbMax >= 0 && hbMax <= capacity.MaxLimit {
 				t.Fatalf("a legal heartbeat was refused: %v", err)
 			}
 			return

@@ -101,7 +101,9 @@
 // seed's usage threshold (90 %, exactly 90 passes) and default M (4) and TTL
 // (5 s) are kept; its threshold check after reserving moves into Decide,
 // before reserving. Counts are range-checked where they enter (a heartbeat's
-// Running and Max, a reservation's Max and Running, at most MaxCount) and
+// Running and a reservation's Running at most MaxCount; a node's limit M, in
+// Options.MaxJobs, a heartbeat's Max and a reservation's Max, at most
+// MaxLimit, which bounds a store's state per node) and
 // every sum of counts saturates, so a crafted heartbeat cannot wrap a node's
 // load into room. The seed has no public issue tracker; its behaviour is
 // described in these points instead.

@@ -79,6 +79,13 @@ const (
 // so that no sum of counts can wrap.
 const MaxCount = math.MaxInt32
 
+// MaxLimit is the largest limit M a node may have (Options.MaxJobs, a
+// reservation's Max, a heartbeat's Max). A store holds at most about M
+// entries per node and a reserve reads them all, so M bounds the cost of a
+// call; larger limits are refused where they enter. A node that can run
+// more jobs than this at once is better split into several.
+const MaxLimit = 1024
+
 // Options configure Decide, the node ledger and the slot stores. The zero
 // value means the documented defaults; Seed returns the seed scheduler's.
 type Options struct {
@@ -147,8 +154,8 @@ func (o Options) Validate() error {
 		}
 	}
 	neg("maxJobs", o.MaxJobs < 0, o.MaxJobs)
-	if o.MaxJobs > MaxCount {
-		errs = append(errs, field.Invalid(field.NewPath("maxJobs"), o.MaxJobs, "must be at most MaxCount (2147483647)"))
+	if o.MaxJobs > MaxLimit {
+		errs = append(errs, field.Invalid(field.NewPath("maxJobs"), o.MaxJobs, "must be at most MaxLimit (1024)"))
 	}
 	neg("ttl", o.TTL < 0, o.TTL)
 	neg("heartbeatTimeout", o.HeartbeatTimeout < 0, o.HeartbeatTimeout)

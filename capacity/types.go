@@ -21,7 +21,7 @@ type Reservation struct {
 	// enforced and a different non-zero Max is refused (ReserveLimitMismatch),
 	// never silently overridden. When the heartbeat states none, Max is the
 	// limit, and zero means Options.MaxJobs. Negative is invalid, and so is a
-	// value above MaxCount.
+	// value above MaxLimit.
 	Max int
 	// TTL is the lease of the pending reservation. Zero means Options.TTL;
 	// negative is invalid.
@@ -58,8 +58,8 @@ func (r Reservation) resolveNoNode(o Options) (Reservation, field.ErrorList) {
 	switch {
 	case r.Max < 0:
 		errs = append(errs, field.Invalid(field.NewPath("max"), r.Max, "must not be negative"))
-	case r.Max > MaxCount:
-		errs = append(errs, field.Invalid(field.NewPath("max"), r.Max, "must be at most MaxCount (2147483647)"))
+	case r.Max > MaxLimit:
+		errs = append(errs, field.Invalid(field.NewPath("max"), r.Max, "must be at most MaxLimit (1024)"))
 	}
 	if r.TTL < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("ttl"), r.TTL, "must not be negative"))
@@ -225,20 +225,23 @@ type Heartbeat struct {
 	Usage Usage
 }
 
-// Validate reports every count out of range (negative, or above MaxCount, so
-// that a node's load can never wrap), wrapping ErrInvalidInput with the
-// field paths heartbeat.running and heartbeat.max.
+// Validate reports every count out of range (negative; running above
+// MaxCount, so that a node's load can never wrap; max above MaxLimit, which
+// bounds a node's state), wrapping ErrInvalidInput with the field paths
+// heartbeat.running and heartbeat.max.
 func (h Heartbeat) Validate() error {
 	var errs field.ErrorList
 	for _, c := range []struct {
-		name string
-		v    int
-	}{{"running", h.Running}, {"max", h.Max}} {
+		name  string
+		v     int
+		limit int
+		msg   string
+	}{{"running", h.Running, MaxCount, "must be at most MaxCount (2147483647)"}, {"max", h.Max, MaxLimit, "must be at most MaxLimit (1024)"}} {
 		switch {
 		case c.v < 0:
 			errs = append(errs, field.Invalid(field.NewPath("heartbeat", c.name), c.v, "must not be negative"))
-		case c.v > MaxCount:
-			errs = append(errs, field.Invalid(field.NewPath("heartbeat", c.name), c.v, "must be at most MaxCount (2147483647)"))
+		case c.v > c.limit:
+			errs = append(errs, field.Invalid(field.NewPath("heartbeat", c.name), c.v, c.msg))
 		}
 	}
 	return plancore.Invalid(ErrInvalidInput, errs)

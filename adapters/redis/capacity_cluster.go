@@ -299,7 +299,7 @@ func (s *CapacityStore) loadsCluster(ctx context.Context, nodes []string) ([]cap
 		for k, i := range idx {
 			ids[k] = nodes[i]
 		}
-		calls[g] = scriptCall{capLoads, s.appendKeys(make([]string, 0, 3*len(ids)), ids...), []any{now}}
+		calls[g] = scriptCall{capLoads, s.appendKeys(make([]string, 0, len(ids)), ids...), []any{now}}
 	}
 	out := make([]capacity.NodeLoad, len(nodes))
 	for g, cmd := range s.runPipelined(ctx, calls, true) {

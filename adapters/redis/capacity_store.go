@@ -36,8 +36,18 @@ func capacityScript(name string) *goredis.Script {
 	return goredis.NewScript(string(lib) + "\n" + string(body))
 }
 
+// capacityStandalone builds a script that does without the library: the
+// hot single reserve, written out flat.
+func capacityStandalone(name string) *goredis.Script {
+	body, err := capacityLua.ReadFile("lua/capacity_" + name + ".lua")
+	if err != nil {
+		panic(err) // embedded at build time: cannot fail
+	}
+	return goredis.NewScript("redis.replicate_commands()\n" + string(body))
+}
+
 var (
-	capReserve      = capacityScript("reserve")
+	capReserve      = capacityStandalone("reserve")
 	capReserveBatch = capacityScript("reserve_batch")
 	capAck          = capacityScript("ack")
 	capRelease      = capacityScript("release")
@@ -116,23 +126,31 @@ func (o CapacityStoreOptions) Validate() error {
 }
 
 // CapacityStore is the capacity.SlotStore of several scheduler instances,
-// on Redis. Each operation is one Lua script over a node's three keys
+// on Redis. Each node is one small hash,
 //
-//	<prefix>{n:<id>}:hb     HASH  epoch, seq, running, recv, max, cpu, mem, gpu, hasgpu
-//	<prefix>{n:<id>}:pend   ZSET  rid → lease expiry (ms)
-//	<prefix>{n:<id>}:acked  ZSET  rid → the job's node seq
+//	<prefix>{n:<id>}  HASH  ''    → the node's state: its last heartbeat (epoch, seq,
+//	                               running, receive time, M, usage) and lifetimes
+//	                        <rid> → a pending lease's expiry (ms), or an acked
+//	                               job's node seq (stored negated)
 //
-// which share a hash tag, so a node's script touches one Cluster slot and
-// there is no global hot key. Scripts read Redis TIME (unless Clock is set),
-// run with EVALSHA and fall back to EVAL on NOSCRIPT, so a restart or SCRIPT
-// FLUSH costs one round trip, never a wrong answer; ScriptReloads counts
-// those fallbacks. Wrap the store in capacity.CountingStore to count its
-// answers (reserve_total, ack_total).
+// and each operation is one Lua script over that one key: a reserve reads
+// the hash (HGETALL) and writes its lease (HSET), two commands. A lapsed
+// lease is deleted by the next call that reads its node, and a node is
+// refused once it holds M live leases (and jobs acked since its previous
+// heartbeat), so a node's hash holds about M entries and a call's cost is
+// bounded by M, which capacity.MaxLimit bounds. The hash tag keeps a node in
+// one Cluster slot, and there is no global hot key. Scripts read Redis TIME
+// (unless Clock is set), run with EVALSHA and fall back to EVAL on NOSCRIPT,
+// so a restart or SCRIPT FLUSH costs one round trip, never a wrong answer;
+// ScriptReloads counts those fallbacks. Wrap the store in
+// capacity.CountingStore to count its answers (reserve_total, ack_total).
 //
 // Every Redis failure is an error wrapping capacity.ErrStoreUnavailable:
 // never a lease and never a "yes". The seed's wrapper maps errors to "full"
 // (false); here the caller knows the outcome is unknown and may retry the
-// same rid safely.
+// same rid safely. A call's deadline holds while Redis stalls only if the
+// client honours contexts; NewCapacityStore checks that it does (see
+// CheckDeadlines).
 //
 // On standalone or Sentinel Redis, ReserveBatch and Loads send all their
 // nodes' keys in one atomic call. On Redis Cluster (a *goredis.ClusterClient,
@@ -159,10 +177,16 @@ type CapacityStore struct {
 var _ capacity.SlotStore = (*CapacityStore)(nil)
 
 // NewCapacityStore returns a store on c and loads its scripts (SCRIPT LOAD),
-// failing with capacity.ErrStoreUnavailable if Redis cannot be reached.
+// failing with capacity.ErrStoreUnavailable if Redis cannot be reached. A
+// client that would ignore its callers' deadlines is refused with an error
+// wrapping capacity.ErrInvalidOptions and ErrIgnoresDeadlines (see
+// CheckDeadlines).
 func NewCapacityStore(ctx context.Context, c goredis.Scripter, o CapacityStoreOptions) (*CapacityStore, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	if err := CheckDeadlines(c); err != nil {
+		return nil, fmt.Errorf("%w: %w", capacity.ErrInvalidOptions, err)
 	}
 	s := &CapacityStore{c: c, opts: o.Options.WithDefaults(), acct: "sum", pre: o.Prefix, clock: o.Clock}
 	if o.Accounting == capacity.SeedMax {
@@ -253,35 +277,30 @@ func unavailable(op string, err error) error {
 }
 
 func (s *CapacityStore) keys(node string) []string {
-	return s.appendKeys(make([]string, 0, 3), node)
+	return s.appendKeys(make([]string, 0, 1), node)
 }
 
-// appendKeys appends the hb, pend and acked keys of each node to dst, all of
-// them substrings of one allocation: a batch on 16 nodes builds its 48 keys
+// appendKeys appends the key of each node, <prefix>{n:<id>}, to dst, all of
+// them substrings of one allocation: a batch on 16 nodes builds its 16 keys
 // with one string rather than 16.
 func (s *CapacityStore) appendKeys(dst []string, nodes ...string) []string {
 	size := 0
 	for _, n := range nodes {
-		size += 3*(len(s.pre)+len(n)+5) + len("hbpendacked") // <prefix>{n:<id>}: three times
+		size += len(s.pre) + len(n) + 4 // <prefix>{n:<id>}
 	}
 	var b strings.Builder
 	b.Grow(size)
 	for _, n := range nodes {
-		for _, suffix := range [...]string{"hb", "pend", "acked"} {
-			b.WriteString(s.pre)
-			b.WriteString("{n:")
-			b.WriteString(n)
-			b.WriteString("}:")
-			b.WriteString(suffix)
-		}
+		b.WriteString(s.pre)
+		b.WriteString("{n:")
+		b.WriteString(n)
+		b.WriteString("}")
 	}
 	all, off := b.String(), 0
 	for _, n := range nodes {
-		base := len(s.pre) + len(n) + 5
-		for _, l := range [...]int{base + 2, base + 4, base + 5} {
-			dst = append(dst, all[off:off+l])
-			off += l
-		}
+		l := len(s.pre) + len(n) + 4
+		dst = append(dst, all[off:off+l])
+		off += l
 	}
 	return dst
 }
@@ -486,7 +505,7 @@ func (s *CapacityStore) batchCall(items []capacity.Reservation, mode capacity.Ba
 		}
 		args = append(args, n+1, it.RID, lastMax, lastTTL, lastRunning)
 	}
-	return s.appendKeys(make([]string, 0, 3*len(nodes)), nodes...), args
+	return s.appendKeys(make([]string, 0, len(nodes)), nodes...), args
 }
 
 // Ack commits a node's ACK; see capacity.SlotStore.
@@ -548,9 +567,9 @@ func (s *CapacityStore) Heartbeat(ctx context.Context, node string, h capacity.H
 	if h.Usage.HasGPU {
 		hasGPU = "1"
 	}
+	usage := fmtFloat(h.Usage.CPU) + " " + fmtFloat(h.Usage.Memory) + " " + fmtFloat(h.Usage.GPU) + " " + hasGPU
 	v, err := s.run(ctx, capHeartbeat, s.keys(node), strconv.FormatUint(h.Epoch, 10), strconv.FormatUint(h.Seq, 10),
-		h.Running, h.Max, fmtFloat(h.Usage.CPU), fmtFloat(h.Usage.Memory), fmtFloat(h.Usage.GPU), hasGPU,
-		msArg(s.opts.Lifetime), s.now()).Slice()
+		h.Running, h.Max, usage, msArg(s.opts.Lifetime), s.now()).Slice()
 	if err != nil {
 		return "", unavailable("heartbeat", err)
 	}
@@ -585,7 +604,7 @@ func (s *CapacityStore) Loads(ctx context.Context, nodes []string) ([]capacity.N
 	if s.pipe != nil {
 		return s.loadsCluster(ctx, nodes)
 	}
-	keys := s.appendKeys(make([]string, 0, 3*len(nodes)), nodes...)
+	keys := s.appendKeys(make([]string, 0, len(nodes)), nodes...)
 	v, err := s.runRO(ctx, capLoads, keys, s.now()).Slice()
 	if err != nil {
 		return nil, unavailable("loads", err)
@@ -604,34 +623,43 @@ func (s *CapacityStore) Loads(ctx context.Context, nodes []string) ([]capacity.N
 	return out, nil
 }
 
+// parseLoad reads one row of the loads script: the node's state words
+// (hx epoch seq running recv max ax kx cpu mem gpu hasgpu, or "" when no
+// live heartbeat is known), its live leases and its acked jobs no
+// heartbeat has counted.
 func parseLoad(id string, row any, maxJobs int) (capacity.NodeLoad, error) {
 	cols, ok := row.([]any)
-	if !ok || len(cols) != 11 {
+	if !ok || len(cols) != 3 {
 		return capacity.NodeLoad{}, fmt.Errorf("malformed row %v", row)
 	}
-	str := func(i int) string { s, _ := cols[i].(string); return s }
-	num := func(i int) int64 { n, _ := cols[i].(int64); return n }
-	l := capacity.NodeLoad{ID: id, Max: maxJobs, Pending: int(num(9)), AckedUncounted: int(num(10))}
-	if str(0) == "" {
+	st, _ := cols[0].(string)
+	pending, _ := cols[1].(int64)
+	unc, _ := cols[2].(int64)
+	l := capacity.NodeLoad{ID: id, Max: maxJobs, Pending: int(pending), AckedUncounted: int(unc)}
+	if st == "" {
 		return l, nil
+	}
+	w := strings.Split(st, " ")
+	if len(w) != 12 {
+		return capacity.NodeLoad{}, fmt.Errorf("malformed node state %q", st)
 	}
 	var errs []error
 	u64 := func(s string) uint64 { n, err := strconv.ParseUint(s, 10, 64); errs = append(errs, err); return n }
 	i64 := func(s string) int64 { n, err := strconv.ParseInt(s, 10, 64); errs = append(errs, err); return n }
 	f64 := func(s string) float64 {
-		if s == "" {
+		if s == "-" {
 			return math.NaN()
 		}
 		f, err := strconv.ParseFloat(s, 64)
 		errs = append(errs, err)
 		return f
 	}
-	l.Epoch, l.Seq = u64(str(0)), u64(str(1))
-	l.Running = int(i64(str(2)))
-	if m := int(i64(str(3))); m > 0 {
+	l.Epoch, l.Seq = u64(w[1]), u64(w[2])
+	l.Running = int(i64(w[3]))
+	l.HeartbeatAt = time.UnixMilli(i64(w[4]))
+	if m := int(i64(w[5])); m > 0 {
 		l.Max = m // the heartbeat's statement of M; else the store's default
 	}
-	l.HeartbeatAt = time.UnixMilli(i64(str(4)))
-	l.Usage = capacity.Usage{CPU: f64(str(5)), Memory: f64(str(6)), GPU: f64(str(7)), HasGPU: str(8) == "1"}
+	l.Usage = capacity.Usage{CPU: f64(w[8]), Memory: f64(w[9]), GPU: f64(w[10]), HasGPU: w[11] == "1"}
 	return l, errors.Join(errs...)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -160,13 +161,12 @@ func TestCapacityStoreServerTime(t *testing.T) {
 	if r.Status != capacity.ReserveOK || r.Expiry.Before(before.Add(time.Hour).Truncate(time.Millisecond)) || r.Expiry.After(after.Add(time.Hour)) {
 		t.Fatalf("lease %v not one hour after server time [%v, %v]", r, before, after)
 	}
-	score, err := c.ZScore(ctx, "{n:n1}:pend", "a").Result()
-	if err != nil || int64(score) != r.Expiry.UnixMilli() {
-		t.Fatalf("pend score %v (%v), want %d", score, err, r.Expiry.UnixMilli())
+	if exp, ok := pendingLeases(t, c, "n1")["a"]; !ok || exp != r.Expiry.UnixMilli() {
+		t.Fatalf("stored lease %v (%v), want %d", exp, ok, r.Expiry.UnixMilli())
 	}
-	ttl, _ := c.PTTL(ctx, "{n:n1}:pend").Result()
+	ttl, _ := c.PTTL(ctx, "{n:n1}").Result()
 	if ttl < time.Hour+59*time.Second {
-		t.Errorf("pend key lives %v, want its longest lease plus 60s", ttl)
+		t.Errorf("the node's key lives %v, want its longest lease plus 60s", ttl)
 	}
 	loads, err := s.Loads(ctx, []string{"n1", "n2"})
 	if err != nil {
@@ -256,6 +256,9 @@ func TestCapacityStoreRejectsBadInput(t *testing.T) {
 		{"heartbeat negative running", second(s.Heartbeat(ctx, "n", capacity.Heartbeat{Running: -1})), "heartbeat.running: Invalid value: -1"},
 		{"heartbeat running MaxInt", second(s.Heartbeat(ctx, "n", capacity.Heartbeat{Running: math.MaxInt})), "heartbeat.running: Invalid value"},
 		{"reserve max MaxInt", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", Max: math.MaxInt})), "max: Invalid value"},
+		{"reserve max above MaxLimit", second(s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "a", Max: capacity.MaxLimit + 1})), "max: Invalid value: 1025"},
+		{"batch max above MaxLimit", second(s.ReserveBatch(ctx, []capacity.Reservation{{Node: "n", RID: "a", Max: capacity.MaxLimit + 1}}, capacity.Partial)), "max: Invalid value: 1025"},
+		{"heartbeat max above MaxLimit", second(s.Heartbeat(ctx, "n", capacity.Heartbeat{Max: capacity.MaxLimit + 1})), "heartbeat.max: Invalid value: 1025"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -282,6 +285,24 @@ func sameReserve(a, b capacity.ReserveResult) bool {
 }
 
 func second[A any](_ A, err error) error { return err }
+
+// pendingLeases reads node's pending leases (rid → expiry in ms) straight
+// from the node's hash: the fields other than the state field ” whose value
+// is positive (an acked job's is its seq, negated).
+func pendingLeases(t testing.TB, c goredis.Cmdable, node string) map[string]int64 {
+	t.Helper()
+	all, err := c.HGetAll(context.Background(), "{n:"+node+"}").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for f, v := range all {
+		if n, err := strconv.ParseInt(v, 10, 64); f != "" && err == nil && n > 0 {
+			out[f] = n
+		}
+	}
+	return out
+}
 
 // TestCapacityStoreBatchMatchesMemoryStore sends the same large batches to the
 // Redis store and to MemoryStore at the same instant: 49 items on 24 nodes, each
@@ -485,5 +506,63 @@ func TestCapacityStoreSeedClampsToOne(t *testing.T) {
 	}
 	if r, err := s.Reserve(ctx, capacity.Reservation{Node: "n", RID: "b"}); err != nil || r.Status != capacity.ReserveFull {
 		t.Fatalf("second reserve: %v, %v; want full (limit 1)", r, err)
+	}
+}
+
+// TestCapacityStoreStateBoundedByLimit: a node's hash holds its state field
+// and at most M live leases after every call, however many reservations
+// come and lapse (a call deletes the lapsed leases it reads), and M itself
+// is at most capacity.MaxLimit, so a call's cost is bounded: a node cannot
+// be filled with 80,000 leases. (Dropping the HDEL of lapsed leases from
+// the reserve script makes the first check fail.)
+func TestCapacityStoreStateBoundedByLimit(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	c := srv.Client()
+	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
+	const m = 4
+	s := newStore(t, c, redis.CapacityStoreOptions{Options: capacity.Options{MaxJobs: m, HeartbeatTimeout: time.Hour},
+		Clock: fake.ClockFunc(func() time.Time { return now })})
+	if _, err := s.Heartbeat(ctx, "n", capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	granted := 0
+	for round := range 50 {
+		for k := range m + 2 {
+			r, err := s.Reserve(ctx, capacity.Reservation{Node: "n", RID: fmt.Sprintf("r%d-%d", round, k), TTL: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status == capacity.ReserveOK {
+				granted++
+			}
+			if n := c.HLen(ctx, "{n:n}").Val(); n > 1+m {
+				t.Fatalf("round %d: the node's hash holds %d fields, want at most 1+M = %d", round, n, 1+m)
+			}
+		}
+		now = now.Add(time.Second + time.Millisecond) // every lease lapses
+	}
+	if granted != 50*m {
+		t.Errorf("granted %d leases, want %d", granted, 50*m)
+	}
+
+	// A node at the largest M fills up to exactly M leases.
+	big := newStore(t, c, redis.CapacityStoreOptions{Options: capacity.Options{MaxJobs: capacity.MaxLimit}})
+	if _, err := big.Heartbeat(ctx, "big", capacity.Heartbeat{Epoch: 1, Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for k := range capacity.MaxLimit + 1 {
+		r, err := big.Reserve(ctx, capacity.Reservation{Node: "big", RID: "b" + strconv.Itoa(k)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := k < capacity.MaxLimit; r.Status.Granted() != want {
+			t.Fatalf("reserve %d on a node of M = %d: %v", k, capacity.MaxLimit, r)
+		}
+	}
+	t.Logf("filled a node of M = %d in %v", capacity.MaxLimit, time.Since(start))
+	if _, err := big.Reserve(ctx, capacity.Reservation{Node: "big", RID: "x", Max: 80_000}); !errors.Is(err, capacity.ErrInvalidInput) {
+		t.Fatalf("a limit of 80,000: %v, want ErrInvalidInput", err)
 	}
 }

@@ -9,6 +9,28 @@
 // own TIME, never the client's clock. When Redis cannot be reached the stores
 // fail closed: an error, never a "yes".
 //
+// # Deadlines
+//
+// With go-redis's default options a command ignores its context's deadline
+// while Redis stalls (a long script, a fork, DEBUG SLEEP): it waits for the
+// client's ReadTimeout, 3 s by default, however short the caller's deadline.
+// Set ContextTimeoutEnabled in the client's options
+// (goredis.Options, ClusterOptions, FailoverOptions, UniversalOptions), and a
+// call returns when its context is done, with an error wrapping
+// capacity.ErrStoreUnavailable: closed, never a lease. NewCapacityStore and
+// NewLockStore refuse a *goredis.Client, *goredis.ClusterClient or
+// *goredis.Ring without it (CheckDeadlines); another client type cannot be
+// inspected and is trusted to honour contexts.
+//
+// # Compatibility
+//
+// The capacity store keeps each node in one hash, <prefix>{n:<id>}, since
+// plancore's first release of this layout. Data written by the earlier
+// layout (three keys per node, <prefix>{n:<id>}:hb, :pend and :acked) is
+// neither read nor migrated: there were no users yet. A scheduler started
+// on the new layout sees every node as unknown until its next heartbeat,
+// which fails closed, and the old keys expire on their own.
+//
 // Tests run against a real redis-server started on a free loopback port by
 // package internal/redistest; none uses a mock.
 package redis

@@ -94,10 +94,15 @@ var (
 	_ lock.Notifier = (*LockStore)(nil)
 )
 
-// NewLockStore returns a store on client.
+// NewLockStore returns a store on client. A client that would ignore its
+// callers' deadlines is refused with an error wrapping
+// lock.ErrInvalidOptions and ErrIgnoresDeadlines (see CheckDeadlines).
 func NewLockStore(client goredis.UniversalClient, opts LockStoreOptions) (*LockStore, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
+	}
+	if err := CheckDeadlines(client); err != nil {
+		return nil, fmt.Errorf("%w: %w", lock.ErrInvalidOptions, err)
 	}
 	if opts.KeyPrefix == "" {
 		opts.KeyPrefix = "plancore:lock:"

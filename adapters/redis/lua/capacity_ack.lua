@@ -1,32 +1,46 @@
 -- capacity_ack.lua: commit a node's ACK.
--- KEYS: hb, pend, acked of one node.
+-- KEYS: the node's hash.
 -- ARGV: rid, epoch, seq, fenced ('1' or '0'), lifetime_ms, accounting
 --       ('sum' or 'max'), now_ms ('' = TIME).
 -- Returns the status.
 local now = clock(ARGV[7])
-local rid = ARGV[1]
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ms(now))
+local key, rid = KEYS[1], ARGV[1]
+local n = readnode(key, now, rid)
+local h = n.held
 if ARGV[6] == 'max' then
   -- The seed releases the reservation on ACK and has no fence.
-  if redis.call('ZREM', KEYS[2], rid) == 1 then
+  if h and h > 0 then
+    n.nd = n.nd + 1
+    n.dead[n.nd] = rid
+    purge(key, n)
     return ACK_OK
   end
+  purge(key, n)
   return ACK_LATE
 end
-local epoch = redis.call('HGET', KEYS[1], 'epoch')
-if not epoch or epoch ~= ARGV[2] then
+if not n.known or n.epoch ~= tonumber(ARGV[2]) then
+  purge(key, n)
   return ACK_EPOCH_MISMATCH
 end
-if redis.call('ZSCORE', KEYS[3], rid) then
+if h and h <= 0 then
+  purge(key, n)
   return ACK_DUPLICATE
 end
 local status = ACK_OK
-if redis.call('ZREM', KEYS[2], rid) == 0 then
+if not h then
   if ARGV[4] == '1' then
+    purge(key, n)
     return ACK_EXPIRED
   end
   status = ACK_LATE
 end
-redis.call('ZADD', KEYS[3], ARGV[3], rid)
-extend(KEYS[3], tonumber(ARGV[5]))
+purge(key, n)
+-- The acked entries live a lifetime from now (only ever extended while
+-- there are any), and the key at least as long.
+local ax = now + tonumber(ARGV[5])
+if n.na > 0 and n.ax > ax then
+  ax = n.ax
+end
+local kx = lives(key, n, now, ax) or n.kx
+redis.call('HSET', key, rid, '-' .. ARGV[3], '', state(n, ax, kx))
 return status

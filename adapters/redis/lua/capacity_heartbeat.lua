@@ -1,37 +1,45 @@
 -- capacity_heartbeat.lua: apply a node's heartbeat.
--- KEYS: hb, pend, acked of one node.
--- ARGV: epoch, seq, running, max, cpu, mem, gpu, hasgpu, lifetime_ms,
+-- KEYS: the node's hash.
+-- ARGV: epoch, seq, running, max, usage ('cpu mem gpu hasgpu'), lifetime_ms,
 --       now_ms ('' = TIME).
 -- Returns status, then for a stale same-epoch heartbeat whose seq went
 -- backwards 1 and the stored seq, else 0 and 0.
-local now = clock(ARGV[10])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ms(now))
-local cur = redis.call('HMGET', KEYS[1], 'epoch', 'seq')
+local now = clock(ARGV[7])
+local key = KEYS[1]
+local n = readnode(key, now, nil)
 local e, s = tonumber(ARGV[1]), tonumber(ARGV[2])
-if cur[1] then
-  local ce, cs = tonumber(cur[1]), tonumber(cur[2])
-  if e < ce then
+if n.known then
+  if e < n.epoch then
+    purge(key, n)
     return {HB_STALE, 0, 0}
   end
-  if e == ce and s <= cs then
-    if s < cs then
-      return {HB_STALE, 1, cur[2]}
+  if e == n.epoch and s <= n.seq then
+    purge(key, n)
+    if s < n.seq then
+      return {HB_STALE, 1, n.w[3]}
     end
     return {HB_STALE, 0, 0}
   end
-  if e == ce then
-    -- Entries the previous heartbeat covered were tombstones for ACK
-    -- retries during one interval; now they go.
-    redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', cur[2])
-  else
-    redis.call('DEL', KEYS[3])
-  end
-else
-  redis.call('DEL', KEYS[3])
 end
-redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'seq', ARGV[2], 'running', ARGV[3], 'max', ARGV[4],
-  'cpu', ARGV[5], 'mem', ARGV[6], 'gpu', ARGV[7], 'hasgpu', ARGV[8], 'recv', ms(now))
-local life = tonumber(ARGV[9])
-redis.call('PEXPIRE', KEYS[1], life)
-extend(KEYS[3], life)
+-- A new boot drops every acked entry (whatever still runs is in running);
+-- the same boot drops the entries the previous heartbeat covered, which
+-- were tombstones for ACK retries during one interval.
+local keep, same = 0, n.known and e == n.epoch
+for x = 1, n.na do
+  if same and n.aseq[x] > n.seq then
+    keep = keep + 1
+  else
+    n.nd = n.nd + 1
+    n.dead[n.nd] = n.afield[x]
+  end
+end
+purge(key, n)
+local hx = now + tonumber(ARGV[6])
+local ax = n.ax
+if keep > 0 and ax < hx then
+  ax = hx
+end
+local kx = lives(key, n, now, math.max(hx, ax)) or n.kx
+redis.call('HSET', key, '', ms(hx) .. ' ' .. ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ms(now) .. ' ' .. ARGV[4] .. ' ' ..
+  ms(ax) .. ' ' .. ms(kx) .. ' ' .. ARGV[5])
 return {HB_APPLIED, 0, 0}

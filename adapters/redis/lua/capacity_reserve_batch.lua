@@ -1,97 +1,214 @@
 -- capacity_reserve_batch.lua: reserve several slots, decided in order, in one
--- atomic call. TIME once; each node is purged and read once (readnode); the
--- items are then decided in Lua against the nodes' state.
---   * A node with one item writes its lease with ZADD NX as it is decided:
---     one command both adds the lease and says whether the rid was held.
---   * A node with several items (Redis 7, for ZMSCORE) looks all of its rids
---     up in pend with one ZMSCORE, its items are decided without calling
---     Redis, and its grants are written at the end with one ZADD; a refused
---     all-or-nothing batch writes nothing for it.
--- Lifetimes are then settled once per node.
--- KEYS: hb, pend, acked of each distinct node.
+-- atomic call. TIME once; each node's hash is read once (HGETALL) into flat
+-- per-node arrays (no table per node: a call's server time is mostly fixed
+-- overhead per node); the items are decided in Lua against them; each
+-- node's grants are then written with one HSET, and its lapsed leases
+-- deleted with one HDEL. A refused all-or-nothing batch writes no grant.
+-- The node's hash is read as capacity_lib.lua describes.
+-- KEYS: the hash of each distinct node.
 -- ARGV: now_ms ('' = TIME), heartbeat_timeout_ms, accounting, mode
 --       ('all' = all or nothing, 'partial'), the store's default max, then
 --       per item five values: node index (1-based), rid, max (0 = the
 --       node's), ttl_ms, running.
 -- Returns committed (1/0), then five values per item as capacity_reserve.
 local now = clock(ARGV[1])
-local nowms = ms(now)
 local hbto, sum, mode, defmax = tonumber(ARGV[2]), ARGV[3] ~= 'max', ARGV[4], tonumber(ARGV[5])
-local nodes = #KEYS / 3
-for j = 1, nodes do
-  readnode(j, KEYS[3 * j - 2], KEYS[3 * j - 1], KEYS[3 * j], nowms)
-end
--- held[j] and writes[j] exist only for nodes with several items.
-local held, writes = {}, {}
-if redis.REDIS_VERSION_NUM and #ARGV > 10 then -- Redis 7 (ZMSCORE is 6.2+), two items or more
-  local cnt, multi = {}, false
-  for i = 6, #ARGV, 5 do
-    local j = tonumber(ARGV[i])
-    local c = (cnt[j] or 0) + 1
-    cnt[j] = c
-    multi = multi or c > 1
-  end
-  if multi then
-    local rids = {}
-    for i = 6, #ARGV, 5 do
-      local j = tonumber(ARGV[i])
-      if cnt[j] > 1 then
-        local r = rids[j]
-        if r then
-          r[#r + 1] = ARGV[i + 1]
-        else
-          rids[j] = {ARGV[i + 1]}
-        end
-      end
-    end
-    for j = 1, nodes do
-      local r = rids[j]
-      if r then
-        local sc = redis.call('ZMSCORE', KEYS[3 * j - 1], unpack(r))
-        local h = {}
-        for x = 1, #r do
-          h[r[x]] = tonumber(sc[x]) or false
-        end
-        held[j], writes[j] = h, {}
-      end
-    end
-  end
-end
--- Items mostly share one TTL: format its expiry once.
-local lastttl, expstr = -1, ''
-local out, k, refused = {1}, 1, false
-local gj, grid, ng = {}, {}, 0
+local nodes = #KEYS
+-- The rids each node is asked for: one[j] when it is asked for one, else
+-- the set want[j].
+local one, want = {}, {}
 for i = 6, #ARGV, 5 do
-  local j, rid, ttl = tonumber(ARGV[i]), ARGV[i + 1], tonumber(ARGV[i + 3])
-  if ttl ~= lastttl then
-    lastttl, expstr = ttl, ms(now + ttl)
+  local j, rid = tonumber(ARGV[i]), ARGV[i + 1]
+  local o = one[j]
+  if not o then
+    one[j] = rid
+  else
+    local w = want[j]
+    if not w then
+      w = {[o] = true}
+      want[j] = w
+    end
+    w[rid] = true
   end
-  local st = decide(j, KEYS[3 * j - 1], now, rid, limit(j, tonumber(ARGV[i + 2]), defmax), ttl, expstr, hbto, sum, tonumber(ARGV[i + 4]),
-    out, k, held[j], writes[j])
-  k = k + 5
-  if st == OK and not held[j] then
-    ng = ng + 1
-    gj[ng], grid[ng] = j, rid
-  elseif st ~= OK and st ~= DUPLICATE then
+end
+-- Node j's state, one array per field.
+local KNOWN, EPOCH, RUN, RECV, HMAX, LIVE, FIRST, UNC, KX, AX, W, DEAD, ND, FOUND, LAST =
+  {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
+for j = 1, nodes do
+  local a = redis.call('HGETALL', KEYS[j])
+  local rid, wj = one[j], want[j]
+  local w, live, first, nd, na, dead, aseq, afield, found = false, 0, 0, 0, 0, false, false, false, false
+  for i = 1, #a, 2 do
+    local f = a[i]
+    if f == '' then
+      w = a[i + 1]
+    else
+      local v = tonumber(a[i + 1])
+      if v > 0 and v <= now then
+        nd = nd + 1
+        if nd == 1 then
+          dead = {f}
+        else
+          dead[nd] = f
+        end
+      else
+        if v > 0 then
+          live = live + 1
+          if first == 0 or v < first then
+            first = v
+          end
+        else
+          na = na + 1
+          if na == 1 then
+            aseq, afield = {-v}, {f}
+          else
+            aseq[na], afield[na] = -v, f
+          end
+        end
+        if f == rid or (wj and wj[f]) then
+          if not found then
+            found = {}
+          end
+          found[f] = v
+        end
+      end
+    end
+  end
+  local known, epoch, seq, run, recv, hmax, ax, kx = false, 0, 0, 0, 0, 0, 0, 0
+  if w then
+    local hx, e, s, r, rc, m, x, k = string.match(w, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)')
+    hx, ax, kx = tonumber(hx), tonumber(x), tonumber(k)
+    if hx > 0 and now <= hx then
+      known, epoch, seq, run, recv, hmax = true, tonumber(e), tonumber(s), tonumber(r), tonumber(rc), tonumber(m)
+    end
+  end
+  local unc = 0
+  if na > 0 then
+    if now > ax then
+      -- The acked entries outlived their lifetime: they go.
+      for x = 1, na do
+        nd = nd + 1
+        if nd == 1 then
+          dead = {afield[x]}
+        else
+          dead[nd] = afield[x]
+        end
+        if found and found[afield[x]] then
+          found[afield[x]] = nil
+        end
+      end
+    else
+      for x = 1, na do
+        if aseq[x] > seq then
+          unc = unc + 1
+        end
+      end
+    end
+  end
+  KNOWN[j], EPOCH[j], RUN[j], RECV[j], HMAX[j], LIVE[j], FIRST[j], UNC[j], KX[j], AX[j], W[j], DEAD[j], ND[j], FOUND[j], LAST[j] =
+    known, epoch, run, recv, hmax, live, first, unc, kx, ax, w, dead, nd, found, 0
+end
+local out, k, refused = {1}, 1, false
+local grants = {}
+for i = 6, #ARGV, 5 do
+  local j, rid = tonumber(ARGV[i]), ARGV[i + 1]
+  local maxj, hm = tonumber(ARGV[i + 2]), HMAX[j]
+  if hm > 0 and maxj > 0 and hm ~= maxj then
+    maxj = -1
+  elseif hm > 0 then
+    maxj = hm
+  elseif maxj == 0 then
+    maxj = defmax
+  end
+  local running = 0
+  if not sum then
+    running = tonumber(ARGV[i + 4])
+  end
+  local found = FOUND[j]
+  local h = found and found[rid]
+  local eff
+  if sum then
+    eff = RUN[j] + LIVE[j] + UNC[j]
+  else
+    eff = math.max(running, LIVE[j])
+  end
+  local status, expiry, earliest = 0, 0, 0
+  if maxj < 0 then
+    status = 6 -- LIMIT_MISMATCH
+  elseif h then
+    status = 2 -- DUPLICATE
+    if h > 0 then
+      expiry = h
+    end
+  elseif sum and not KNOWN[j] then
+    status = 4 -- UNKNOWN_NODE
+  elseif sum and now - RECV[j] > hbto then
+    status = 5 -- STALE_HEARTBEAT
+  elseif eff >= maxj then
+    status, earliest = 3, FIRST[j] -- FULL
+  else
+    status, expiry = 1, now + tonumber(ARGV[i + 3]) -- OK
+    LIVE[j] = LIVE[j] + 1
+    if FIRST[j] == 0 or expiry < FIRST[j] then
+      FIRST[j] = expiry
+    end
+    if expiry > LAST[j] then
+      LAST[j] = expiry
+    end
+    if sum then
+      eff = eff + 1
+    else
+      eff = math.max(running, LIVE[j])
+    end
+    if not found then
+      found = {}
+      FOUND[j] = found
+    end
+    found[rid] = expiry
+    local exps
+    if expiry < 1e14 then
+      exps = expiry .. '' -- '%.14g' is exact for ms times until the year 5138
+    else
+      exps = string.format('%d', expiry)
+    end
+    local g = grants[j]
+    if g then
+      g[#g + 1] = rid
+      g[#g + 1] = exps
+    else
+      grants[j] = {rid, exps}
+    end
+  end
+  if status ~= 1 and status ~= 2 then
     refused = true
   end
+  out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = status, EPOCH[j], expiry, eff, earliest
+  k = k + 5
 end
 if refused and mode == 'all' then
-  -- All or nothing: take back the leases written above; deferred ones are
-  -- simply not written.
-  for g = 1, ng do
-    redis.call('ZREM', KEYS[3 * gj[g] - 1], grid[g])
-  end
   out[1] = 0
-  return out
+  grants = {}
 end
 for j = 1, nodes do
-  local w = writes[j]
-  if w and #w > 0 then
-    redis.call('ZADD', KEYS[3 * j - 1], unpack(w))
+  local key, g = KEYS[j], grants[j]
+  if ND[j] > 0 then
+    redis.call('HDEL', key, unpack(DEAD[j], 1, ND[j]))
   end
-end
-for j = 1, nodes do
-  settle(j, now, KEYS[3 * j - 2], KEYS[3 * j - 1])
+  if g then
+    if LAST[j] + 60000 > KX[j] then
+      -- The leases would outlive the key: extend it, only ever forward, and
+      -- note the new end in the state.
+      local kx = LAST[j] + 120000
+      redis.call('PEXPIRE', key, kx - now)
+      local w = W[j]
+      g[#g + 1] = ''
+      if w then
+        g[#g + 1] = string.gsub(w, '^(%d+ %d+ %d+ %d+ %d+ %d+ %d+) %d+', '%1 ' .. string.format('%d', kx))
+      else
+        g[#g + 1] = '0 0 0 0 0 0 0 ' .. string.format('%d', kx) .. ' - - - 0'
+      end
+    end
+    redis.call('HSET', key, unpack(g))
+  end
 end
 return out

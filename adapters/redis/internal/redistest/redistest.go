@@ -28,6 +28,8 @@ type Server struct {
 	dir  string
 	port int
 
+	args []string // extra redis-server arguments
+
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -48,15 +50,17 @@ func BinaryPath() (string, error) {
 	return "", fmt.Errorf("redis-server not found: install the Debian package redis-server (bash .ci/run does) or set REDIS_SERVER")
 }
 
-// Start launches a redis-server for t and stops it when t ends. A missing binary
-// fails the test: these tests exist to exercise a real server, so they never skip.
-func Start(t testing.TB) *Server {
+// Start launches a redis-server for t and stops it when t ends, with args
+// added to its command line (such as "--enable-debug-command", "yes", which
+// DEBUG SLEEP needs on Redis 7). A missing binary fails the test: these
+// tests exist to exercise a real server, so they never skip.
+func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	bin, err := BinaryPath()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), args: args}
 	for attempt := 0; ; attempt++ {
 		s.port = freePort(t)
 		err := s.launch()
@@ -76,8 +80,10 @@ func Start(t testing.TB) *Server {
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
 // Client returns a go-redis client for the server, closed when the test ends.
+// Its calls honour their contexts' deadlines (ContextTimeoutEnabled), as
+// the stores require.
 func (s *Server) Client(opts ...func(*goredis.Options)) *goredis.Client {
-	o := &goredis.Options{Addr: s.Addr(), MaxRetries: -1}
+	o := &goredis.Options{Addr: s.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true}
 	for _, f := range opts {
 		f(o)
 	}
@@ -116,7 +122,7 @@ func (s *Server) Restart() {
 }
 
 func (s *Server) launch() error {
-	cmd := exec.Command(s.bin,
+	cmd := exec.Command(s.bin, append([]string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -125,7 +131,7 @@ func (s *Server) launch() error {
 		"--daemonize", "no",
 		"--loglevel", "warning",
 		"--logfile", filepath.Join(s.dir, "redis.log"),
-	)
+	}, s.args...)...)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
