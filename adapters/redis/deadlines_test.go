@@ -11,6 +11,7 @@ import (
 	"github.com/plancore/plancore/adapters/redis/internal/redistest"
 	"github.com/plancore/plancore/capacity"
 	"github.com/plancore/plancore/lock"
+	"github.com/plancore/plancore/vcluster"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -152,6 +153,13 @@ func TestStoresRefuseClientsIgnoringDeadlines(t *testing.T) {
 	_, err = redis.NewLockStore(plain, redis.LockStoreOptions{})
 	if !errors.Is(err, redis.ErrIgnoresDeadlines) || !errors.Is(err, lock.ErrInvalidOptions) {
 		t.Errorf("lock store on a client ignoring deadlines: %v", err)
+	}
+	_, err = redis.NewVClusterStore(plain, redis.VClusterOptions{})
+	if !errors.Is(err, redis.ErrIgnoresDeadlines) || !errors.Is(err, vcluster.ErrInvalidOptions) {
+		t.Errorf("vcluster store on a client ignoring deadlines: %v", err)
+	}
+	if _, err = redis.NewVClusterStore(nil, redis.VClusterOptions{}); !errors.Is(err, vcluster.ErrInvalidOptions) {
+		t.Errorf("vcluster store on a nil client: %v", err)
 	}
 	if err := redis.CheckDeadlines(srv.Client()); err != nil {
 		t.Errorf("a client with ContextTimeoutEnabled: %v", err)

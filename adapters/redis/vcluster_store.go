@@ -54,10 +54,18 @@ type VClusterStore struct {
 
 var _ vcluster.Executor = (*VClusterStore)(nil)
 
-// NewVClusterStore returns a store on client.
+// NewVClusterStore returns a store on client. A nil client, or one that would
+// ignore its callers' deadlines (see CheckDeadlines), is refused with an error
+// wrapping vcluster.ErrInvalidOptions.
 func NewVClusterStore(client goredis.UniversalClient, opts VClusterOptions) (*VClusterStore, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
+	}
+	if client == nil {
+		return nil, fmt.Errorf("%w: no Redis client", vcluster.ErrInvalidOptions)
+	}
+	if err := CheckDeadlines(client); err != nil {
+		return nil, fmt.Errorf("%w: %w", vcluster.ErrInvalidOptions, err)
 	}
 	return &VClusterStore{client: client, opts: opts.withDefaults()}, nil
 }
