@@ -102,7 +102,7 @@ func (p *planner) reportSpecChange(st *Status) {
 		return
 	}
 	prev := &p.wf.Status
-	st.SpecHash = p.g.specHash
+	st.SpecHash = SpecHash(p.wf.Spec)
 	if prev.SpecChange != nil {
 		c := *prev.SpecChange
 		st.SpecChange = &c

@@ -81,7 +81,7 @@ type graph struct {
 	nMain   int
 	n       int
 	names   []string
-	index   nameIndex
+	index   map[string]int32 // flow name -> its first node
 	dup     []bool
 	conds   []cond
 	atoms   []atom
@@ -93,8 +93,6 @@ type graph struct {
 	unknown []string // names of unknown referenced flows
 	issues  []Issue
 	invalid bool
-	// specHash is SpecHash of the spec when built by buildGraphHashed.
-	specHash string
 }
 
 func (g *graph) flow(i int) *Flow {
@@ -172,25 +170,20 @@ func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' ||
 
 // buildGraph indexes and checks the spec. It never fails: everything wrong
 // is an issue. Every check runs; none stops the others.
-func buildGraph(wf *Workflow, opt Options) *graph { return buildGraphHashed(wf, opt, false) }
-
-// buildGraphHashed is buildGraph that, with hash, also computes SpecHash
-// into g.specHash while it reads the flows (one pass over the names and
-// targets instead of two: Decide needs both). Its steps: index the names,
-// read every flow's dependencies, check the spec-wide fields, and order the
-// flows.
-func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
+// Its steps: index the names, read every flow's dependencies, check the
+// spec-wide fields, and order the flows.
+func buildGraph(wf *Workflow, opt Options) *graph {
 	spec := &wf.Spec
 	g := &graph{wf: wf, nMain: len(spec.Flows), n: len(spec.Flows) + len(spec.Finally)}
 	n := g.n
 	g.names = make([]string, n)
-	g.index.init(g.names, n)
+	g.index = make(map[string]int32, n)
 	g.dup = make([]bool, n)
 	g.conds = make([]cond, n)
 	g.handled = make([]bool, n)
 	g.edgeAt = make([]int32, n+1)
 	g.indexNames()
-	g.readDependencies(opt, hash)
+	g.readDependencies(opt)
 	g.checkSpecExtras(opt)
 	g.order()
 	return g
@@ -213,12 +206,13 @@ func (g *graph) indexNames() {
 			g.dup[i] = true // an empty name is no node anyone can refer to
 			continue
 		}
-		if first, ok := g.index.insert(f.Name, int32(i)); ok {
+		if first, ok := g.index[f.Name]; ok {
 			g.dup[i] = true
 			g.add(Issue{Kind: IssueDuplicateFlow, Flow: i, Field: g.field(i) + ".name", Target: int(first), Value: f.Name,
 				Message: fmt.Sprintf("flow name already used by %s", g.field(int(first)))})
 			continue
 		}
+		g.index[f.Name] = int32(i)
 		nameIdent := identAll(f.Name)
 		if !qualifiedKnown(wf.Name, "-", f.Name, wfIdent, nameIdent) {
 			g.add(Issue{Kind: IssueNameInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: wf.Name + "-" + f.Name,
@@ -237,10 +231,9 @@ type depScratch struct {
 	tstamp []int32 // tstamp[t] == i: t already listed in i's targets
 }
 
-// readDependencies reads every flow's dependencies into atoms and edges (and,
-// with hash, the spec hash), checking each flow's extensions on the way.
-func (g *graph) readDependencies(opt Options, hash bool) {
-	spec := &g.wf.Spec
+// readDependencies reads every flow's dependencies into atoms and edges,
+// checking each flow's extensions on the way.
+func (g *graph) readDependencies(opt Options) {
 	n := g.n
 	refs := 0
 	for i := range n {
@@ -254,31 +247,15 @@ func (g *graph) readDependencies(opt Options, hash bool) {
 	for i := range sc.stamp {
 		sc.stamp[i], sc.tstamp[i] = -1, -1
 	}
-	var h specHasher
-	if hash {
-		h.begin(spec)
-	}
 	for i := range n {
 		g.edgeAt[i] = int32(len(g.edges))
 		f := g.flow(i)
-		if hash {
-			if i == g.nMain {
-				h.int(int64(len(spec.Finally)))
-			}
-			h.flow(f)
-		}
 		g.checkFlowExtras(i, f, opt)
 		if f.DependsOn != nil {
 			g.readFlowDeps(i, f, opt, &sc)
 		}
 	}
 	g.edgeAt[n] = int32(len(g.edges))
-	if hash {
-		if n == g.nMain {
-			h.int(int64(len(spec.Finally))) // no finally flow: the loop never reached it
-		}
-		g.specHash = h.end(spec)
-	}
 }
 
 // readFlowDeps reads flow i's dependsOn: its form, its expression or
@@ -336,7 +313,7 @@ func (g *graph) readTargets(i int, d *DependsOn, sc *depScratch) {
 	var unknown []string
 	for k, t := range d.Targets {
 		dupT := false
-		ti, known := g.index.lookup(t)
+		ti, known := g.index[t]
 		if known {
 			dupT = sc.tstamp[ti] == int32(i)
 			sc.tstamp[ti] = int32(i)
@@ -406,7 +383,7 @@ func (g *graph) backward() bool {
 // ref records one reference from node i to name (field sub[k], or the
 // depends expression at byte pos when sub is "depends") and returns its atom.
 func (g *graph) ref(i int, name string, res result, sub string, k, pos int, stamp []int32) atom {
-	t, ok := g.index.lookup(name)
+	t, ok := g.index[name]
 	if !ok {
 		msg := fmt.Sprintf("flow %q: no flow named %q", g.names[i], name)
 		if sub == "depends" {
@@ -462,7 +439,7 @@ func (g *graph) compile(i int, e *Expr, stamp []int32) cnode {
 	switch e.Op {
 	case OpRef:
 		tok := e.Token
-		if _, ok := g.index.lookup(tok); ok {
+		if _, ok := g.index[tok]; ok {
 			return cnode{op: OpRef, atom: g.ref(i, tok, resSucceeded, "depends", 0, e.Offset, stamp)}
 		}
 		if dot := strings.LastIndexByte(tok, '.'); dot >= 0 {
@@ -470,7 +447,7 @@ func (g *graph) compile(i int, e *Expr, stamp []int32) cnode {
 			if r, ok := resultWord(word); ok {
 				return cnode{op: OpRef, atom: g.ref(i, name, r, "depends", 0, e.Offset, stamp)}
 			}
-			if _, ok := g.index.lookup(name); ok {
+			if _, ok := g.index[name]; ok {
 				g.add(Issue{Kind: IssueUnknownResult, Flow: i, Field: g.field(i) + ".dependsOn.depends", Target: e.Offset, Value: tok,
 					Message: fmt.Sprintf("flow %q: unknown result %q at byte %d (want Succeeded, Failed, Omitted, Done or Started)", g.names[i], word, e.Offset)})
 				return cnode{op: OpRef, atom: g.unknownAtom(tok, resSucceeded)}

@@ -27,8 +27,7 @@ func Decide(in Snapshot, o Options) (Plan, error) {
 	wf := &in.Flow
 	p := &planner{s: &in, wf: wf, opt: o, now: metav1.NewTime(in.Now),
 		label: wf.Namespace + "." + wf.Name}
-	// Only the plancore state machine reports spec changes.
-	p.g = buildGraphHashed(wf, o, !o.volcano() && o.SpecChange == SpecChangeReport)
+	p.g = buildGraph(wf, o)
 	p.indexJobs()
 	p.res = Plan{Namespace: wf.Namespace, Name: wf.Name, UID: wf.UID}
 	p.res.Issues = append(p.res.Issues, p.g.issues...)
@@ -124,7 +123,7 @@ func (p *planner) nodeOfJob(name string) int32 {
 	if len(name) <= len(pre)+1 || name[len(pre)] != '-' || name[:len(pre)] != pre {
 		return -1
 	}
-	if i, ok := p.g.index.lookup(name[len(pre)+1:]); ok {
+	if i, ok := p.g.index[name[len(pre)+1:]]; ok {
 		return i
 	}
 	return -1

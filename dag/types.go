@@ -340,7 +340,8 @@ type Status struct {
 	Conditions    map[string]Condition `json:"conditions,omitempty"`
 	// WaitingFlows lists every waiting flow and why (Default).
 	WaitingFlows []WaitingFlow `json:"waitingFlows,omitempty"`
-	// SpecHash hashes the canonical spec the status was computed for.
+	// SpecHash identifies the spec the status was computed for (see
+	// SpecHash): 32 hex digits of SHA-256.
 	SpecHash string `json:"specHash,omitempty"`
 	// SpecChange records the last spec change seen mid-run.
 	SpecChange *SpecChange `json:"specChange,omitempty"`

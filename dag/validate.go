@@ -51,23 +51,6 @@ func started(st Status) bool {
 		len(st.FailedJobs)+len(st.TerminatedJobs)+len(st.UnknownJobs)+len(st.CompletingJobs)+len(st.TerminatingJobs)+len(st.AbortedJobs) > 0
 }
 
-func flowsEqual(a, b []Flow) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	var ha, hb specHasher
-	for i := range a {
-		ha.reset()
-		hb.reset()
-		ha.flow(&a[i])
-		hb.flow(&b[i])
-		if ha.sum() != hb.sum() {
-			return false
-		}
-	}
-	return true
-}
-
 // volcanoError is an admission error worded exactly as Volcano's webhook.
 type volcanoError struct{ msg string }
 

@@ -228,6 +228,15 @@ func TestValidateUpdate(t *testing.T) {
 	running.Status = dag.Status{State: dag.State{Phase: dag.PhaseRunning}, RunningJobs: []string{"jf-a"}}
 	appended := wf(fl("a"), fl("b", "a"), fl("c", "b"))
 	edited := wf(fl("a"), fl("b"))
+	// The renames below differ only in the high bytes of two 8-byte words;
+	// a word-wise FNV-1a without a final mix gave both sides one hash.
+	prep := wf(fl("prepare-dataset1"), fl("train", "prepare-dataset1"))
+	prepRunning := prep
+	prepRunning.Status = running.Status
+	renamed := wf(fl("preparecdatasets"), fl("train", "preparecdatasets"))
+	dashed, dotted := wf(fl("prepare-dataset-")), wf(fl("prepare.datasetX"))
+	dashedRunning := dashed
+	dashedRunning.Status = running.Status
 	cases := []struct {
 		name     string
 		old, new dag.Workflow
@@ -239,6 +248,13 @@ func TestValidateUpdate(t *testing.T) {
 		{"running: append rejected by default", running, appended, dag.Options{}, []string{"Error SpecImmutable@-1 flows"}},
 		{"running: append allowed", running, appended, dag.Options{AllowAppend: true}, nil},
 		{"running: same spec", running, old, dag.Options{}, nil},
+		{"running: prepare-dataset1 renamed preparecdatasets", prepRunning, renamed, dag.Options{}, []string{"Error SpecImmutable@-1 flows"}},
+		{"running: prepare-dataset- renamed prepare.datasetX", dashedRunning, dotted, dag.Options{}, []string{"Error SpecImmutable@-1 flows"}},
+	}
+	for _, pair := range [][2]dag.Workflow{{prep, renamed}, {dashed, dotted}} {
+		if a, b := dag.SpecHash(pair[0].Spec), dag.SpecHash(pair[1].Spec); a == b {
+			t.Errorf("SpecHash(%s) == SpecHash(%s) == %s", pair[0].Spec.Flows[0].Name, pair[1].Spec.Flows[0].Name, a)
+		}
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
