@@ -76,7 +76,9 @@
 //
 //   - it validates every plan (SkipValidation): the anchor never validates,
 //     so cycles and unknown targets wait forever and duplicate flow names are
-//     accepted (Volcano #5868);
+//     accepted (Volcano #5868); names follow the API server's rules (a
+//     flow name is a DNS-1123 label and so is <workflow>-<flow>, the Job's
+//     name), where the anchor checks none and its Job create is refused;
 //   - it validates in O(V+E), where the anchor's admission check enumerates
 //     every path (27 dense flows take 11.1 s, past the webhook timeout);
 //   - it decides success from the set of flow outcomes, in one step

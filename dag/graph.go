@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // result is the result word of an atom.
@@ -121,53 +123,6 @@ func (g *graph) add(is Issue) {
 	g.issues = append(g.issues, is)
 }
 
-// qualified reports whether a+sep+b is a Kubernetes qualified name part:
-// at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends.
-func qualified(a, sep, b string) bool {
-	return qualifiedKnown(a, sep, b, identAll(a), identAll(b))
-}
-
-// qualifiedKnown is qualified with identAll of a and b already known: a
-// flow name is scanned once for its job name and its label value.
-func qualifiedKnown(a, sep, b string, identA, identB bool) bool {
-	n := len(a) + len(sep) + len(b)
-	if n == 0 || n > 63 || !identA || !identB || !identAll(sep) {
-		return false
-	}
-	first, last := firstByte(a, sep, b), lastByte(a, sep, b)
-	return alnum(first) && alnum(last)
-}
-
-// identAll reports whether every byte of s is in [A-Za-z0-9._-].
-func identAll(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !identByte(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func firstByte(parts ...string) byte {
-	for _, p := range parts {
-		if p != "" {
-			return p[0]
-		}
-	}
-	return 0
-}
-
-func lastByte(parts ...string) byte {
-	for i := len(parts) - 1; i >= 0; i-- {
-		if p := parts[i]; p != "" {
-			return p[len(p)-1]
-		}
-	}
-	return 0
-}
-
-func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
-
 // buildGraph indexes and checks the spec. It never fails: everything wrong
 // is an issue. Every check runs; none stops the others.
 // Its steps: index the names, read every flow's dependencies, check the
@@ -192,12 +147,7 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 // indexNames checks the workflow's and every flow's name and indexes the
 // flows by name, marking empty and repeated names as no node.
 func (g *graph) indexNames() {
-	wf := g.wf
-	if !qualified(wf.Namespace, ".", wf.Name) {
-		g.add(Issue{Kind: IssueLabelValueInvalid, Flow: -1, Field: "metadata.name", Target: -1, Value: wf.Namespace + "." + wf.Name,
-			Message: "label value <namespace>.<workflow> must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"})
-	}
-	wfIdent, nsIdent := identAll(wf.Name), identAll(wf.Namespace)
+	wfOK := g.checkWorkflowName()
 	for i := range g.n {
 		f := g.flow(i)
 		g.names[i] = f.Name
@@ -213,15 +163,60 @@ func (g *graph) indexNames() {
 			continue
 		}
 		g.index[f.Name] = int32(i)
-		nameIdent := identAll(f.Name)
-		if !qualifiedKnown(wf.Name, "-", f.Name, wfIdent, nameIdent) {
-			g.add(Issue{Kind: IssueNameInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: wf.Name + "-" + f.Name,
-				Message: "job name <workflow>-<flow> must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"})
-		}
-		if !qualifiedKnown(wf.Namespace, ".", f.Name, nsIdent, nameIdent) {
-			g.add(Issue{Kind: IssueLabelValueInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: wf.Namespace + "." + f.Name,
-				Message: "label value <namespace>.<flow> must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"})
-		}
+		g.checkFlowName(i, f.Name, wfOK)
+	}
+}
+
+// checkWorkflowName checks the workflow's name with the API server's
+// object-name rule (a DNS-1123 subdomain) and, since every job is named
+// <workflow>-<flow>, as a DNS-1123 label; it reports whether the name can
+// prefix a job name.
+func (g *graph) checkWorkflowName() bool {
+	wf := g.wf
+	if wf.Name == "" {
+		g.add(Issue{Kind: IssueEmptyName, Flow: -1, Field: "metadata.name", Target: -1, Message: "workflow name is empty"})
+		return false
+	}
+	if msgs := validation.IsDNS1123Subdomain(wf.Name); len(msgs) > 0 {
+		g.add(Issue{Kind: IssueNameInvalid, Flow: -1, Field: "metadata.name", Target: -1, Value: wf.Name,
+			Message: "workflow name: " + strings.Join(msgs, "; ")})
+		return false
+	}
+	if msg := dns1123LabelProblem(wf.Name); msg != "" && g.n > 0 {
+		g.add(Issue{Kind: IssueNameInvalid, Flow: -1, Field: "metadata.name", Target: -1, Value: wf.Name,
+			Message: "job names <workflow>-<flow> must be DNS-1123 labels: " + msg})
+		return false
+	}
+	if v := wf.Namespace + "." + wf.Name; labelValueProblem(v) != "" {
+		g.add(Issue{Kind: IssueLabelValueInvalid, Flow: -1, Field: "metadata.name", Target: -1, Value: v,
+			Message: "label value <namespace>.<workflow>: " + labelValueProblem(v)})
+	}
+	return true
+}
+
+// checkFlowName checks flow i's name as a DNS-1123 label and, when the
+// workflow's name is good, its job name <workflow>-<flow> as one too (only
+// the length can fail then) and the label value <namespace>.<flow>.
+func (g *graph) checkFlowName(i int, name string, wfOK bool) {
+	if msg := dns1123LabelProblem(name); msg != "" {
+		g.add(Issue{Kind: IssueNameInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: name,
+			Message: "flow name: " + msg})
+		return
+	}
+	// Both names being labels, the joined names can only be too long, so
+	// the strings are built only to report them.
+	if wfOK && len(g.wf.Name)+1+len(name) > validation.DNS1123LabelMaxLength {
+		job := g.wf.Name + "-" + name
+		g.add(Issue{Kind: IssueNameInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: job,
+			Message: "job name <workflow>-<flow>: " + dns1123LabelProblem(job)})
+	}
+	ns := g.wf.Namespace
+	if ns != "" && isLabelValue(ns) && len(ns)+1+len(name) <= validation.LabelValueMaxLength {
+		return
+	}
+	if v := ns + "." + name; !isLabelValue(v) {
+		g.add(Issue{Kind: IssueLabelValueInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: v,
+			Message: "label value <namespace>.<flow>: " + labelValueProblem(v)})
 	}
 }
 

@@ -89,19 +89,30 @@ func TestValidate(t *testing.T) {
 			"Error LabelValueInvalid@0 flows[0].name=" + strings.Repeat("n", 60) + ".abc",
 		}},
 		{name: "bad characters and edges", wf: wf(fl("a_b-"), fl("c/d")), want: []string{
-			"Error NameInvalid@0 flows[0].name=jf-a_b-",
-			"Error LabelValueInvalid@0 flows[0].name=ns.a_b-",
-			"Error NameInvalid@1 flows[1].name=jf-c/d",
-			"Error LabelValueInvalid@1 flows[1].name=ns.c/d",
+			"Error NameInvalid@0 flows[0].name=a_b-",
+			"Error NameInvalid@1 flows[1].name=c/d",
 		}},
-		{name: "workflow label value", wf: dag.Workflow{Name: "jf_", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{fl("a")}}}, want: []string{
-			"Error LabelValueInvalid@-1 metadata.name=ns.jf_",
+		// A label value allows upper case, '_' and '.'; a Job name does not.
+		{name: "flow names the API server refuses as Job names", wf: wf(fl("Train_A"), fl("v1.2"), fl("-x")), want: []string{
+			"Error NameInvalid@0 flows[0].name=Train_A",
+			"Error NameInvalid@1 flows[1].name=v1.2",
+			"Error NameInvalid@2 flows[2].name=-x",
 		}},
+		{name: "workflow name empty", wf: dag.Workflow{Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{fl("a")}}}, want: []string{
+			"Error EmptyName@-1 metadata.name",
+		}},
+		{name: "workflow name not an object name", wf: dag.Workflow{Name: "jf_", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{fl("a")}}}, want: []string{
+			"Error NameInvalid@-1 metadata.name=jf_",
+		}},
+		{name: "dotted workflow name cannot prefix job names", wf: dag.Workflow{Name: "jf.v1", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{fl("a")}}}, want: []string{
+			"Error NameInvalid@-1 metadata.name=jf.v1",
+		}},
+		{name: "dotted workflow name without flows", wf: dag.Workflow{Name: "jf.v1", Namespace: "ns"}},
 		{name: "duplicate target is a warning", wf: wf(fl("a"), fl("b", "a", "a")), want: []string{"Warning DuplicateTarget@1 flows[1].dependsOn.targets[1]=a"}},
 		{name: "depends syntax error names the offset", wf: wf(fl("a"), dep("b", "a &&")), want: []string{"Error ExpressionSyntax@1 flows[1].dependsOn.depends=a &&"}},
 		{name: "depends unknown result", wf: wf(fl("a"), dep("b", "a.Finished || a")), want: []string{"Error UnknownResult@1 flows[1].dependsOn.depends=a.Finished"}},
 		{name: "depends unknown target", wf: wf(fl("a"), dep("b", "a && zz.Failed")), want: []string{"Error UnknownTarget@1 flows[1].dependsOn.depends=zz"}},
-		{name: "depends on dotted flow names", wf: wf(fl("v1.2"), dep("b", "v1.2.Failed || v1.2"))},
+		{name: "depends on dotted flow names parses, the name is refused", wf: wf(fl("v1.2"), dep("b", "v1.2.Failed || v1.2")), want: []string{"Error NameInvalid@0 flows[0].name=v1.2"}},
 		{name: "depends cycle", wf: wf(dep("a", "!b.Failed"), dep("b", "a.Done")), want: []string{"Error Cycle@0 flows[0].dependsOn=a [cycle: a -> b -> a] members=a,b"}},
 		{name: "mixed forms", wf: wf(fl("a"), dag.Flow{Name: "b", DependsOn: &dag.DependsOn{Targets: []string{"a"}, Depends: "a"}}), want: []string{"Error MixedDependencyForms@1 flows[1].dependsOn"}},
 		{name: "structured form", wf: wf(fl("a"), dag.Flow{Name: "b", DependsOn: &dag.DependsOn{TargetsWithStatus: []dag.TargetStatus{{Name: "a", Phase: "Completed"}, {Name: "a", Phase: "Running"}, {Name: "a", Phase: "Bogus"}}}}), want: []string{
@@ -249,7 +260,7 @@ func TestValidateUpdate(t *testing.T) {
 		{"running: append allowed", running, appended, dag.Options{AllowAppend: true}, nil},
 		{"running: same spec", running, old, dag.Options{}, nil},
 		{"running: prepare-dataset1 renamed preparecdatasets", prepRunning, renamed, dag.Options{}, []string{"Error SpecImmutable@-1 flows"}},
-		{"running: prepare-dataset- renamed prepare.datasetX", dashedRunning, dotted, dag.Options{}, []string{"Error SpecImmutable@-1 flows"}},
+		{"running: prepare-dataset- renamed prepare.datasetX", dashedRunning, dotted, dag.Options{}, []string{"Error SpecImmutable@-1 flows", "Error NameInvalid@0 flows[0].name=prepare.datasetX"}},
 	}
 	for _, pair := range [][2]dag.Workflow{{prep, renamed}, {dashed, dotted}} {
 		if a, b := dag.SpecHash(pair[0].Spec), dag.SpecHash(pair[1].Spec); a == b {
