@@ -85,7 +85,7 @@ func ExampleCheck() {
 	}
 	// Output:
 	// spec.flows[0].dependsOn: Invalid value: "a": Cycle: cycle: a -> c -> a
-	// spec.flows[1].dependsOn.depends: Invalid value: "a.Failed ||": ExpressionSyntax: flow "b": unexpected end of expression, want a name, "!" or "(" at byte 11
+	// spec.flows[1].dependsOn.plancoreDepends: Invalid value: "a.Failed ||": ExpressionSyntax: flow "b": unexpected end of expression, want a name, "!" or "(" at byte 11
 	// spec.flows[2].dependsOn.targets[1]: Not found: "ghost": UnknownTarget: flow "c": no flow named "ghost"
 	// spec.flows[3].name: Duplicate value: "a": DuplicateFlow: flow name already used by flows[0]
 }

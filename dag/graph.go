@@ -110,7 +110,7 @@ func (g *graph) field(i int) string {
 	if i < g.nMain {
 		return "flows[" + strconv.Itoa(i) + "]"
 	}
-	return "finally[" + strconv.Itoa(i-g.nMain) + "]"
+	return "plancoreFinally[" + strconv.Itoa(i-g.nMain) + "]"
 }
 
 func (g *graph) add(is Issue) {
@@ -263,7 +263,7 @@ func (g *graph) readFlowDeps(i int, f *Flow, opt Options, sc *depScratch) {
 		e, err := ParseDepends(d.Depends)
 		if err != nil {
 			se := err.(*SyntaxError)
-			g.add(Issue{Kind: IssueExpressionSyntax, Flow: i, Field: g.field(i) + ".dependsOn.depends", Target: se.Offset, Value: d.Depends,
+			g.add(Issue{Kind: IssueExpressionSyntax, Flow: i, Field: g.field(i) + ".dependsOn.plancoreDepends", Target: se.Offset, Value: d.Depends,
 				Message: fmt.Sprintf("flow %q: %s at byte %d", f.Name, se.Msg, se.Offset)})
 		} else {
 			cn := g.compile(i, e, sc.stamp)
@@ -393,7 +393,7 @@ func (g *graph) ref(i int, name string, res result, sub string, k, pos int, stam
 // refField is the field path of reference k of node i's sub list.
 func (g *graph) refField(i int, sub string, k int) string {
 	if sub == "depends" {
-		return g.field(i) + ".dependsOn.depends"
+		return g.field(i) + ".dependsOn.plancoreDepends"
 	}
 	return fmt.Sprintf("%s.dependsOn.%s[%d]", g.field(i), sub, k)
 }
@@ -443,7 +443,7 @@ func (g *graph) compile(i int, e *Expr, stamp []int32) cnode {
 				return cnode{op: OpRef, atom: g.ref(i, name, r, "depends", 0, e.Offset, stamp)}
 			}
 			if _, ok := g.index[name]; ok {
-				g.add(Issue{Kind: IssueUnknownResult, Flow: i, Field: g.field(i) + ".dependsOn.depends", Target: e.Offset, Value: tok,
+				g.add(Issue{Kind: IssueUnknownResult, Flow: i, Field: g.field(i) + ".dependsOn.plancoreDepends", Target: e.Offset, Value: tok,
 					Message: fmt.Sprintf("flow %q: unknown result %q at byte %d (want Succeeded, Failed, Omitted, Done or Started)", g.names[i], word, e.Offset)})
 				return cnode{op: OpRef, atom: g.unknownAtom(tok, resSucceeded)}
 			}
@@ -466,13 +466,13 @@ func (g *graph) checkFlowExtras(i int, f *Flow, opt Options) {
 		}
 	}
 	if f.Retry != nil {
-		g.checkRetry(i, g.field(i)+".retry", f.Retry)
+		g.checkRetry(i, g.field(i)+".plancoreRetry", f.Retry)
 		if opt.volcano() {
-			g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: g.field(i) + ".retry", Target: -1, Message: "retry needs the plancore state machine"})
+			g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: g.field(i) + ".plancoreRetry", Target: -1, Message: "retry needs the plancore state machine"})
 		}
 	}
 	if opt.volcano() && g.finally(i) && i == g.nMain {
-		g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: "finally", Target: -1, Message: "finally flows need the plancore state machine"})
+		g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: "plancoreFinally", Target: -1, Message: "finally flows need the plancore state machine"})
 	}
 }
 
@@ -520,7 +520,7 @@ func (g *graph) checkRetry(i int, field string, r *Retry) {
 func (g *graph) checkSpecExtras(opt Options) {
 	s := &g.wf.Spec
 	if s.Parallelism < 0 {
-		g.add(Issue{Kind: IssueNegativeParallelism, Flow: -1, Field: "parallelism", Target: -1, Value: strconv.Itoa(s.Parallelism),
+		g.add(Issue{Kind: IssueNegativeParallelism, Flow: -1, Field: "plancoreParallelism", Target: -1, Value: strconv.Itoa(s.Parallelism),
 			Message: "parallelism must be 0 (unlimited) or positive"})
 	}
 	switch s.JobRetainPolicy {
@@ -530,18 +530,18 @@ func (g *graph) checkSpecExtras(opt Options) {
 			Message: "jobRetainPolicy must be retain or delete"})
 	}
 	if s.Retry != nil {
-		g.checkRetry(-1, "retry", s.Retry)
+		g.checkRetry(-1, "plancoreRetry", s.Retry)
 	}
 	if opt.volcano() {
 		var used []string
 		if s.Retry != nil {
-			used = append(used, "retry")
+			used = append(used, "plancoreRetry")
 		}
 		if s.Parallelism != 0 {
-			used = append(used, "parallelism")
+			used = append(used, "plancoreParallelism")
 		}
 		if s.FailFast != nil {
-			used = append(used, "failFast")
+			used = append(used, "plancoreFailFast")
 		}
 		for _, u := range used {
 			g.add(Issue{Kind: IssueNeedsPlancore, Flow: -1, Field: u, Target: -1, Message: u + " needs the plancore state machine"})

@@ -75,6 +75,10 @@ func (c *canon) probe(p *Probe) {
 		c.str(e.Task)
 		c.str(e.Path)
 		c.int(int64(e.Port))
+		if c.present(e.Header != nil) {
+			c.str(e.Header.Name)
+			c.str(e.Header.Value)
+		}
 		c.int(int64(len(e.Headers)))
 		for _, x := range e.Headers {
 			c.str(x.Name)

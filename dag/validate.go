@@ -39,7 +39,7 @@ func ValidateUpdate(old, new Workflow, opt Options) []Issue {
 			Message: "flows cannot change once a job exists" + map[bool]string{true: " (only appending is allowed)", false: ""}[opt.AllowAppend]})
 	}
 	if !flowsEqual(old.Spec.Finally, new.Spec.Finally) {
-		issues = append(issues, Issue{Kind: IssueSpecImmutable, Severity: SeverityError, Flow: -1, Field: "finally", Target: -1,
+		issues = append(issues, Issue{Kind: IssueSpecImmutable, Severity: SeverityError, Flow: -1, Field: "plancoreFinally", Target: -1,
 			Message: "finally flows cannot change once a job exists"})
 	}
 	sortIssues(issues)
