@@ -33,7 +33,9 @@
 // Detail carries its witness path); Lint returns the same findings, warnings
 // included, as typed Issues. ValidateUpdate and ValidateVolcano serve
 // admission webhooks. RenderMermaid and RenderDOT draw the graph with the
-// state of every flow.
+// state of every flow. DecodeJobFlow reads a whole JobFlow object (YAML or
+// JSON, Volcano's field names, plancore's extensions named plancore<Field>)
+// and refuses unknown fields by path; EncodeJobFlow writes one back.
 //
 // Every waiting flow's Reason and every action's Reason carries a ReasonCode
 // (Dependency, Backoff, Parallelism, Probe, ...; DependenciesMet, Retry,
