@@ -2,6 +2,7 @@ package dag
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -94,6 +95,61 @@ func (p *planner) planDefault() {
 		p.retentionDeletes(order, d.own)
 	}
 	p.defaultStatus(&d.st, d.fs, d.own, &d.counts, d.condBytes)
+	p.keepRetentionRecord(d)
+}
+
+// keepRetentionRecord keeps, once a workflow succeeded under the delete
+// retain policy, the completedJobs entry and the condition of every flow
+// whose job retention has deleted, as Volcano leaves its final lists in
+// place: the status stays the record of what ran.
+func (p *planner) keepRetentionRecord(d *defaultPass) {
+	st, prev := &p.res.Status, &p.wf.Status
+	if st.State.Phase != PhaseSucceed || p.wf.Spec.JobRetainPolicy != RetainPolicyDelete ||
+		(len(prev.CompletedJobs) == 0 && len(prev.Conditions) == 0) {
+		return
+	}
+	wasCompleted := make(map[string]bool, len(prev.CompletedJobs))
+	for _, n := range prev.CompletedJobs {
+		wasCompleted[n] = true
+	}
+	var completed []string
+	var conds map[string]Condition
+	changed := false
+	for i := range p.g.n {
+		if p.g.dup[i] {
+			continue
+		}
+		name := p.names[i]
+		if d.fs[i].job != nil {
+			if d.fs[i].bucket == bucketCompleted {
+				completed = append(completed, name)
+			}
+			continue
+		}
+		if wasCompleted[name] {
+			completed = append(completed, name)
+			changed = true
+		}
+		if c, ok := prev.Conditions[name]; ok {
+			if conds == nil {
+				conds = maps.Clone(st.Conditions)
+				if conds == nil {
+					conds = map[string]Condition{}
+				}
+			}
+			conds[name] = c
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	st.CompletedJobs = completed
+	if conds != nil {
+		st.Conditions = conds
+	}
+	p.sized = nil // the sizes counted while reading jobs no longer hold
+	p.res.WriteStatus = !statusEqual(prev, st)
 }
 
 // reportSpecChange carries the spec hash and reports a mid-run spec edit.
