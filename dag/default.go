@@ -336,16 +336,12 @@ func (p *planner) decideFlows(d *defaultPass) {
 	p.createReady(fs, outcome)
 }
 
-// decideMain walks the main flows once, deciding each and computing
-// mainSucceeded: deciding a flow changes only that flow, and a flow's
-// targets come before it in topological order, so each flow's outcome and
-// its targets' taint are final when the walk reaches it. It returns the
+// decideMain decides the main flows in topological order (a flow's targets
+// are decided before it), then the main part's outcome. It returns the
 // number of main flows not final yet.
 func (p *planner) decideMain(d *defaultPass) int {
 	g, fs := p.g, d.fs
-	tainted := make([]bool, g.n)
 	nonFinal := 0
-	d.mainOK = true
 	for _, v := range g.topo {
 		i := int(v)
 		if i >= g.nMain {
@@ -356,9 +352,9 @@ func (p *planner) decideMain(d *defaultPass) int {
 			if fs[i].outcome == OutcomeNone {
 				nonFinal++
 			}
-			d.mainOK = p.taint(i, fs, tainted) && d.mainOK
 		}
 	}
+	d.mainOK = p.mainSucceeded(fs)
 	if len(g.topo) < g.n {
 		// Flows left over by Kahn (a cycle planned with SkipValidation)
 		// are never decided but still wait.
@@ -721,15 +717,26 @@ func contains(s []string, x string) bool {
 	return false
 }
 
-// mainSucceeded is the main part's outcome: no failure-tainted main flow is
-// unhandled.
+// mainSucceeded is the main part's outcome, Argo's leaf rule: only the
+// leaves of the main part (flows no main flow refers to) decide. A taint
+// travels down to the leaves through the flows it omits, which is Argo's
+// branch-phase inheritance; a leaf that is tainted and unhandled fails the
+// workflow. A failure some flow reacts to in any way (x.Failed, or x || y
+// that ran) is no leaf, so it fails the workflow only through what it
+// omitted.
 func (p *planner) mainSucceeded(fs []fstate) bool {
 	g := p.g
 	tainted := make([]bool, g.n)
+	referred := make([]bool, g.n)
+	for k := range g.nMain {
+		for _, t := range g.edges[g.edgeAt[k]:g.edgeAt[k+1]] {
+			referred[t] = true
+		}
+	}
 	ok := true
 	for _, v := range g.topo {
 		if i := int(v); i < g.nMain && !g.dup[i] {
-			ok = p.taint(i, fs, tainted) && ok
+			ok = (p.taint(i, fs, tainted) || referred[i]) && ok
 		}
 	}
 	return ok

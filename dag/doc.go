@@ -83,8 +83,10 @@
 //     name), where the anchor checks none and its Job create is refused;
 //   - it validates in O(V+E), where the anchor's admission check enumerates
 //     every path (27 dense flows take 11.1 s, past the webhook timeout);
-//   - it decides success from the set of flow outcomes, in one step
-//     (SuccessRule, StateMachine), where the anchor counts completed jobs, so
+//   - it decides success from the set of flow outcomes, in one step, by
+//     Argo's leaf rule: only main flows no main flow refers to decide, an
+//     omitted one by the failure it inherits (SuccessRule, StateMachine),
+//     where the anchor counts completed jobs, so
 //     duplicates, extra labelled jobs and zero flows get stuck, and never goes
 //     from Pending to Succeed directly;
 //   - it buckets every job in exactly one status list (Buckets): the anchor
