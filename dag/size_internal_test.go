@@ -2,6 +2,7 @@ package dag
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -133,6 +134,45 @@ func TestTaskKeysSizing(t *testing.T) {
 			if got := jobConditionLen(&j, &tk); got != len(b) {
 				t.Fatalf("job %d: jobConditionLen = %d, json is %d: %s", k, got, len(b), b)
 			}
+		}
+	})
+}
+
+// statusOf5k is a status of 5,000 jobs, each with a condition, an entry
+// and two running histories.
+func statusOf5k() *Status {
+	t0 := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	d := metav1.Duration{Duration: 42 * time.Second}
+	s := &Status{State: State{Phase: PhaseRunning}, Conditions: map[string]Condition{}}
+	for i := range 5000 {
+		name := fmt.Sprintf("jf-flow-%04d", i)
+		s.RunningJobs = append(s.RunningJobs, name)
+		s.Conditions[name] = Condition{Phase: JobPhaseRunning, CreateTimestamp: t0, RunningDuration: &d,
+			TaskStatusCount: map[string]TaskState{"worker": {Phase: map[string]int32{"Running": 2}}}}
+		s.JobStatusList = append(s.JobStatusList, JobStatus{Name: name, State: JobPhaseRunning, StartTimestamp: t0, Flow: name[3:], Attempt: 1,
+			RunningHistories: []RunningHistory{{StartTimestamp: t0, EndTimestamp: t0, State: JobPhasePending}, {StartTimestamp: t0, State: JobPhaseRunning}}})
+	}
+	return s
+}
+
+// BenchmarkStatusBytes compares the arithmetic size with encoding the
+// status, the reason size.go exists.
+func BenchmarkStatusBytes(b *testing.B) {
+	s := statusOf5k()
+	if want, _ := json.Marshal(s); statusLen(s) != len(want) {
+		b.Fatalf("statusLen %d, json %d", statusLen(s), len(want))
+	}
+	b.Run("arithmetic", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = statusLen(s)
+		}
+	})
+	b.Run("json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			raw, _ := json.Marshal(s)
+			_ = len(raw)
 		}
 	})
 }
