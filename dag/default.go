@@ -36,9 +36,6 @@ type fstate struct {
 	// one word: a plan holds one fstate per flow.
 	bucket bucketID
 	known  bool
-	// histLen is historiesLen of the entry's histories plus one, 0 when
-	// not computed.
-	histLen int
 }
 
 // defaultPass is the working state of one Default plan, shared by the steps
@@ -51,9 +48,7 @@ type defaultPass struct {
 	fs       []fstate
 	// matched[i] says job i is some current flow's.
 	matched []bool
-	// counts, condBytes and withJob size the status while jobs are read.
-	counts    [nBuckets]int
-	condBytes int
+	// withJob counts the flows with an observed job of their own.
 	withJob   int
 	retryable []int // flows whose failed job may be retried
 	// anyStarted: some flow started (sticky), so the workflow is Running.
@@ -94,7 +89,7 @@ func (p *planner) planDefault() {
 		order, _ := p.flowJobNames()
 		p.retentionDeletes(order, d.own)
 	}
-	p.defaultStatus(&d.st, d.fs, d.own, &d.counts, d.condBytes)
+	p.defaultStatus(&d.st, d.fs, d.own)
 	p.keepRetentionRecord(d)
 }
 
@@ -148,7 +143,6 @@ func (p *planner) keepRetentionRecord(d *defaultPass) {
 	if conds != nil {
 		st.Conditions = conds
 	}
-	p.sized = nil // the sizes counted while reading jobs no longer hold
 	p.res.WriteStatus = !statusEqual(prev, st)
 }
 
@@ -170,10 +164,9 @@ func (p *planner) reportSpecChange(st *Status) {
 	}
 }
 
-// observeFlows reads each flow's previous entry and job, in one pass: its
-// label, entry, bucket, observed outcome and the JSON size of its condition
-// are taken while the job is in cache; only the condition itself is built
-// in buildConditions.
+// observeFlows reads each flow's previous entry and job: its label, entry,
+// bucket and observed outcome; the conditions are built in
+// buildConditions.
 func (p *planner) observeFlows(d *defaultPass) {
 	n := p.g.n
 	d.fs = make([]fstate, n)
@@ -182,7 +175,6 @@ func (p *planner) observeFlows(d *defaultPass) {
 	p.entries = make([]JobStatus, n)
 	p.names = packedJobNames(p.wf.Name, p.g)
 	d.matched = make([]bool, len(p.s.Jobs))
-	var tasks taskKeys
 	for i := range n {
 		if p.g.dup[i] {
 			continue
@@ -190,7 +182,7 @@ func (p *planner) observeFlows(d *defaultPass) {
 		f := &d.fs[i]
 		p.matchFlowJob(d, i, f)
 		if f.job != nil {
-			p.observeJob(d, i, f, &tasks)
+			p.observeJob(d, i, f)
 		} else if f.prev != nil {
 			p.entries[i] = *f.prev
 			f.hasEntry = true
@@ -230,26 +222,18 @@ func (p *planner) matchFlowJob(d *defaultPass, i int, f *fstate) {
 	}
 }
 
-// observeJob builds flow i's status entry from its job, sizes it, buckets
-// the job and takes the outcome observed now. Retryable failures are
-// decided once failFast is known.
-func (p *planner) observeJob(d *defaultPass, i int, f *fstate, tasks *taskKeys) {
+// observeJob builds flow i's status entry from its job, buckets the job
+// and takes the outcome observed now. Retryable failures are decided once
+// failFast is known.
+func (p *planner) observeJob(d *defaultPass, i int, f *fstate) {
 	j := f.job
-	e := &p.entries[i]
-	jobEntry(&p.arena, e, j, f.prev, p.now, p.opt)
-	// Sized now, while the history just written is in cache.
-	f.histLen = historiesLen(e.RunningHistories) + 1
+	jobEntry(&p.arena, &p.entries[i], j, f.prev, p.now, p.opt)
 	f.hasEntry = true
 	d.withJob++
 	if startedPhase(j.Phase) {
 		f.started = true
 	}
-	if f.bucket, f.known = bucket(j.Phase, p.opt.Buckets == BucketsVolcano); f.bucket != bucketNone {
-		d.counts[f.bucket]++
-	}
-	// Sized here, with the job in cache; the entry itself is inserted
-	// later.
-	d.condBytes += 1 + jobConditionLen(j, tasks) // the key's length is added with the lists
+	f.bucket, f.known = bucket(j.Phase, p.opt.Buckets == BucketsVolcano)
 	if f.outcome != OutcomeNone || d.terminal {
 		return
 	}
@@ -265,9 +249,8 @@ func (p *planner) observeJob(d *defaultPass, i int, f *fstate, tasks *taskKeys) 
 	}
 }
 
-// buildConditions makes and fills the conditions map in a loop of its own:
-// its inserts land anywhere in a table of 10,000 entries, which stays in
-// cache (from its zeroing on) only while nothing else streams through.
+// buildConditions makes and fills the conditions map, one entry per flow
+// with an observed job of its own.
 func (p *planner) buildConditions(d *defaultPass) {
 	if d.withJob == 0 {
 		return
@@ -830,17 +813,14 @@ func (p *planner) createReady(fs []fstate, outcome string) {
 	}
 }
 
-// defaultStatus builds the Default status. The conditions, the bucket counts and the conditions' JSON size come
-// from planDefault's pass over the jobs.
-func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, counts *[nBuckets]int, condBytes int) {
+// defaultStatus builds the Default status from the flows planDefault
+// observed and decided; the conditions are already in st.
+func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
 	g, opt := p.g, p.opt
 	var l lists
-	l.reserve(counts)
 	// The list is compacted in place over the entries built per flow: entry
 	// k is written at an index ≤ k, after entry k was read.
 	list := p.entries[:0]
-	entryBytes := 0
-	var listBytes [nBuckets]int
 	for i := range g.n {
 		f := &fs[i]
 		if g.dup[i] {
@@ -850,15 +830,9 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, c
 			p.res.Blocked = append(p.res.Blocked, Blocked{Flow: g.names[i], Index: i, Reasons: f.reasons})
 		}
 		name := p.names[i]
-		// The job name's JSON length serves its list entry, its condition
-		// key and its status entry: it is computed once.
-		nameLen := -1
 		if j := f.job; j != nil {
-			nameLen = jsonStrLen(name)
-			condBytes += nameLen
 			if f.bucket != bucketNone {
 				l[f.bucket] = append(l[f.bucket], name)
-				listBytes[f.bucket] += nameLen
 			}
 			if !f.known {
 				p.issue(Issue{Kind: IssueUnknownJobPhase, Flow: i, Field: "job " + name, Target: -1, Value: string(j.Phase),
@@ -879,16 +853,6 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, c
 		if e.Outcome != OutcomeNone {
 			e.NextRetryAt, e.Retrying = nil, false
 		}
-		// e.Name is name: the job, the previous entry and the new entry
-		// were all found or made by that name.
-		if nameLen < 0 {
-			nameLen = jsonStrLen(name)
-		}
-		flowLen := len(e.Flow) + 2 // the flow name is the end of the job name
-		if nameLen != len(name)+2 {
-			flowLen = jsonStrLen(e.Flow) // some byte of the name is escaped
-		}
-		entryBytes += entryLenNamed(e, nameLen, flowLen, f.histLen-1)
 		if k := len(list); &p.entries[k] != e {
 			p.entries[k] = *e // compact over a skipped entry
 		}
@@ -897,7 +861,6 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, c
 	if opt.KeepStaleEntries {
 		for i := range p.wf.Status.JobStatusList {
 			if e := &p.wf.Status.JobStatusList[i]; !p.ownName(e.Name) {
-				entryBytes += entryLen(e)
 				list = append(list, *e)
 			}
 		}
@@ -922,7 +885,6 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, c
 	if len(st.Conditions) == 0 {
 		st.Conditions = nil
 	}
-	p.sized = &sizes{conditions: condBytes, entries: entryBytes, lists: &listBytes}
 	p.res.Status = *st
 	p.res.WriteStatus = !statusEqual(&p.wf.Status, st)
 }

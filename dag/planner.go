@@ -105,10 +105,8 @@ type planner struct {
 	lab   []uint8
 	g     *graph
 	names []string // job name per flow (Default)
-	// entries backs the Default status list; sized holds the JSON sizes
-	// accumulated while building it.
+	// entries backs the Default status list.
 	entries []JobStatus
-	sized   *sizes
 	arena   arena
 	res     Plan
 }
@@ -322,7 +320,7 @@ func flowOf(wf, job string) string {
 func (p *planner) finish() Plan {
 	r := &p.res
 	st := &r.Status
-	r.StatusBytes = statusLenSized(st, p.sized)
+	r.StatusBytes = statusLen(st)
 	if r.StatusBytes > p.opt.sizeWarn() {
 		p.issue(Issue{Kind: IssueStatusTooLarge, Flow: -1, Field: "status", Target: -1, Value: strconv.Itoa(r.StatusBytes),
 			Message: fmt.Sprintf("status is %d bytes, over the %d-byte warning threshold; set HistoryLimit", r.StatusBytes, p.opt.sizeWarn())})

@@ -1,13 +1,13 @@
 package dag
 
 // The status size is computed by arithmetic, not by encoding the status:
-// Plan.StatusBytes is exactly len(json.Marshal(Plan.Status)), and the
-// planner sizes each job's entry and condition while it reads the job.
-// Encoding the status instead takes BenchmarkPlan10k from about 22 ms to
-// 78 ms and BenchmarkStatus5k from 3.5 ms to 28 ms; on one status of
-// 5,000 jobs, BenchmarkStatusBytes (beside this file) measures 2.0 ms and
-// no allocation against 20 ms and 85,000 allocations.
-// TestStatusLenMatchesJSON holds the arithmetic equal to encoding/json.
+// Plan.StatusBytes is exactly len(json.Marshal(Plan.Status)), computed
+// once the status is built. Encoding the status instead takes
+// BenchmarkPlan10k from about 22 ms to 78 ms and BenchmarkStatus5k from
+// about 4.5 ms to 28 ms; on one status of 5,000 jobs, BenchmarkStatusBytes
+// (beside this file) measures 2.0 ms and no allocation against 20 ms and
+// 85,000 allocations. TestStatusLenMatchesJSON holds the arithmetic equal
+// to encoding/json.
 
 import (
 	"time"
@@ -172,15 +172,6 @@ func (z *sizer) strs(k string, v []string) {
 	}
 }
 
-// strsSized is strs for count strings whose JSON lengths sum to sum.
-func (z *sizer) strsSized(k string, count, sum int) {
-	if count == 0 {
-		return
-	}
-	z.key(k)
-	z.n += 2 + count - 1 + sum
-}
-
 func (z *sizer) obj(k string, n int) {
 	z.key(k)
 	z.n += n
@@ -213,9 +204,8 @@ func historiesLen(h []RunningHistory) int {
 }
 
 // entryLenNamed is entryLen with the JSON lengths of e.Name and e.Flow
-// already known (the planner sizes each job name once), and histLen, the
-// historiesLen of e.RunningHistories when known (the planner sizes a new
-// history while it is in cache), else -1.
+// given, and histLen, the historiesLen of e.RunningHistories, or -1 to
+// compute it.
 func entryLenNamed(e *JobStatus, nameLen, flowLen, histLen int) int {
 	// startTimestamp and endTimestamp are always written, so every other
 	// field present adds its key, its value and one comma.
@@ -292,69 +282,10 @@ func conditionLen(c *Condition) int {
 	if c.RunningDuration != nil {
 		d = &c.RunningDuration.Duration
 	}
-	return conditionLenOf(c.Phase, c.CreateTimestamp, d, c.TaskStatusCount, nil)
+	return conditionLenOf(c.Phase, c.CreateTimestamp, d, c.TaskStatusCount)
 }
 
-// jobConditionLen is conditionLen(condition(nil, j)) without building the
-// condition; tk (nil: none) remembers task names across jobs.
-func jobConditionLen(j *Job, tk *taskKeys) int {
-	var created metav1.Time
-	if !j.CreationTime.IsZero() {
-		created = metav1.NewTime(j.CreationTime)
-	}
-	return conditionLenOf(j.Phase, created, j.RunningDuration, j.TaskStatusCount, tk)
-}
-
-// taskKeys remembers a few task names seen in earlier jobs. The jobs of a
-// workflow mostly share their task names, and looking a known name up in
-// a small map is several times cheaper than iterating it: a map
-// whose every key is remembered is sized by lookups alone.
-type taskKeys struct {
-	names [4]string
-	lens  [4]int // jsonStrLen of each name
-	n     int    // names in use
-	next  int    // the slot the next new name replaces once all are used
-}
-
-// sum returns the JSON length of tasks' entries (keys, colons and values,
-// no commas) when every key is remembered.
-func (tk *taskKeys) sum(tasks map[string]TaskState) (int, bool) {
-	if tk == nil || len(tasks) > tk.n {
-		return 0, false
-	}
-	sum, found := 0, 0
-	for k := range tk.n {
-		if v, ok := tasks[tk.names[k]]; ok {
-			sum += tk.lens[k] + 1 + taskStateLen(v)
-			if found++; found == len(tasks) {
-				return sum, true
-			}
-		}
-	}
-	return 0, false
-}
-
-// learn remembers a task name.
-func (tk *taskKeys) learn(name string, jsonLen int) {
-	if tk == nil {
-		return
-	}
-	for k := range tk.n {
-		if tk.names[k] == name {
-			return
-		}
-	}
-	slot := tk.n
-	if slot == len(tk.names) {
-		slot = tk.next
-		tk.next = (tk.next + 1) % len(tk.names)
-	} else {
-		tk.n++
-	}
-	tk.names[slot], tk.lens[slot] = name, jsonLen
-}
-
-func conditionLenOf(phase JobPhase, created metav1.Time, running *time.Duration, tasks map[string]TaskState, tk *taskKeys) int {
+func conditionLenOf(phase JobPhase, created metav1.Time, running *time.Duration, tasks map[string]TaskState) int {
 	var z sizer
 	z.str("phase", string(phase), true)
 	z.obj("createTime", timeLen(created))
@@ -364,35 +295,16 @@ func conditionLenOf(phase JobPhase, created metav1.Time, running *time.Duration,
 	}
 	if len(tasks) > 0 {
 		n := 2 + len(tasks) - 1
-		if sum, ok := tk.sum(tasks); ok {
-			n += sum
-		} else {
-			for k, v := range tasks {
-				kl := jsonStrLen(k)
-				n += kl + 1 + taskStateLen(v)
-				tk.learn(k, kl)
-			}
+		for k, v := range tasks {
+			n += jsonStrLen(k) + 1 + taskStateLen(v)
 		}
 		z.obj("taskStatusCount", n)
 	}
 	return z.done()
 }
 
-// sizes are the JSON lengths of the job status list's entries and of the
-// conditions' values (keys included), accumulated while building them.
-// lists, when set, holds per bucket the summed JSON lengths of the names
-// in that status list.
-type sizes struct {
-	conditions, entries int
-	lists               *[nBuckets]int
-}
-
 // statusLen returns len(json.Marshal(s)) without encoding it.
-func statusLen(s *Status) int { return statusLenSized(s, nil) }
-
-// statusLenSized is statusLen with the list and condition sizes already
-// known (nil: compute them).
-func statusLenSized(s *Status, known *sizes) int {
+func statusLen(s *Status) int {
 	var z sizer
 	{
 		var st sizer
@@ -403,38 +315,25 @@ func statusLenSized(s *Status, known *sizes) int {
 	for _, l := range [...]struct {
 		key   string
 		names []string
-		b     bucketID
-	}{{"pendingJobs", s.PendingJobs, bucketPending}, {"runningJobs", s.RunningJobs, bucketRunning},
-		{"failedJobs", s.FailedJobs, bucketFailed}, {"completedJobs", s.CompletedJobs, bucketCompleted},
-		{"terminatedJobs", s.TerminatedJobs, bucketTerminated}, {"unKnowJobs", s.UnknownJobs, bucketUnknown},
-		{"completingJobs", s.CompletingJobs, bucketCompleting}, {"terminatingJobs", s.TerminatingJobs, bucketTerminating},
-		{"abortedJobs", s.AbortedJobs, bucketAborted}} {
-		if known != nil && known.lists != nil {
-			z.strsSized(l.key, len(l.names), known.lists[l.b])
-		} else {
-			z.strs(l.key, l.names)
-		}
+	}{{"pendingJobs", s.PendingJobs}, {"runningJobs", s.RunningJobs},
+		{"failedJobs", s.FailedJobs}, {"completedJobs", s.CompletedJobs},
+		{"terminatedJobs", s.TerminatedJobs}, {"unKnowJobs", s.UnknownJobs},
+		{"completingJobs", s.CompletingJobs}, {"terminatingJobs", s.TerminatingJobs},
+		{"abortedJobs", s.AbortedJobs}} {
+		z.strs(l.key, l.names)
 	}
 	z.strs("orphanJobs", s.OrphanJobs)
 	if len(s.JobStatusList) > 0 {
 		n := 2 + len(s.JobStatusList) - 1
-		if known != nil {
-			n += known.entries
-		} else {
-			for i := range s.JobStatusList {
-				n += entryLen(&s.JobStatusList[i])
-			}
+		for i := range s.JobStatusList {
+			n += entryLen(&s.JobStatusList[i])
 		}
 		z.obj("jobStatusList", n)
 	}
 	if len(s.Conditions) > 0 {
 		n := 2 + len(s.Conditions) - 1
-		if known != nil {
-			n += known.conditions
-		} else {
-			for k, c := range s.Conditions {
-				n += jsonStrLen(k) + 1 + conditionLen(&c)
-			}
+		for k, c := range s.Conditions {
+			n += jsonStrLen(k) + 1 + conditionLen(&c)
 		}
 		z.obj("conditions", n)
 	}

@@ -109,35 +109,6 @@ func TestDurationLen(t *testing.T) {
 	})
 }
 
-// TestTaskKeysSizing sizes a sequence of jobs' conditions with one shared
-// taskKeys, as Plan does, and checks each against encoding/json: task
-// names repeat, change, escape and outnumber the remembered slots.
-func TestTaskKeysSizing(t *testing.T) {
-	name := rapid.OneOf(rapid.SampledFrom([]string{"worker", "ps", "master", "a", "b", "c", "d", "<&>", "é"}), rapid.String())
-	rapid.Check(t, func(t *rapid.T) {
-		var tk taskKeys
-		for k := range rapid.IntRange(1, 8).Draw(t, "jobs") {
-			tasks := map[string]TaskState{}
-			for range rapid.IntRange(0, 6).Draw(t, "tasks") {
-				ph := map[string]int32{}
-				for range rapid.IntRange(0, 2).Draw(t, "phases") {
-					ph[rapid.SampledFrom([]string{"Running", "Pending", "Odd\""}).Draw(t, "ph")] = rapid.Int32().Draw(t, "count")
-				}
-				tasks[name.Draw(t, "task")] = TaskState{Phase: ph}
-			}
-			d := time.Duration(rapid.Int64().Draw(t, "d"))
-			j := Job{Phase: JobPhaseRunning, CreationTime: time.Unix(1e9, 0), RunningDuration: &d, TaskStatusCount: tasks}
-			b, err := json.Marshal(condition(nil, &j))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := jobConditionLen(&j, &tk); got != len(b) {
-				t.Fatalf("job %d: jobConditionLen = %d, json is %d: %s", k, got, len(b), b)
-			}
-		}
-	})
-}
-
 // statusOf5k is a status of 5,000 jobs, each with a condition, an entry
 // and two running histories.
 func statusOf5k() *Status {

@@ -189,26 +189,6 @@ func bucket(p JobPhase, volcano bool) (bucketID, bool) {
 // lists collects job names per status list.
 type lists [nBuckets][]string
 
-// reserve sizes the lists from their final lengths with one allocation; a
-// list with no entry stays nil. Each list is capped at its length.
-func (l *lists) reserve(counts *[nBuckets]int) {
-	total := 0
-	for _, c := range counts {
-		total += c
-	}
-	if total == 0 {
-		return
-	}
-	buf := make([]string, total)
-	off := 0
-	for b, c := range counts {
-		if c > 0 {
-			l[b] = buf[off : off : off+c]
-			off += c
-		}
-	}
-}
-
 // add buckets one job; it reports false for an unknown phase string.
 func (l *lists) add(name string, p JobPhase, volcano bool) bool {
 	b, known := bucket(p, volcano)
