@@ -55,13 +55,22 @@ func TestBadInput(t *testing.T) {
 		}, dag.ErrInvalidInput, nil},
 		{"check: empty flow name", check(wf(fl(""))), dag.ErrInvalidInput, []string{"spec.flows[0].name"}},
 		{"check: duplicate flow", check(wf(fl("a"), fl("a"))), dag.ErrInvalidInput, []string{"spec.flows[1].name"}},
+		{"check: flow name no Job may carry", check(wf(fl("a"), fl("Train_A"))), dag.ErrInvalidInput, []string{"spec.flows[1].name"}},
+		{"check: empty workflow name", check(dag.Workflow{Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{fl("a")}}}), dag.ErrInvalidInput, []string{"metadata.name"}},
+		{"legal: VolcanoCompat plans a flow name the API server will refuse, as Volcano does", func() error {
+			p, err := dag.Decide(dag.Snapshot{Flow: wf(fl("Train_A")), Now: t0}, dag.VolcanoCompat())
+			if err == nil && (len(p.Create) != 1 || p.Create[0].Name != "jf-Train_A") {
+				return errors.New("want jf-Train_A created: " + p.String())
+			}
+			return err
+		}, nil, nil},
 		{"check: unknown target", check(wf(fl("a", "ghost"))), dag.ErrInvalidInput, []string{"spec.flows[0].dependsOn.targets[0]"}},
 		{"check: cycle", check(wf(fl("a", "b"), fl("b", "a"))), dag.ErrInvalidInput, []string{"spec.flows[0].dependsOn"}},
 		{"check: negative retry limit and backoff", check(retry(dag.Retry{Limit: math.MinInt, Backoff: dag.Backoff{Duration: math.MinInt64, Factor: math.NaN(), Cap: -1}})),
-			dag.ErrInvalidInput, []string{"spec.flows[0].retry.backoff.cap", "spec.flows[0].retry.backoff.duration", "spec.flows[0].retry.backoff.factor", "spec.flows[0].retry.limit"}},
-		{"check: MaxInt retry limit", check(retry(dag.Retry{Limit: math.MaxInt})), dag.ErrInvalidInput, []string{"spec.flows[0].retry.limit"}},
+			dag.ErrInvalidInput, []string{"spec.flows[0].plancoreRetry.backoff.cap", "spec.flows[0].plancoreRetry.backoff.duration", "spec.flows[0].plancoreRetry.backoff.factor", "spec.flows[0].plancoreRetry.limit"}},
+		{"check: MaxInt retry limit", check(retry(dag.Retry{Limit: math.MaxInt})), dag.ErrInvalidInput, []string{"spec.flows[0].plancoreRetry.limit"}},
 		{"check: negative parallelism", check(func() dag.Workflow { w := wf(fl("a")); w.Spec.Parallelism = math.MinInt; return w }()),
-			dag.ErrInvalidInput, []string{"spec.parallelism"}},
+			dag.ErrInvalidInput, []string{"spec.plancoreParallelism"}},
 		{"topo of a cycle", func() error { _, err := dag.Topo(wf(fl("a", "a")), dag.Default()); return err },
 			dag.ErrInvalidInput, []string{"spec.flows[0].dependsOn"}},
 		{"volcano webhook: unknown vertex", func() error { return dag.ValidateVolcano(wf(fl("a", "q")).Spec) }, dag.ErrInvalidInput, nil},

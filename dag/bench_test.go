@@ -99,6 +99,47 @@ func BenchmarkValidateDense27(b *testing.B) {
 	b.Run("backedge", func(b *testing.B) { benchValidate(b, backEdge(dense(27)), true) })
 }
 
+// chain returns n flows, each depending on the one before.
+func chain(n int) dag.Workflow {
+	flows := make([]dag.Flow, n)
+	for i := range flows {
+		flows[i].Name = fmt.Sprintf("c%d", i)
+		if i > 0 {
+			flows[i].DependsOn = &dag.DependsOn{Targets: []string{flows[i-1].Name}}
+		}
+	}
+	return wf(flows...)
+}
+
+// BenchmarkValidateChain1k is a 1,000-flow chain, whose paths the anchor's
+// webhook walks one by one.
+func BenchmarkValidateChain1k(b *testing.B) {
+	b.Run("acyclic", func(b *testing.B) { benchValidate(b, chain(1000), false) })
+	b.Run("backedge", func(b *testing.B) { benchValidate(b, backEdge(chain(1000)), true) })
+}
+
+// BenchmarkStatus5k computes the status of 5,000 observed jobs of 5,000
+// independent flows (the anchor's getAllJobStatus work).
+func BenchmarkStatus5k(b *testing.B) {
+	flows := make([]dag.Flow, 5000)
+	jobs := make([]dag.Job, len(flows))
+	for i := range flows {
+		flows[i].Name = fmt.Sprintf("s%d", i)
+		d := time.Duration(i%600) * time.Second
+		jobs[i] = dag.Job{Name: "jf-" + flows[i].Name, UID: "u", Phase: allPhases[i%len(allPhases)], CreationTime: t0, RunningDuration: &d,
+			Labels: map[string]string{dag.LabelCreatedByJobFlow: "ns.jf", dag.LabelCreatedByJobTemplate: "ns." + flows[i].Name}}
+	}
+	w := wf(flows...)
+	w.Status.State.Phase = dag.PhaseRunning
+	s := dag.Snapshot{Flow: w, Jobs: jobs, Now: t0.Add(time.Hour)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := dag.Decide(s, dag.Default()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkValidateTekton is 5 × 101 tasks, 25,250 edges (target ≤ 10 ms).
 func BenchmarkValidateTekton(b *testing.B) { benchValidate(b, tekton(), false) }
 

@@ -99,7 +99,7 @@ func (p *planner) deployVolcano() {
 				if tj != nil && tj.Phase == JobPhaseCompleted && (p.opt.SkipNameConflictCheck || p.labelled(tj)) {
 					continue
 				}
-				if _, known := g.index.lookup(t); !known {
+				if _, known := g.index[t]; !known {
 					reasons = append(reasons, unknownTargetReason(fmt.Sprintf("no flow named %q", t)))
 					continue
 				}

@@ -2,6 +2,7 @@ package dag
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -35,9 +36,6 @@ type fstate struct {
 	// one word: a plan holds one fstate per flow.
 	bucket bucketID
 	known  bool
-	// histLen is historiesLen of the entry's histories plus one, 0 when
-	// not computed.
-	histLen int
 }
 
 // defaultPass is the working state of one Default plan, shared by the steps
@@ -50,9 +48,7 @@ type defaultPass struct {
 	fs       []fstate
 	// matched[i] says job i is some current flow's.
 	matched []bool
-	// counts, condBytes and withJob size the status while jobs are read.
-	counts    [nBuckets]int
-	condBytes int
+	// withJob counts the flows with an observed job of their own.
 	withJob   int
 	retryable []int // flows whose failed job may be retried
 	// anyStarted: some flow started (sticky), so the workflow is Running.
@@ -93,7 +89,61 @@ func (p *planner) planDefault() {
 		order, _ := p.flowJobNames()
 		p.retentionDeletes(order, d.own)
 	}
-	p.defaultStatus(&d.st, d.fs, d.own, &d.counts, d.condBytes)
+	p.defaultStatus(&d.st, d.fs, d.own)
+	p.keepRetentionRecord(d)
+}
+
+// keepRetentionRecord keeps, once a workflow succeeded under the delete
+// retain policy, the completedJobs entry and the condition of every flow
+// whose job retention has deleted, as Volcano leaves its final lists in
+// place: the status stays the record of what ran.
+func (p *planner) keepRetentionRecord(d *defaultPass) {
+	st, prev := &p.res.Status, &p.wf.Status
+	if st.State.Phase != PhaseSucceed || p.wf.Spec.JobRetainPolicy != RetainPolicyDelete ||
+		(len(prev.CompletedJobs) == 0 && len(prev.Conditions) == 0) {
+		return
+	}
+	wasCompleted := make(map[string]bool, len(prev.CompletedJobs))
+	for _, n := range prev.CompletedJobs {
+		wasCompleted[n] = true
+	}
+	var completed []string
+	var conds map[string]Condition
+	changed := false
+	for i := range p.g.n {
+		if p.g.dup[i] {
+			continue
+		}
+		name := p.names[i]
+		if d.fs[i].job != nil {
+			if d.fs[i].bucket == bucketCompleted {
+				completed = append(completed, name)
+			}
+			continue
+		}
+		if wasCompleted[name] {
+			completed = append(completed, name)
+			changed = true
+		}
+		if c, ok := prev.Conditions[name]; ok {
+			if conds == nil {
+				conds = maps.Clone(st.Conditions)
+				if conds == nil {
+					conds = map[string]Condition{}
+				}
+			}
+			conds[name] = c
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	st.CompletedJobs = completed
+	if conds != nil {
+		st.Conditions = conds
+	}
+	p.res.WriteStatus = !statusEqual(prev, st)
 }
 
 // reportSpecChange carries the spec hash and reports a mid-run spec edit.
@@ -102,7 +152,7 @@ func (p *planner) reportSpecChange(st *Status) {
 		return
 	}
 	prev := &p.wf.Status
-	st.SpecHash = p.g.specHash
+	st.SpecHash = SpecHash(p.wf.Spec)
 	if prev.SpecChange != nil {
 		c := *prev.SpecChange
 		st.SpecChange = &c
@@ -114,10 +164,9 @@ func (p *planner) reportSpecChange(st *Status) {
 	}
 }
 
-// observeFlows reads each flow's previous entry and job, in one pass: its
-// label, entry, bucket, observed outcome and the JSON size of its condition
-// are taken while the job is in cache; only the condition itself is built
-// in buildConditions.
+// observeFlows reads each flow's previous entry and job: its label, entry,
+// bucket and observed outcome; the conditions are built in
+// buildConditions.
 func (p *planner) observeFlows(d *defaultPass) {
 	n := p.g.n
 	d.fs = make([]fstate, n)
@@ -126,7 +175,6 @@ func (p *planner) observeFlows(d *defaultPass) {
 	p.entries = make([]JobStatus, n)
 	p.names = packedJobNames(p.wf.Name, p.g)
 	d.matched = make([]bool, len(p.s.Jobs))
-	var tasks taskKeys
 	for i := range n {
 		if p.g.dup[i] {
 			continue
@@ -134,7 +182,7 @@ func (p *planner) observeFlows(d *defaultPass) {
 		f := &d.fs[i]
 		p.matchFlowJob(d, i, f)
 		if f.job != nil {
-			p.observeJob(d, i, f, &tasks)
+			p.observeJob(d, i, f)
 		} else if f.prev != nil {
 			p.entries[i] = *f.prev
 			f.hasEntry = true
@@ -174,26 +222,18 @@ func (p *planner) matchFlowJob(d *defaultPass, i int, f *fstate) {
 	}
 }
 
-// observeJob builds flow i's status entry from its job, sizes it, buckets
-// the job and takes the outcome observed now. Retryable failures are
-// decided once failFast is known.
-func (p *planner) observeJob(d *defaultPass, i int, f *fstate, tasks *taskKeys) {
+// observeJob builds flow i's status entry from its job, buckets the job
+// and takes the outcome observed now. Retryable failures are decided once
+// failFast is known.
+func (p *planner) observeJob(d *defaultPass, i int, f *fstate) {
 	j := f.job
-	e := &p.entries[i]
-	jobEntry(&p.arena, e, j, f.prev, p.now, p.opt)
-	// Sized now, while the history just written is in cache.
-	f.histLen = historiesLen(e.RunningHistories) + 1
+	jobEntry(&p.arena, &p.entries[i], j, f.prev, p.now, p.opt)
 	f.hasEntry = true
 	d.withJob++
 	if startedPhase(j.Phase) {
 		f.started = true
 	}
-	if f.bucket, f.known = bucket(j.Phase, p.opt.Buckets == BucketsVolcano); f.bucket != bucketNone {
-		d.counts[f.bucket]++
-	}
-	// Sized here, with the job in cache; the entry itself is inserted
-	// later.
-	d.condBytes += 1 + jobConditionLen(j, tasks) // the key's length is added with the lists
+	f.bucket, f.known = bucket(j.Phase, p.opt.Buckets == BucketsVolcano)
 	if f.outcome != OutcomeNone || d.terminal {
 		return
 	}
@@ -209,9 +249,8 @@ func (p *planner) observeJob(d *defaultPass, i int, f *fstate, tasks *taskKeys) 
 	}
 }
 
-// buildConditions makes and fills the conditions map in a loop of its own:
-// its inserts land anywhere in a table of 10,000 entries, which stays in
-// cache (from its zeroing on) only while nothing else streams through.
+// buildConditions makes and fills the conditions map, one entry per flow
+// with an observed job of its own.
 func (p *planner) buildConditions(d *defaultPass) {
 	if d.withJob == 0 {
 		return
@@ -280,16 +319,12 @@ func (p *planner) decideFlows(d *defaultPass) {
 	p.createReady(fs, outcome)
 }
 
-// decideMain walks the main flows once, deciding each and computing
-// mainSucceeded: deciding a flow changes only that flow, and a flow's
-// targets come before it in topological order, so each flow's outcome and
-// its targets' taint are final when the walk reaches it. It returns the
+// decideMain decides the main flows in topological order (a flow's targets
+// are decided before it), then the main part's outcome. It returns the
 // number of main flows not final yet.
 func (p *planner) decideMain(d *defaultPass) int {
 	g, fs := p.g, d.fs
-	tainted := make([]bool, g.n)
 	nonFinal := 0
-	d.mainOK = true
 	for _, v := range g.topo {
 		i := int(v)
 		if i >= g.nMain {
@@ -300,9 +335,9 @@ func (p *planner) decideMain(d *defaultPass) int {
 			if fs[i].outcome == OutcomeNone {
 				nonFinal++
 			}
-			d.mainOK = p.taint(i, fs, tainted) && d.mainOK
 		}
 	}
+	d.mainOK = p.mainSucceeded(fs)
 	if len(g.topo) < g.n {
 		// Flows left over by Kahn (a cycle planned with SkipValidation)
 		// are never decided but still wait.
@@ -665,15 +700,26 @@ func contains(s []string, x string) bool {
 	return false
 }
 
-// mainSucceeded is the main part's outcome: no failure-tainted main flow is
-// unhandled.
+// mainSucceeded is the main part's outcome, Argo's leaf rule: only the
+// leaves of the main part (flows no main flow refers to) decide. A taint
+// travels down to the leaves through the flows it omits, which is Argo's
+// branch-phase inheritance; a leaf that is tainted and unhandled fails the
+// workflow. A failure some flow reacts to in any way (x.Failed, or x || y
+// that ran) is no leaf, so it fails the workflow only through what it
+// omitted.
 func (p *planner) mainSucceeded(fs []fstate) bool {
 	g := p.g
 	tainted := make([]bool, g.n)
+	referred := make([]bool, g.n)
+	for k := range g.nMain {
+		for _, t := range g.edges[g.edgeAt[k]:g.edgeAt[k+1]] {
+			referred[t] = true
+		}
+	}
 	ok := true
 	for _, v := range g.topo {
 		if i := int(v); i < g.nMain && !g.dup[i] {
-			ok = p.taint(i, fs, tainted) && ok
+			ok = (p.taint(i, fs, tainted) || referred[i]) && ok
 		}
 	}
 	return ok
@@ -767,17 +813,14 @@ func (p *planner) createReady(fs []fstate, outcome string) {
 	}
 }
 
-// defaultStatus builds the Default status. The conditions, the bucket counts and the conditions' JSON size come
-// from planDefault's pass over the jobs.
-func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, counts *[nBuckets]int, condBytes int) {
+// defaultStatus builds the Default status from the flows planDefault
+// observed and decided; the conditions are already in st.
+func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
 	g, opt := p.g, p.opt
 	var l lists
-	l.reserve(counts)
 	// The list is compacted in place over the entries built per flow: entry
 	// k is written at an index ≤ k, after entry k was read.
 	list := p.entries[:0]
-	entryBytes := 0
-	var listBytes [nBuckets]int
 	for i := range g.n {
 		f := &fs[i]
 		if g.dup[i] {
@@ -787,15 +830,9 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, c
 			p.res.Blocked = append(p.res.Blocked, Blocked{Flow: g.names[i], Index: i, Reasons: f.reasons})
 		}
 		name := p.names[i]
-		// The job name's JSON length serves its list entry, its condition
-		// key and its status entry: it is computed once.
-		nameLen := -1
 		if j := f.job; j != nil {
-			nameLen = jsonStrLen(name)
-			condBytes += nameLen
 			if f.bucket != bucketNone {
 				l[f.bucket] = append(l[f.bucket], name)
-				listBytes[f.bucket] += nameLen
 			}
 			if !f.known {
 				p.issue(Issue{Kind: IssueUnknownJobPhase, Flow: i, Field: "job " + name, Target: -1, Value: string(j.Phase),
@@ -816,16 +853,6 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, c
 		if e.Outcome != OutcomeNone {
 			e.NextRetryAt, e.Retrying = nil, false
 		}
-		// e.Name is name: the job, the previous entry and the new entry
-		// were all found or made by that name.
-		if nameLen < 0 {
-			nameLen = jsonStrLen(name)
-		}
-		flowLen := len(e.Flow) + 2 // the flow name is the end of the job name
-		if nameLen != len(name)+2 {
-			flowLen = jsonStrLen(e.Flow) // some byte of the name is escaped
-		}
-		entryBytes += entryLenNamed(e, nameLen, flowLen, f.histLen-1)
 		if k := len(list); &p.entries[k] != e {
 			p.entries[k] = *e // compact over a skipped entry
 		}
@@ -834,7 +861,6 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, c
 	if opt.KeepStaleEntries {
 		for i := range p.wf.Status.JobStatusList {
 			if e := &p.wf.Status.JobStatusList[i]; !p.ownName(e.Name) {
-				entryBytes += entryLen(e)
 				list = append(list, *e)
 			}
 		}
@@ -859,7 +885,6 @@ func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool, c
 	if len(st.Conditions) == 0 {
 		st.Conditions = nil
 	}
-	p.sized = &sizes{conditions: condBytes, entries: entryBytes, lists: &listBytes}
 	p.res.Status = *st
 	p.res.WriteStatus = !statusEqual(&p.wf.Status, st)
 }

@@ -33,7 +33,9 @@
 // Detail carries its witness path); Lint returns the same findings, warnings
 // included, as typed Issues. ValidateUpdate and ValidateVolcano serve
 // admission webhooks. RenderMermaid and RenderDOT draw the graph with the
-// state of every flow.
+// state of every flow. DecodeJobFlow reads a whole JobFlow object (YAML or
+// JSON, Volcano's field names, plancore's extensions named plancore<Field>)
+// and refuses unknown fields by path; EncodeJobFlow writes one back.
 //
 // Every waiting flow's Reason and every action's Reason carries a ReasonCode
 // (Dependency, Backoff, Parallelism, Probe, ...; DependenciesMet, Retry,
@@ -76,11 +78,15 @@
 //
 //   - it validates every plan (SkipValidation): the anchor never validates,
 //     so cycles and unknown targets wait forever and duplicate flow names are
-//     accepted (Volcano #5868);
+//     accepted (Volcano #5868); names follow the API server's rules (a
+//     flow name is a DNS-1123 label and so is <workflow>-<flow>, the Job's
+//     name), where the anchor checks none and its Job create is refused;
 //   - it validates in O(V+E), where the anchor's admission check enumerates
 //     every path (27 dense flows take 11.1 s, past the webhook timeout);
-//   - it decides success from the set of flow outcomes, in one step
-//     (SuccessRule, StateMachine), where the anchor counts completed jobs, so
+//   - it decides success from the set of flow outcomes, in one step, by
+//     Argo's leaf rule: only main flows no main flow refers to decide, an
+//     omitted one by the failure it inherits (SuccessRule, StateMachine),
+//     where the anchor counts completed jobs, so
 //     duplicates, extra labelled jobs and zero flows get stuck, and never goes
 //     from Pending to Succeed directly;
 //   - it buckets every job in exactly one status list (Buckets): the anchor

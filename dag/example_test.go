@@ -32,7 +32,7 @@ func Example_chain() {
 	}
 	fmt.Print(res)
 	// Output:
-	// phase "" -> Running, write status, 520 status bytes
+	// phase "" -> Running, write status, 536 status bytes
 	// create jf-b flow=b template=ns/b attempt=1
 	// blocked c: Dependency b.Succeeded: NotCreated
 }
@@ -54,7 +54,7 @@ func Example_dependsOnFailure() {
 	w.Status = res.Status
 	fmt.Print(dag.RenderMermaid(w))
 	// Output:
-	// phase "" -> Running, write status, 555 status bytes
+	// phase "" -> Running, write status, 571 status bytes
 	// create jf-notify flow=notify template=ns/notify attempt=1
 	// flowchart TD
 	//   f0["train<br/>Failed"]:::failed -->|Failed| f1["notify<br/>Running"]:::running
@@ -85,7 +85,7 @@ func ExampleCheck() {
 	}
 	// Output:
 	// spec.flows[0].dependsOn: Invalid value: "a": Cycle: cycle: a -> c -> a
-	// spec.flows[1].dependsOn.depends: Invalid value: "a.Failed ||": ExpressionSyntax: flow "b": unexpected end of expression, want a name, "!" or "(" at byte 11
+	// spec.flows[1].dependsOn.plancoreDepends: Invalid value: "a.Failed ||": ExpressionSyntax: flow "b": unexpected end of expression, want a name, "!" or "(" at byte 11
 	// spec.flows[2].dependsOn.targets[1]: Not found: "ghost": UnknownTarget: flow "c": no flow named "ghost"
 	// spec.flows[3].name: Duplicate value: "a": DuplicateFlow: flow name already used by flows[0]
 }
@@ -157,10 +157,10 @@ func Example_probe() {
 		ProbeResults: []dag.ProbeResult{{Flow: "workers", Entry: 0, OK: true, Time: t0.Add(10 * time.Second)}}}, dag.Default())
 	fmt.Print(res)
 	// Output:
-	// phase "" -> Running, write status, 598 status bytes
+	// phase "" -> Running, write status, 614 status bytes
 	// blocked workers: Probe ps[0] on jf-ps: httpGet no result; Probe ps[1] on jf-ps: task ps Running 0/1
 	// requeue after 10s
-	// phase Running, write status, 464 status bytes
+	// phase Running, write status, 480 status bytes
 	// create jf-workers flow=workers template=ns/workers attempt=1
 }
 

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // result is the result word of an atom.
@@ -81,7 +83,7 @@ type graph struct {
 	nMain   int
 	n       int
 	names   []string
-	index   nameIndex
+	index   map[string]int32 // flow name -> its first node
 	dup     []bool
 	conds   []cond
 	atoms   []atom
@@ -93,8 +95,6 @@ type graph struct {
 	unknown []string // names of unknown referenced flows
 	issues  []Issue
 	invalid bool
-	// specHash is SpecHash of the spec when built by buildGraphHashed.
-	specHash string
 }
 
 func (g *graph) flow(i int) *Flow {
@@ -110,7 +110,7 @@ func (g *graph) field(i int) string {
 	if i < g.nMain {
 		return "flows[" + strconv.Itoa(i) + "]"
 	}
-	return "finally[" + strconv.Itoa(i-g.nMain) + "]"
+	return "plancoreFinally[" + strconv.Itoa(i-g.nMain) + "]"
 }
 
 func (g *graph) add(is Issue) {
@@ -123,74 +123,22 @@ func (g *graph) add(is Issue) {
 	g.issues = append(g.issues, is)
 }
 
-// qualified reports whether a+sep+b is a Kubernetes qualified name part:
-// at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends.
-func qualified(a, sep, b string) bool {
-	return qualifiedKnown(a, sep, b, identAll(a), identAll(b))
-}
-
-// qualifiedKnown is qualified with identAll of a and b already known: a
-// flow name is scanned once for its job name and its label value.
-func qualifiedKnown(a, sep, b string, identA, identB bool) bool {
-	n := len(a) + len(sep) + len(b)
-	if n == 0 || n > 63 || !identA || !identB || !identAll(sep) {
-		return false
-	}
-	first, last := firstByte(a, sep, b), lastByte(a, sep, b)
-	return alnum(first) && alnum(last)
-}
-
-// identAll reports whether every byte of s is in [A-Za-z0-9._-].
-func identAll(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !identByte(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func firstByte(parts ...string) byte {
-	for _, p := range parts {
-		if p != "" {
-			return p[0]
-		}
-	}
-	return 0
-}
-
-func lastByte(parts ...string) byte {
-	for i := len(parts) - 1; i >= 0; i-- {
-		if p := parts[i]; p != "" {
-			return p[len(p)-1]
-		}
-	}
-	return 0
-}
-
-func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
-
 // buildGraph indexes and checks the spec. It never fails: everything wrong
 // is an issue. Every check runs; none stops the others.
-func buildGraph(wf *Workflow, opt Options) *graph { return buildGraphHashed(wf, opt, false) }
-
-// buildGraphHashed is buildGraph that, with hash, also computes SpecHash
-// into g.specHash while it reads the flows (one pass over the names and
-// targets instead of two: Decide needs both). Its steps: index the names,
-// read every flow's dependencies, check the spec-wide fields, and order the
-// flows.
-func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
+// Its steps: index the names, read every flow's dependencies, check the
+// spec-wide fields, and order the flows.
+func buildGraph(wf *Workflow, opt Options) *graph {
 	spec := &wf.Spec
 	g := &graph{wf: wf, nMain: len(spec.Flows), n: len(spec.Flows) + len(spec.Finally)}
 	n := g.n
 	g.names = make([]string, n)
-	g.index.init(g.names, n)
+	g.index = make(map[string]int32, n)
 	g.dup = make([]bool, n)
 	g.conds = make([]cond, n)
 	g.handled = make([]bool, n)
 	g.edgeAt = make([]int32, n+1)
 	g.indexNames()
-	g.readDependencies(opt, hash)
+	g.readDependencies(opt)
 	g.checkSpecExtras(opt)
 	g.order()
 	return g
@@ -199,12 +147,7 @@ func buildGraphHashed(wf *Workflow, opt Options, hash bool) *graph {
 // indexNames checks the workflow's and every flow's name and indexes the
 // flows by name, marking empty and repeated names as no node.
 func (g *graph) indexNames() {
-	wf := g.wf
-	if !qualified(wf.Namespace, ".", wf.Name) {
-		g.add(Issue{Kind: IssueLabelValueInvalid, Flow: -1, Field: "metadata.name", Target: -1, Value: wf.Namespace + "." + wf.Name,
-			Message: "label value <namespace>.<workflow> must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"})
-	}
-	wfIdent, nsIdent := identAll(wf.Name), identAll(wf.Namespace)
+	wfOK := g.checkWorkflowName()
 	for i := range g.n {
 		f := g.flow(i)
 		g.names[i] = f.Name
@@ -213,21 +156,67 @@ func (g *graph) indexNames() {
 			g.dup[i] = true // an empty name is no node anyone can refer to
 			continue
 		}
-		if first, ok := g.index.insert(f.Name, int32(i)); ok {
+		if first, ok := g.index[f.Name]; ok {
 			g.dup[i] = true
 			g.add(Issue{Kind: IssueDuplicateFlow, Flow: i, Field: g.field(i) + ".name", Target: int(first), Value: f.Name,
 				Message: fmt.Sprintf("flow name already used by %s", g.field(int(first)))})
 			continue
 		}
-		nameIdent := identAll(f.Name)
-		if !qualifiedKnown(wf.Name, "-", f.Name, wfIdent, nameIdent) {
-			g.add(Issue{Kind: IssueNameInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: wf.Name + "-" + f.Name,
-				Message: "job name <workflow>-<flow> must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"})
-		}
-		if !qualifiedKnown(wf.Namespace, ".", f.Name, nsIdent, nameIdent) {
-			g.add(Issue{Kind: IssueLabelValueInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: wf.Namespace + "." + f.Name,
-				Message: "label value <namespace>.<flow> must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"})
-		}
+		g.index[f.Name] = int32(i)
+		g.checkFlowName(i, f.Name, wfOK)
+	}
+}
+
+// checkWorkflowName checks the workflow's name with the API server's
+// object-name rule (a DNS-1123 subdomain) and, since every job is named
+// <workflow>-<flow>, as a DNS-1123 label; it reports whether the name can
+// prefix a job name.
+func (g *graph) checkWorkflowName() bool {
+	wf := g.wf
+	if wf.Name == "" {
+		g.add(Issue{Kind: IssueEmptyName, Flow: -1, Field: "metadata.name", Target: -1, Message: "workflow name is empty"})
+		return false
+	}
+	if msgs := validation.IsDNS1123Subdomain(wf.Name); len(msgs) > 0 {
+		g.add(Issue{Kind: IssueNameInvalid, Flow: -1, Field: "metadata.name", Target: -1, Value: wf.Name,
+			Message: "workflow name: " + strings.Join(msgs, "; ")})
+		return false
+	}
+	if msg := dns1123LabelProblem(wf.Name); msg != "" && g.n > 0 {
+		g.add(Issue{Kind: IssueNameInvalid, Flow: -1, Field: "metadata.name", Target: -1, Value: wf.Name,
+			Message: "job names <workflow>-<flow> must be DNS-1123 labels: " + msg})
+		return false
+	}
+	if v := wf.Namespace + "." + wf.Name; labelValueProblem(v) != "" {
+		g.add(Issue{Kind: IssueLabelValueInvalid, Flow: -1, Field: "metadata.name", Target: -1, Value: v,
+			Message: "label value <namespace>.<workflow>: " + labelValueProblem(v)})
+	}
+	return true
+}
+
+// checkFlowName checks flow i's name as a DNS-1123 label and, when the
+// workflow's name is good, its job name <workflow>-<flow> as one too (only
+// the length can fail then) and the label value <namespace>.<flow>.
+func (g *graph) checkFlowName(i int, name string, wfOK bool) {
+	if msg := dns1123LabelProblem(name); msg != "" {
+		g.add(Issue{Kind: IssueNameInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: name,
+			Message: "flow name: " + msg})
+		return
+	}
+	// Both names being labels, the joined names can only be too long, so
+	// the strings are built only to report them.
+	if wfOK && len(g.wf.Name)+1+len(name) > validation.DNS1123LabelMaxLength {
+		job := g.wf.Name + "-" + name
+		g.add(Issue{Kind: IssueNameInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: job,
+			Message: "job name <workflow>-<flow>: " + dns1123LabelProblem(job)})
+	}
+	ns := g.wf.Namespace
+	if ns != "" && isLabelValue(ns) && len(ns)+1+len(name) <= validation.LabelValueMaxLength {
+		return
+	}
+	if v := ns + "." + name; !isLabelValue(v) {
+		g.add(Issue{Kind: IssueLabelValueInvalid, Flow: i, Field: g.field(i) + ".name", Target: -1, Value: v,
+			Message: "label value <namespace>.<flow>: " + labelValueProblem(v)})
 	}
 }
 
@@ -237,10 +226,9 @@ type depScratch struct {
 	tstamp []int32 // tstamp[t] == i: t already listed in i's targets
 }
 
-// readDependencies reads every flow's dependencies into atoms and edges (and,
-// with hash, the spec hash), checking each flow's extensions on the way.
-func (g *graph) readDependencies(opt Options, hash bool) {
-	spec := &g.wf.Spec
+// readDependencies reads every flow's dependencies into atoms and edges,
+// checking each flow's extensions on the way.
+func (g *graph) readDependencies(opt Options) {
 	n := g.n
 	refs := 0
 	for i := range n {
@@ -254,31 +242,15 @@ func (g *graph) readDependencies(opt Options, hash bool) {
 	for i := range sc.stamp {
 		sc.stamp[i], sc.tstamp[i] = -1, -1
 	}
-	var h specHasher
-	if hash {
-		h.begin(spec)
-	}
 	for i := range n {
 		g.edgeAt[i] = int32(len(g.edges))
 		f := g.flow(i)
-		if hash {
-			if i == g.nMain {
-				h.int(int64(len(spec.Finally)))
-			}
-			h.flow(f)
-		}
 		g.checkFlowExtras(i, f, opt)
 		if f.DependsOn != nil {
 			g.readFlowDeps(i, f, opt, &sc)
 		}
 	}
 	g.edgeAt[n] = int32(len(g.edges))
-	if hash {
-		if n == g.nMain {
-			h.int(int64(len(spec.Finally))) // no finally flow: the loop never reached it
-		}
-		g.specHash = h.end(spec)
-	}
 }
 
 // readFlowDeps reads flow i's dependsOn: its form, its expression or
@@ -291,7 +263,7 @@ func (g *graph) readFlowDeps(i int, f *Flow, opt Options, sc *depScratch) {
 		e, err := ParseDepends(d.Depends)
 		if err != nil {
 			se := err.(*SyntaxError)
-			g.add(Issue{Kind: IssueExpressionSyntax, Flow: i, Field: g.field(i) + ".dependsOn.depends", Target: se.Offset, Value: d.Depends,
+			g.add(Issue{Kind: IssueExpressionSyntax, Flow: i, Field: g.field(i) + ".dependsOn.plancoreDepends", Target: se.Offset, Value: d.Depends,
 				Message: fmt.Sprintf("flow %q: %s at byte %d", f.Name, se.Msg, se.Offset)})
 		} else {
 			cn := g.compile(i, e, sc.stamp)
@@ -336,7 +308,7 @@ func (g *graph) readTargets(i int, d *DependsOn, sc *depScratch) {
 	var unknown []string
 	for k, t := range d.Targets {
 		dupT := false
-		ti, known := g.index.lookup(t)
+		ti, known := g.index[t]
 		if known {
 			dupT = sc.tstamp[ti] == int32(i)
 			sc.tstamp[ti] = int32(i)
@@ -406,7 +378,7 @@ func (g *graph) backward() bool {
 // ref records one reference from node i to name (field sub[k], or the
 // depends expression at byte pos when sub is "depends") and returns its atom.
 func (g *graph) ref(i int, name string, res result, sub string, k, pos int, stamp []int32) atom {
-	t, ok := g.index.lookup(name)
+	t, ok := g.index[name]
 	if !ok {
 		msg := fmt.Sprintf("flow %q: no flow named %q", g.names[i], name)
 		if sub == "depends" {
@@ -421,7 +393,7 @@ func (g *graph) ref(i int, name string, res result, sub string, k, pos int, stam
 // refField is the field path of reference k of node i's sub list.
 func (g *graph) refField(i int, sub string, k int) string {
 	if sub == "depends" {
-		return g.field(i) + ".dependsOn.depends"
+		return g.field(i) + ".dependsOn.plancoreDepends"
 	}
 	return fmt.Sprintf("%s.dependsOn.%s[%d]", g.field(i), sub, k)
 }
@@ -462,7 +434,7 @@ func (g *graph) compile(i int, e *Expr, stamp []int32) cnode {
 	switch e.Op {
 	case OpRef:
 		tok := e.Token
-		if _, ok := g.index.lookup(tok); ok {
+		if _, ok := g.index[tok]; ok {
 			return cnode{op: OpRef, atom: g.ref(i, tok, resSucceeded, "depends", 0, e.Offset, stamp)}
 		}
 		if dot := strings.LastIndexByte(tok, '.'); dot >= 0 {
@@ -470,8 +442,8 @@ func (g *graph) compile(i int, e *Expr, stamp []int32) cnode {
 			if r, ok := resultWord(word); ok {
 				return cnode{op: OpRef, atom: g.ref(i, name, r, "depends", 0, e.Offset, stamp)}
 			}
-			if _, ok := g.index.lookup(name); ok {
-				g.add(Issue{Kind: IssueUnknownResult, Flow: i, Field: g.field(i) + ".dependsOn.depends", Target: e.Offset, Value: tok,
+			if _, ok := g.index[name]; ok {
+				g.add(Issue{Kind: IssueUnknownResult, Flow: i, Field: g.field(i) + ".dependsOn.plancoreDepends", Target: e.Offset, Value: tok,
 					Message: fmt.Sprintf("flow %q: unknown result %q at byte %d (want Succeeded, Failed, Omitted, Done or Started)", g.names[i], word, e.Offset)})
 				return cnode{op: OpRef, atom: g.unknownAtom(tok, resSucceeded)}
 			}
@@ -494,13 +466,13 @@ func (g *graph) checkFlowExtras(i int, f *Flow, opt Options) {
 		}
 	}
 	if f.Retry != nil {
-		g.checkRetry(i, g.field(i)+".retry", f.Retry)
+		g.checkRetry(i, g.field(i)+".plancoreRetry", f.Retry)
 		if opt.volcano() {
-			g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: g.field(i) + ".retry", Target: -1, Message: "retry needs the plancore state machine"})
+			g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: g.field(i) + ".plancoreRetry", Target: -1, Message: "retry needs the plancore state machine"})
 		}
 	}
 	if opt.volcano() && g.finally(i) && i == g.nMain {
-		g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: "finally", Target: -1, Message: "finally flows need the plancore state machine"})
+		g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: "plancoreFinally", Target: -1, Message: "finally flows need the plancore state machine"})
 	}
 }
 
@@ -548,7 +520,7 @@ func (g *graph) checkRetry(i int, field string, r *Retry) {
 func (g *graph) checkSpecExtras(opt Options) {
 	s := &g.wf.Spec
 	if s.Parallelism < 0 {
-		g.add(Issue{Kind: IssueNegativeParallelism, Flow: -1, Field: "parallelism", Target: -1, Value: strconv.Itoa(s.Parallelism),
+		g.add(Issue{Kind: IssueNegativeParallelism, Flow: -1, Field: "plancoreParallelism", Target: -1, Value: strconv.Itoa(s.Parallelism),
 			Message: "parallelism must be 0 (unlimited) or positive"})
 	}
 	switch s.JobRetainPolicy {
@@ -558,18 +530,18 @@ func (g *graph) checkSpecExtras(opt Options) {
 			Message: "jobRetainPolicy must be retain or delete"})
 	}
 	if s.Retry != nil {
-		g.checkRetry(-1, "retry", s.Retry)
+		g.checkRetry(-1, "plancoreRetry", s.Retry)
 	}
 	if opt.volcano() {
 		var used []string
 		if s.Retry != nil {
-			used = append(used, "retry")
+			used = append(used, "plancoreRetry")
 		}
 		if s.Parallelism != 0 {
-			used = append(used, "parallelism")
+			used = append(used, "plancoreParallelism")
 		}
 		if s.FailFast != nil {
-			used = append(used, "failFast")
+			used = append(used, "plancoreFailFast")
 		}
 		for _, u := range used {
 			g.add(Issue{Kind: IssueNeedsPlancore, Flow: -1, Field: u, Target: -1, Message: u + " needs the plancore state machine"})

@@ -1,148 +1,161 @@
 package dag
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"math"
-	"strconv"
 )
 
-// specHasher hashes the canonical spec: flows, dependencies, patches,
-// finally, retry, parallelism and failFast, each length-prefixed so that no
-// two different specs share an encoding.
-// It is FNV-1a (64 bit) over words and bytes, inlined so hashing allocates
-// nothing.
-type specHasher struct{ s uint64 }
+// canon appends the canonical encoding of a spec or of its parts: every
+// string and list is length-prefixed and every optional part is tagged
+// present or absent, so the encoding is injective. Two specs encode alike
+// exactly when they are equal as values, a nil list and an empty one
+// counting as equal (the API server does not tell them apart either).
+type canon struct{ b []byte }
 
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
+func (c *canon) int(v int64) { c.b = binary.AppendVarint(c.b, v) }
 
-func (h *specHasher) reset() { h.s = fnvOffset }
-
-func (h *specHasher) byte(c byte) { h.s = (h.s ^ uint64(c)) * fnvPrime }
-
-func (h *specHasher) int(v int64) { h.word(uint64(v)) }
-
-// word mixes 8 bytes at once (FNV-1a over words), four times fewer steps
-// than bytes for the long runs of names a spec holds.
-func (h *specHasher) word(w uint64) { h.s = (h.s ^ w) * fnvPrime }
-
-func (h *specHasher) str(s string) {
-	h.word(uint64(len(s)))
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		h.word(uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56)
-	}
-	for ; i < len(s); i++ {
-		h.byte(s[i])
-	}
+func (c *canon) str(s string) {
+	c.int(int64(len(s)))
+	c.b = append(c.b, s...)
 }
 
-func (h *specHasher) retry(r *Retry) {
-	if r == nil {
-		h.int(-1)
+// present tags an optional part: false encodes as -1, true as -2, values
+// no length takes.
+func (c *canon) present(ok bool) bool {
+	if ok {
+		c.int(-2)
+	} else {
+		c.int(-1)
+	}
+	return ok
+}
+
+func (c *canon) retry(r *Retry) {
+	if !c.present(r != nil) {
 		return
 	}
-	h.int(int64(r.Limit))
-	h.int(int64(len(r.On)))
+	c.int(int64(r.Limit))
+	c.int(int64(len(r.On)))
 	for _, p := range r.On {
-		h.str(string(p))
+		c.str(string(p))
 	}
-	h.int(int64(r.Backoff.Duration))
-	h.int(int64(math.Float64bits(r.Backoff.Factor)))
-	h.int(int64(r.Backoff.Cap))
+	c.int(int64(r.Backoff.Duration))
+	c.int(int64(math.Float64bits(r.Backoff.Factor)))
+	c.int(int64(r.Backoff.Cap))
 }
 
-func (h *specHasher) flow(f *Flow) {
-	h.str(f.Name)
-	if d := f.DependsOn; d == nil {
-		h.int(-1)
-	} else {
-		h.int(int64(len(d.Targets)))
+func (c *canon) flow(f *Flow) {
+	c.str(f.Name)
+	if d := f.DependsOn; c.present(d != nil) {
+		c.int(int64(len(d.Targets)))
 		for _, t := range d.Targets {
-			h.str(t)
+			c.str(t)
 		}
-		h.int(int64(len(d.TargetsWithStatus)))
+		c.int(int64(len(d.TargetsWithStatus)))
 		for _, t := range d.TargetsWithStatus {
-			h.str(t.Name)
-			h.str(t.Phase)
+			c.str(t.Name)
+			c.str(t.Phase)
 		}
-		h.str(d.Depends)
-		if d.Probe != nil {
-			// -2 is no length, so a spec with a probe never encodes like
-			// one without; specs without one keep their hash.
-			h.int(-2)
-			h.probe(d.Probe)
+		c.str(d.Depends)
+		if c.present(d.Probe != nil) {
+			c.probe(d.Probe)
 		}
 	}
-	h.str(string(f.Patch))
-	h.retry(f.Retry)
+	c.str(string(f.Patch))
+	c.retry(f.Retry)
 }
 
-func (h *specHasher) probe(p *Probe) {
-	h.int(int64(len(p.HTTPGet)))
+func (c *canon) probe(p *Probe) {
+	c.int(int64(len(p.HTTPGet)))
 	for _, e := range p.HTTPGet {
-		h.str(e.Target)
-		h.str(e.Task)
-		h.str(e.Path)
-		h.int(int64(e.Port))
-		h.int(int64(len(e.Headers)))
+		c.str(e.Target)
+		c.str(e.Task)
+		c.str(e.Path)
+		c.int(int64(e.Port))
+		if c.present(e.Header != nil) {
+			c.str(e.Header.Name)
+			c.str(e.Header.Value)
+		}
+		c.int(int64(len(e.Headers)))
 		for _, x := range e.Headers {
-			h.str(x.Name)
-			h.str(x.Value)
+			c.str(x.Name)
+			c.str(x.Value)
 		}
 	}
-	h.int(int64(len(p.TCPSocket)))
+	c.int(int64(len(p.TCPSocket)))
 	for _, e := range p.TCPSocket {
-		h.str(e.Target)
-		h.str(e.Task)
-		h.int(int64(e.Port))
+		c.str(e.Target)
+		c.str(e.Task)
+		c.int(int64(e.Port))
 	}
-	h.int(int64(len(p.TaskStatus)))
+	c.int(int64(len(p.TaskStatus)))
 	for _, e := range p.TaskStatus {
-		h.str(e.Target)
-		h.str(e.Task)
-		h.str(e.Phase)
-		h.int(int64(e.Min))
+		c.str(e.Target)
+		c.str(e.Task)
+		c.str(e.Phase)
+		c.int(int64(e.Min))
 	}
-	h.int(int64(p.Period))
+	c.int(int64(p.Period))
 }
 
-func (h *specHasher) sum() uint64 { return h.s }
+func (c *canon) flows(fs []Flow) {
+	c.int(int64(len(fs)))
+	for i := range fs {
+		c.flow(&fs[i])
+	}
+}
 
-// SpecHash returns the hash Decide stores in Status.SpecHash.
+func (c *canon) spec(s *Spec) {
+	c.flows(s.Flows)
+	c.flows(s.Finally)
+	c.str(string(s.JobRetainPolicy))
+	c.int(int64(s.Parallelism))
+	if c.present(s.FailFast != nil) {
+		c.present(*s.FailFast)
+	}
+	c.retry(s.Retry)
+}
+
+// SpecHashBytes is how many bytes of the SHA-256 digest SpecHash keeps.
+const SpecHashBytes = 16
+
+// SpecHash returns the identifier Decide stores in Status.SpecHash: the
+// SHA-256 digest of the spec's canonical encoding, truncated to
+// SpecHashBytes and written in hex. It names a spec; it never decides
+// whether two specs are equal (ValidateUpdate compares the specs
+// themselves).
 func SpecHash(spec Spec) string {
-	var h specHasher
-	h.begin(&spec)
-	for i := range spec.Flows {
-		h.flow(&spec.Flows[i])
-	}
-	h.int(int64(len(spec.Finally)))
-	for i := range spec.Finally {
-		h.flow(&spec.Finally[i])
-	}
-	return h.end(&spec)
+	var c canon
+	c.spec(&spec)
+	sum := sha256.Sum256(c.b)
+	return hex.EncodeToString(sum[:SpecHashBytes])
 }
 
-// begin starts a spec's hash; the flows follow, main flows, then the
-// number of finally flows, then finally flows; end finishes it. Decide hashes
-// the flows while buildGraph reads them, so each name is read once.
-func (h *specHasher) begin(spec *Spec) {
-	h.reset()
-	h.int(int64(len(spec.Flows)))
+// flowsEqual reports whether two flow lists are equal as values: their
+// canonical encodings, which are injective, are compared byte for byte.
+func flowsEqual(a, b []Flow) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	var ca, cb canon
+	for i := range a {
+		ca.b, cb.b = ca.b[:0], cb.b[:0]
+		ca.flow(&a[i])
+		cb.flow(&b[i])
+		if !bytes.Equal(ca.b, cb.b) {
+			return false
+		}
+	}
+	return true
 }
 
-func (h *specHasher) end(spec *Spec) string {
-	h.retry(spec.Retry)
-	h.int(int64(spec.Parallelism))
-	switch {
-	case spec.FailFast == nil:
-		h.int(-1)
-	case *spec.FailFast:
-		h.int(1)
-	default:
-		h.int(0)
-	}
-	return strconv.FormatUint(h.sum(), 16)
+// specsEqual reports whether two specs are equal as values.
+func specsEqual(a, b *Spec) bool {
+	var ca, cb canon
+	ca.spec(a)
+	cb.spec(b)
+	return bytes.Equal(ca.b, cb.b)
 }

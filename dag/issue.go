@@ -139,7 +139,10 @@ func issuesError(is []Issue) error {
 // fieldError is the issue as a field.Error under the spec's path.
 func (i Issue) fieldError() *field.Error {
 	path := "spec"
-	if i.Field != "" {
+	switch {
+	case strings.HasPrefix(i.Field, "metadata."):
+		path = i.Field
+	case i.Field != "":
 		path += "." + i.Field
 	}
 	t := field.ErrorTypeInvalid

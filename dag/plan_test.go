@@ -429,6 +429,18 @@ func TestDependsEvaluation(t *testing.T) {
 			summary{Phase: "Failed", Write: true}},
 		{"a handled omission succeeds", wf(fl("train"), dep("notify", "train.Failed"), fl("publish", "train"), dep("report", "publish.Done")), []dag.Job{job("train", F), job("notify", C), job("report", C)},
 			summary{Phase: "Succeed", Write: true}},
+		// Argo's dag-depends e2e shape: P passes, F fails; only the leaves
+		// decide, and the omitted should-not-execute is no leaf. Breaking
+		// the leaf rule (counting every tainted flow) makes both rows fail.
+		{"leaf rule: an omitted flow someone depends on does not fail the workflow", wf(fl("p"), fl("f"),
+			dep("should-execute-1", "p && (f.Succeeded || f.Failed)"), dep("should-execute-2", "p || f"), dep("should-not-execute", "p && f"),
+			dep("should-execute-3", "should-execute-2.Succeeded || should-not-execute")),
+			[]dag.Job{job("p", C), job("f", F), job("should-execute-1", C), job("should-execute-2", C), job("should-execute-3", C)},
+			summary{Phase: "Succeed", Write: true}},
+		{"leaf rule: a failure absorbed by an or that ran", noFF(wf(fl("a"), fl("b"), dep("c", "a || b"))), []dag.Job{job("a", F), job("b", C), job("c", C)},
+			summary{Phase: "Succeed", Write: true}},
+		{"leaf rule: a failed leaf fails the workflow", noFF(wf(fl("a"), fl("b"), dep("c", "a || b"))), []dag.Job{job("a", C), job("b", C), job("c", F)},
+			summary{Phase: "Failed", Write: true}},
 		{"short-circuit: a || b starts once a succeeds", wf(fl("a"), fl("b"), dep("c", "a || b")), []dag.Job{job("a", C), job("b", R)},
 			summary{Phase: "Running", Write: true, Create: []string{"jf-c"}}},
 		{"undecided atoms are listed", wf(fl("a"), fl("b"), dep("c", "a.Failed || b")), []dag.Job{job("a", R), job("b", "")},

@@ -27,8 +27,7 @@ func Decide(in Snapshot, o Options) (Plan, error) {
 	wf := &in.Flow
 	p := &planner{s: &in, wf: wf, opt: o, now: metav1.NewTime(in.Now),
 		label: wf.Namespace + "." + wf.Name}
-	// Only the plancore state machine reports spec changes.
-	p.g = buildGraphHashed(wf, o, !o.volcano() && o.SpecChange == SpecChangeReport)
+	p.g = buildGraph(wf, o)
 	p.indexJobs()
 	p.res = Plan{Namespace: wf.Namespace, Name: wf.Name, UID: wf.UID}
 	p.res.Issues = append(p.res.Issues, p.g.issues...)
@@ -106,10 +105,8 @@ type planner struct {
 	lab   []uint8
 	g     *graph
 	names []string // job name per flow (Default)
-	// entries backs the Default status list; sized holds the JSON sizes
-	// accumulated while building it.
+	// entries backs the Default status list.
 	entries []JobStatus
-	sized   *sizes
 	arena   arena
 	res     Plan
 }
@@ -124,7 +121,7 @@ func (p *planner) nodeOfJob(name string) int32 {
 	if len(name) <= len(pre)+1 || name[len(pre)] != '-' || name[:len(pre)] != pre {
 		return -1
 	}
-	if i, ok := p.g.index.lookup(name[len(pre)+1:]); ok {
+	if i, ok := p.g.index[name[len(pre)+1:]]; ok {
 		return i
 	}
 	return -1
@@ -323,7 +320,7 @@ func flowOf(wf, job string) string {
 func (p *planner) finish() Plan {
 	r := &p.res
 	st := &r.Status
-	r.StatusBytes = statusLenSized(st, p.sized)
+	r.StatusBytes = statusLen(st)
 	if r.StatusBytes > p.opt.sizeWarn() {
 		p.issue(Issue{Kind: IssueStatusTooLarge, Flow: -1, Field: "status", Target: -1, Value: strconv.Itoa(r.StatusBytes),
 			Message: fmt.Sprintf("status is %d bytes, over the %d-byte warning threshold; set HistoryLimit", r.StatusBytes, p.opt.sizeWarn())})

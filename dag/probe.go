@@ -42,7 +42,7 @@ func (g *graph) checkProbe(i int, d *DependsOn, c cond, opt Options) *probeCond 
 		bad("", -1, "", "a probe needs targets: it says when a target is ready")
 	}
 	if pr.Period < 0 {
-		bad(".period", -1, pr.Period.String(), fmt.Sprintf("period %v is negative", pr.Period))
+		bad(".plancorePeriod", -1, pr.Period.String(), fmt.Sprintf("period %v is negative", pr.Period))
 	}
 	var targets []int32 // distinct known targets, in declaration order
 	for _, a := range g.atoms[c.lo:c.hi] {
@@ -57,20 +57,20 @@ func (g *graph) checkProbe(i int, d *DependsOn, c cond, opt Options) *probeCond 
 		}
 	}
 	for _, e := range pr.Entries() {
-		sub := fmt.Sprintf(".%s[%d]", e.Kind(), e.Index-entryOffset(pr, e))
+		sub := fmt.Sprintf(".%sList[%d]", e.Kind(), e.Index-entryOffset(pr, e))
 		t := int32(-1)
 		switch name := e.Target(); {
 		case name == "" && len(targets) == 1:
 			t = targets[0]
 		case name == "":
 			if len(targets) > 1 {
-				bad(sub+".target", e.Index, "", fmt.Sprintf("target is required with %d targets", len(targets)))
+				bad(sub+".plancoreTarget", e.Index, "", fmt.Sprintf("target is required with %d targets", len(targets)))
 			}
 		default:
-			if k, ok := g.index.lookup(name); ok && containsNode(targets, k) {
+			if k, ok := g.index[name]; ok && containsNode(targets, k) {
 				t = k
 			} else {
-				bad(sub+".target", e.Index, name, fmt.Sprintf("%q is not one of the flow's targets", name))
+				bad(sub+".plancoreTarget", e.Index, name, fmt.Sprintf("%q is not one of the flow's targets", name))
 			}
 		}
 		switch {
@@ -79,9 +79,12 @@ func (g *graph) checkProbe(i int, d *DependsOn, c cond, opt Options) *probeCond 
 			if p := e.HTTPGet.Path; p != "" && p[0] != '/' {
 				bad(sub+".path", e.Index, p, fmt.Sprintf("path %q does not start with /", p))
 			}
+			if h := e.HTTPGet.Header; h != nil && h.Name == "" {
+				bad(sub+".httpHeader.name", e.Index, "", "header name is empty")
+			}
 			for k, h := range e.HTTPGet.Headers {
 				if h.Name == "" {
-					bad(fmt.Sprintf("%s.headers[%d].name", sub, k), e.Index, "", "header name is empty")
+					bad(fmt.Sprintf("%s.plancoreHeaders[%d].name", sub, k), e.Index, "", "header name is empty")
 				}
 			}
 		case e.TCPSocket != nil:
@@ -89,13 +92,13 @@ func (g *graph) checkProbe(i int, d *DependsOn, c cond, opt Options) *probeCond 
 		default:
 			ts := e.TaskStatus
 			if ts.Task == "" {
-				bad(sub+".task", e.Index, "", "task is empty")
+				bad(sub+".taskName", e.Index, "", "task is empty")
 			}
 			if ts.Phase == "" {
 				bad(sub+".phase", e.Index, "", "phase is empty")
 			}
 			if ts.Min < 0 {
-				bad(sub+".min", e.Index, strconv.Itoa(int(ts.Min)), fmt.Sprintf("min %d is negative", ts.Min))
+				bad(sub+".plancoreMin", e.Index, strconv.Itoa(int(ts.Min)), fmt.Sprintf("min %d is negative", ts.Min))
 			}
 		}
 		pc.entries = append(pc.entries, probeCheck{entry: e, target: t})

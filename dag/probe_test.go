@@ -158,16 +158,16 @@ func TestProbeValidation(t *testing.T) {
 		{Name: "d", DependsOn: &dag.DependsOn{Depends: "a", Probe: &dag.Probe{}}}}
 	got := summarize(dag.Lint(wf(flows...), dag.Options{}))
 	want := []string{ // by (flow, kind, entry), then field
-		"Error ProbeInvalid@2 flows[2].dependsOn.probe.period=-1s",
-		"Error ProbeInvalid@2 flows[2].dependsOn.probe.httpGet[0].headers[0].name",
-		"Error ProbeInvalid@2 flows[2].dependsOn.probe.httpGet[0].path=healthz",
-		"Error ProbeInvalid@2 flows[2].dependsOn.probe.httpGet[0].port=0",
-		"Error ProbeInvalid@2 flows[2].dependsOn.probe.tcpSocket[0].port=70000",
-		"Error ProbeInvalid@2 flows[2].dependsOn.probe.tcpSocket[0].target",
-		"Error ProbeInvalid@2 flows[2].dependsOn.probe.taskStatus[0].min=-1",
-		"Error ProbeInvalid@2 flows[2].dependsOn.probe.taskStatus[0].phase",
-		"Error ProbeInvalid@2 flows[2].dependsOn.probe.taskStatus[0].target=zz",
-		"Error ProbeInvalid@2 flows[2].dependsOn.probe.taskStatus[0].task",
+		"Error ProbeInvalid@2 flows[2].dependsOn.probe.plancorePeriod=-1s",
+		"Error ProbeInvalid@2 flows[2].dependsOn.probe.httpGetList[0].path=healthz",
+		"Error ProbeInvalid@2 flows[2].dependsOn.probe.httpGetList[0].plancoreHeaders[0].name",
+		"Error ProbeInvalid@2 flows[2].dependsOn.probe.httpGetList[0].port=0",
+		"Error ProbeInvalid@2 flows[2].dependsOn.probe.tcpSocketList[0].plancoreTarget",
+		"Error ProbeInvalid@2 flows[2].dependsOn.probe.tcpSocketList[0].port=70000",
+		"Error ProbeInvalid@2 flows[2].dependsOn.probe.taskStatusList[0].phase",
+		"Error ProbeInvalid@2 flows[2].dependsOn.probe.taskStatusList[0].plancoreMin=-1",
+		"Error ProbeInvalid@2 flows[2].dependsOn.probe.taskStatusList[0].plancoreTarget=zz",
+		"Error ProbeInvalid@2 flows[2].dependsOn.probe.taskStatusList[0].taskName",
 		"Error MixedDependencyForms@3 flows[3].dependsOn.probe",
 		"Error ProbeInvalid@3 flows[3].dependsOn.probe",
 	}

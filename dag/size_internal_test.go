@@ -2,6 +2,7 @@ package dag
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -108,31 +109,41 @@ func TestDurationLen(t *testing.T) {
 	})
 }
 
-// TestTaskKeysSizing sizes a sequence of jobs' conditions with one shared
-// taskKeys, as Plan does, and checks each against encoding/json: task
-// names repeat, change, escape and outnumber the remembered slots.
-func TestTaskKeysSizing(t *testing.T) {
-	name := rapid.OneOf(rapid.SampledFrom([]string{"worker", "ps", "master", "a", "b", "c", "d", "<&>", "é"}), rapid.String())
-	rapid.Check(t, func(t *rapid.T) {
-		var tk taskKeys
-		for k := range rapid.IntRange(1, 8).Draw(t, "jobs") {
-			tasks := map[string]TaskState{}
-			for range rapid.IntRange(0, 6).Draw(t, "tasks") {
-				ph := map[string]int32{}
-				for range rapid.IntRange(0, 2).Draw(t, "phases") {
-					ph[rapid.SampledFrom([]string{"Running", "Pending", "Odd\""}).Draw(t, "ph")] = rapid.Int32().Draw(t, "count")
-				}
-				tasks[name.Draw(t, "task")] = TaskState{Phase: ph}
-			}
-			d := time.Duration(rapid.Int64().Draw(t, "d"))
-			j := Job{Phase: JobPhaseRunning, CreationTime: time.Unix(1e9, 0), RunningDuration: &d, TaskStatusCount: tasks}
-			b, err := json.Marshal(condition(nil, &j))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := jobConditionLen(&j, &tk); got != len(b) {
-				t.Fatalf("job %d: jobConditionLen = %d, json is %d: %s", k, got, len(b), b)
-			}
+// statusOf5k is a status of 5,000 jobs, each with a condition, an entry
+// and two running histories.
+func statusOf5k() *Status {
+	t0 := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	d := metav1.Duration{Duration: 42 * time.Second}
+	s := &Status{State: State{Phase: PhaseRunning}, Conditions: map[string]Condition{}}
+	for i := range 5000 {
+		name := fmt.Sprintf("jf-flow-%04d", i)
+		s.RunningJobs = append(s.RunningJobs, name)
+		s.Conditions[name] = Condition{Phase: JobPhaseRunning, CreateTimestamp: t0, RunningDuration: &d,
+			TaskStatusCount: map[string]TaskState{"worker": {Phase: map[string]int32{"Running": 2}}}}
+		s.JobStatusList = append(s.JobStatusList, JobStatus{Name: name, State: JobPhaseRunning, StartTimestamp: t0, Flow: name[3:], Attempt: 1,
+			RunningHistories: []RunningHistory{{StartTimestamp: t0, EndTimestamp: t0, State: JobPhasePending}, {StartTimestamp: t0, State: JobPhaseRunning}}})
+	}
+	return s
+}
+
+// BenchmarkStatusBytes compares the arithmetic size with encoding the
+// status, the reason size.go exists.
+func BenchmarkStatusBytes(b *testing.B) {
+	s := statusOf5k()
+	if want, _ := json.Marshal(s); statusLen(s) != len(want) {
+		b.Fatalf("statusLen %d, json %d", statusLen(s), len(want))
+	}
+	b.Run("arithmetic", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = statusLen(s)
+		}
+	})
+	b.Run("json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			raw, _ := json.Marshal(s)
+			_ = len(raw)
 		}
 	})
 }

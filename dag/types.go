@@ -79,51 +79,53 @@ type Workflow struct {
 	Status Status
 }
 
-// Spec is the desired workflow.
+// Spec is the desired workflow. Its JSON form is the spec of Volcano's
+// flow.volcano.sh/v1alpha1 JobFlow; plancore's extensions are named
+// plancore<Field> so that no field Volcano adds can clash with them.
 type Spec struct {
 	// Flows are the main flows, in declaration order.
-	Flows []Flow
+	Flows []Flow `json:"flows,omitempty"`
 	// Finally flows run once every main flow is final (Tekton finally, Argo
 	// onExit). They may carry a condition over main flows, never an ordering.
-	Finally []Flow
+	Finally []Flow `json:"plancoreFinally,omitempty"`
 	// JobRetainPolicy says whether jobs are deleted once the workflow
 	// succeeds; empty means retain.
-	JobRetainPolicy RetainPolicy
+	JobRetainPolicy RetainPolicy `json:"jobRetainPolicy,omitempty"`
 	// Parallelism bounds the number of active jobs; 0 means unlimited.
-	Parallelism int
+	Parallelism int `json:"plancoreParallelism,omitempty"`
 	// FailFast stops creating main flows after the first unhandled failure;
 	// nil means true (Argo's default).
-	FailFast *bool
+	FailFast *bool `json:"plancoreFailFast,omitempty"`
 	// Retry is the default retry strategy of flows that carry none.
-	Retry *Retry
+	Retry *Retry `json:"plancoreRetry,omitempty"`
 }
 
 // Flow is one node of the workflow; its job is created from the template of
 // the same name.
 type Flow struct {
-	Name      string
-	DependsOn *DependsOn
+	Name      string     `json:"name"`
+	DependsOn *DependsOn `json:"dependsOn,omitempty"`
 	// Patch is an opaque JSON object of per-flow overrides, carried to
 	// CreateJob.Patch; the executor merges it into a copy of the template.
-	Patch json.RawMessage
+	Patch json.RawMessage `json:"patch,omitempty"`
 	// Retry overrides Spec.Retry for this flow.
-	Retry *Retry
+	Retry *Retry `json:"plancoreRetry,omitempty"`
 }
 
 // DependsOn declares a flow's condition. Targets and TargetsWithStatus
 // combine with AND; Depends is exclusive with both.
 type DependsOn struct {
 	// Targets are flows that must succeed: [a, b] means "a && b".
-	Targets []string
+	Targets []string `json:"targets,omitempty"`
 	// TargetsWithStatus are flows that must reach a given result.
-	TargetsWithStatus []TargetStatus
+	TargetsWithStatus []TargetStatus `json:"targetsWithStatus,omitempty"`
 	// Depends is an Argo-like expression such as "a && (b.Failed || !c)".
-	Depends string
+	Depends string `json:"plancoreDepends,omitempty"`
 	// Probe turns Targets into readiness dependencies: instead of
 	// succeeding, every target's job must exist and every probe entry
 	// pass. It combines with Targets only. VolcanoCompat ignores it, as the
 	// anchor does.
-	Probe *Probe
+	Probe *Probe `json:"probe,omitempty"`
 }
 
 // Probe is dependsOn.probe, the anchor's unimplemented Probe type
@@ -138,15 +140,15 @@ type DependsOn struct {
 type Probe struct {
 	// HTTPGet and TCPSocket entries are run by the executor, which reports
 	// each outcome in Snapshot.ProbeResults.
-	HTTPGet   []HTTPGetProbe
-	TCPSocket []TCPSocketProbe
+	HTTPGet   []HTTPGetProbe   `json:"httpGetList,omitempty"`
+	TCPSocket []TCPSocketProbe `json:"tcpSocketList,omitempty"`
 	// TaskStatus entries are evaluated by the core from the target job's
 	// task status counts.
-	TaskStatus []TaskStatusProbe
+	TaskStatus []TaskStatusProbe `json:"taskStatusList,omitempty"`
 	// Period is how often the executor re-runs its probes while the flow
 	// waits; 0 means DefaultProbePeriod. While an entry is pending, the plan's
 	// RequeueAfter is at most Period.
-	Period time.Duration
+	Period time.Duration `json:"plancorePeriod,omitempty"`
 }
 
 // DefaultProbePeriod is Probe.Period's default.
@@ -157,34 +159,38 @@ const DefaultProbePeriod = 10 * time.Second
 type HTTPGetProbe struct {
 	// Target is the target flow whose job is probed; empty means the
 	// flow's only target.
-	Target  string
-	Task    string
-	Path    string
-	Port    int
-	Headers []HTTPHeader
+	Target string `json:"plancoreTarget,omitempty"`
+	Task   string `json:"taskName,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Port   int    `json:"port,omitempty"`
+	// Header is Volcano's one request header; Headers are more, sent
+	// after it.
+	Header  *HTTPHeader  `json:"httpHeader,omitempty"`
+	Headers []HTTPHeader `json:"plancoreHeaders,omitempty"`
 }
 
 // HTTPHeader is one request header of an HTTPGetProbe.
 type HTTPHeader struct {
-	Name, Value string
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // TCPSocketProbe passes when a TCP connection to a pod of the target job's
 // task opens.
 type TCPSocketProbe struct {
-	Target string
-	Task   string
-	Port   int
+	Target string `json:"plancoreTarget,omitempty"`
+	Task   string `json:"taskName,omitempty"`
+	Port   int    `json:"port"`
 }
 
 // TaskStatusProbe passes when the target job's taskStatusCount holds at
 // least Min pods of Task in Phase (e.g. task ps, phase Running, min 1:
 // BoCloud/JobFlow #21's parameter server is up). Min 0 means 1.
 type TaskStatusProbe struct {
-	Target string
-	Task   string
-	Phase  string
-	Min    int32
+	Target string `json:"plancoreTarget,omitempty"`
+	Task   string `json:"taskName,omitempty"`
+	Phase  string `json:"phase,omitempty"`
+	Min    int32  `json:"plancoreMin,omitempty"`
 }
 
 // ProbeEntry is one entry of a Probe in its numbering; exactly one of the
@@ -255,29 +261,30 @@ type ProbeResult struct {
 // Phase is Succeeded, Failed, Omitted, Done or Started; Completed is an
 // alias of Succeeded and Running of Started.
 type TargetStatus struct {
-	Name  string
-	Phase string
+	Name  string `json:"name,omitempty"`
+	Phase string `json:"phase,omitempty"`
 }
 
 // Retry is a flow's retry strategy.
 type Retry struct {
 	// Limit is the number of retries: at most Limit+1 attempts in total.
-	Limit int
+	Limit int `json:"limit,omitempty"`
 	// On lists the job phases that trigger a retry, a subset of Failed,
 	// Terminated and Aborted; empty means [Failed].
-	On []JobPhase
+	On []JobPhase `json:"on,omitempty"`
 	// Backoff is the wait before each retry.
-	Backoff Backoff
+	Backoff Backoff `json:"backoff,omitempty"`
 }
 
 // Backoff is a capped exponential wait: retry n waits
 // min(Duration × Factor^(n−1), Cap).
+// Durations are nanoseconds on the wire.
 type Backoff struct {
-	Duration time.Duration
+	Duration time.Duration `json:"duration,omitempty"`
 	// Factor multiplies the wait at each retry; 0 means 2.
-	Factor float64
+	Factor float64 `json:"factor,omitempty"`
 	// Cap bounds the wait; 0 means no cap.
-	Cap time.Duration
+	Cap time.Duration `json:"cap,omitempty"`
 }
 
 // Job is one observed job, as the executor read it from the cluster.
@@ -340,7 +347,8 @@ type Status struct {
 	Conditions    map[string]Condition `json:"conditions,omitempty"`
 	// WaitingFlows lists every waiting flow and why (Default).
 	WaitingFlows []WaitingFlow `json:"waitingFlows,omitempty"`
-	// SpecHash hashes the canonical spec the status was computed for.
+	// SpecHash identifies the spec the status was computed for (see
+	// SpecHash): 32 hex digits of SHA-256.
 	SpecHash string `json:"specHash,omitempty"`
 	// SpecChange records the last spec change seen mid-run.
 	SpecChange *SpecChange `json:"specChange,omitempty"`

@@ -39,7 +39,7 @@ func ValidateUpdate(old, new Workflow, opt Options) []Issue {
 			Message: "flows cannot change once a job exists" + map[bool]string{true: " (only appending is allowed)", false: ""}[opt.AllowAppend]})
 	}
 	if !flowsEqual(old.Spec.Finally, new.Spec.Finally) {
-		issues = append(issues, Issue{Kind: IssueSpecImmutable, Severity: SeverityError, Flow: -1, Field: "finally", Target: -1,
+		issues = append(issues, Issue{Kind: IssueSpecImmutable, Severity: SeverityError, Flow: -1, Field: "plancoreFinally", Target: -1,
 			Message: "finally flows cannot change once a job exists"})
 	}
 	sortIssues(issues)
@@ -49,23 +49,6 @@ func ValidateUpdate(old, new Workflow, opt Options) []Issue {
 func started(st Status) bool {
 	return len(st.JobStatusList) > 0 || len(st.Conditions) > 0 || len(st.PendingJobs)+len(st.RunningJobs)+len(st.CompletedJobs)+
 		len(st.FailedJobs)+len(st.TerminatedJobs)+len(st.UnknownJobs)+len(st.CompletingJobs)+len(st.TerminatingJobs)+len(st.AbortedJobs) > 0
-}
-
-func flowsEqual(a, b []Flow) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	var ha, hb specHasher
-	for i := range a {
-		ha.reset()
-		hb.reset()
-		ha.flow(&a[i])
-		hb.flow(&b[i])
-		if ha.sum() != hb.sum() {
-			return false
-		}
-	}
-	return true
 }
 
 // volcanoError is an admission error worded exactly as Volcano's webhook.

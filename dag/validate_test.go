@@ -89,19 +89,30 @@ func TestValidate(t *testing.T) {
 			"Error LabelValueInvalid@0 flows[0].name=" + strings.Repeat("n", 60) + ".abc",
 		}},
 		{name: "bad characters and edges", wf: wf(fl("a_b-"), fl("c/d")), want: []string{
-			"Error NameInvalid@0 flows[0].name=jf-a_b-",
-			"Error LabelValueInvalid@0 flows[0].name=ns.a_b-",
-			"Error NameInvalid@1 flows[1].name=jf-c/d",
-			"Error LabelValueInvalid@1 flows[1].name=ns.c/d",
+			"Error NameInvalid@0 flows[0].name=a_b-",
+			"Error NameInvalid@1 flows[1].name=c/d",
 		}},
-		{name: "workflow label value", wf: dag.Workflow{Name: "jf_", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{fl("a")}}}, want: []string{
-			"Error LabelValueInvalid@-1 metadata.name=ns.jf_",
+		// A label value allows upper case, '_' and '.'; a Job name does not.
+		{name: "flow names the API server refuses as Job names", wf: wf(fl("Train_A"), fl("v1.2"), fl("-x")), want: []string{
+			"Error NameInvalid@0 flows[0].name=Train_A",
+			"Error NameInvalid@1 flows[1].name=v1.2",
+			"Error NameInvalid@2 flows[2].name=-x",
 		}},
+		{name: "workflow name empty", wf: dag.Workflow{Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{fl("a")}}}, want: []string{
+			"Error EmptyName@-1 metadata.name",
+		}},
+		{name: "workflow name not an object name", wf: dag.Workflow{Name: "jf_", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{fl("a")}}}, want: []string{
+			"Error NameInvalid@-1 metadata.name=jf_",
+		}},
+		{name: "dotted workflow name cannot prefix job names", wf: dag.Workflow{Name: "jf.v1", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{fl("a")}}}, want: []string{
+			"Error NameInvalid@-1 metadata.name=jf.v1",
+		}},
+		{name: "dotted workflow name without flows", wf: dag.Workflow{Name: "jf.v1", Namespace: "ns"}},
 		{name: "duplicate target is a warning", wf: wf(fl("a"), fl("b", "a", "a")), want: []string{"Warning DuplicateTarget@1 flows[1].dependsOn.targets[1]=a"}},
-		{name: "depends syntax error names the offset", wf: wf(fl("a"), dep("b", "a &&")), want: []string{"Error ExpressionSyntax@1 flows[1].dependsOn.depends=a &&"}},
-		{name: "depends unknown result", wf: wf(fl("a"), dep("b", "a.Finished || a")), want: []string{"Error UnknownResult@1 flows[1].dependsOn.depends=a.Finished"}},
-		{name: "depends unknown target", wf: wf(fl("a"), dep("b", "a && zz.Failed")), want: []string{"Error UnknownTarget@1 flows[1].dependsOn.depends=zz"}},
-		{name: "depends on dotted flow names", wf: wf(fl("v1.2"), dep("b", "v1.2.Failed || v1.2"))},
+		{name: "depends syntax error names the offset", wf: wf(fl("a"), dep("b", "a &&")), want: []string{"Error ExpressionSyntax@1 flows[1].dependsOn.plancoreDepends=a &&"}},
+		{name: "depends unknown result", wf: wf(fl("a"), dep("b", "a.Finished || a")), want: []string{"Error UnknownResult@1 flows[1].dependsOn.plancoreDepends=a.Finished"}},
+		{name: "depends unknown target", wf: wf(fl("a"), dep("b", "a && zz.Failed")), want: []string{"Error UnknownTarget@1 flows[1].dependsOn.plancoreDepends=zz"}},
+		{name: "depends on dotted flow names parses, the name is refused", wf: wf(fl("v1.2"), dep("b", "v1.2.Failed || v1.2")), want: []string{"Error NameInvalid@0 flows[0].name=v1.2"}},
 		{name: "depends cycle", wf: wf(dep("a", "!b.Failed"), dep("b", "a.Done")), want: []string{"Error Cycle@0 flows[0].dependsOn=a [cycle: a -> b -> a] members=a,b"}},
 		{name: "mixed forms", wf: wf(fl("a"), dag.Flow{Name: "b", DependsOn: &dag.DependsOn{Targets: []string{"a"}, Depends: "a"}}), want: []string{"Error MixedDependencyForms@1 flows[1].dependsOn"}},
 		{name: "structured form", wf: wf(fl("a"), dag.Flow{Name: "b", DependsOn: &dag.DependsOn{TargetsWithStatus: []dag.TargetStatus{{Name: "a", Phase: "Completed"}, {Name: "a", Phase: "Running"}, {Name: "a", Phase: "Bogus"}}}}), want: []string{
@@ -111,32 +122,32 @@ func TestValidate(t *testing.T) {
 			Flows:   []dag.Flow{fl("a"), dep("b", "z")},
 			Finally: []dag.Flow{fl("z", "a"), dep("y", "a.Failed && z")},
 		}}, want: []string{
-			"Error FinallyOrdering@1 flows[1].dependsOn.depends=z",
-			"Error FinallyOrdering@2 finally[0].dependsOn.targets",
-			"Error FinallyOrdering@3 finally[1].dependsOn.depends=z",
+			"Error FinallyOrdering@1 flows[1].dependsOn.plancoreDepends=z",
+			"Error FinallyOrdering@2 plancoreFinally[0].dependsOn.targets",
+			"Error FinallyOrdering@3 plancoreFinally[1].dependsOn.plancoreDepends=z",
 		}},
 		{name: "retry ranges", wf: dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{
 			Flows: []dag.Flow{retry(dag.Retry{Limit: -1, On: []dag.JobPhase{"Running"}, Backoff: dag.Backoff{Duration: -1, Factor: 0.5, Cap: -2}})},
 			Retry: &dag.Retry{Backoff: dag.Backoff{Duration: 10, Cap: 5}},
 		}}, want: []string{
-			"Error RetryRange@-1 retry.backoff.cap",
-			"Error RetryRange@0 flows[0].retry.backoff.cap",
-			"Error RetryRange@0 flows[0].retry.backoff.duration",
-			"Error RetryRange@0 flows[0].retry.backoff.factor",
-			"Error RetryRange@0 flows[0].retry.limit",
-			"Error RetryRange@0 flows[0].retry.on[0]",
+			"Error RetryRange@-1 plancoreRetry.backoff.cap",
+			"Error RetryRange@0 flows[0].plancoreRetry.backoff.cap",
+			"Error RetryRange@0 flows[0].plancoreRetry.backoff.duration",
+			"Error RetryRange@0 flows[0].plancoreRetry.backoff.factor",
+			"Error RetryRange@0 flows[0].plancoreRetry.limit",
+			"Error RetryRange@0 flows[0].plancoreRetry.on[0]",
 		}},
 		{name: "negative parallelism and bad retain policy", wf: dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Parallelism: -1, JobRetainPolicy: "keep"}}, want: []string{
-			"Error NegativeParallelism@-1 parallelism=-1",
+			"Error NegativeParallelism@-1 plancoreParallelism=-1",
 			"Error RetainPolicyInvalid@-1 jobRetainPolicy=keep",
 		}},
 		{name: "patch must be an object", wf: wf(dag.Flow{Name: "a", Patch: []byte(`[1]`)}, dag.Flow{Name: "b", Patch: []byte(` {"x":1}`)}), want: []string{"Error PatchInvalid@0 flows[0].patch"}},
 		{name: "extensions need the plancore state machine", opt: dag.VolcanoCompat(), wf: dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{
 			Flows: []dag.Flow{fl("a"), dep("b", "a")}, Finally: []dag.Flow{fl("c")}, Parallelism: 2,
 		}}, want: []string{
-			"Error NeedsPlancoreStateMachine@-1 parallelism",
+			"Error NeedsPlancoreStateMachine@-1 plancoreParallelism",
 			"Error NeedsPlancoreStateMachine@1 flows[1].dependsOn",
-			"Error NeedsPlancoreStateMachine@2 finally",
+			"Error NeedsPlancoreStateMachine@2 plancoreFinally",
 		}},
 		{name: "every check runs", wf: wf(fl(""), fl("a", "a", "q"), fl("a")), want: []string{
 			"Error EmptyName@0 flows[0].name",
@@ -228,6 +239,15 @@ func TestValidateUpdate(t *testing.T) {
 	running.Status = dag.Status{State: dag.State{Phase: dag.PhaseRunning}, RunningJobs: []string{"jf-a"}}
 	appended := wf(fl("a"), fl("b", "a"), fl("c", "b"))
 	edited := wf(fl("a"), fl("b"))
+	// The renames below differ only in the high bytes of two 8-byte words;
+	// a word-wise FNV-1a without a final mix gave both sides one hash.
+	prep := wf(fl("prepare-dataset1"), fl("train", "prepare-dataset1"))
+	prepRunning := prep
+	prepRunning.Status = running.Status
+	renamed := wf(fl("preparecdatasets"), fl("train", "preparecdatasets"))
+	dashed, dotted := wf(fl("prepare-dataset-")), wf(fl("prepare.datasetX"))
+	dashedRunning := dashed
+	dashedRunning.Status = running.Status
 	cases := []struct {
 		name     string
 		old, new dag.Workflow
@@ -239,6 +259,13 @@ func TestValidateUpdate(t *testing.T) {
 		{"running: append rejected by default", running, appended, dag.Options{}, []string{"Error SpecImmutable@-1 flows"}},
 		{"running: append allowed", running, appended, dag.Options{AllowAppend: true}, nil},
 		{"running: same spec", running, old, dag.Options{}, nil},
+		{"running: prepare-dataset1 renamed preparecdatasets", prepRunning, renamed, dag.Options{}, []string{"Error SpecImmutable@-1 flows"}},
+		{"running: prepare-dataset- renamed prepare.datasetX", dashedRunning, dotted, dag.Options{}, []string{"Error SpecImmutable@-1 flows", "Error NameInvalid@0 flows[0].name=prepare.datasetX"}},
+	}
+	for _, pair := range [][2]dag.Workflow{{prep, renamed}, {dashed, dotted}} {
+		if a, b := dag.SpecHash(pair[0].Spec), dag.SpecHash(pair[1].Spec); a == b {
+			t.Errorf("SpecHash(%s) == SpecHash(%s) == %s", pair[0].Spec.Flows[0].Name, pair[1].Spec.Flows[0].Name, a)
+		}
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
