@@ -106,11 +106,17 @@ var (
 // into and reports every object key the type does not declare, with its
 // path. Types that decode themselves (metav1.Time, json.RawMessage) are
 // not entered.
+// thisPackage is dag's import path, read from one of its types.
+var thisPackage = reflect.TypeFor[Backoff]().PkgPath()
+
 func unknownFields(v any, t reflect.Type, path *field.Path, errs *field.ErrorList) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == rawMessageType || reflect.PointerTo(t).Implements(unmarshalerType) {
+	// A type that decodes itself is opaque, except this package's own spec
+	// types, which decode only to write durations as strings and keep their
+	// json-tagged fields, so their keys are still checked here.
+	if t == rawMessageType || (reflect.PointerTo(t).Implements(unmarshalerType) && t.PkgPath() != thisPackage) {
 		return
 	}
 	switch x := v.(type) {

@@ -3,7 +3,10 @@ package dag_test
 import (
 	"bytes"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -74,7 +77,7 @@ spec:
   "spec": {
     "flows": [
       {"name": "ml-task", "patch": {"spec": {"tasks": [{"name": "ml-task", "template": {"spec": {"containers": [ {"name": "cnn", "image": "cnn:v2"} ]}}}]}}},
-      {"name": "eval", "dependsOn": {"plancoreDepends": "ml-task.Failed || ml-task"}, "plancoreRetry": {"limit": 2, "backoff": {"duration": 1000000000}}}
+      {"name": "eval", "dependsOn": {"plancoreDepends": "ml-task.Failed || ml-task"}, "plancoreRetry": {"limit": 2, "backoff": {"duration": "1s"}}}
     ],
     "plancoreFinally": [{"name": "notify"}],
     "plancoreParallelism": 1,
@@ -223,4 +226,45 @@ func FuzzDecodeJobFlow(f *testing.F) {
 		}
 		roundTrip(t, w)
 	})
+}
+
+// TestDecodeJobFlowDurations: retry and probe durations are Kubernetes
+// duration strings on the wire, both ways, and an unknown key inside them is
+// still named by its path.
+func TestDecodeJobFlowDurations(t *testing.T) {
+	const doc = `
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: wf}
+spec:
+  flows:
+  - name: a
+  - name: b
+    dependsOn:
+      targets: [a]
+      probe: {plancorePeriod: 15s}
+    plancoreRetry: {limit: 2, backoff: {duration: 1m30s, factor: 2, cap: 5m}}
+`
+	wf, err := dag.DecodeJobFlow([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := wf.Spec.Flows[1]
+	if b.Retry.Backoff.Duration != 90*time.Second || b.Retry.Backoff.Cap != 5*time.Minute || b.DependsOn.Probe.Period != 15*time.Second {
+		t.Fatalf("decoded %+v, probe %+v", b.Retry.Backoff, b.DependsOn.Probe)
+	}
+	out, err := dag.EncodeJobFlow(wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"duration":"1m30s"`, `"cap":"5m0s"`, `"plancorePeriod":"15s"`} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("encoded %s, missing %s", out, want)
+		}
+	}
+	_, err = dag.DecodeJobFlow([]byte(strings.Replace(doc, "cap: 5m", "cap: 5m, jitter: 1", 1)))
+	var inv *plancore.InvalidError
+	if !errors.As(err, &inv) || !slices.Contains(inv.Fields(), "spec.flows[1].plancoreRetry.backoff.jitter") {
+		t.Fatalf("unknown key inside backoff: %v", err)
+	}
 }

@@ -278,7 +278,7 @@ type Retry struct {
 
 // Backoff is a capped exponential wait: retry n waits
 // min(Duration × Factor^(n−1), Cap).
-// Durations are nanoseconds on the wire.
+// Durations are Kubernetes duration strings on the wire ("90s").
 type Backoff struct {
 	Duration time.Duration `json:"duration,omitempty"`
 	// Factor multiplies the wait at each retry; 0 means 2.
