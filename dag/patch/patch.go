@@ -134,7 +134,7 @@ type path struct {
 }
 
 func (p *path) child(name string) *path { return &path{up: p, field: name, index: -1} }
-func (p *path) item(i int) *path         { return &path{up: p, index: i} }
+func (p *path) item(i int) *path        { return &path{up: p, index: i} }
 
 func (p *path) String() string {
 	var parts []*path
