@@ -9,6 +9,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"pgregory.net/rapid"
@@ -232,4 +233,25 @@ func TestMergedJobsPassValidation(t *testing.T) {
 			rt.Fatalf("the API server refuses the merged Job: %v\npatch %s\nmerged pod spec %s", err, p, merged)
 		}
 	})
+}
+
+// BenchmarkMergeJobTemplate10000Containers merges a patch of 10,000
+// containers, each matching one of the template's 10,000, through the
+// adapter's typed path.
+func BenchmarkMergeJobTemplate10000Containers(b *testing.B) {
+	t := &batchv1.JobTemplateSpec{}
+	var items []any
+	for i := range 10000 {
+		name := fmt.Sprintf("c%d", i)
+		t.Spec.Template.Spec.Containers = append(t.Spec.Template.Spec.Containers, corev1.Container{Name: name, Image: "img:1"})
+		items = append(items, map[string]any{"name": name, "image": "img:2"})
+	}
+	p, _ := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": items}}}})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := kube.MergeJobTemplate(t, p); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
