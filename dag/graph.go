@@ -1,7 +1,6 @@
 package dag
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -460,9 +459,8 @@ func (g *graph) compile(i int, e *Expr, stamp []int32) cnode {
 
 func (g *graph) checkFlowExtras(i int, f *Flow, opt Options) {
 	if len(f.Patch) > 0 {
-		if !json.Valid(f.Patch) || firstNonSpace(f.Patch) != '{' {
-			g.add(Issue{Kind: IssuePatchInvalid, Flow: i, Field: g.field(i) + ".patch", Target: -1,
-				Message: "patch must be a JSON object"})
+		if msg := patchProblem(f.Patch); msg != "" {
+			g.add(Issue{Kind: IssuePatchInvalid, Flow: i, Field: g.field(i) + ".patch", Target: -1, Message: msg})
 		}
 	}
 	if f.Retry != nil {
@@ -474,17 +472,6 @@ func (g *graph) checkFlowExtras(i int, f *Flow, opt Options) {
 	if opt.volcano() && g.finally(i) && i == g.nMain {
 		g.add(Issue{Kind: IssueNeedsPlancore, Flow: i, Field: "plancoreFinally", Target: -1, Message: "finally flows need the plancore state machine"})
 	}
-}
-
-func firstNonSpace(b []byte) byte {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		return c
-	}
-	return 0
 }
 
 func (g *graph) checkRetry(i int, field string, r *Retry) {

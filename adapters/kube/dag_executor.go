@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,11 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/plancore/plancore/dag"
+	"github.com/plancore/plancore/dag/patch"
 )
 
 // ErrNoTemplate is returned (wrapped) by JobExecutor.CreateJob when the
@@ -197,84 +198,27 @@ func (e *JobExecutor) UpdateStatus(ctx context.Context, namespace, name string, 
 	return e.Status(ctx, namespace, name, status)
 }
 
-// MergeJobTemplate merges a flow's patch into a copy of t, with dag/patch's rules:
-// objects merge field by field, a scalar replaces, null removes;
-// containers, init containers, env, volumes and volume mounts merge by name,
-// tolerations by key; every other list is replaced whole. It is Kubernetes'
-// strategic merge patch for the JobTemplateSpec type, whose schema already keys
-// those lists by name, plus the merge of tolerations by key, which the
-// Kubernetes schema replaces whole. t is not modified.
-func MergeJobTemplate(t *batchv1.JobTemplateSpec, patch []byte) (*batchv1.JobTemplateSpec, error) {
-	var p map[string]any
-	if err := json.Unmarshal(patch, &p); err != nil || p == nil {
-		return nil, fmt.Errorf("patch is not a JSON object: %s", patch)
-	}
-	// Tolerations are pulled out of the patch and merged by key afterwards.
-	var tolerations []any
-	if spec, ok := dig(p, "spec", "template", "spec"); ok {
-		if list, ok := spec["tolerations"].([]any); ok {
-			tolerations = list
-			delete(spec, "tolerations")
-		}
-	}
+// MergeJobTemplate merges a flow's patch into a copy of t with dag/patch's
+// rules (patch.Merge, the only implementation of the merge): the template
+// is encoded to JSON, merged, and decoded into a fresh JobTemplateSpec. A
+// merged field that the type does not have is an error naming it, so a
+// typo in a patch is not dropped silently. t is not modified.
+func MergeJobTemplate(t *batchv1.JobTemplateSpec, p []byte) (*batchv1.JobTemplateSpec, error) {
 	base, err := json.Marshal(t)
 	if err != nil {
 		return nil, err
 	}
-	rest, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
-	merged, err := strategicpatch.StrategicMergePatch(base, rest, batchv1.JobTemplateSpec{})
+	merged, err := patch.Merge(base, p)
 	if err != nil {
 		return nil, fmt.Errorf("merging patch: %w", err)
 	}
 	out := &batchv1.JobTemplateSpec{}
-	if err := json.Unmarshal(merged, out); err != nil {
+	d := json.NewDecoder(bytes.NewReader(merged))
+	d.DisallowUnknownFields()
+	if err := d.Decode(out); err != nil {
 		return nil, fmt.Errorf("merged template: %w", err)
 	}
-	for _, item := range tolerations {
-		raw, err := json.Marshal(item)
-		if err != nil {
-			return nil, err
-		}
-		var tol corev1.Toleration
-		if err := json.Unmarshal(raw, &tol); err != nil {
-			return nil, fmt.Errorf("patch toleration %s: %w", raw, err)
-		}
-		ts := out.Spec.Template.Spec.Tolerations
-		i := slices.IndexFunc(ts, func(x corev1.Toleration) bool { return x.Key == tol.Key })
-		if i < 0 {
-			out.Spec.Template.Spec.Tolerations = append(ts, tol)
-			continue
-		}
-		cur, err := json.Marshal(ts[i])
-		if err != nil {
-			return nil, err
-		}
-		m, err := strategicpatch.StrategicMergePatch(cur, raw, corev1.Toleration{})
-		if err != nil {
-			return nil, fmt.Errorf("merging toleration %q: %w", tol.Key, err)
-		}
-		var merged corev1.Toleration
-		if err := json.Unmarshal(m, &merged); err != nil {
-			return nil, err
-		}
-		ts[i] = merged
-	}
 	return out, nil
-}
-
-// dig walks nested JSON objects.
-func dig(m map[string]any, path ...string) (map[string]any, bool) {
-	for _, k := range path {
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		m = next
-	}
-	return m, true
 }
 
 // JobPhase maps a batch/v1 Job to dag's (Volcano's) job phase vocabulary:

@@ -370,21 +370,24 @@ func TestMergeJobTemplate(t *testing.T) {
 			edit: func(t *batchv1.JobTemplateSpec) {
 				c := &t.Spec.Template.Spec.Containers[0]
 				c.Command = []string{"eval"}
-				// Strategic merge keeps the patch's order for the keys it names,
-				// then the rest of the original.
-				c.Env = []corev1.EnvVar{{Name: "C", Value: "3"}, {Name: "A", Value: "9"}, {Name: "B", Value: "2"}}
+				// Matched variables keep the template's order; new ones follow.
+				c.Env = []corev1.EnvVar{{Name: "A", Value: "9"}, {Name: "B", Value: "2"}, {Name: "C", Value: "3"}}
 				t.Spec.Template.Spec.Containers = append(t.Spec.Template.Spec.Containers, corev1.Container{Name: "side", Image: "s"})
 			}},
 		{name: "null removes a field", patch: `{"metadata":{"annotations":{"note":null}}}`, edit: func(t *batchv1.JobTemplateSpec) {
 			t.Annotations = map[string]string{}
 		}},
-		{name: "tolerations merge by key",
-			patch: `{"spec":{"template":{"spec":{"tolerations":[{"key":"gpu","effect":"NoExecute"},{"key":"arm","operator":"Exists"}]}}}}`,
+		{name: "tolerations merge by key, operator and effect; a key-less one is added",
+			patch: `{"spec":{"template":{"spec":{"tolerations":[{"key":"spot","value":"no"},{"key":"gpu","operator":"Exists","effect":"NoExecute"},{"operator":"Exists"}]}}}}`,
 			edit: func(t *batchv1.JobTemplateSpec) {
 				ts := t.Spec.Template.Spec.Tolerations
-				ts[0].Effect = corev1.TaintEffectNoExecute
-				t.Spec.Template.Spec.Tolerations = append(ts, corev1.Toleration{Key: "arm", Operator: corev1.TolerationOpExists})
+				ts[1].Value = "no"
+				t.Spec.Template.Spec.Tolerations = append(ts,
+					corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+					corev1.Toleration{Operator: corev1.TolerationOpExists})
 			}},
+		{name: "a field the type lacks is an error", patch: `{"spec":{"template":{"spec":{"containers":[{"name":"main","imagee":"x"}]}}}}`, err: true},
+		{name: "two sources in one volume is an error", patch: `{"spec":{"template":{"spec":{"volumes":[{"name":"v","emptyDir":{},"secret":{}}]}}}}`, err: true},
 		{name: "not an object", patch: `[1]`, err: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,45 +1,3 @@
-// Package patch merges a flow's patch (dag.CreateJob.Patch) into a job
-// template, on generic JSON, with the rules documented below. It is the
-// optional executor helper: the dag core only carries the patch; an executor
-// that materialises jobs of any kind (a Volcano vcjob, a batch/v1 Job, a
-// custom resource) calls Merge on the template's JSON.
-//
-// # Usage
-//
-//	tmpl, _ := json.Marshal(cachedTemplate) // a copy: the cache is never touched
-//	merged, err := patch.Merge(tmpl, create.Patch)
-//	if err != nil { ... }                   // names the offending path
-//	// unmarshal merged into a fresh object and create it
-//
-// # Rules
-//
-// Objects merge field by field; a scalar, or a value of another type,
-// replaces; null removes the field. Lists named in the key table merge by
-// their key: a patch item whose key matches a template item merges into it
-// field by field, any other item is appended, in patch order. Every other
-// list (command, args, policies, …) is replaced whole. The default table,
-// DefaultKeys, keys tasks, containers, initContainers, env, volumes and
-// volumeMounts by name and tolerations by key, at any depth; Merger takes
-// another table. A patch item without its key is an error, since it could
-// match nothing; nulls inside new fields and new items are dropped, as in
-// JSON merge patch (RFC 7396); the items of a replaced list are taken as
-// they are.
-//
-// These are the rules asked for in Volcano #4475 and open PR #4491, whose
-// merge mutated the cached template (#4720): Merge reads its inputs and
-// writes a new document.
-//
-// # Determinism
-//
-// Merge is a pure function: equal inputs give equal bytes. Object keys come
-// out sorted (encoding/json's map order); numbers keep their text.
-//
-// # Compatibility
-//
-// Kubernetes' strategic merge patch keys the same lists by name for the
-// built-in types but replaces tolerations whole and needs the Go type; this
-// package needs neither, so it also serves vcjob templates, whose tasks list
-// has no strategic-merge metadata.
 package patch
 
 import (
@@ -49,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // ErrNotObject is wrapped by the errors for a template or patch that is not
@@ -59,38 +18,32 @@ var ErrNotObject = errors.New("patch: not a JSON object")
 // lacks its key (or is not an object).
 var ErrMissingKey = errors.New("patch: keyed list item without its key")
 
-// DefaultKeys returns the spec's key table: list field name → key field.
-// Each call returns a fresh map, so a caller may extend its copy.
-func DefaultKeys() map[string]string {
-	return map[string]string{
-		"tasks":          "name",
-		"containers":     "name",
-		"initContainers": "name",
-		"env":            "name",
-		"volumes":        "name",
-		"volumeMounts":   "name",
-		"tolerations":    "key",
-	}
-}
+// ErrOneOf is wrapped by the error for a patch object that sets two members
+// of one one-of group (a volume with two sources, a probe with two
+// handlers): the merged object could only be invalid.
+var ErrOneOf = errors.New("patch: two members of a one-of group")
 
-// Merger merges with a key table. The zero Merger uses DefaultKeys.
+// ErrDirective is wrapped by the error for a "$patch" directive other than
+// "replace" (or "delete", in a keyed-list item).
+var ErrDirective = errors.New("patch: unknown $patch directive")
+
+// directive is the field that carries a merge directive in a patch object.
+const directive = "$patch"
+
+// Merger merges with Rules. A Merger whose Rules are the zero value uses
+// DefaultRules.
 type Merger struct {
-	// Keys maps a list field's name to the field that identifies its items;
-	// nil means DefaultKeys. A list whose name is absent is replaced whole.
-	Keys map[string]string
+	Rules Rules
 }
 
-// Merge merges patch into template with the default key table.
+// Merge merges patch into template with DefaultRules.
 func Merge(template, patch []byte) ([]byte, error) { return Merger{}.Merge(template, patch) }
 
 // Merge merges patch into template (see the package comment). Neither
 // input is modified. An empty patch leaves the template unchanged (in
 // canonical form).
 func (m Merger) Merge(template, patch []byte) ([]byte, error) {
-	keys := m.Keys
-	if keys == nil {
-		keys = DefaultKeys()
-	}
+	c := m.compile()
 	t, err := object(template, "template")
 	if err != nil {
 		return nil, err
@@ -102,11 +55,40 @@ func (m Merger) Merge(template, patch []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := mergeObject(t, p, "", keys)
+	out, err := c.object(t, p, "", nil)
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(out)
+}
+
+// compiled is Rules with each context's one-of members in a set.
+type compiled struct {
+	Rules
+	member map[string]map[string]bool // context → field → in a group
+}
+
+var defaultCompiled = compile(DefaultRules())
+
+func (m Merger) compile() *compiled {
+	if m.Rules.empty() {
+		return defaultCompiled
+	}
+	return compile(m.Rules)
+}
+
+func compile(r Rules) *compiled {
+	c := &compiled{Rules: r, member: map[string]map[string]bool{}}
+	for ctx, groups := range r.OneOf {
+		set := map[string]bool{}
+		for _, g := range groups {
+			for _, f := range g {
+				set[f] = true
+			}
+		}
+		c.member[ctx] = set
+	}
+	return c
 }
 
 // object decodes one JSON object, numbers kept as text.
@@ -143,107 +125,264 @@ func kind(v any) string {
 	return "an object"
 }
 
-// mergeObject returns t with p merged in; t (decoded afresh) may be reused.
-// A nil t is an empty object.
-func mergeObject(t, p map[string]any, path string, keys map[string]string) (map[string]any, error) {
+// path is where the merge is, rendered only for an error, so that a deep
+// patch costs no path strings.
+type path struct {
+	up    *path
+	field string
+	index int // ≥ 0 for a list item
+}
+
+func (p *path) child(name string) *path { return &path{up: p, field: name, index: -1} }
+func (p *path) item(i int) *path        { return &path{up: p, index: i} }
+
+func (p *path) String() string {
+	var parts []*path
+	for q := p; q != nil; q = q.up {
+		parts = append(parts, q)
+	}
+	var b strings.Builder
+	for i := len(parts) - 1; i >= 0; i-- {
+		q := parts[i]
+		switch {
+		case q.index >= 0:
+			b.WriteString("[" + strconv.Itoa(q.index) + "]")
+		case b.Len() > 0:
+			b.WriteString("." + q.field)
+		default:
+			b.WriteString(q.field)
+		}
+	}
+	return b.String()
+}
+
+// object returns t with p merged in; t (decoded afresh) may be reused, and
+// a nil t is an empty object. ctx is the name of the field holding the
+// object, which selects its one-of groups.
+func (c *compiled) object(t, p map[string]any, ctx string, at *path) (map[string]any, error) {
+	if d, ok := p[directive]; ok && d != "replace" {
+		return nil, fmt.Errorf("%w: %s sets %s to %v", ErrDirective, describe(at), directive, d)
+	}
 	if t == nil {
 		t = make(map[string]any, len(p))
 	}
+	if err := c.oneOf(t, p, ctx, at); err != nil {
+		return nil, err
+	}
+	members := c.member[ctx]
 	for k, pv := range p {
-		at := join(path, k)
+		if k == directive {
+			continue
+		}
 		if pv == nil {
 			delete(t, k)
 			continue
 		}
 		tv, ok := t[k]
+		if c.Replace[k] || members[k] {
+			tv, ok = nil, false
+		}
 		var err error
-		if t[k], err = mergeValue(tv, ok, pv, k, at, keys); err != nil {
+		if t[k], err = c.value(tv, ok, pv, k, at.child(k)); err != nil {
 			return nil, err
 		}
 	}
 	return t, nil
 }
 
-// mergeValue merges patch value pv (non-null) into template value tv of
-// field name.
-func mergeValue(tv any, present bool, pv any, name, at string, keys map[string]string) (any, error) {
+// oneOf removes from t the members of each group other than the one p
+// sets; p setting two is an error.
+func (c *compiled) oneOf(t, p map[string]any, ctx string, at *path) error {
+	for _, g := range c.OneOf[ctx] {
+		set := ""
+		for _, f := range g {
+			if v, ok := p[f]; ok && v != nil {
+				if set != "" {
+					return fmt.Errorf("%w: %s sets both %q and %q", ErrOneOf, describe(at), set, f)
+				}
+				set = f
+			}
+		}
+		if set == "" {
+			continue
+		}
+		for _, f := range g {
+			if f != set {
+				delete(t, f)
+			}
+		}
+	}
+	return nil
+}
+
+func describe(at *path) string {
+	if at == nil {
+		return "the patch"
+	}
+	return at.String()
+}
+
+// value merges patch value pv (non-null) into template value tv of field
+// name.
+func (c *compiled) value(tv any, present bool, pv any, name string, at *path) (any, error) {
 	switch pv := pv.(type) {
 	case map[string]any:
 		to, _ := tv.(map[string]any) // another type, or absent: merge into {}
-		return mergeObject(to, pv, at, keys)
+		if pv[directive] == "replace" {
+			to = nil
+		}
+		return c.object(to, pv, name, at)
 	case []any:
-		key, keyed := keys[name]
-		tl, isList := tv.([]any)
+		keys, keyed := c.Keys[name]
 		if !keyed {
 			return pv, nil // replaced whole: a replaced list is data, not a patch
 		}
-		if !present || !isList {
+		tl, _ := tv.([]any)
+		if !present {
 			tl = nil
 		}
-		return mergeList(tl, pv, key, at, keys)
+		return c.list(tl, pv, name, keys, at)
 	}
 	return pv, nil
 }
 
-// mergeList merges a keyed list: matching items field by field, new ones
-// appended in patch order.
-func mergeList(tl, pl []any, key, at string, keys map[string]string) ([]any, error) {
-	out := make([]any, len(tl), len(tl)+len(pl))
-	copy(out, tl)
+// removed marks a keyed-list item deleted by a "$patch": "delete" item.
+type removed struct{}
+
+// list merges a keyed list: matching items field by field, new ones
+// appended in patch order, through an index of the template's keys.
+func (c *compiled) list(tl, pl []any, name string, keys []Key, at *path) ([]any, error) {
+	out := make([]any, 0, len(tl)+len(pl))
+	if !replacesList(pl) {
+		out = append(out, tl...)
+	}
+	index := make(map[string]int, len(out)+len(pl))
+	for i, it := range out {
+		if o, ok := it.(map[string]any); ok {
+			if id, ok := keyOf(o, keys); ok {
+				if _, dup := index[id]; !dup {
+					index[id] = i // the first of duplicates, as a linear search finds it
+				}
+			}
+		}
+	}
+	deleted := false
 	for i, pv := range pl {
-		itemAt := at + "[" + strconv.Itoa(i) + "]"
 		po, ok := pv.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("%w: %s is %s, not an object with %q", ErrMissingKey, itemAt, kind(pv), key)
+			return nil, fmt.Errorf("%w: %s is %s, not an object with %s", ErrMissingKey, at.item(i), kind(pv), keyNames(keys))
 		}
-		id, ok := po[key]
-		if !ok || id == nil {
-			return nil, fmt.Errorf("%w: %s has no %q", ErrMissingKey, itemAt, key)
-		}
-		match := -1
-		for j, tv := range out {
-			if to, ok := tv.(map[string]any); ok && sameScalar(to[key], id) {
-				match = j
-				break
-			}
-		}
-		if match < 0 {
-			item, err := mergeObject(nil, po, itemAt, keys)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, item)
+		if isListReplace(po) {
 			continue
 		}
-		item, err := mergeObject(out[match].(map[string]any), po, itemAt, keys)
+		id, ok := keyOf(po, keys)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s has no %s", ErrMissingKey, at.item(i), keyNames(keys))
+		}
+		j, found := index[id]
+		var base map[string]any
+		switch d := po[directive]; d {
+		case nil:
+			if found {
+				base = out[j].(map[string]any)
+			}
+		case "replace":
+		case "delete":
+			if found {
+				out[j] = removed{}
+				delete(index, id)
+				deleted = true
+			}
+			continue
+		default:
+			return nil, fmt.Errorf("%w: %s.%s is %v", ErrDirective, at.item(i), directive, d)
+		}
+		item, err := c.object(base, po, name, at.item(i))
 		if err != nil {
 			return nil, err
 		}
-		out[match] = item
+		if found {
+			out[j] = item
+			continue
+		}
+		index[id] = len(out)
+		out = append(out, item)
+	}
+	if deleted {
+		kept := out[:0]
+		for _, it := range out {
+			if _, gone := it.(removed); !gone {
+				kept = append(kept, it)
+			}
+		}
+		out = kept
 	}
 	return out, nil
 }
 
-// sameScalar compares two key values; keys are strings in practice, but
-// numbers and booleans compare by value too.
-func sameScalar(a, b any) bool {
-	switch a := a.(type) {
-	case string:
-		b, ok := b.(string)
-		return ok && a == b
-	case json.Number:
-		b, ok := b.(json.Number)
-		return ok && a == b
-	case bool:
-		b, ok := b.(bool)
-		return ok && a == b
+// replacesList reports whether a keyed-list patch holds {"$patch":
+// "replace"}: the list is replaced by its other items.
+func replacesList(pl []any) bool {
+	for _, pv := range pl {
+		if o, ok := pv.(map[string]any); ok && isListReplace(o) {
+			return true
+		}
 	}
 	return false
 }
 
-func join(path, k string) string {
-	if path == "" {
-		return k
+func isListReplace(o map[string]any) bool { return len(o) == 1 && o[directive] == "replace" }
+
+// keyOf returns the identity of item o under the first key that applies.
+// Values are typed and length-prefixed, so distinct tuples never share an
+// identity.
+func keyOf(o map[string]any, keys []Key) (string, bool) {
+	for ki, k := range keys {
+		var b strings.Builder
+		b.WriteString(strconv.Itoa(ki))
+		ok := true
+		for _, f := range k.Fields {
+			var tag byte
+			var s string
+			switch v := o[f].(type) {
+			case string:
+				tag, s = 's', v
+			case json.Number:
+				tag, s = 'n', string(v)
+			case bool:
+				tag, s = 'b', strconv.FormatBool(v)
+			case nil:
+				d, has := k.Defaults[f]
+				tag, s, ok = 's', d, has
+			default:
+				ok = false
+			}
+			if !ok {
+				break
+			}
+			b.WriteByte(tag)
+			b.WriteString(strconv.Itoa(len(s)))
+			b.WriteByte(':')
+			b.WriteString(s)
+		}
+		if ok {
+			return b.String(), true
+		}
 	}
-	return path + "." + k
+	return "", false
+}
+
+// keyNames describes the fields a keyed item needs: `"name" or "mountPath"`.
+func keyNames(keys []Key) string {
+	var alts []string
+	for _, k := range keys {
+		var req []string
+		for _, f := range k.Fields {
+			if _, ok := k.Defaults[f]; !ok {
+				req = append(req, strconv.Quote(f))
+			}
+		}
+		alts = append(alts, strings.Join(req, " and "))
+	}
+	return strings.Join(alts, " or ")
 }

@@ -30,40 +30,40 @@ func TestMerge(t *testing.T) {
 		{"name":"side","image":"log:1"}],"tolerations":[{"key":"gpu","operator":"Exists"},{"key":"spot","value":"yes"}],"nodeSelector":{"zone":"a","disk":"ssd"}}}`
 	for _, tc := range []struct {
 		name, template, patch, want string
-		keys                        map[string]string
+		rules                       patch.Rules
 	}{
-		{"a scalar replaces", `{"a":1,"b":"x"}`, `{"b":"y"}`, `{"a":1,"b":"y"}`, nil},
-		{"null removes", `{"a":1,"b":{"c":2}}`, `{"b":null,"z":null}`, `{"a":1}`, nil},
-		{"objects merge field by field", `{"m":{"a":1,"b":{"c":2,"d":3}}}`, `{"m":{"b":{"d":4,"e":5}}}`, `{"m":{"a":1,"b":{"c":2,"d":4,"e":5}}}`, nil},
-		{"a new object drops its nulls", `{}`, `{"m":{"a":null,"b":{"c":null,"d":1}}}`, `{"m":{"b":{"d":1}}}`, nil},
-		{"a value of another type replaces", `{"a":{"b":1},"c":[1],"d":"s"}`, `{"a":"x","c":{"k":null,"v":1},"d":[1,2]}`, `{"a":"x","c":{"v":1},"d":[1,2]}`, nil},
+		{"a scalar replaces", `{"a":1,"b":"x"}`, `{"b":"y"}`, `{"a":1,"b":"y"}`, patch.Rules{}},
+		{"null removes", `{"a":1,"b":{"c":2}}`, `{"b":null,"z":null}`, `{"a":1}`, patch.Rules{}},
+		{"objects merge field by field", `{"m":{"a":1,"b":{"c":2,"d":3}}}`, `{"m":{"b":{"d":4,"e":5}}}`, `{"m":{"a":1,"b":{"c":2,"d":4,"e":5}}}`, patch.Rules{}},
+		{"a new object drops its nulls", `{}`, `{"m":{"a":null,"b":{"c":null,"d":1}}}`, `{"m":{"b":{"d":1}}}`, patch.Rules{}},
+		{"a value of another type replaces", `{"a":{"b":1},"c":[1],"d":"s"}`, `{"a":"x","c":{"k":null,"v":1},"d":[1,2]}`, `{"a":"x","c":{"v":1},"d":[1,2]}`, patch.Rules{}},
 		{"containers merge by name, env inside too, command replaced whole", pod,
 			`{"spec":{"containers":[{"name":"main","command":["run","--fast"],"env":[{"name":"B","value":"3"},{"name":"C","value":"4"}]},{"name":"new","image":"x:1"}]}}`,
 			`{"spec":{"containers":[{"name":"main","image":"app:1","command":["run","--fast"],"env":[{"name":"A","value":"1"},{"name":"B","value":"3"},{"name":"C","value":"4"}]},
-			{"name":"side","image":"log:1"},{"name":"new","image":"x:1"}],"tolerations":[{"key":"gpu","operator":"Exists"},{"key":"spot","value":"yes"}],"nodeSelector":{"zone":"a","disk":"ssd"}}}`, nil},
-		{"tolerations merge by key; null removes a field of an item", pod,
-			`{"spec":{"tolerations":[{"key":"spot","value":null,"effect":"NoSchedule"},{"key":"arm","operator":"Exists"}],"nodeSelector":{"disk":null}}}`,
+			{"name":"side","image":"log:1"},{"name":"new","image":"x:1"}],"tolerations":[{"key":"gpu","operator":"Exists"},{"key":"spot","value":"yes"}],"nodeSelector":{"zone":"a","disk":"ssd"}}}`, patch.Rules{}},
+		{"tolerations merge by key, operator and effect; null removes a field of an item", pod,
+			`{"spec":{"tolerations":[{"key":"spot","value":null,"tolerationSeconds":5},{"key":"spot","effect":"NoSchedule"},{"operator":"Exists"}],"nodeSelector":{"disk":null}}}`,
 			`{"spec":{"containers":[{"name":"main","image":"app:1","command":["run"],"env":[{"name":"A","value":"1"},{"name":"B","value":"2"}]},{"name":"side","image":"log:1"}],
-			"tolerations":[{"key":"gpu","operator":"Exists"},{"key":"spot","effect":"NoSchedule"},{"key":"arm","operator":"Exists"}],"nodeSelector":{"zone":"a"}}}`, nil},
+			"tolerations":[{"key":"gpu","operator":"Exists"},{"key":"spot","tolerationSeconds":5},{"key":"spot","effect":"NoSchedule"},{"operator":"Exists"}],"nodeSelector":{"zone":"a"}}}`, patch.Rules{}},
 		{"vcjob tasks by name, down to containers and volume mounts",
 			`{"spec":{"minAvailable":3,"tasks":[{"name":"ps","replicas":1,"template":{"spec":{"containers":[{"name":"c","volumeMounts":[{"name":"data","mountPath":"/d"}]}]}}},{"name":"worker","replicas":2}]}}`,
-			`{"spec":{"tasks":[{"name":"worker","replicas":8},{"name":"ps","template":{"spec":{"containers":[{"name":"c","volumeMounts":[{"name":"data","readOnly":true},{"name":"cache","mountPath":"/c"}]}],"volumes":[{"name":"cache","emptyDir":{}}]}}}]}}`,
+			`{"spec":{"tasks":[{"name":"worker","replicas":8},{"name":"ps","template":{"spec":{"containers":[{"name":"c","volumeMounts":[{"mountPath":"/d","readOnly":true},{"name":"cache","mountPath":"/c"}]}],"volumes":[{"name":"cache","emptyDir":{}}]}}}]}}`,
 			`{"spec":{"minAvailable":3,"tasks":[{"name":"ps","replicas":1,"template":{"spec":{"containers":[{"name":"c","volumeMounts":[{"name":"data","mountPath":"/d","readOnly":true},{"name":"cache","mountPath":"/c"}]}],
-			"volumes":[{"name":"cache","emptyDir":{}}]}}},{"name":"worker","replicas":8}]}}`, nil},
+			"volumes":[{"name":"cache","emptyDir":{}}]}}},{"name":"worker","replicas":8}]}}`, patch.Rules{}},
 		{"a keyed list over a non-list builds the list", `{"env":"x","initContainers":null}`, `{"env":[{"name":"A","x":null}],"initContainers":[{"name":"i"}]}`,
-			`{"env":[{"name":"A"}],"initContainers":[{"name":"i"}]}`, nil},
-		{"a duplicate patch key merges into the item it appended", `{"env":[]}`, `{"env":[{"name":"A","value":"1"},{"name":"A","x":"2"}]}`, `{"env":[{"name":"A","value":"1","x":"2"}]}`, nil},
-		{"an unkeyed list of objects is replaced, nulls and all", `{"ports":[{"containerPort":80}]}`, `{"ports":[{"containerPort":81,"name":null}]}`, `{"ports":[{"containerPort":81,"name":null}]}`, nil},
+			`{"env":[{"name":"A"}],"initContainers":[{"name":"i"}]}`, patch.Rules{}},
+		{"a duplicate patch key merges into the item it appended", `{"env":[]}`, `{"env":[{"name":"A","value":"1"},{"name":"A","x":"2"}]}`, `{"env":[{"name":"A","value":"1","x":"2"}]}`, patch.Rules{}},
+		{"an unkeyed list of objects is replaced, nulls and all", `{"envFrom":[{"prefix":"A"}]}`, `{"envFrom":[{"prefix":"B","secretRef":null}]}`, `{"envFrom":[{"prefix":"B","secretRef":null}]}`, patch.Rules{}},
 		{"a custom table keys by a number", `{"ports":[{"containerPort":80,"name":"http"}],"containers":[{"name":"a","x":1}]}`,
 			`{"ports":[{"containerPort":80,"protocol":"TCP"},{"containerPort":443}],"containers":[{"name":"b"}]}`,
-			`{"ports":[{"containerPort":80,"name":"http","protocol":"TCP"},{"containerPort":443}],"containers":[{"name":"b"}]}`, map[string]string{"ports": "containerPort"}},
-		{"numbers keep their text", `{"a":1.0000000000000001,"b":12345678901234567890}`, `{"c":1e400}`, `{"a":1.0000000000000001,"b":12345678901234567890,"c":1e400}`, nil},
-		{"an empty patch is the identity", `{"b":[3,1],"a":{"z":null}}`, ``, `{"a":{"z":null},"b":[3,1]}`, nil},
-		{"an empty object patch is the identity", `{"b":[3,1]}`, ` {} `, `{"b":[3,1]}`, nil},
+			`{"ports":[{"containerPort":80,"name":"http","protocol":"TCP"},{"containerPort":443}],"containers":[{"name":"b"}]}`, patch.Rules{Keys: map[string][]patch.Key{"ports": {{Fields: []string{"containerPort"}}}}}},
+		{"numbers keep their text", `{"a":1.0000000000000001,"b":12345678901234567890}`, `{"c":1e400}`, `{"a":1.0000000000000001,"b":12345678901234567890,"c":1e400}`, patch.Rules{}},
+		{"an empty patch is the identity", `{"b":[3,1],"a":{"z":null}}`, ``, `{"a":{"z":null},"b":[3,1]}`, patch.Rules{}},
+		{"an empty object patch is the identity", `{"b":[3,1]}`, ` {} `, `{"b":[3,1]}`, patch.Rules{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmpl, p := []byte(tc.template), []byte(tc.patch)
-			got, err := patch.Merger{Keys: tc.keys}.Merge(tmpl, p)
+			got, err := patch.Merger{Rules: tc.rules}.Merge(tmpl, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func TestMerge(t *testing.T) {
 			if string(tmpl) != tc.template || string(p) != tc.patch {
 				t.Error("an input was modified")
 			}
-			if tc.keys == nil {
+			if tc.rules.Keys == nil {
 				again, err := patch.Merge(tmpl, p)
 				if err != nil || !bytes.Equal(again, got) {
 					t.Errorf("patch.Merge = %s, %v; want the zero Merger's %s", again, err, got)
@@ -95,7 +95,7 @@ func TestMergeErrors(t *testing.T) {
 		{"patch has trailing data", `{}`, `{} {}`, patch.ErrNotObject, "data after the object"},
 		{"patch has trailing garbage", `{}`, `{}]`, patch.ErrNotObject, "data after the object"},
 		{"keyed item without its key", `{}`, `{"spec":{"containers":[{"name":"a"},{"image":"x"}]}}`, patch.ErrMissingKey, `spec.containers[1] has no "name"`},
-		{"keyed item with a null key", `{}`, `{"tolerations":[{"key":null}]}`, patch.ErrMissingKey, `tolerations[0] has no "key"`},
+		{"keyed item with a null key", `{}`, `{"volumeMounts":[{"name":"a","mountPath":null}]}`, patch.ErrMissingKey, `volumeMounts[0] has no "mountPath"`},
 		{"keyed item that is no object", `{}`, `{"tasks":[{"name":"a","template":{"spec":{"env":["X=1"]}}}]}`, patch.ErrMissingKey, `tasks[0].template.spec.env[0] is a string`},
 	} {
 		_, err := patch.Merge([]byte(tc.template), []byte(tc.patch))
