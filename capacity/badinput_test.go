@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/plancore/plancore/internal/invalidtest"
+
+	"pgregory.net/rapid"
+
 	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/capacity"
-	"pgregory.net/rapid"
 )
 
 // TestBadInput feeds the bad input a user would try through the public API.
@@ -134,26 +136,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
-			err := r.call()
-			if r.kind == nil {
-				if err != nil {
-					t.Fatalf("legal input: %v", err)
-				}
-				return
-			}
-			if !errors.Is(err, r.kind) {
-				t.Fatalf("err = %v, want %v", err, r.kind)
-			}
-			if r.fields == nil {
-				return
-			}
-			var inv *plancore.InvalidError
-			if !errors.As(err, &inv) {
-				t.Fatalf("err = %v is no *plancore.InvalidError", err)
-			}
-			if diff := cmp.Diff(r.fields, inv.Fields()); diff != "" {
-				t.Errorf("fields (-want +got):\n%s", diff)
-			}
+			invalidtest.Check(t, r.call(), r.kind, r.fields)
 		})
 	}
 }

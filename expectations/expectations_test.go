@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plancore/plancore/internal/invalidtest"
+
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
 
-	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/expectations"
 )
 
@@ -114,17 +115,7 @@ func summarize(r expectations.Result, now time.Time) verdict {
 }
 
 // fieldsOf returns the field paths an invalid-input error names.
-func fieldsOf(t interface {
-	Helper()
-	Fatalf(string, ...any)
-}, err error) []string {
-	t.Helper()
-	var inv *plancore.InvalidError
-	if !errors.As(err, &inv) {
-		t.Fatalf("err = %v, want a *plancore.InvalidError", err)
-	}
-	return inv.Fields()
-}
+var fieldsOf = invalidtest.Fields
 
 // TestBadInput feeds bad records, owners, refs and times through the public
 // API; each row asserts the sentinel and the exact field named.

@@ -9,30 +9,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plancore/plancore/internal/invalidtest"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"pgregory.net/rapid"
 
-	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/expectations"
 	"github.com/plancore/plancore/fake"
 	"github.com/plancore/plancore/reconcile"
 )
 
 // fieldsOf returns the field paths an invalid-input error names.
-func fieldsOf(t interface {
-	Helper()
-	Fatalf(string, ...any)
-}, err error) []string {
-	t.Helper()
-	var inv *plancore.InvalidError
-	if !errors.As(err, &inv) {
-		t.Fatalf("err = %v, want a *plancore.InvalidError", err)
-	}
-	return inv.Fields()
-}
+var fieldsOf = invalidtest.Fields
 
 // TestBadInput feeds bad snapshots and options through Decide. Each row names
 // the sentinel and the exact field paths, or nil for input that is legal

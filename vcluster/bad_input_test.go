@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/plancore/plancore/internal/invalidtest"
+
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
@@ -129,16 +131,7 @@ func TestBadInput(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, tc.kind) {
-				t.Fatalf("error %v does not wrap %v", err, tc.kind)
-			}
-			var inv *plancore.InvalidError
-			if !errors.As(err, &inv) {
-				t.Fatalf("error %v is not a *plancore.InvalidError", err)
-			}
-			if diff := cmp.Diff(tc.fields, inv.Fields()); diff != "" {
-				t.Errorf("fields (-want +got):\n%s\n%v", diff, err)
-			}
+			invalidtest.Check(t, err, tc.kind, tc.fields)
 			if !p.Empty() || p.Refused() {
 				t.Errorf("invalid input returned a plan:\n%s", p)
 			}
@@ -178,16 +171,7 @@ func TestBadEvents(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.call()
-			if !errors.Is(err, tc.kind) {
-				t.Fatalf("error %v does not wrap %v", err, tc.kind)
-			}
-			var inv *plancore.InvalidError
-			if !errors.As(err, &inv) {
-				t.Fatalf("error %v is not a *plancore.InvalidError", err)
-			}
-			if diff := cmp.Diff(tc.fields, inv.Fields()); diff != "" {
-				t.Errorf("fields (-want +got):\n%s", diff)
-			}
+			invalidtest.Check(t, err, tc.kind, tc.fields)
 		})
 	}
 }
