@@ -31,11 +31,13 @@ type testCluster struct {
 	t     testing.TB
 	ports []int
 	procs []*clusterProc
+	logs  []string // each shard's log file, printed when the test fails
 }
 
 type clusterProc struct {
 	cmd  *exec.Cmd
 	done chan struct{}
+	log  string // the server's log file
 }
 
 const clusterShards = 3
@@ -79,9 +81,31 @@ func startCluster(t testing.TB) *testCluster {
 			t.Fatalf("CLUSTER MEET %d: %v", p, err)
 		}
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for i := 0; i < clusterShards; {
-		info, err := clients[i].ClusterInfo(ctx).Result()
+	tc.waitOK(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, p := range tc.logs {
+				t.Logf("shard %d log: %s", i, redistest.LogTail(p, 20))
+			}
+		}
+	})
+	return tc
+}
+
+// waitOK waits until every live shard reports cluster_state:ok with every
+// shard known and every slot served, and fails the test after 30 s.
+func (tc *testCluster) waitOK(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; i < len(tc.ports); {
+		if tc.procs[i] == nil {
+			i++
+			continue
+		}
+		c := goredis.NewClient(&goredis.Options{Addr: clusterAddr(tc.ports[i]), MaxRetries: -1})
+		info, err := c.ClusterInfo(ctx).Result()
+		_ = c.Close()
 		if err == nil && strings.Contains(info, "cluster_state:ok") &&
 			strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", clusterShards)) &&
 			strings.Contains(info, "cluster_slots_ok:16384") {
@@ -89,11 +113,10 @@ func startCluster(t testing.TB) *testCluster {
 			continue
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("shard %d never reached cluster_state:ok: %v\n%s", i, err, info)
+			t.Fatalf("shard %d never reached cluster_state:ok: %v\n%s\nlog: %s", i, err, info, redistest.LogTail(tc.logs[i], 20))
 		}
 		time.Sleep(20 * time.Millisecond) // waiting for gossip between real processes
 	}
-	return tc
 }
 
 // clusterPort finds a free port whose cluster bus port (+10000) is free too.
@@ -119,12 +142,14 @@ func clusterAddr(port int) string { return net.JoinHostPort("127.0.0.1", strconv
 
 func (tc *testCluster) launch(bin, dir string, port int) error {
 	p, err := launchRedis(bin, dir, port, "--cluster-enabled", "yes",
-		"--cluster-config-file", filepath.Join(dir, "nodes-"+strconv.Itoa(port)+".conf"), "--cluster-node-timeout", "2000")
+		"--cluster-config-file", filepath.Join(dir, "nodes-"+strconv.Itoa(port)+".conf"), "--cluster-node-timeout", "15000",
+		"--cluster-require-full-coverage", "no", "--loglevel", "notice")
 	if err != nil {
 		return err
 	}
 	tc.ports = append(tc.ports, port)
 	tc.procs = append(tc.procs, p)
+	tc.logs = append(tc.logs, p.log)
 	return nil
 }
 
@@ -139,22 +164,11 @@ func launchRedis(bin, dir string, port int, extra ...string) (*clusterProc, erro
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &clusterProc{cmd: cmd, done: make(chan struct{})}
+	p := &clusterProc{cmd: cmd, done: make(chan struct{}), log: log}
 	go func() { _ = cmd.Wait(); close(p.done) }()
-	c := goredis.NewClient(&goredis.Options{Addr: clusterAddr(port), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; {
-		select {
-		case <-p.done:
-			return nil, fmt.Errorf("redis-server on port %d exited (log %s)", port, log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-p.done
-			return nil, fmt.Errorf("redis-server on port %d never answered PING", port)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a starting process
+	if err := redistest.WaitReady(clusterAddr(port), cmd.Process.Pid, p.done, 10*time.Second); err != nil {
+		p.kill()
+		return nil, fmt.Errorf("redis-server on port %d: %w (log: %s)", port, err, redistest.LogTail(log, 5))
 	}
 	return p, nil
 }
@@ -196,9 +210,11 @@ func (tc *testCluster) client(opts ...func(*goredis.ClusterOptions)) *goredis.Cl
 // shardOf is the shard that serves a node's keys.
 func shardOf(node string) int { return redis.NodeSlot(node) * clusterShards / 16384 }
 
-// flush empties every shard.
-func flushCluster(t testing.TB, c *goredis.ClusterClient) {
+// fresh waits until the cluster is whole and empties every shard, so each
+// subtest starts from an empty, healthy cluster.
+func (tc *testCluster) fresh(t testing.TB, c *goredis.ClusterClient) {
 	t.Helper()
+	tc.waitOK(t)
 	err := c.ForEachMaster(context.Background(), func(ctx context.Context, m *goredis.Client) error {
 		return m.FlushAll(ctx).Err()
 	})
@@ -231,7 +247,7 @@ func TestCapacityCluster(t *testing.T) {
 	// The differential test of the standalone store, on the cluster: the
 	// same batches and Loads answer as MemoryStore, item by item.
 	t.Run("batch matches MemoryStore", func(t *testing.T) {
-		flushCluster(t, c)
+		tc.fresh(t, c)
 		shards := map[int]bool{}
 		for _, n := range batchMatchesMemoryStore(t, c, false) {
 			shards[shardOf(n)] = true
@@ -242,19 +258,19 @@ func TestCapacityCluster(t *testing.T) {
 	})
 
 	t.Run("all or nothing compensates", func(t *testing.T) {
-		flushCluster(t, c)
+		tc.fresh(t, c)
 		clusterCompensation(t, c)
 	})
 
 	t.Run("never oversells", func(t *testing.T) {
-		flushCluster(t, c)
+		tc.fresh(t, c)
 		clusterNeverOversells(t, c)
 	})
 
 	// Every shard loses its script cache: each slot group's call is answered
 	// NOSCRIPT and sent again with EVAL, once; nothing runs twice.
 	t.Run("script cache loss", func(t *testing.T) {
-		flushCluster(t, c)
+		tc.fresh(t, c)
 		ctx := context.Background()
 		s := newStore(t, c, redis.CapacityStoreOptions{})
 		var items []capacity.Reservation
@@ -296,7 +312,7 @@ func TestCapacityCluster(t *testing.T) {
 	// WAIT runs per shard; these shards have no replica, so a waiting batch
 	// fails closed on every shard, and a waiting Reserve too.
 	t.Run("wait without replicas", func(t *testing.T) {
-		flushCluster(t, c)
+		tc.fresh(t, c)
 		ctx := context.Background()
 		s := newStore(t, c, redis.CapacityStoreOptions{WaitReplicas: 1, WaitTimeout: 5 * time.Millisecond})
 		var items []capacity.Reservation
@@ -320,7 +336,7 @@ func TestCapacityCluster(t *testing.T) {
 	// cluster_state:ok only 2 s after it starts, so the subtests share one
 	// cluster.)
 	t.Run("shard down", func(t *testing.T) {
-		flushCluster(t, c)
+		tc.fresh(t, c)
 		clusterShardDown(t, tc)
 	})
 }

@@ -137,10 +137,10 @@ func (s *Server) launch() error {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	if err := waitReady(s.Addr(), done, 10*time.Second); err != nil {
+	if err := WaitReady(s.Addr(), cmd.Process.Pid, done, 10*time.Second); err != nil {
 		_ = cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("%w (log: %s)", err, readLog(filepath.Join(s.dir, "redis.log")))
+		return fmt.Errorf("%w (log: %s)", err, readLog(filepath.Join(s.dir, "redis.log"), 5))
 	}
 	s.mu.Lock()
 	s.cmd, s.done = cmd, done
@@ -148,8 +148,13 @@ func (s *Server) launch() error {
 	return nil
 }
 
-// waitReady polls with PING until the server answers, exits, or the timeout passes.
-func waitReady(addr string, exited <-chan struct{}, timeout time.Duration) error {
+// WaitReady polls addr with PING until the redis-server with process id pid
+// answers there, the process exits, or the timeout passes. A PING answered by
+// another process is not enough: when two tests race for one free port, the
+// loser exits on bind while the winner answers its PINGs, and without the
+// process id check the loser's test would go on with the winner's server (and
+// flush, restart or stop it).
+func WaitReady(addr string, pid int, exited <-chan struct{}, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
@@ -160,7 +165,10 @@ func waitReady(addr string, exited <-chan struct{}, timeout time.Duration) error
 			return fmt.Errorf("redis-server exited before answering")
 		default:
 		}
-		if err := c.Ping(ctx).Err(); err == nil {
+		if info, err := c.Info(ctx, "server").Result(); err == nil {
+			if got := infoField(info, "process_id"); got != strconv.Itoa(pid) {
+				return fmt.Errorf("%s is answered by another redis-server (process %s, want %d)", addr, got, pid)
+			}
 			return nil
 		}
 		select {
@@ -171,7 +179,20 @@ func waitReady(addr string, exited <-chan struct{}, timeout time.Duration) error
 	}
 }
 
-func readLog(path string) string {
+// infoField returns the value of one "name:value" line of an INFO reply.
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// LogTail returns the last n lines of a redis-server log file, joined by " | ".
+func LogTail(path string, n int) string { return readLog(path, n) }
+
+func readLog(path string, n int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return err.Error()
@@ -182,8 +203,8 @@ func readLog(path string) string {
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
 	}
-	if len(lines) > 5 {
-		lines = lines[len(lines)-5:]
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " | ")
 }
