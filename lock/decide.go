@@ -324,6 +324,14 @@ type ReleaseInput struct {
 	// observed value and version, so it can never remove a value written after
 	// the observation.
 	Force bool
+	// FirstRead is the value the release's first read returned, set when this
+	// observation is a re-read after the first delete conflicted (nil on the
+	// first attempt). A release that no owner check protects, a forced one or
+	// one of a legacy value under Options.LegacyReleasableByAnyone, removes
+	// only that first value: if another writer put a new value in between,
+	// the new holder keeps its lock (HAMi #2197). An owner's release is not
+	// affected: a lock re-stamped by the same owner is still released.
+	FirstRead *string
 }
 
 // Validate reports every invalid field of the input, wrapping ErrInvalidInput.
@@ -350,7 +358,8 @@ func (in ReleaseInput) validate() field.ErrorList {
 //     timestamp: HAMi's owner-suffix rule, the raw value must end with
 //     ",<namespace>,<name>" (the leading comma matters, HAMi #1433);
 //   - a value without a comma (legacy or malformed) names no owner: NoOp,
-//     unless Options.LegacyReleasableByAnyone (HAMi #2054).
+//     unless Options.LegacyReleasableByAnyone (HAMi #2054), and then only
+//     the value first read (ReleaseInput.FirstRead).
 //
 // A Release must be applied as one compare-and-delete of the observed value
 // and version; on conflict, re-read and plan again, so a lock re-stamped by
@@ -370,6 +379,9 @@ func PlanRelease(in ReleaseInput, o Options) (Plan, error) {
 	case !obs.Present:
 		p.Reason = reason(ReasonNotLocked)
 		return p, nil
+	case in.Force && in.changedSinceFirstRead():
+		p.Reason = reason(ReasonChangedSinceFirstRead)
+		return p, nil
 	case in.Force:
 		return release(ReasonForced)
 	}
@@ -377,10 +389,20 @@ func PlanRelease(in ReleaseInput, o Options) (Plan, error) {
 		return release(ReasonOwner)
 	}
 	if !strings.Contains(obs.Raw, Separator) && o.LegacyReleasableByAnyone {
+		if in.changedSinceFirstRead() {
+			p.Reason = reason(ReasonChangedSinceFirstRead)
+			return p, nil
+		}
 		return release(ReasonLegacyReleasable)
 	}
 	p.Reason = reason(ReasonNotOwner)
 	return p, nil
+}
+
+// changedSinceFirstRead reports whether this is a re-read whose value is not
+// the one the release first read.
+func (in ReleaseInput) changedSinceFirstRead() bool {
+	return in.FirstRead != nil && *in.FirstRead != in.Observation.Raw
 }
 
 // releasableBy reports whether req owns the observed value for a release.

@@ -446,3 +446,43 @@ func TestResolveTTL(t *testing.T) {
 		})
 	}
 }
+
+// A re-read after a conflict (FirstRead set): releases that no owner check
+// protects remove only the value first read; an owner's release is not
+// affected (HAMi #2197).
+func TestPlanReleaseAfterConflict(t *testing.T) {
+	const legacyOld, legacyNew = "2026-06-14T10:00:00Z", "2026-06-14T10:00:05Z"
+	hamiP1 := "2026-06-14T10:00:07Z,default,p1"
+	ptr := func(s string) *string { return &s }
+	release := func(r ReasonCode, raw string) Plan {
+		return Plan{Kind: Release, Reason: reason(r), Key: n1, Precondition: Precondition{Present: true, Raw: raw, Version: "200"}}
+	}
+	noop := func(r ReasonCode) Plan { return Plan{Kind: NoOp, Reason: reason(r), Key: n1} }
+	cases := []struct {
+		name string
+		in   ReleaseInput
+		opts Options
+		want Plan
+	}{
+		{"legacy, first attempt", ReleaseInput{Observation: held(legacyOld), Requester: p1}, HAMi(), release(ReasonLegacyReleasable, legacyOld)},
+		{"legacy, re-read the same value", ReleaseInput{Observation: held(legacyOld), Requester: p1, FirstRead: ptr(legacyOld)}, HAMi(), release(ReasonLegacyReleasable, legacyOld)},
+		{"legacy, another writer's new value", ReleaseInput{Observation: held(legacyNew), Requester: p1, FirstRead: ptr(legacyOld)}, HAMi(), noop(ReasonChangedSinceFirstRead)},
+		{"legacy after the owner's value: not the owner's any more", ReleaseInput{Observation: held(legacyNew), Requester: p1, FirstRead: ptr(hamiP1)}, HAMi(), noop(ReasonChangedSinceFirstRead)},
+		{"owner re-stamped its lock: still released", ReleaseInput{Observation: held(hamiP1), Requester: p1, FirstRead: ptr("2026-06-14T10:00:01Z,default,p1")}, HAMi(), release(ReasonOwner, hamiP1)},
+		{"someone else's value after a conflict", ReleaseInput{Observation: held("2026-06-14T10:00:07Z,default,p2"), Requester: p1, FirstRead: ptr(hamiP1)}, HAMi(), noop(ReasonNotOwner)},
+		{"forced, re-read the same value", ReleaseInput{Observation: held(legacyOld), Force: true, FirstRead: ptr(legacyOld)}, Options{}, release(ReasonForced, legacyOld)},
+		{"forced, a newer value", ReleaseInput{Observation: held(legacyNew), Force: true, FirstRead: ptr(legacyOld)}, Options{}, noop(ReasonChangedSinceFirstRead)},
+		{"forced, gone after the conflict", ReleaseInput{Observation: Observation{Key: n1, Version: "201"}, Force: true, FirstRead: ptr(legacyOld)}, Options{}, noop(ReasonNotLocked)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := PlanRelease(tc.in, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("PlanRelease (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -91,6 +91,10 @@ const (
 	ReasonNotLocked ReasonCode = "NotLocked"
 	// ReasonNotOwner: NoOp, the requester does not own the value.
 	ReasonNotOwner ReasonCode = "NotOwner"
+	// ReasonChangedSinceFirstRead: NoOp, a forced or legacy release re-read
+	// the key after a conflict and found another value than its first read:
+	// that value belongs to a newer writer, who keeps it.
+	ReasonChangedSinceFirstRead ReasonCode = "ChangedSinceFirstRead"
 )
 
 // Contention reports whether a Refuse for this code counts as contention
@@ -125,6 +129,8 @@ var reasonMessages = map[ReasonCode]string{
 	ReasonForced:           "forced release",
 	ReasonNotLocked:        "the lock is not held",
 	ReasonNotOwner:         "the requester does not own the lock",
+
+	ReasonChangedSinceFirstRead: "the lock changed after the release's first read; the newer value is kept",
 }
 
 func reason(c ReasonCode) Reason { return Reason{Code: c, Message: reasonMessages[c]} }

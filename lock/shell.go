@@ -349,28 +349,24 @@ func (r *acquireRun) wait(ctx context.Context, p Plan, planned time.Time, wake <
 // last plan: NoOp(NotLocked) after a release whose response was lost,
 // NoOp(NotOwner) when the lock is someone else's (not an error, as in HAMi).
 func (l *Locker) Release(ctx context.Context, key Key, req Requester) (Plan, error) {
-	return l.release(ctx, key, func(obs Observation) (Plan, error) {
-		return PlanRelease(ReleaseInput{Observation: obs, Requester: req}, l.Options)
+	return l.release(ctx, key, func(obs Observation, first *string) (Plan, error) {
+		return PlanRelease(ReleaseInput{Observation: obs, Requester: req, FirstRead: first}, l.Options)
 	})
 }
 
 // ForceRelease removes whatever key holds, owner or not, still as a
 // compare-and-delete of exactly the value it read (ReleaseInput.Force). It is
-// for administrators, not for stealing.
+// for administrators, not for stealing: after a conflict it never removes a
+// value written after its first read.
 func (l *Locker) ForceRelease(ctx context.Context, key Key) (Plan, error) {
-	var first *string
-	return l.release(ctx, key, func(obs Observation) (Plan, error) {
-		if first == nil {
-			first = &obs.Raw
-		} else if !obs.Present || obs.Raw != *first {
-			// Never remove a value written after the first read.
-			return Plan{Kind: NoOp, Reason: reason(ReasonNotOwner), Key: key}, nil
-		}
-		return PlanRelease(ReleaseInput{Observation: obs, Force: true}, l.Options)
+	return l.release(ctx, key, func(obs Observation, first *string) (Plan, error) {
+		return PlanRelease(ReleaseInput{Observation: obs, Force: true, FirstRead: first}, l.Options)
 	})
 }
 
-func (l *Locker) release(ctx context.Context, key Key, plan func(Observation) (Plan, error)) (Plan, error) {
+// release reads, plans and compare-and-deletes until the plan is applied; the
+// plan sees the first read's value on every re-read.
+func (l *Locker) release(ctx context.Context, key Key, plan func(obs Observation, firstRead *string) (Plan, error)) (Plan, error) {
 	if l.Store == nil {
 		return Plan{}, ErrNilStore
 	}
@@ -379,6 +375,7 @@ func (l *Locker) release(ctx context.Context, key Key, plan func(Observation) (P
 	}
 	b := l.Backoff.withDefaults()
 	var conflicts, writeErrs int
+	var firstRead *string
 	for {
 		if err := ctx.Err(); err != nil {
 			return Plan{}, err
@@ -386,7 +383,7 @@ func (l *Locker) release(ctx context.Context, key Key, plan func(Observation) (P
 		obs, err := l.Store.Get(ctx, key)
 		if err == nil {
 			var p Plan
-			if p, err = plan(obs); err != nil {
+			if p, err = plan(obs, firstRead); err != nil {
 				return Plan{}, err
 			}
 			if _, err = Apply(ctx, p, l.Store); err == nil {
@@ -395,6 +392,10 @@ func (l *Locker) release(ctx context.Context, key Key, plan func(Observation) (P
 			if errors.Is(err, ErrConflict) {
 				if conflicts++; conflicts > b.ConflictRetries {
 					return Plan{}, err
+				}
+				if firstRead == nil {
+					raw := obs.Raw
+					firstRead = &raw
 				}
 				continue
 			}

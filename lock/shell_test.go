@@ -209,3 +209,74 @@ func TestMemoryStoreConformance(t *testing.T) {
 		t.Error(v)
 	}
 }
+
+// conflictingWriter is a Store whose next compare-and-delete of a key loses
+// to another writer: just before it, the writer puts raw.
+type conflictingWriter struct {
+	*lock.MemoryStore
+	key lock.Key
+	raw string
+	put bool
+}
+
+func (s *conflictingWriter) CompareAndDelete(ctx context.Context, key lock.Key, pre lock.Precondition) error {
+	if !s.put && key == s.key {
+		s.put = true
+		if err := s.Put(key, s.raw); err != nil {
+			return err
+		}
+	}
+	return s.MemoryStore.CompareAndDelete(ctx, key, pre)
+}
+
+// A release whose delete conflicts re-reads and removes only what it may:
+// under the HAMi preset a legacy value written by another writer in between
+// stays (HAMi #2197), the owner's re-stamped lock is still released, and an
+// administrator's forced release never removes a newer value.
+func TestLockerReleaseAfterConflict(t *testing.T) {
+	ctx := context.Background()
+	const legacyOld, legacyNew = "2026-06-14T10:00:00Z", "2026-06-14T10:00:05Z"
+	ownerA := "2026-06-14T10:00:01Z,default,a"
+	cases := []struct {
+		name     string
+		before   string // the value the release reads first
+		between  string // what another writer puts before the first delete
+		force    bool
+		want     lock.ReasonCode
+		wantLeft string // "" when the key must be gone
+	}{
+		{"legacy replaced by a new legacy lock", legacyOld, legacyNew, false, lock.ReasonChangedSinceFirstRead, legacyNew},
+		{"legacy rewritten with the same value", legacyOld, legacyOld, false, lock.ReasonLegacyReleasable, ""},
+		{"owner's lock replaced by a legacy lock", ownerA, legacyNew, false, lock.ReasonChangedSinceFirstRead, legacyNew},
+		{"owner re-stamps its own lock", ownerA, "2026-06-14T10:00:03Z,default,a", false, lock.ReasonOwner, ""},
+		{"forced release, a newer value", legacyOld, ownerA, true, lock.ReasonChangedSinceFirstRead, ownerA},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := fake.NewWorld(1, t0)
+			mem := lock.NewMemoryStore()
+			if err := mem.Put(node1, tc.before); err != nil {
+				t.Fatal(err)
+			}
+			store := &conflictingWriter{MemoryStore: mem, key: node1, raw: tc.between}
+			l := &lock.Locker{Store: store, Clock: w.Clock, Holder: alive, Options: lock.HAMi()}
+			var p lock.Plan
+			var err error
+			if tc.force {
+				p, err = l.ForceRelease(ctx, node1)
+			} else {
+				p, err = l.Release(ctx, node1, podA)
+			}
+			if err != nil || p.Reason.Code != tc.want {
+				t.Fatalf("release = %v, %v; want reason %s", p, err, tc.want)
+			}
+			obs, err := mem.Get(ctx, node1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left := map[bool]string{true: obs.Raw}[obs.Present]; left != tc.wantLeft {
+				t.Errorf("the key holds %q after the release, want %q", left, tc.wantLeft)
+			}
+		})
+	}
+}

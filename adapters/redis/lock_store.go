@@ -28,9 +28,13 @@ var (
 // documented defaults.
 type LockStoreOptions struct {
 	// KeyPrefix prefixes every key and the change channel. Default
-	// "plancore:lock:". A lock is stored at <prefix>{<lock name>:<node>} and its
-	// epoch high-water mark at <prefix>{<lock name>:<node>}:epoch; the hash tag
-	// keeps both in one Redis Cluster slot.
+	// "plancore:lock:". A lock is stored at
+	// <prefix>{<length of lock name>:<lock name>:<node>} and its epoch
+	// high-water mark at the same key followed by ":epoch"; the hash tag keeps
+	// both in one Redis Cluster slot. The length prefix makes the key
+	// unambiguous: lock "a:b" on node "c" and lock "a" on node "b:c" are two
+	// keys. (Keys written before the length prefix are not read: there were
+	// no users yet.)
 	KeyPrefix string
 	// ServerTTL, when positive, makes Redis expire a lock value on its own, a
 	// backstop for a store whose clients all vanished. It is off by default:
@@ -110,9 +114,12 @@ func NewLockStore(client goredis.UniversalClient, opts LockStoreOptions) (*LockS
 	return &LockStore{client: client, opts: opts, waiters: map[string]chan struct{}{}}, nil
 }
 
-// Key returns the Redis key of a lock.
+// Key returns the Redis key of a lock. Distinct lock keys always give
+// distinct Redis keys: the lock name's length in bytes comes first, so where
+// the name ends and the node begins is never a guess, and a value key (ending
+// in "}") never equals an epoch key (ending in ":epoch").
 func (s *LockStore) Key(key lock.Key) string {
-	return s.opts.KeyPrefix + "{" + key.Name + ":" + key.Node + "}"
+	return s.opts.KeyPrefix + "{" + strconv.Itoa(len(key.Name)) + ":" + key.Name + ":" + key.Node + "}"
 }
 
 func (s *LockStore) channel() string { return s.opts.KeyPrefix + "changes" }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -42,7 +43,7 @@ func TestLockStoreLayout(t *testing.T) {
 	c := srv.Client()
 	s := newLockStore(t, c, "")
 	key := lock.NodeKey("gpu-1")
-	if got := s.Key(key); got != "plancore:lock:{hami.io/mutex.lock:gpu-1}" {
+	if got := s.Key(key); got != "plancore:lock:{18:hami.io/mutex.lock:gpu-1}" {
 		t.Fatalf("Key = %q", got)
 	}
 	rec := lock.Record{Time: time.Date(2026, 6, 14, 10, 0, 0, 0, time.UTC), Namespace: "default", Name: "p1", UID: "u1", Epoch: 1}
@@ -201,6 +202,43 @@ func TestLockStoreRaceProperty(t *testing.T) {
 		seed := rapid.Uint64().Draw(rt, "seed")
 		if _, err := race.Run(fake.RandChooser{R: rand.New(rand.NewPCG(seed, 99))}); err != nil {
 			rt.Fatal(err)
+		}
+	})
+}
+
+// Two different locks never share a Redis key, whatever their names hold
+// (colons, braces, digits, the ":epoch" suffix). Fails if Key drops the
+// length prefix: {Name: "a:b", Node: "c"} and {Name: "a", Node: "b:c"} then
+// collide.
+func TestLockStoreKeysNeverCollide(t *testing.T) {
+	c := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}) // never dialled
+	defer c.Close()
+	s := newLockStore(t, c, "")
+	if s.Key(lock.Key{Name: "a:b", Node: "c"}) == s.Key(lock.Key{Name: "a", Node: "b:c"}) {
+		t.Fatal(`lock "a:b" on node "c" and lock "a" on node "b:c" share a key`)
+	}
+	// Pairs that differ only in where the name ends and the node begins (the
+	// ambiguity a plain "name:node" has), and unrelated pairs.
+	segment := rapid.StringOfN(rapid.SampledFrom([]rune("ab{}1:")), 0, 4, -1)
+	rapid.Check(t, func(rt *rapid.T) {
+		segs := rapid.SliceOfN(segment, 2, 5).Draw(rt, "segments")
+		i := rapid.IntRange(1, len(segs)-1).Draw(rt, "split1")
+		j := rapid.IntRange(1, len(segs)-1).Draw(rt, "split2")
+		split := func(at int) lock.Key {
+			return lock.Key{Name: strings.Join(segs[:at], ":"), Node: strings.Join(segs[at:], ":")}
+		}
+		k1, k2 := split(i), split(j)
+		if rapid.Bool().Draw(rt, "unrelated") {
+			k2 = lock.Key{Name: segment.Draw(rt, "name2") + ":epoch", Node: segment.Draw(rt, "node2")}
+		}
+		if k1 == k2 {
+			return
+		}
+		redisKeys1 := []string{s.Key(k1), s.Key(k1) + ":epoch"}
+		for _, rk := range []string{s.Key(k2), s.Key(k2) + ":epoch"} {
+			if slices.Contains(redisKeys1, rk) {
+				rt.Fatalf("%v and %v share the Redis key %q", k1, k2, rk)
+			}
 		}
 	})
 }
