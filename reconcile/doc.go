@@ -27,6 +27,19 @@
 // renders the plan with a reason on every action. KubeRayV170 returns the
 // options that reproduce KubeRay v1.7.0 exactly.
 //
+// # In and out of the API
+//
+// DecodeRayCluster reads a ray.io/v1 RayCluster (YAML or JSON) into the
+// Cluster Decide plans for and the status the object holds, refusing every
+// field KubeRay v1.7 does not define with its path. After Apply, Status
+// computes the pods part of the object's new status the way KubeRay's
+// calculateStatus does (worker counts, desired resources, state, and the
+// HeadPodReady, RayClusterProvisioned, suspend and ReplicaFailure
+// conditions), with every time taken from Snapshot.Now, for the controller to
+// write with a status patch:
+//
+//	st, err := reconcile.Status(reconcile.StatusInput{Snapshot: snap, Previous: current, Report: &report}, opts)
+//
 // # Determinism
 //
 // Decide reads nothing but its arguments: no clock (Snapshot.Now), no random

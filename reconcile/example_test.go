@@ -121,3 +121,52 @@ func ExampleApply() {
 	// CreatePod raycluster-sample-small-group-worker-* done [raycluster-sample-small-group-worker-p9q89]
 	// pods: 3 expectations: 4
 }
+
+// Status after a pass: every pod ready, so the cluster is ready and
+// provisioned.
+func ExampleStatus() {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	one := int32(1)
+	c := reconcile.Cluster{Name: "demo", Namespace: "ml", UID: "uid-demo", Spec: reconcile.ClusterSpec{
+		HeadGroup:    reconcile.HeadGroup{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "ray", Image: "rayproject/ray:2.41.0"}}}}},
+		WorkerGroups: []reconcile.WorkerGroup{{GroupName: "cpu", Replicas: &one, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "ray", Image: "rayproject/ray:2.41.0"}}}}}},
+	}}
+	pod := func(name, nodeType string) corev1.Pod {
+		return corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", Labels: map[string]string{reconcile.LabelCluster: "demo", reconcile.LabelNodeType: nodeType}},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		}
+	}
+	snap := reconcile.Snapshot{Cluster: c, Pods: []corev1.Pod{pod("demo-head", "head"), pod("demo-cpu-worker-1", "worker")}, Now: now}
+	st, err := reconcile.Status(reconcile.StatusInput{Snapshot: snap}, reconcile.Options{OperatorVersion: "v1.7.0"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("state %s, ready workers %d of %d\n", st.State, st.ReadyWorkerReplicas, st.DesiredWorkerReplicas)
+	for _, cond := range st.Conditions {
+		fmt.Printf("%s=%s (%s)\n", cond.Type, cond.Status, cond.Reason)
+	}
+	// Output:
+	// state ready, ready workers 1 of 1
+	// HeadPodReady=True (HeadPodRunningAndReady)
+	// RayClusterProvisioned=True (AllPodRunningAndReadyFirstTime)
+	// RayClusterSuspended=False (RayClusterSuspended)
+	// RayClusterSuspending=False (RayClusterSuspending)
+}
+
+// DecodeRayCluster names every field KubeRay does not define.
+func ExampleDecodeRayCluster() {
+	_, _, err := reconcile.DecodeRayCluster([]byte(`
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: demo}
+spec:
+  headGroupSpec: {rayStartParams: {}, template: {spec: {containers: [{name: ray, image: rayproject/ray}]}}}
+  workerGroupSpecs:
+  - {groupName: cpu, replicaz: 2, rayStartParams: {}, template: {spec: {containers: [{name: ray, imagee: x}]}}}
+`))
+	fmt.Println(err)
+	// Output:
+	// reconcile: invalid input: spec.workerGroupSpecs[0].replicaz: Forbidden: unknown field; spec.workerGroupSpecs[0].template.spec.containers[0].imagee: Forbidden: unknown field
+}

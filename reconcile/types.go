@@ -43,9 +43,12 @@ type Snapshot struct {
 
 // Cluster is the part of a RayCluster that pod reconciliation reads.
 type Cluster struct {
-	Name        string
-	Namespace   string
-	UID         types.UID
+	Name      string
+	Namespace string
+	UID       types.UID
+	// Generation is metadata.generation; Status reports it as
+	// observedGeneration.
+	Generation  int64
 	Labels      map[string]string
 	Annotations map[string]string
 	Spec        ClusterSpec

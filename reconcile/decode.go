@@ -1,0 +1,296 @@
+package reconcile
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/plancore/plancore"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// RayClusterAPIVersion and RayClusterKind identify the objects
+// DecodeRayCluster accepts.
+const (
+	RayClusterAPIVersion = "ray.io/v1"
+	RayClusterKind       = "RayCluster"
+)
+
+// MaxRayClusterBytes bounds the documents DecodeRayCluster reads: well above
+// the API server's 1.5 MiB object limit, so no stored object is refused.
+const MaxRayClusterBytes = 3 << 20
+
+// DecodeRayCluster reads one ray.io/v1 RayCluster, as YAML or JSON, into the
+// Cluster Decide plans for and the status the object holds (Status's
+// StatusInput.Previous). It knows every field of KubeRay v1.7's RayCluster:
+// fields plancore does not use (autoscalerOptions, headService, networkPolicy,
+// ...) are accepted and dropped, and any other field is refused with its path
+// (spec.workerGroupSpecs[0].replicaz), all of them at once, as are a wrong
+// apiVersion or kind, duplicate fields and values of the wrong type. The
+// result is not checked further: Decide validates the cluster.
+func DecodeRayCluster(data []byte) (Cluster, ClusterStatus, error) {
+	if len(data) > MaxRayClusterBytes {
+		return Cluster{}, ClusterStatus{}, plancore.Invalid(ErrInvalidInput, field.ErrorList{
+			field.TooLong(field.NewPath("rayCluster"), "", MaxRayClusterBytes)})
+	}
+	js := data
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+		var err error
+		if js, err = yaml.YAMLToJSONStrict(data); err != nil {
+			return Cluster{}, ClusterStatus{}, plancore.Invalid(ErrInvalidInput, field.ErrorList{
+				field.Invalid(field.NewPath("rayCluster"), "", "not YAML or JSON: "+err.Error())})
+		}
+	}
+	var w wireRayCluster
+	strict, err := kjson.UnmarshalStrict(js, &w, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
+	if err != nil {
+		return Cluster{}, ClusterStatus{}, plancore.Invalid(ErrInvalidInput, field.ErrorList{
+			field.Invalid(field.NewPath("rayCluster"), "", err.Error())})
+	}
+	var errs field.ErrorList
+	for _, e := range strict {
+		errs = append(errs, strictFieldError(e))
+	}
+	if w.APIVersion != RayClusterAPIVersion {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), w.APIVersion, []string{RayClusterAPIVersion}))
+	}
+	if w.Kind != RayClusterKind {
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), w.Kind, []string{RayClusterKind}))
+	}
+	if len(errs) > 0 {
+		return Cluster{}, ClusterStatus{}, plancore.Invalid(ErrInvalidInput, errs)
+	}
+	return w.cluster(), w.Status.status(), nil
+}
+
+// strictFieldError turns one of sigs.k8s.io/json's strict errors (unknown or
+// duplicate field, with its dotted path) into a field error on that path.
+func strictFieldError(err error) *field.Error {
+	msg := err.Error()
+	for _, kind := range []string{"unknown field ", "duplicate field "} {
+		if rest, ok := strings.CutPrefix(msg, kind); ok {
+			path := strings.Trim(rest, `"`)
+			if kind == "unknown field " {
+				return field.Forbidden(fieldPath(path), "unknown field")
+			}
+			return field.Duplicate(fieldPath(path), "")
+		}
+	}
+	return field.Invalid(field.NewPath("rayCluster"), "", msg)
+}
+
+// fieldPath parses a dotted JSON path with [i] indices ("spec.workerGroupSpecs[0].x").
+func fieldPath(dotted string) *field.Path {
+	var p *field.Path
+	for _, part := range strings.Split(dotted, ".") {
+		name, idx, _ := strings.Cut(part, "[")
+		if p == nil {
+			p = field.NewPath(name)
+		} else {
+			p = p.Child(name)
+		}
+		for idx != "" {
+			var i int
+			n, _ := fmt.Sscanf(idx, "%d]", &i)
+			if n == 1 {
+				p = p.Index(i)
+			}
+			_, idx, _ = strings.Cut(idx, "[")
+		}
+	}
+	return p
+}
+
+// The wire form of KubeRay v1.7's RayCluster. Every field KubeRay defines is
+// here so that strict decoding refuses only fields KubeRay does not know;
+// the ones plancore does not read are kept as their own types and dropped.
+type wireRayCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              wireSpec   `json:"spec,omitempty"`
+	Status            wireStatus `json:"status,omitempty"`
+}
+
+type wireSpec struct {
+	UpgradeStrategy          *UpgradeStrategy   `json:"upgradeStrategy,omitempty"`
+	AuthOptions              *wireAuthOptions   `json:"authOptions,omitempty"`
+	Suspend                  *bool              `json:"suspend,omitempty"`
+	ManagedBy                *string            `json:"managedBy,omitempty"`
+	AutoscalerOptions        *wireAutoscaler    `json:"autoscalerOptions,omitempty"`
+	HeadServiceAnnotations   map[string]string  `json:"headServiceAnnotations,omitempty"`
+	EnableInTreeAutoscaling  *bool              `json:"enableInTreeAutoscaling,omitempty"`
+	GcsFaultToleranceOptions *wireGcsFT         `json:"gcsFaultToleranceOptions,omitempty"`
+	HistoryServerOptions     *wireHistoryServer `json:"historyServerOptions,omitempty"`
+	NetworkPolicy            *wireNetworkPolicy `json:"networkPolicy,omitempty"`
+	TLSOptions               *struct {
+		Enabled *bool `json:"enabled,omitempty"`
+	} `json:"tlsOptions,omitempty"`
+	HeadGroupSpec    wireHeadGroup     `json:"headGroupSpec"`
+	RayVersion       string            `json:"rayVersion,omitempty"`
+	WorkerGroupSpecs []wireWorkerGroup `json:"workerGroupSpecs,omitempty"`
+}
+
+type wireAuthOptions struct {
+	EnableK8sTokenAuth *bool   `json:"enableK8sTokenAuth,omitempty"`
+	SecretName         *string `json:"secretName,omitempty"`
+	Mode               string  `json:"mode,omitempty"`
+}
+
+type wireAutoscaler struct {
+	Resources          *corev1.ResourceRequirements `json:"resources,omitempty"`
+	Image              *string                      `json:"image,omitempty"`
+	ImagePullPolicy    *corev1.PullPolicy           `json:"imagePullPolicy,omitempty"`
+	SecurityContext    *corev1.SecurityContext      `json:"securityContext,omitempty"`
+	IdleTimeoutSeconds *int32                       `json:"idleTimeoutSeconds,omitempty"`
+	UpscalingMode      *string                      `json:"upscalingMode,omitempty"`
+	Version            *string                      `json:"version,omitempty"`
+	Env                []corev1.EnvVar              `json:"env,omitempty"`
+	EnvFrom            []corev1.EnvFromSource       `json:"envFrom,omitempty"`
+	VolumeMounts       []corev1.VolumeMount         `json:"volumeMounts,omitempty"`
+	Command            []string                     `json:"command,omitempty"`
+	Args               []string                     `json:"args,omitempty"`
+}
+
+type wireRedisCredential struct {
+	ValueFrom *corev1.EnvVarSource `json:"valueFrom,omitempty"`
+	Value     string               `json:"value,omitempty"`
+}
+
+type wireGcsFT struct {
+	Backend                  string               `json:"backend,omitempty"`
+	RedisUsername            *wireRedisCredential `json:"redisUsername,omitempty"`
+	RedisPassword            *wireRedisCredential `json:"redisPassword,omitempty"`
+	ExternalStorageNamespace string               `json:"externalStorageNamespace,omitempty"`
+	RedisAddress             string               `json:"redisAddress,omitempty"`
+	Storage                  *struct {
+		ClaimName        string                              `json:"claimName,omitempty"`
+		Size             *resource.Quantity                  `json:"size,omitempty"`
+		StorageClassName *string                             `json:"storageClassName,omitempty"`
+		AccessModes      []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
+		SubPath          string                              `json:"subPath,omitempty"`
+		DeletionPolicy   *string                             `json:"deletionPolicy,omitempty"`
+	} `json:"storage,omitempty"`
+}
+
+type wireHistoryServer struct {
+	CollectorOptions *struct {
+		Image           *string                      `json:"image,omitempty"`
+		ImagePullPolicy *corev1.PullPolicy           `json:"imagePullPolicy,omitempty"`
+		Resources       *corev1.ResourceRequirements `json:"resources,omitempty"`
+		Env             []corev1.EnvVar              `json:"env,omitempty"`
+	} `json:"collectorOptions,omitempty"`
+}
+
+type wireNetworkPolicyRules struct {
+	IngressRules []networkingv1.NetworkPolicyIngressRule `json:"ingressRules,omitempty"`
+	EgressRules  []networkingv1.NetworkPolicyEgressRule  `json:"egressRules,omitempty"`
+}
+
+type wireNetworkPolicy struct {
+	Mode         *string                 `json:"mode,omitempty"`
+	Head         *wireNetworkPolicyRules `json:"head,omitempty"`
+	Worker       *wireNetworkPolicyRules `json:"worker,omitempty"`
+	WorkerGroups []struct {
+		GroupName              string `json:"groupName"`
+		wireNetworkPolicyRules `json:",inline"`
+	} `json:"workerGroups,omitempty"`
+}
+
+type wireHeadGroup struct {
+	Template       corev1.PodTemplateSpec `json:"template"`
+	HeadService    *corev1.Service        `json:"headService,omitempty"`
+	EnableIngress  *bool                  `json:"enableIngress,omitempty"`
+	IngressOptions *struct {
+		Host     *string                   `json:"host,omitempty"`
+		Path     *string                   `json:"path,omitempty"`
+		PathType *string                   `json:"pathType,omitempty"`
+		TLS      []networkingv1.IngressTLS `json:"tls,omitempty"`
+	} `json:"ingressOptions,omitempty"`
+	Resources      map[string]string  `json:"resources,omitempty"`
+	Labels         map[string]string  `json:"labels,omitempty"`
+	RayStartParams map[string]string  `json:"rayStartParams"`
+	ServiceType    corev1.ServiceType `json:"serviceType,omitempty"`
+}
+
+type wireWorkerGroup struct {
+	Suspend            *bool                  `json:"suspend,omitempty"`
+	GroupName          string                 `json:"groupName"`
+	Replicas           *int32                 `json:"replicas,omitempty"`
+	MinReplicas        *int32                 `json:"minReplicas"`
+	MaxReplicas        *int32                 `json:"maxReplicas"`
+	IdleTimeoutSeconds *int32                 `json:"idleTimeoutSeconds,omitempty"`
+	Priority           *int32                 `json:"priority,omitempty"`
+	Resources          map[string]string      `json:"resources,omitempty"`
+	Labels             map[string]string      `json:"labels,omitempty"`
+	RayStartParams     map[string]string      `json:"rayStartParams"`
+	Template           corev1.PodTemplateSpec `json:"template"`
+	ScaleStrategy      ScaleStrategy          `json:"scaleStrategy,omitempty"`
+	NumOfHosts         int32                  `json:"numOfHosts,omitempty"`
+}
+
+type wireStatus struct {
+	State                ClusterState                  `json:"state,omitempty"`
+	DesiredCPU           resource.Quantity             `json:"desiredCPU,omitempty"`
+	DesiredMemory        resource.Quantity             `json:"desiredMemory,omitempty"`
+	DesiredGPU           resource.Quantity             `json:"desiredGPU,omitempty"`
+	DesiredTPU           resource.Quantity             `json:"desiredTPU,omitempty"`
+	LastUpdateTime       *metav1.Time                  `json:"lastUpdateTime,omitempty"`
+	StateTransitionTimes map[ClusterState]*metav1.Time `json:"stateTransitionTimes,omitempty"`
+	Endpoints            map[string]string             `json:"endpoints,omitempty"`
+	Head                 *struct {
+		PodIP       string `json:"podIP,omitempty"`
+		ServiceIP   string `json:"serviceIP,omitempty"`
+		PodName     string `json:"podName,omitempty"`
+		ServiceName string `json:"serviceName,omitempty"`
+	} `json:"head,omitempty"`
+	Reason                  string             `json:"reason,omitempty"`
+	Conditions              []metav1.Condition `json:"conditions,omitempty"`
+	ReadyWorkerReplicas     int32              `json:"readyWorkerReplicas,omitempty"`
+	AvailableWorkerReplicas int32              `json:"availableWorkerReplicas,omitempty"`
+	DesiredWorkerReplicas   int32              `json:"desiredWorkerReplicas,omitempty"`
+	MinWorkerReplicas       int32              `json:"minWorkerReplicas,omitempty"`
+	MaxWorkerReplicas       int32              `json:"maxWorkerReplicas,omitempty"`
+	ObservedGeneration      int64              `json:"observedGeneration,omitempty"`
+}
+
+func (w *wireRayCluster) cluster() Cluster {
+	c := Cluster{
+		Name: w.Name, Namespace: w.Namespace, UID: w.UID, Generation: w.Generation,
+		Labels: w.Labels, Annotations: w.Annotations, Conditions: w.Status.Conditions,
+		Spec: ClusterSpec{
+			RayVersion:              w.Spec.RayVersion,
+			EnableInTreeAutoscaling: w.Spec.EnableInTreeAutoscaling,
+			HeadGroup:               HeadGroup{RayStartParams: w.Spec.HeadGroupSpec.RayStartParams, Template: w.Spec.HeadGroupSpec.Template},
+			Suspend:                 w.Spec.Suspend,
+			UpgradeStrategy:         w.Spec.UpgradeStrategy,
+		},
+	}
+	if ft := w.Spec.GcsFaultToleranceOptions; ft != nil {
+		c.Spec.GcsFaultToleranceOptions = &GcsFaultToleranceOptions{RedisAddress: ft.RedisAddress, ExternalStorageNamespace: ft.ExternalStorageNamespace}
+	}
+	for _, g := range w.Spec.WorkerGroupSpecs {
+		c.Spec.WorkerGroups = append(c.Spec.WorkerGroups, WorkerGroup{
+			GroupName: g.GroupName, Replicas: g.Replicas, MinReplicas: g.MinReplicas, MaxReplicas: g.MaxReplicas,
+			NumOfHosts: g.NumOfHosts, Suspend: g.Suspend, ScaleStrategy: g.ScaleStrategy,
+			RayStartParams: g.RayStartParams, Template: g.Template, Labels: g.Labels,
+		})
+	}
+	return c
+}
+
+func (w *wireStatus) status() ClusterStatus {
+	return ClusterStatus{
+		State: w.State, Reason: w.Reason,
+		ReadyWorkerReplicas: w.ReadyWorkerReplicas, AvailableWorkerReplicas: w.AvailableWorkerReplicas,
+		DesiredWorkerReplicas: w.DesiredWorkerReplicas, MinWorkerReplicas: w.MinWorkerReplicas, MaxWorkerReplicas: w.MaxWorkerReplicas,
+		DesiredCPU: w.DesiredCPU, DesiredMemory: w.DesiredMemory, DesiredGPU: w.DesiredGPU, DesiredTPU: w.DesiredTPU,
+		LastUpdateTime: w.LastUpdateTime, StateTransitionTimes: w.StateTransitionTimes,
+		ObservedGeneration: w.ObservedGeneration, Conditions: w.Conditions,
+	}
+}
