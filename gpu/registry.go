@@ -158,6 +158,9 @@ type Annotations struct {
 	UseUUID, NoUseUUID string
 	// Cordon, when true, applies the node's hami.io/device-cordon to the type.
 	Cordon bool
+	// RegisterCores, when positive, replaces the cores of every registered
+	// device (HAMi's Vastai and Biren set 100, for the score only).
+	RegisterCores int32
 	// Capacity describes the devices a RegisterCapacity type derives from
 	// the node's capacity.
 	Capacity CapacityRule
