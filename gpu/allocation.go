@@ -40,19 +40,23 @@ func AddUsage(devices []Device, allocs ...Allocation) ([]Device, error) {
 			errs = append(errs, field.NotFound(p.Child("uuid"), a.UUID))
 			continue
 		}
-		d := &out[i]
-		if bad := checkAllocation(*d, a, p); len(bad) > 0 {
-			errs = append(errs, bad...)
-			continue
-		}
-		d.Used = addSat32(d.Used, 1)
-		d.UsedMemoryMiB = addSat32(d.UsedMemoryMiB, a.MemoryMiB)
-		d.UsedCores = addSat32(d.UsedCores, a.Cores)
+		errs = append(errs, addOne(&out[i], a, p)...)
 	}
 	if err := plancore.Invalid(ErrInvalidDevice, errs); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// addOne records one allocation, named p, on d, or says why it cannot.
+func addOne(d *Device, a Allocation, p *field.Path) field.ErrorList {
+	if bad := checkAllocation(*d, a, p); len(bad) > 0 {
+		return bad
+	}
+	d.Used = addSat32(d.Used, max(a.Slots, 1))
+	d.UsedMemoryMiB = addSat32(d.UsedMemoryMiB, a.MemoryMiB)
+	d.UsedCores = addSat32(d.UsedCores, a.Cores)
+	return nil
 }
 
 // checkAllocation reports what makes an allocation impossible on its device.
@@ -66,6 +70,9 @@ func checkAllocation(d Device, a Allocation, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("memoryMiB"), a.MemoryMiB, "must not be negative"))
 	case a.MemoryMiB > d.MemoryMiB:
 		errs = append(errs, field.Invalid(p.Child("memoryMiB"), a.MemoryMiB, fmt.Sprintf("device %s has %d MiB in all", d.ID, d.MemoryMiB)))
+	}
+	if a.Slots < 0 {
+		errs = append(errs, field.Invalid(p.Child("slots"), a.Slots, "must not be negative"))
 	}
 	switch {
 	case a.Cores < 0:
@@ -113,6 +120,15 @@ func EncodeAllocations(containers []ContainerAllocation, vendor string) string {
 // ";"-separated part) and device (the ":"-separated item in it), as in
 // containers[1].devices[0].memoryMiB, with the bad text as the value.
 func DecodeAllocations(s string) ([][]Allocation, error) {
+	out, errs := decodeContainers(s, field.NewPath("containers"))
+	if err := plancore.Invalid(ErrInvalidAllocation, errs); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// decodeContainers parses the encoding, naming container i p[i].
+func decodeContainers(s string, p *field.Path) ([][]Allocation, field.ErrorList) {
 	if s == "" {
 		return nil, nil
 	}
@@ -128,16 +144,13 @@ func DecodeAllocations(s string) ([][]Allocation, error) {
 			if item == "" {
 				continue
 			}
-			a, bad := decodeAllocation(item, field.NewPath("containers").Index(ci).Child("devices").Index(di))
+			a, bad := decodeAllocation(item, p.Index(ci).Child("devices").Index(di))
 			errs = append(errs, bad...)
 			allocs = append(allocs, a)
 		}
 		out = append(out, allocs)
 	}
-	if err := plancore.Invalid(ErrInvalidAllocation, errs); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, errs
 }
 
 // decodeAllocation parses one "UUID,Type,mem,cores" item named by p.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -103,25 +105,103 @@ func (r Registry) containerRequests(c *corev1.Container, init bool, p *field.Pat
 	for _, t := range r.types {
 		// Every resource of the type is read, so a malformed value is reported
 		// even on a container that does not ask for the type's devices.
-		q := quantityReader{c: c, path: p}
-		nums, _ := q.read(t.Count)
-		mem, _ := q.read(t.Memory)
-		memPath := q.last
-		pct, _ := q.read(t.MemoryPercentage)
-		cores, coresSet := q.read(t.Cores)
-		prio, _ := q.read(t.Priority)
+		q := quantityReader{c: c, path: p, limitsOnly: t.LimitsOnly}
+		if req, ok := t.derive(&q, Request{Container: c.Name, Init: init, Type: t.Type}); ok {
+			out = append(out, req)
+		}
 		errs = append(errs, q.errs...)
-		if len(q.errs) > 0 || nums == 0 {
-			continue
-		}
-		memMiB := int64(mem) * t.memoryUnit()
-		if memMiB > math.MaxInt32 {
-			errs = append(errs, field.Invalid(memPath, mem, fmt.Sprintf("units of %d MiB overflow int32 MiB", t.memoryUnit())))
-			continue
-		}
-		out = append(out, newRequest(t, Request{Container: c.Name, Init: init, Type: t.Type, Nums: nums, Priority: prio}, int32(memMiB), pct, cores, coresSet))
 	}
 	return out, errs
+}
+
+// derive reads the type's resources through q and completes req with HAMi's
+// rules for the type; false when the container does not ask for the type or
+// a value is malformed (q.errs says which).
+func (t DeviceType) derive(q *quantityReader, req Request) (Request, bool) {
+	nums, _ := q.read(t.Count)
+	mem, memSet, memPath, memText := t.readMemory(q)
+	pct, _ := q.read(t.MemoryPercentage)
+	cores, coresSet := q.read(t.Cores)
+	coresPath := q.last
+	req.Priority, _ = q.read(t.Priority)
+	if len(q.errs) > 0 {
+		return req, false
+	}
+	switch {
+	case t.CountRule == CountFromCores && nums == 0 && coresSet && cores > 0:
+		per := t.CoresPerDevice
+		if cores > per && cores%per != 0 {
+			q.errs = append(q.errs, field.Invalid(coresPath, cores, fmt.Sprintf("must be at most %d or a multiple of it", per)))
+			return req, false
+		}
+		req.Nums, req.Cores, req.MemoryPercent = max(cores/per, 1), min(cores, per), 100
+		return req, true
+	case t.CountRule == CountFromCores && nums > 0:
+		coresSet = false // HAMi ignores the cores of a device-count request
+	case t.CountRule == CountOneDevice && nums > 0:
+		// The count is the size of one slice (HAMi's direct mode).
+		mem, memSet, memText, nums, cores, coresSet = int64(nums), true, fmt.Sprint(nums), 1, 0, true
+	case t.CountRule == CountOneDevice && (memSet || coresSet):
+		nums = 1
+	}
+	if nums == 0 {
+		return req, false
+	}
+	if t.CoresMax > 0 && coresSet && (cores < t.CoresMin || cores > t.CoresMax) {
+		q.errs = append(q.errs, field.Invalid(coresPath, cores, fmt.Sprintf("must be within %d..%d", t.CoresMin, t.CoresMax)))
+		return req, false
+	}
+	if t.MemoryRule == MemoryTiers {
+		mem, cores, coresSet = t.tier(mem, memSet)
+	}
+	if t.SplitAcrossDevices {
+		mem, cores = mem/int64(nums), cores/nums
+	}
+	if mem > math.MaxInt32 {
+		q.errs = append(q.errs, field.Invalid(memPath, memText, "overflows int32 MiB"))
+		return req, false
+	}
+	req.Nums = nums
+	return newRequest(t, req, int32(mem), pct, cores, coresSet), true
+}
+
+// readMemory returns the type's memory request in MiB, whether it is set, its
+// path and its text.
+func (t DeviceType) readMemory(q *quantityReader) (int64, bool, *field.Path, string) {
+	v, text, ok := q.readInt64(t.Memory)
+	switch {
+	case !ok:
+		return 0, false, q.last, ""
+	case t.MemoryRule != MemoryGiBOrQuantity:
+		if v > math.MaxInt32 {
+			q.errs = append(q.errs, field.Invalid(q.last, text, "overflows int32"))
+			return 0, false, q.last, text
+		}
+		return v * t.memoryUnit(), true, q.last, text
+	case strings.IndexFunc(text, unicode.IsLetter) >= 0:
+		// A quantity with a unit is bytes.
+		return v / (1 << 20), true, q.last, text
+	default:
+		// A bare number is GiB.
+		return v * 1024, true, q.last, text
+	}
+}
+
+// tier rounds a memory request up to the type's next tier and derives the
+// cores from its share of the largest; an unset memory asks for all of it.
+func (t DeviceType) tier(mem int64, set bool) (int64, int32, bool) {
+	top := int64(t.MemoryTiersMiB[len(t.MemoryTiersMiB)-1])
+	if !set {
+		return top, 100, true
+	}
+	rounded := top
+	for _, tier := range t.MemoryTiersMiB {
+		if mem <= int64(tier) {
+			rounded = int64(tier)
+			break
+		}
+	}
+	return rounded, int32(rounded * 100 / top), true
 }
 
 // newRequest completes req with HAMi's memory and core defaults.
@@ -147,29 +227,44 @@ func newRequest(t DeviceType, req Request, memMiB, pct, cores int32, coresSet bo
 }
 
 // quantityReader reads integer resource values of one container, limits first,
-// then requests, collecting every problem.
+// then requests (limits alone when limitsOnly), collecting every problem.
 type quantityReader struct {
-	c    *corev1.Container
-	path *field.Path // the container's path; nil for a container on its own
-	last *field.Path // the path of the value read last
-	errs field.ErrorList
+	c          *corev1.Container
+	path       *field.Path // the container's path; nil for a container on its own
+	limitsOnly bool
+	last       *field.Path // the path of the value read last
+	errs       field.ErrorList
 }
 
 // read returns the resource's value and whether the container sets it
-// (validly).
+// (validly) as an int32.
 func (q *quantityReader) read(name corev1.ResourceName) (int32, bool) {
+	n, text, ok := q.readInt64(name)
+	if !ok {
+		return 0, false
+	}
+	if n > math.MaxInt32 {
+		q.errs = append(q.errs, field.Invalid(q.last, text, "overflows int32"))
+		return 0, false
+	}
+	return int32(n), true
+}
+
+// readInt64 returns the resource's non-negative integer value, its text and
+// whether the container sets it (validly).
+func (q *quantityReader) readInt64(name corev1.ResourceName) (int64, string, bool) {
 	q.last = nil
 	if name == "" {
-		return 0, false
+		return 0, "", false
 	}
 	list := "limits"
 	v, ok := q.c.Resources.Limits[name]
-	if !ok {
+	if !ok && !q.limitsOnly {
 		list = "requests"
 		v, ok = q.c.Resources.Requests[name]
 	}
 	if !ok {
-		return 0, false
+		return 0, "", false
 	}
 	if q.path != nil {
 		q.last = q.path.Child("resources", list).Key(string(name))
@@ -189,12 +284,10 @@ func (q *quantityReader) read(name corev1.ResourceName) (int32, bool) {
 		q.errs = append(q.errs, field.Invalid(q.last, v.String(), "must not be negative"))
 	case !exact:
 		q.errs = append(q.errs, field.Invalid(q.last, v.String(), "must be an integer that fits in int64"))
-	case n > math.MaxInt32:
-		q.errs = append(q.errs, field.Invalid(q.last, v.String(), "overflows int32"))
 	default:
-		return int32(n), true
+		return n, v.String(), true
 	}
-	return 0, false
+	return 0, "", false
 }
 
 // RequiredLocks returns the node locks a Bind of pod must hold: the LockName of

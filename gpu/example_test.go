@@ -43,7 +43,7 @@ func ExampleDetectRequests() {
 		}
 	}
 	// Output:
-	// warmup init=true MLU x1 mem=0MiB/100% cores=0
+	// warmup init=true MLU x1 mem=0MiB/100% cores=100
 	// main init=false NVIDIA x2 mem=4000MiB/0% cores=30
 	// locks: [cambricon.com/dsmlu.lock hami.io/mutex.lock]
 	// spec.containers[0].resources.limits[nvidia.com/gpu] = 500m: must be an integer that fits in int64

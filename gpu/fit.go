@@ -47,7 +47,16 @@ type Device struct {
 	UsedMemoryMiB int32
 	// UsedCores is the compute already assigned.
 	UsedCores int32
+
+	// MIGProfiles are the MIG instance shapes a device in MIG mode offers
+	// (from its register); a MIG-mode device without them takes no pod.
+	MIGProfiles []MIGProfile
+	// MIGInUse are the slice ranges of the MIG instances already placed.
+	MIGInUse []MIGPlacement
 }
+
+// ModeMIG is the Mode of an NVIDIA device split into MIG instances.
+const ModeMIG = "mig"
 
 // Node is one candidate node of a fit.
 type Node struct {
@@ -58,6 +67,12 @@ type Node struct {
 	// BackendScore is added to the node score (HAMi's per-vendor ScoreNode; 0
 	// for NVIDIA).
 	BackendScore float64
+	// PairScores are the link scores between the node's NVIDIA devices,
+	// read by the topology-aware policy.
+	PairScores []PairScore
+	// Handshakes are the vendors' handshake annotations (DecodeNode); see
+	// DropStaleVendors.
+	Handshakes []Handshake
 }
 
 // Policy is a node or device ordering policy.
@@ -207,6 +222,14 @@ type Allocation struct {
 	MemoryMiB int32
 	// Cores is the compute assigned on the device.
 	Cores int32
+	// Slots is the number of device slots the allocation takes; 0 means 1.
+	// A pod's usage collapsed over its containers (DecodePodUsage) takes one
+	// per app container on the device.
+	Slots int32
+	// MIGProfile and MIGPlacement name the MIG instance given on a MIG-mode
+	// device; a zero placement Size means none.
+	MIGProfile   string
+	MIGPlacement MIGPlacement
 }
 
 // ContainerAllocation is what one container was given.

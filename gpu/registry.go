@@ -26,8 +26,12 @@ const (
 )
 
 // DeviceType is one row of the device registry: a vendor (or chip) with the
-// resource names a container uses to ask for it and the node lock Bind must hold
-// for it. A zero resource name means the type has no such resource.
+// resource names a container uses to ask for it, the rules HAMi derives a
+// request from them with, the annotations its device plugin and scheduler
+// exchange, and the node lock Bind must hold for it. A zero resource name
+// means the type has no such resource; the zero value of every rule field is
+// HAMi's commonest behaviour (limits then requests, plain integer memory in
+// MemoryUnitMiB units, cores DefaultCores when unset, no range check).
 type DeviceType struct {
 	// Type is the registry key, HAMi's CommonWord ("NVIDIA", "MLU",
 	// "Ascend910B3", ...). Devices registered on a node carry it as their Vendor.
@@ -47,17 +51,138 @@ type DeviceType struct {
 	// Priority is the task priority resource (NVIDIA's nvidia.com/priority).
 	Priority corev1.ResourceName
 	// MemoryUnitMiB is the size of one unit of Memory in MiB; 0 means 1.
-	// Cambricon counts memory in 256 MiB units.
+	// Cambricon and Iluvatar count memory in 256 MiB units, Mthreads in 512 MiB.
 	MemoryUnitMiB int32
+	// MemoryRule says how the Memory value becomes MiB; "" multiplies the
+	// integer by MemoryUnitMiB.
+	MemoryRule MemoryRule
+	// MemoryTiersMiB are the sizes a MemoryTiers value is rounded up to,
+	// ascending; the last is the whole card.
+	MemoryTiersMiB []int32
 	// DefaultMemoryMiB is the memory requested when a container sets neither
 	// Memory nor MemoryPercentage (HAMi's defaultMemory). 0 means 100 % of the card.
 	DefaultMemoryMiB int32
 	// DefaultCores is the core percentage requested when a container does not set
-	// Cores (HAMi's defaultCores). Whole-card types use 100, which makes the card
-	// exclusive.
+	// Cores (HAMi's defaultCores, or the constant its GenerateResourceRequests
+	// uses). 100 makes the card exclusive.
 	DefaultCores int32
+	// CoresMin and CoresMax, when CoresMax > 0, bound a Cores value a container
+	// sets: HAMi refuses AMD's 0 and 101.
+	CoresMin, CoresMax int32
+	// LimitsOnly reads the type's resources from limits alone, ignoring
+	// requests (HAMi's AMD and Metax sGPU).
+	LimitsOnly bool
+	// SplitAcrossDevices divides the Memory and Cores values by the count:
+	// they are the container's total, not per device (HAMi's Mthreads).
+	SplitAcrossDevices bool
+	// CountRule says how the number of devices is found; "" reads Count.
+	CountRule CountRule
+	// CoresPerDevice is the number of cores one device has, for
+	// CountFromCores (AWS Neuron: 2 NeuronCores per device).
+	CoresPerDevice int32
+	// Annotations are the node and pod annotations of the type.
+	Annotations Annotations
 	// LockName is the node lock Bind must hold for this type; "" means none.
 	LockName string
+}
+
+// MemoryRule is how a type's Memory value is turned into MiB.
+type MemoryRule string
+
+const (
+	// MemoryScaled multiplies the integer value by MemoryUnitMiB (the zero value).
+	MemoryScaled MemoryRule = ""
+	// MemoryGiBOrQuantity reads a bare number as GiB and a value with a unit
+	// suffix ("1024Mi", "16Gi") as bytes (HAMi's Metax sGPU).
+	MemoryGiBOrQuantity MemoryRule = "GiBOrQuantity"
+	// MemoryTiers rounds the MiB value up to the next of MemoryTiersMiB and
+	// derives the cores from the share of the largest tier; an unset value
+	// asks for the whole card (HAMi's Kunlun vXPU).
+	MemoryTiers MemoryRule = "Tiers"
+)
+
+// CountRule is how a type's device count is found.
+type CountRule string
+
+const (
+	// CountResource reads Count (the zero value).
+	CountResource CountRule = ""
+	// CountFromCores also accepts a Cores-only request and derives the
+	// devices from CoresPerDevice: up to one device's cores fit on one device,
+	// more must be a whole number of devices (HAMi's AWS Neuron).
+	CountFromCores CountRule = "FromCores"
+	// CountOneDevice asks for one device whose memory is the Count value
+	// (Enflame's drs-gcu slices), or, without Count, for one device of the
+	// Memory and Cores values (HAMi's Enflame).
+	CountOneDevice CountRule = "OneDevice"
+)
+
+// RegisterFormat is how a type's device plugin publishes its devices on the
+// node.
+type RegisterFormat string
+
+const (
+	// RegisterNone: the type's devices are not decoded from the node.
+	RegisterNone RegisterFormat = ""
+	// RegisterJSON is HAMi's JSON list of devices (MarshalNodeDevices):
+	// NVIDIA, AMD, Ascend, Kunlun vXPU, Vastai, Biren.
+	RegisterJSON RegisterFormat = "JSON"
+	// RegisterLegacy is HAMi's older "id,count,mem,cores,type,numa,health[,index,mode]:"
+	// list (EncodeNodeDevices): Hygon DCU, Iluvatar.
+	RegisterLegacy RegisterFormat = "Legacy"
+	// RegisterMetaxSGPU is Metax's own JSON list (uuid, totalDevCount,
+	// totalCompute, totalVRam, numa, healthy).
+	RegisterMetaxSGPU RegisterFormat = "MetaxSGPU"
+	// RegisterCapacity derives the devices from the node's capacity of the
+	// Count resource, as HAMi does for whole-card types without a register
+	// annotation: one device per unit, CapacitySlots slots each.
+	RegisterCapacity RegisterFormat = "Capacity"
+)
+
+// Annotations are the names a type's device plugin and HAMi's scheduler
+// exchange. An empty name means HAMi has none for the type.
+type Annotations struct {
+	// Register is the node annotation the device plugin registers the devices in.
+	Register string
+	// RegisterFormat is the encoding of Register.
+	RegisterFormat RegisterFormat
+	// Handshake is the node annotation of the scheduler/plugin handshake.
+	Handshake string
+	// ToAllocate is the pod annotation Filter writes the chosen devices to.
+	ToAllocate string
+	// Allocated is the pod annotation a pod's held devices are read from.
+	Allocated string
+	// UseType and NoUseType accept or reject device models by substring.
+	UseType, NoUseType string
+	// UseUUID and NoUseUUID accept or reject devices by UUID.
+	UseUUID, NoUseUUID string
+	// Cordon, when true, applies the node's hami.io/device-cordon to the type.
+	Cordon bool
+	// RegisterCores, when positive, replaces the cores of every registered
+	// device (HAMi's Vastai and Biren set 100, for the score only).
+	RegisterCores int32
+	// Capacity describes the devices a RegisterCapacity type derives from
+	// the node's capacity.
+	Capacity CapacityRule
+}
+
+// CapacityRule is how HAMi derives a whole-card type's devices from the
+// node's status.capacity (GetNodeDevices of Cambricon, Metax GPU, Enflame
+// GCU, Kunlun and Mthreads): Resource's capacity divided by PerDevice,
+// rounded up, devices named "<node>-<IDInfix>-<i>".
+type CapacityRule struct {
+	// Resource is the capacity read; PerDevice of it make one device.
+	Resource  corev1.ResourceName
+	PerDevice int64
+	// IDInfix names the devices.
+	IDInfix string
+	// MemoryMiB is each device's memory; 0 derives it from the capacity of
+	// the type's Memory resource: memory × MemoryUnitMiB × PerDevice / Resource.
+	MemoryMiB int32
+	// Cores and Slots are each device's cores and slots.
+	Cores, Slots int32
+	// HalfNUMA puts the second half of the devices on NUMA node 1 (Kunlun).
+	HalfNUMA bool
 }
 
 // Resources returns the type's resource names in table order, skipping unset ones.
@@ -111,6 +236,57 @@ func (t DeviceType) validate(p *field.Path) field.ErrorList {
 	}
 	if t.DefaultCores < 0 || t.DefaultCores > 100 {
 		errs = append(errs, field.Invalid(p.Child("defaultCores"), t.DefaultCores, "must be within 0..100"))
+	}
+	return append(errs, t.validateRules(p)...)
+}
+
+// validateRules reports the problems of the request rules and annotations.
+func (t DeviceType) validateRules(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch t.MemoryRule {
+	case MemoryScaled, MemoryGiBOrQuantity:
+	case MemoryTiers:
+		if len(t.MemoryTiersMiB) == 0 || !slices.IsSorted(t.MemoryTiersMiB) || t.MemoryTiersMiB[0] <= 0 {
+			errs = append(errs, field.Invalid(p.Child("memoryTiersMiB"), t.MemoryTiersMiB, "the Tiers rule needs positive ascending tiers"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(p.Child("memoryRule"), t.MemoryRule, []MemoryRule{MemoryScaled, MemoryGiBOrQuantity, MemoryTiers}))
+	}
+	switch t.CountRule {
+	case CountResource, CountOneDevice:
+	case CountFromCores:
+		if t.CoresPerDevice <= 0 || t.Cores == "" {
+			errs = append(errs, field.Invalid(p.Child("coresPerDevice"), t.CoresPerDevice, "the FromCores rule needs a Cores resource and a positive CoresPerDevice"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(p.Child("countRule"), t.CountRule, []CountRule{CountResource, CountFromCores, CountOneDevice}))
+	}
+	if t.CoresMax < 0 || t.CoresMin < 0 || (t.CoresMax > 0 && t.CoresMin > t.CoresMax) {
+		errs = append(errs, field.Invalid(p.Child("coresMax"), t.CoresMax, fmt.Sprintf("want 0 <= coresMin (%d) <= coresMax", t.CoresMin)))
+	}
+	a := p.Child("annotations")
+	switch t.Annotations.RegisterFormat {
+	case RegisterNone:
+	case RegisterJSON, RegisterLegacy, RegisterMetaxSGPU:
+		if t.Annotations.Register == "" {
+			errs = append(errs, field.Required(a.Child("register"), "a register format needs the annotation it is read from"))
+		}
+	case RegisterCapacity:
+		if c := t.Annotations.Capacity; c.Resource == "" || c.PerDevice <= 0 || c.IDInfix == "" || c.Slots <= 0 {
+			errs = append(errs, field.Invalid(a.Child("capacity"), c, "the Capacity format needs a resource, a positive perDevice and slots, and an ID infix"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(a.Child("registerFormat"), t.Annotations.RegisterFormat, []RegisterFormat{RegisterNone, RegisterJSON, RegisterLegacy, RegisterMetaxSGPU, RegisterCapacity}))
+	}
+	for _, n := range []struct{ name, v string }{{"register", t.Annotations.Register}, {"handshake", t.Annotations.Handshake},
+		{"toAllocate", t.Annotations.ToAllocate}, {"allocated", t.Annotations.Allocated}, {"useType", t.Annotations.UseType},
+		{"noUseType", t.Annotations.NoUseType}, {"useUUID", t.Annotations.UseUUID}, {"noUseUUID", t.Annotations.NoUseUUID}} {
+		if n.v == "" {
+			continue
+		}
+		for _, msg := range validation.IsQualifiedName(n.v) {
+			errs = append(errs, field.Invalid(a.Child(n.name), n.v, msg))
+		}
 	}
 	return errs
 }
@@ -179,7 +355,10 @@ func newRegistry(rows []DeviceType, paths []*field.Path) (Registry, error) {
 	if err := plancore.Invalid(ErrInvalidRegistry, errs); err != nil {
 		return Registry{}, err
 	}
-	sorted := slices.Clone(rows)
+	sorted := make([]DeviceType, len(rows))
+	for i, t := range rows {
+		sorted[i] = t.clone()
+	}
 	slices.SortFunc(sorted, func(a, b DeviceType) int { return cmp.Compare(a.Type, b.Type) })
 	return Registry{types: sorted}, nil
 }
@@ -212,7 +391,17 @@ func (r Registry) With(types ...DeviceType) (Registry, error) {
 
 // Types returns a copy of the registry's rows, sorted by Type.
 func (r Registry) Types() []DeviceType {
-	return slices.Clone(r.types)
+	out := make([]DeviceType, len(r.types))
+	for i, t := range r.types {
+		out[i] = t.clone()
+	}
+	return out
+}
+
+// clone copies the row's slices, so a registry never shares them with a caller.
+func (t DeviceType) clone() DeviceType {
+	t.MemoryTiersMiB = slices.Clone(t.MemoryTiersMiB)
+	return t
 }
 
 // Lookup returns the row named typ.
@@ -221,68 +410,7 @@ func (r Registry) Lookup(typ string) (DeviceType, bool) {
 	if !ok {
 		return DeviceType{}, false
 	}
-	return r.types[i], true
-}
-
-// AscendChips are the Ascend chips of the default registry, one device type each.
-var AscendChips = []string{"Ascend310P", "Ascend910A", "Ascend910B2", "Ascend910B3", "Ascend910B4", "Ascend910B4-1"}
-
-// IluvatarChips are the Iluvatar chips of the default registry, one device type each.
-var IluvatarChips = []string{"BI-V100", "BI-V150", "MR-V100", "MR-V50"}
-
-// AscendType returns the registry row for one Ascend chip: huawei.com/<chip>,
-// huawei.com/<chip>-memory and huawei.com/<chip>-core under the shared lock.
-func AscendType(chip string) DeviceType {
-	return DeviceType{
-		Type:     chip,
-		Count:    corev1.ResourceName("huawei.com/" + chip),
-		Memory:   corev1.ResourceName("huawei.com/" + chip + "-memory"),
-		Cores:    corev1.ResourceName("huawei.com/" + chip + "-core"),
-		LockName: LockNvidia,
-	}
-}
-
-// IluvatarType returns the registry row for one Iluvatar chip, typed
-// "Iluvatar-<chip>": iluvatar.ai/<chip>-vgpu, iluvatar.ai/<chip>.vMem and
-// iluvatar.ai/<chip>.vCore under the shared lock.
-func IluvatarType(chip string) DeviceType {
-	return DeviceType{
-		Type:     "Iluvatar-" + chip,
-		Count:    corev1.ResourceName("iluvatar.ai/" + chip + "-vgpu"),
-		Memory:   corev1.ResourceName("iluvatar.ai/" + chip + ".vMem"),
-		Cores:    corev1.ResourceName("iluvatar.ai/" + chip + ".vCore"),
-		LockName: LockNvidia,
-	}
-}
-
-// DefaultTypes returns HAMi v2.10's device table with its default resource
-// names.
-func DefaultTypes() []DeviceType {
-	types := []DeviceType{
-		{Type: "NVIDIA", Count: "nvidia.com/gpu", Memory: "nvidia.com/gpumem", MemoryPercentage: "nvidia.com/gpumem-percentage",
-			Cores: "nvidia.com/gpucores", Priority: "nvidia.com/priority", LockName: LockNvidia},
-		{Type: "MLU", Count: "cambricon.com/vmlu", Memory: "cambricon.com/mlu.smlu.vmemory", Cores: "cambricon.com/mlu.smlu.vcore",
-			MemoryUnitMiB: 256, LockName: LockCambricon},
-		{Type: "DCU", Count: "hygon.com/dcunum", Memory: "hygon.com/dcumem", Cores: "hygon.com/dcucores", LockName: LockNvidia},
-		{Type: "Metax-SGPU", Count: "metax-tech.com/sgpu", Memory: "metax-tech.com/vmemory", Cores: "metax-tech.com/vcore", LockName: LockNvidia},
-		{Type: "Metax-GPU", Count: "metax-tech.com/gpu", DefaultCores: 100},
-		{Type: "XPU", Count: "kunlunxin.com/vxpu", Memory: "kunlunxin.com/vxpu-memory", LockName: LockNvidia},
-		{Type: "kunlun", Count: "kunlunxin.com/xpu", DefaultCores: 100},
-		{Type: "Mthreads", Count: "mthreads.com/vgpu", Memory: "mthreads.com/sgpu-memory", Cores: "mthreads.com/sgpu-core"},
-		{Type: "Enflame", Count: "enflame.com/drs-gcu", Memory: "enflame.com/gcu-memory", Cores: "enflame.com/gcu-core"},
-		{Type: "GCU", Count: "enflame.com/gcu", DefaultCores: 100},
-		{Type: "AWSNeuron", Count: "aws.amazon.com/neuron", Cores: "aws.amazon.com/neuroncore"},
-		{Type: "AMD", Count: "amd.com/gpu", Memory: "amd.com/gpumem", Cores: "amd.com/gpucores", LockName: LockNvidia},
-		{Type: "Vastai", Count: "vastaitech.com/va", DefaultCores: 100, LockName: LockNvidia},
-		{Type: "Biren", Count: "birentech.com/gpu", DefaultCores: 100, LockName: LockNvidia},
-	}
-	for _, chip := range AscendChips {
-		types = append(types, AscendType(chip))
-	}
-	for _, chip := range IluvatarChips {
-		types = append(types, IluvatarType(chip))
-	}
-	return types
+	return r.types[i].clone(), true
 }
 
 // DefaultRegistry returns the registry of DefaultTypes. It is built once:

@@ -1,0 +1,412 @@
+package gpu
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
+)
+
+// AnnoMIGAllocations is the pod annotation holding the MIG instances Filter
+// placed, as JSON (HAMi pkg/device/nvidia/mig_allocations.go,
+// MigAllocationsAnnotation).
+const AnnoMIGAllocations = "hami.io/vgpu-mig-allocations"
+
+// PodUsage is what a pod already assigned by HAMi holds.
+type PodUsage struct {
+	// Node is the node Filter assigned the pod to (hami.io/vgpu-node).
+	Node string
+	// Allocations are the pod's devices, one per vendor and device, collapsed
+	// over its containers as HAMi's CollapseInitContainerUsage does: init
+	// containers run one after another, so they count by their peak and one
+	// slot; app containers run together, so they add up, one slot each; the
+	// pod holds the larger of the two. Sorted by Type, then UUID.
+	Allocations []Allocation
+	// MIG are the MIG instances the pod holds, in annotation order.
+	MIG []Allocation
+}
+
+// migAllocationJSON is one entry of hami.io/vgpu-mig-allocations.
+type migAllocationJSON struct {
+	ContainerIndex    int          `json:"containerIndex"`
+	DeviceIndex       int          `json:"deviceIndex"`
+	GPUUUID           string       `json:"gpuUUID"`
+	Profile           string       `json:"profile"`
+	Placement         MIGPlacement `json:"placement"`
+	MigUUID           string       `json:"migUUID,omitempty"`
+	GPUInstanceID     *uint32      `json:"gpuInstanceID,omitempty"`
+	ComputeInstanceID *uint32      `json:"computeInstanceID,omitempty"`
+}
+
+// DecodePodUsage reads the devices a pod holds from the annotations HAMi's
+// Filter wrote: hami.io/vgpu-node and each registry type's devices-allocated
+// annotation (hami.io/vgpu-devices-allocated for NVIDIA), plus the MIG
+// instances of hami.io/vgpu-mig-allocations. A pod without
+// hami.io/vgpu-node holds nothing HAMi assigned; a pod that has succeeded
+// or failed holds nothing any more (HAMi drops it from its cache).
+//
+// Every malformed annotation is named at once, by its path
+// (metadata.annotations[hami.io/vgpu-devices-allocated].containers[1].devices[0].memoryMiB),
+// in a *plancore.InvalidError wrapping ErrInvalidAllocation (and so
+// ErrInvalidInput); an entry whose type is not the annotation's vendor is one
+// of them. It never panics. HAMi skips such a pod; a caller should do the
+// same rather than drop the node.
+func DecodePodUsage(pod *corev1.Pod, reg Registry) (PodUsage, error) {
+	if pod == nil {
+		return PodUsage{}, plancore.Invalid(ErrInvalidAllocation, field.ErrorList{field.Required(field.NewPath("pod"), "a pod is required")})
+	}
+	node, ok := pod.Annotations[AnnoAssignedNode]
+	if !ok {
+		return PodUsage{}, nil
+	}
+	out := PodUsage{Node: node}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return out, nil
+	}
+	annos := field.NewPath("metadata", "annotations")
+	var errs field.ErrorList
+	raw := map[string][][]Allocation{}
+	for _, t := range reg.types {
+		key := t.Annotations.Allocated
+		v, ok := pod.Annotations[key]
+		if key == "" || !ok {
+			continue
+		}
+		p := annos.Key(key).Child("containers")
+		containers, bad := decodeContainers(v, p)
+		errs = append(errs, bad...)
+		for ci, c := range containers {
+			for di, a := range c {
+				if a.Type != t.Type && a.Type != "" {
+					errs = append(errs, field.Invalid(p.Index(ci).Child("devices").Index(di).Child("type"), a.Type, fmt.Sprintf("the annotation holds %s devices", t.Type)))
+				}
+			}
+		}
+		raw[t.Type] = containers
+	}
+	if v, ok := pod.Annotations[AnnoMIGAllocations]; ok {
+		var bad field.ErrorList
+		out.MIG, bad = decodeMIGAllocations(v, raw["NVIDIA"], annos.Key(AnnoMIGAllocations))
+		errs = append(errs, bad...)
+	}
+	if err := plancore.Invalid(ErrInvalidAllocation, errs); err != nil {
+		return PodUsage{}, err
+	}
+	out.Allocations = collapseUsage(raw, len(pod.Spec.InitContainers))
+	return out, nil
+}
+
+// decodeMIGAllocations reads hami.io/vgpu-mig-allocations, checking each
+// entry as HAMi's DecodeMigAllocations does and that it names a device the
+// pod's NVIDIA annotation gives it.
+func decodeMIGAllocations(s string, nvidia [][]Allocation, p *field.Path) ([]Allocation, field.ErrorList) {
+	var list []migAllocationJSON
+	if err := decodeStrict(s, &list); err != nil {
+		return nil, field.ErrorList{field.Invalid(p, s, "want HAMi's JSON MIG allocation list: "+err.Error())}
+	}
+	var out []Allocation
+	var errs field.ErrorList
+	seen := map[[2]int]bool{}
+	for i, m := range list {
+		ip := p.Index(i)
+		runtime := 0
+		for _, set := range []bool{m.MigUUID != "", m.GPUInstanceID != nil, m.ComputeInstanceID != nil} {
+			if set {
+				runtime++
+			}
+		}
+		key := [2]int{m.ContainerIndex, m.DeviceIndex}
+		switch {
+		case m.ContainerIndex < 0 || m.DeviceIndex < 0 || m.GPUUUID == "" || m.Profile == "" || m.Placement.Size == 0:
+			errs = append(errs, field.Invalid(ip, m.GPUUUID, "a MIG allocation needs non-negative indices, a GPU UUID, a profile and a placement size"))
+		case runtime != 0 && runtime != 3:
+			errs = append(errs, field.Invalid(ip.Child("migUUID"), m.MigUUID, "the runtime identity is all three of migUUID, gpuInstanceID and computeInstanceID or none"))
+		case seen[key]:
+			errs = append(errs, field.Duplicate(ip, fmt.Sprintf("container %d device %d", m.ContainerIndex, m.DeviceIndex)))
+		case m.ContainerIndex >= len(nvidia) || m.DeviceIndex >= len(nvidia[m.ContainerIndex]) || nvidia[m.ContainerIndex][m.DeviceIndex].UUID != m.GPUUUID:
+			errs = append(errs, field.NotFound(ip.Child("gpuUUID"), m.GPUUUID))
+		default:
+			a := nvidia[m.ContainerIndex][m.DeviceIndex]
+			a.MIGProfile, a.MIGPlacement = m.Profile, m.Placement
+			out = append(out, a)
+		}
+		seen[key] = true
+	}
+	return out, errs
+}
+
+// usageKey is one device of one vendor.
+type usageKey struct{ typ, uuid string }
+
+// collapseUsage folds a pod's per-container allocations into its effective
+// usage per device: the larger of the init containers' peak (one slot) and
+// the app containers' sum (one slot each).
+func collapseUsage(raw map[string][][]Allocation, numInit int) []Allocation {
+	initPeak := map[usageKey]Allocation{}
+	appSum := map[usageKey]Allocation{}
+	for typ, containers := range raw {
+		for ci, c := range containers {
+			for _, a := range c {
+				k := usageKey{typ, a.UUID}
+				if ci < numInit {
+					cur := initPeak[k]
+					cur.MemoryMiB, cur.Cores, cur.Slots = max(cur.MemoryMiB, a.MemoryMiB), max(cur.Cores, a.Cores), 1
+					initPeak[k] = cur
+					continue
+				}
+				cur := appSum[k]
+				cur.MemoryMiB, cur.Cores, cur.Slots = addSat32(cur.MemoryMiB, a.MemoryMiB), addSat32(cur.Cores, a.Cores), cur.Slots+1
+				appSum[k] = cur
+			}
+		}
+	}
+	keys := map[usageKey]bool{}
+	for k := range initPeak {
+		keys[k] = true
+	}
+	for k := range appSum {
+		keys[k] = true
+	}
+	out := make([]Allocation, 0, len(keys))
+	for k := range keys {
+		i, a := initPeak[k], appSum[k]
+		out = append(out, Allocation{UUID: k.uuid, Type: k.typ, MemoryMiB: max(i.MemoryMiB, a.MemoryMiB),
+			Cores: max(i.Cores, a.Cores), Slots: max(i.Slots, a.Slots, 1)})
+	}
+	slices.SortFunc(out, func(a, b Allocation) int { return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.UUID, b.UUID)) })
+	return out
+}
+
+// AddPodUsage returns a copy of devices with the usage of pods recorded
+// against them, as HAMi's getNodesUsage does: each allocation through
+// AddUsage (refused the same way, named usage[i].allocs[j]...), and each MIG
+// instance's placement added to its device's MIGInUse. A device in MIG mode
+// that a pod uses without a MIG instance, or a device outside MIG mode that
+// a MIG instance names, is marked unhealthy, as HAMi does: its real state is
+// unknown. devices is not modified.
+func AddPodUsage(devices []Device, usage ...PodUsage) ([]Device, error) {
+	out := slices.Clone(devices)
+	byID := make(map[string]int, len(out))
+	for i, d := range out {
+		byID[d.ID] = i
+		out[i].MIGInUse = slices.Clone(d.MIGInUse)
+	}
+	var errs field.ErrorList
+	for k, u := range usage {
+		up := field.NewPath("usage").Index(k)
+		for j, a := range u.Allocations {
+			p := up.Child("allocs").Index(j)
+			i, ok := byID[a.UUID]
+			if !ok {
+				errs = append(errs, field.NotFound(p.Child("uuid"), a.UUID))
+				continue
+			}
+			errs = append(errs, addOne(&out[i], a, p)...)
+		}
+		placed := map[string]bool{}
+		for j, m := range u.MIG {
+			i, ok := byID[m.UUID]
+			if !ok {
+				errs = append(errs, field.NotFound(up.Child("mig").Index(j).Child("uuid"), m.UUID))
+				continue
+			}
+			placed[m.UUID] = true
+			if out[i].Mode != ModeMIG {
+				out[i].Healthy = false
+				continue
+			}
+			out[i].MIGInUse = append(out[i].MIGInUse, m.MIGPlacement)
+		}
+		for _, a := range u.Allocations {
+			if i, ok := byID[a.UUID]; ok && out[i].Mode == ModeMIG && !placed[a.UUID] {
+				out[i].Healthy = false
+			}
+		}
+	}
+	if err := plancore.Invalid(ErrInvalidDevice, errs); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// FilterChoice is what Filter decided for a pod: the inputs of
+// FilterAnnotations.
+type FilterChoice struct {
+	// Pod is the pod, for its containers.
+	Pod *corev1.Pod
+	// Node is the chosen node with its devices.
+	Node Node
+	// Containers is the chosen assignment (Plan.Containers).
+	Containers []ContainerAllocation
+	// Now is the time of the decision, written as hami.io/vgpu-time.
+	Now time.Time
+	// Registry names each vendor's annotations.
+	Registry Registry
+}
+
+// FilterAnnotations returns the pod annotations HAMi's Filter writes for
+// choice: hami.io/vgpu-node, hami.io/vgpu-time (Unix seconds) and, for each
+// vendor with a devices-to-allocate annotation, that annotation and its
+// devices-allocated twin holding the same "UUID,Type,mem,cores:" entries,
+// containers separated by ";", init containers first (HAMi's
+// PatchAnnotations); NVIDIA's MIG instances in hami.io/vgpu-mig-allocations;
+// Cambricon's CAMBRICON_DSMLU_ASSIGNED and CAMBRICON_DSMLU_PROFILE.
+//
+// As in HAMi, a vendor whose devices on the node register the vendor's own
+// type name as their model (whole-card vendors derived from capacity, for
+// instance) gets one entry per container of the pod, empty where the
+// container has none of its devices, and is written even when the pod asks
+// none of them; any other vendor (NVIDIA, whose models read "NVIDIA-...")
+// gets entries only for the containers holding its devices. Vendors HAMi
+// writes other annotations for (Kunlun, Enflame, AWS Neuron, Metax's
+// gpu-devices-allocated, AMD's and Mthreads' index annotations) get only
+// these. Invalid input (a nil pod, a zero Now, an empty node name, a
+// container or device the pod or node does not have) is named in a
+// *plancore.InvalidError wrapping ErrInvalidInput.
+func FilterAnnotations(c FilterChoice) (map[string]string, error) {
+	if errs := c.validate(); len(errs) > 0 {
+		return nil, plancore.Invalid(ErrInvalidInput, errs)
+	}
+	out := map[string]string{AnnoAssignedNode: c.Node.Name, AnnoAssignedTime: strconv.FormatInt(c.Now.Unix(), 10)}
+	order := podContainers(c.Pod)
+	byName := map[containerKey]ContainerAllocation{}
+	for _, ca := range c.Containers {
+		byName[containerKey{ca.Container, ca.Init}] = ca
+	}
+	for _, t := range c.Registry.types {
+		if t.Annotations.ToAllocate == "" {
+			continue
+		}
+		padded := false
+		for _, d := range c.Node.Devices {
+			if d.Vendor == t.Type && d.Model == t.Type {
+				padded = true
+			}
+		}
+		var list []ContainerAllocation
+		any := false
+		for _, k := range order {
+			ca := byName[k]
+			var mine []Allocation
+			for _, a := range ca.Devices {
+				if a.Type == t.Type {
+					mine = append(mine, a)
+				}
+			}
+			any = any || len(mine) > 0
+			if len(mine) > 0 || padded {
+				list = append(list, ContainerAllocation{Container: k.name, Init: k.init, Devices: mine})
+			}
+		}
+		if !any && !padded {
+			continue
+		}
+		enc := EncodeAllocations(list, t.Type)
+		out[t.Annotations.ToAllocate], out[t.Annotations.Allocated] = enc, enc
+		if t.Type == "NVIDIA" {
+			if mig := encodeMIG(list); mig != "" {
+				out[AnnoMIGAllocations] = mig
+			}
+		}
+		if t.Type == "MLU" {
+			cambriconAnnotations(out, list, c.Node)
+		}
+	}
+	return out, nil
+}
+
+// containerKey names a container of a pod.
+type containerKey struct {
+	name string
+	init bool
+}
+
+// podContainers lists the pod's containers, init containers first.
+func podContainers(pod *corev1.Pod) []containerKey {
+	var out []containerKey
+	for _, c := range pod.Spec.InitContainers {
+		out = append(out, containerKey{c.Name, true})
+	}
+	for _, c := range pod.Spec.Containers {
+		out = append(out, containerKey{c.Name, false})
+	}
+	return out
+}
+
+func (c FilterChoice) validate() field.ErrorList {
+	var errs field.ErrorList
+	if c.Pod == nil {
+		return field.ErrorList{field.Required(field.NewPath("pod"), "a pod is required")}
+	}
+	if c.Now.IsZero() {
+		errs = append(errs, field.Required(field.NewPath("now"), "the time of the decision"))
+	}
+	if c.Node.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("node", "name"), "the chosen node"))
+	}
+	known := map[containerKey]bool{}
+	for _, k := range podContainers(c.Pod) {
+		known[k] = true
+	}
+	devs := map[string]bool{}
+	for _, d := range c.Node.Devices {
+		devs[d.ID] = true
+	}
+	for i, ca := range c.Containers {
+		p := field.NewPath("containers").Index(i)
+		if !known[containerKey{ca.Container, ca.Init}] {
+			errs = append(errs, field.NotFound(p.Child("container"), ca.Container))
+		}
+		for j, a := range ca.Devices {
+			if !devs[a.UUID] {
+				errs = append(errs, field.NotFound(p.Child("devices").Index(j).Child("uuid"), a.UUID))
+			}
+		}
+	}
+	return errs
+}
+
+// encodeMIG writes the MIG instances of NVIDIA's entries, indexed as the
+// entries are.
+func encodeMIG(list []ContainerAllocation) string {
+	var out []migAllocationJSON
+	for ci, ca := range list {
+		for di, a := range ca.Devices {
+			if a.MIGPlacement.Size > 0 && a.MIGProfile != "" {
+				out = append(out, migAllocationJSON{ContainerIndex: ci, DeviceIndex: di, GPUUUID: a.UUID, Profile: a.MIGProfile, Placement: a.MIGPlacement})
+			}
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return mustJSON(out)
+}
+
+// cambriconAnnotations adds the two annotations HAMi's Cambricon
+// PatchAnnotations writes: CAMBRICON_DSMLU_ASSIGNED=false and, from the
+// first device of the first container holding one,
+// CAMBRICON_DSMLU_PROFILE=<index>_<cores>_<memory in 256 MiB units>.
+func cambriconAnnotations(out map[string]string, list []ContainerAllocation, n Node) {
+	out["CAMBRICON_DSMLU_ASSIGNED"] = "false"
+	for _, ca := range list {
+		if len(ca.Devices) == 0 {
+			continue
+		}
+		a := ca.Devices[0]
+		idx := 0
+		for _, d := range n.Devices {
+			if d.ID == a.UUID {
+				idx = d.Index
+			}
+		}
+		out["CAMBRICON_DSMLU_PROFILE"] = fmt.Sprintf("%d_%d_%d", idx, a.Cores, a.MemoryMiB/256)
+		return
+	}
+}

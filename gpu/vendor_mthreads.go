@@ -1,0 +1,21 @@
+package gpu
+
+// mthreadsType is HAMi's Moore Threads row (HAMi
+// pkg/device/mthreads/device.go, GenerateResourceRequests, InitMthreadsDevice
+// and GetNodeDevices): memory in 512 MiB units (MemoryFactor), cores 0 when
+// unset, both the container's total divided evenly over the devices, no
+// lock, devices derived from the node's capacity of mthreads.com/sgpu-core
+// (16 cores and 100 slots per card, each card's memory its share of the
+// sgpu-memory capacity).
+func mthreadsType() DeviceType {
+	return DeviceType{
+		Type: "Mthreads", Count: "mthreads.com/vgpu", Memory: "mthreads.com/sgpu-memory", Cores: "mthreads.com/sgpu-core",
+		MemoryUnitMiB: 512, SplitAcrossDevices: true,
+		Annotations: Annotations{
+			RegisterFormat: RegisterCapacity,
+			Capacity:       CapacityRule{Resource: "mthreads.com/sgpu-core", PerDevice: 16, IDInfix: "mthreads", Cores: 16, Slots: 100},
+			ToAllocate:     "hami.io/mthreads-vgpu-devices-to-allocate", Allocated: "hami.io/mthreads-vgpu-devices-allocated",
+			UseUUID: "mthreads.ai/use-gpuuuid", NoUseUUID: "mthreads.ai/nouse-gpuuuid",
+		},
+	}
+}
