@@ -191,30 +191,6 @@ func run(ctx context.Context, addr string, out io.Writer) (*Summary, error) {
 		mu.Unlock()
 		return nil
 	}
-	observe := func(instance string) capacity.ObserverFunc {
-		return func(e capacity.DispatcherEvent) {
-			mu.Lock()
-			defer mu.Unlock()
-			s.Attempts[e.Outcome]++
-			b := e.Plan.Breakdown
-			for code, n := range map[capacity.ReasonCode]int{capacity.ReasonStaleHeartbeat: b.StaleHeartbeat,
-				capacity.ReasonCapacityExceeded: b.CapacityExceeded, capacity.ReasonCPUOverThreshold: b.CPUOverThreshold} {
-				s.Excluded[code] += n
-			}
-			for _, a := range e.Result.Attempts {
-				if !a.Result.Status.Granted() {
-					s.Refused[a.Result.Status]++
-				}
-			}
-			if e.Outcome == capacity.JobSent {
-				s.Sent[instance]++
-				if s.Sent["A"]+s.Sent["B"] == jobs {
-					close(allSent)
-				}
-			}
-		}
-	}
-
 	// Two scheduler instances, each with its own Redis client and store,
 	// as two processes would have.
 	runCtx, stopRun := context.WithCancel(ctx)
@@ -232,7 +208,7 @@ func run(ctx context.Context, addr string, out io.Writer) (*Summary, error) {
 			Store: store, Nodes: capacity.StaticNodes(ids...), Send: send, Concurrency: 3,
 			Options:  capacity.Options{RetryAfter: 50 * time.Millisecond},
 			Dispatch: capacity.DispatchOptions{TTL: time.Second, RetryAfter: 50 * time.Millisecond},
-			Observer: observe(name),
+			Observer: s.observe(&mu, name, jobs, allSent),
 		}
 		for i := 1; i <= jobs/2; i++ {
 			if err := d.Submit(capacity.Job{ID: fmt.Sprintf("%s-job-%02d", name, i)}); err != nil {
@@ -265,6 +241,12 @@ func run(ctx context.Context, addr string, out io.Writer) (*Summary, error) {
 	for _, n := range nodes {
 		s.Stats[n.id] = agents[n.id].Stats()
 	}
+	s.print(out, jobs)
+	return s, nil
+}
+
+// print writes what the attempts came to.
+func (s *Summary) print(out io.Writer, jobs int) {
 	fmt.Fprintf(out, "all %d jobs sent: instance A sent %d, instance B sent %d\n", jobs, s.Sent["A"], s.Sent["B"])
 	total := 0
 	for _, n := range s.Attempts {
@@ -278,7 +260,32 @@ func run(ctx context.Context, addr string, out io.Writer) (*Summary, error) {
 		peaks = append(peaks, fmt.Sprintf("%s %d/%d", n.id, s.Stats[n.id].PeakStarted, n.max))
 	}
 	fmt.Fprintf(out, "most jobs running at once per node (never above M): %s\n", strings.Join(peaks, ", "))
-	return s, nil
+}
+
+// observe records one attempt of instance's Dispatcher and closes allSent
+// when the last of jobs is sent; mu guards s.
+func (s *Summary) observe(mu *sync.Mutex, instance string, jobs int, allSent chan struct{}) capacity.ObserverFunc {
+	return func(e capacity.DispatcherEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		s.Attempts[e.Outcome]++
+		b := e.Plan.Breakdown
+		for code, n := range map[capacity.ReasonCode]int{capacity.ReasonStaleHeartbeat: b.StaleHeartbeat,
+			capacity.ReasonCapacityExceeded: b.CapacityExceeded, capacity.ReasonCPUOverThreshold: b.CPUOverThreshold} {
+			s.Excluded[code] += n
+		}
+		for _, a := range e.Result.Attempts {
+			if !a.Result.Status.Granted() {
+				s.Refused[a.Result.Status]++
+			}
+		}
+		if e.Outcome == capacity.JobSent {
+			s.Sent[instance]++
+			if s.Sent["A"]+s.Sent["B"] == jobs {
+				close(allSent)
+			}
+		}
+	}
 }
 
 // counts renders a count map sorted by key, or "none".
