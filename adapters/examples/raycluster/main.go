@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/plancore/plancore/adapters/kube"
@@ -45,7 +46,7 @@ var RayClusterGVK = schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := run(ctx, os.Stdout); err != nil {
+	if err := run(ctx, os.Stdout, &kube.PodObserver{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -55,7 +56,8 @@ func main() {
 type Reconciler struct {
 	Client client.Client
 	// Tracker holds the in-flight creates and deletes of every cluster; the
-	// pod informer's events make it settle early.
+	// pod informer's events reach it through kube.PodObserver (see run) and
+	// make it settle early.
 	Tracker *expectations.Tracker
 	Options reconcile.Options
 }
@@ -166,8 +168,9 @@ func rayCluster(ns, name string, workers int) *unstructured.Unstructured {
 }
 
 // run starts the API server and the manager, drives one cluster through its
-// steps, and writes what the API server holds after each.
-func run(ctx context.Context, out io.Writer) error {
+// steps, and writes what the API server holds after each. It sets up
+// podEvents, a zero PodObserver, as the controller's pod event handler.
+func run(ctx context.Context, out io.Writer, podEvents *kube.PodObserver) error {
 	env, err := kubetest.Start()
 	if err != nil {
 		return err
@@ -211,7 +214,12 @@ func run(ctx context.Context, out io.Writer) error {
 	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Options: reconcile.Options{OperatorVersion: "v1.7.0"}}
 	owner := &unstructured.Unstructured{}
 	owner.SetGroupVersionKind(RayClusterGVK)
-	if err := ctrl.NewControllerManagedBy(mgr).Named("raycluster").For(owner).Owns(&corev1.Pod{}).Complete(r); err != nil {
+	// Pod events reach the tracker (kube.PodObserver) before they enqueue
+	// the RayCluster that controls the pod, so a create or delete settles
+	// on its event rather than on its expectation's timeout.
+	podEvents.Tracker, podEvents.OwnerKind = tracker, RayClusterGVK.GroupKind()
+	podEvents.Next = handler.EnqueueRequestForOwner(scheme, mgr.GetRESTMapper(), owner, handler.OnlyControllerOwner())
+	if err := ctrl.NewControllerManagedBy(mgr).Named("raycluster").For(owner).Watches(&corev1.Pod{}, podEvents).Complete(r); err != nil {
 		return err
 	}
 	mctx, stop := context.WithCancel(ctx)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/plancore/plancore/adapters/kube"
 )
 
 // TestRun runs the example controller end to end against a real API server and
@@ -13,7 +15,8 @@ func TestRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	if err := run(ctx, &out); err != nil {
+	var podEvents kube.PodObserver
+	if err := run(ctx, &out, &podEvents); err != nil {
 		t.Fatalf("%v\noutput so far:\n%s", err, out.String())
 	}
 	want := "created with 3 workers: 1 head, 3 workers\n" +
@@ -22,5 +25,13 @@ func TestRun(t *testing.T) {
 		"replaced it: 1 head, 5 workers\n"
 	if out.String() != want {
 		t.Fatalf("output:\n%s\nwant:\n%s", out.String(), want)
+	}
+	// Seven pods were created (a head, three workers, two more, one
+	// replacement): pod events settled their expectations, except any
+	// that a reconcile's own pod list settled first.
+	if n := podEvents.Observed(); n < 1 || n > 7 {
+		t.Fatalf("pod events settled %d expectations, want 1 to 7", n)
+	} else {
+		t.Logf("pod events settled %d of the 7 creates' expectations", n)
 	}
 }
