@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/plancore/plancore/fake"
+	"github.com/plancore/plancore/fake/sim"
 	"github.com/plancore/plancore/gpu"
 )
 
@@ -45,7 +46,7 @@ func BenchmarkBurst40(b *testing.B) {
 			var simMS float64
 			for i := 0; b.Loop(); i++ {
 				w := fake.NewWorld(uint64(i), time.Date(2026, 6, 14, 10, 0, 0, 0, time.UTC))
-				rep, err := fake.RunBurst(w, fake.BurstConfig{Queue: queue, Seed: uint64(i)})
+				rep, err := sim.RunBurst(w, sim.BurstConfig{Queue: queue, Seed: uint64(i)})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/plancore/plancore/fake"
+	"github.com/plancore/plancore/fake/sim"
 	"github.com/plancore/plancore/gpu"
 	"github.com/plancore/plancore/lock"
 )
@@ -125,14 +126,14 @@ func runGPU(w io.Writer) error {
 	fmt.Fprintln(w, "\n4. A burst: 40 GPU pods bind to one node at once; the device plugin holds the lock 22 ms per pod.")
 	for _, mode := range []struct {
 		name string
-		cfg  fake.BurstConfig
+		cfg  sim.BurstConfig
 	}{
-		{"HAMi (lone pods do not retry)", fake.BurstConfig{Options: gpu.Options{RetryPodGroupOnly: true}}},
-		{"HAMi gang retry (fixed 100 ms polling)", fake.BurstConfig{Options: gpu.Options{FixedInterval: 100 * time.Millisecond}}},
-		{"plancore (backoff woken on release)", fake.BurstConfig{}},
-		{"plancore + per-node queue", fake.BurstConfig{Queue: true}},
+		{"HAMi (lone pods do not retry)", sim.BurstConfig{Options: gpu.Options{RetryPodGroupOnly: true}}},
+		{"HAMi gang retry (fixed 100 ms polling)", sim.BurstConfig{Options: gpu.Options{FixedInterval: 100 * time.Millisecond}}},
+		{"plancore (backoff woken on release)", sim.BurstConfig{}},
+		{"plancore + per-node queue", sim.BurstConfig{Queue: true}},
 	} {
-		rep, err := fake.RunBurst(fake.NewWorld(6, t0), mode.cfg)
+		rep, err := sim.RunBurst(fake.NewWorld(6, t0), mode.cfg)
 		if err != nil {
 			return err
 		}

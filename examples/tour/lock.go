@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plancore/plancore/fake"
+	"github.com/plancore/plancore/fake/sim"
 	"github.com/plancore/plancore/lock"
 )
 
@@ -69,11 +70,11 @@ func runLock(w io.Writer) error {
 
 	fmt.Fprintln(w, "HAMi steals by deleting a re-read value, so two stealers can both win. Race simulation of")
 	fmt.Fprintln(w, "plancore's CAS steal (skewed clocks, deaths, lost responses, spurious conflicts):")
-	var sum fake.LockRaceReport
+	var sum sim.LockRaceReport
 	violations := 0
 	for seed := range uint64(50) {
-		race := fake.LockRace{Store: lock.NewMemoryStore(), Processes: 4, Nodes: 1, Steps: 150, Faults: true}
-		rep, err := race.Run(fake.RandChooser{R: rand.New(rand.NewPCG(seed, 5))})
+		race := sim.LockRace{Store: lock.NewMemoryStore(), Processes: 4, Nodes: 1, Steps: 150, Faults: true}
+		rep, err := race.Run(sim.RandChooser{R: rand.New(rand.NewPCG(seed, 5))})
 		if err != nil {
 			violations++
 		}
