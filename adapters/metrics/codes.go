@@ -43,7 +43,8 @@ var (
 	lockReasons = set(lock.ReasonUnlocked, lock.ReasonSameOwner, lock.ReasonExpired, lock.ReasonMalformed,
 		lock.ReasonFutureTimestamp, lock.ReasonHolderGone, lock.ReasonHolderReplaced, lock.ReasonHolderTerminal,
 		lock.ReasonHeldByOther, lock.ReasonHolderAllocating, lock.ReasonHolderUnknown, lock.ReasonOwner,
-		lock.ReasonLegacyReleasable, lock.ReasonForced, lock.ReasonNotLocked, lock.ReasonNotOwner)
+		lock.ReasonLegacyReleasable, lock.ReasonForced, lock.ReasonNotLocked, lock.ReasonNotOwner,
+		lock.ReasonChangedSinceFirstRead)
 	lockKinds = set(lock.Acquire, lock.AlreadyHeld, lock.StealExpired, lock.StealDangling, lock.Refuse, lock.Invalid,
 		lock.Release, lock.NoOp)
 
