@@ -390,7 +390,8 @@ type dispatcherCase struct {
 //
 // Breaking work to requeue a sent job (dropping the JobSent case) fails it
 // on a job started twice; treating JobSendFailed as done fails it on a lost
-// job.
+// job; letting the ledger's reserve grant one slot beyond M fails it on an
+// oversold node.
 func TestDispatcherPropertyNoJobLostOrSentTwice(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		c := dispatcherCase{maxes: rapid.SliceOfN(rapid.IntRange(1, 3), 1, 4).Draw(rt, "maxes")}
