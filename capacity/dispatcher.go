@@ -135,7 +135,7 @@ var ErrDispatcherRunning = errors.New("capacity: dispatcher already running")
 // the decision point, so no node is oversold whatever they do.
 //
 // Store, Nodes and Send are required. Submit adds jobs at any time; Run works
-// until its context ends. It is the capacity package's second shell, after
+// until its context ends. A Dispatcher must not be copied after first use. It is the capacity package's second shell, after
 // Dispatch: the only code here that reads the clock (Clock, the wall clock
 // when nil) and starts goroutines.
 type Dispatcher struct {
