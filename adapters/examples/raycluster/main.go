@@ -16,6 +16,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -73,9 +75,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	cluster, err := clusterOf(rc)
+	raw, err := rc.MarshalJSON()
 	if err != nil {
-		return ctrl.Result{}, err // a malformed spec: controller-runtime backs off
+		return ctrl.Result{}, err
+	}
+	// DecodeRayCluster refuses every field KubeRay does not define, by path.
+	cluster, current, err := reconcile.DecodeRayCluster(raw)
+	if err != nil {
+		return ctrl.Result{}, err // a malformed object: controller-runtime backs off
 	}
 	// The manager's client reads from its informer cache. kube.ClusterPods
 	// lists the cluster's pods by index and without deep copies: they share
@@ -98,30 +105,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	plan, err := reconcile.Decide(reconcile.Snapshot{Cluster: cluster, Pods: pods.Items, Expectations: r.Tracker.Snapshot(), Now: now, Seed: 1}, r.Options)
+	snap := reconcile.Snapshot{Cluster: cluster, Pods: pods.Items, Expectations: r.Tracker.Snapshot(), Now: now, Seed: 1}
+	plan, err := reconcile.Decide(snap, r.Options)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	exec := &kube.PodExecutor{Client: r.Client, Owner: rc}
 	applier := reconcile.Applier{Expectations: r.Tracker, TokenPrefix: "example-"}
-	if _, err := kube.ApplyConcurrently(ctx, plan, exec, applier, kube.Concurrency{MaxInFlight: 8}); err != nil {
-		return ctrl.Result{}, err
+	report, applyErr := kube.ApplyConcurrently(ctx, plan, exec, applier, kube.Concurrency{MaxInFlight: 8})
+	// The status KubeRay's calculateStatus would write for these pods, with
+	// a failed create or delete as the ReplicaFailure condition.
+	status, err := reconcile.Status(reconcile.StatusInput{Snapshot: snap, Previous: current, Report: &report}, r.Options)
+	if err != nil {
+		return ctrl.Result{}, errors.Join(applyErr, err)
+	}
+	if err := r.writeStatus(ctx, rc, status); err != nil {
+		return ctrl.Result{}, errors.Join(applyErr, err)
+	}
+	if applyErr != nil {
+		return ctrl.Result{}, applyErr
 	}
 	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, nil
 }
 
-// clusterOf reads the fields pod reconciliation needs from a RayCluster; the
-// reconcile core's ClusterSpec carries KubeRay's JSON field names.
-func clusterOf(rc *unstructured.Unstructured) (reconcile.Cluster, error) {
-	raw, err := json.Marshal(rc.Object["spec"])
+// writeStatus merge-patches the status subresource with the computed
+// status (the whole conditions list, which Status computed from the
+// current one).
+func (r *Reconciler) writeStatus(ctx context.Context, rc *unstructured.Unstructured, st reconcile.ClusterStatus) error {
+	body, err := json.Marshal(map[string]any{"status": st})
 	if err != nil {
-		return reconcile.Cluster{}, err
+		return err
 	}
-	c := reconcile.Cluster{Name: rc.GetName(), Namespace: rc.GetNamespace(), UID: rc.GetUID(), Labels: rc.GetLabels(), Annotations: rc.GetAnnotations()}
-	if err := json.Unmarshal(raw, &c.Spec); err != nil {
-		return reconcile.Cluster{}, fmt.Errorf("raycluster %s/%s: spec: %w", rc.GetNamespace(), rc.GetName(), err)
-	}
-	return c, nil
+	return r.Client.Status().Patch(ctx, rc, client.RawPatch(types.MergePatchType, body))
 }
 
 // rayClusterCRD is a minimal RayCluster CRD: the schema keeps unknown fields,
@@ -145,7 +160,7 @@ func rayClusterCRD() *apiextensionsv1.CustomResourceDefinition {
 
 func rayCluster(ns, name string, workers int) *unstructured.Unstructured {
 	container := func(n string) map[string]any {
-		return map[string]any{"name": n, "image": "rayproject/ray:2.9.0"}
+		return map[string]any{"name": n, "image": "rayproject/ray:2.9.0", "resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}
 	}
 	rc := &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{
@@ -271,8 +286,63 @@ func run(ctx context.Context, out io.Writer, podEvents *kube.PodObserver) error 
 	if err := step("replaced it", 5); err != nil {
 		return err
 	}
+	// No kubelet runs here: the example starts the pods itself, so the
+	// controller's status turns ready.
+	if err := startPods(ctx, setup, ns, "demo"); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, func() (bool, error) {
+		st, err := readStatus(ctx, setup, rc)
+		return st.State == reconcile.StateReady && st.ReadyWorkerReplicas == 5, err
+	}); err != nil {
+		return fmt.Errorf("waiting for the ready status: %w", err)
+	}
+	st, err := readStatus(ctx, setup, rc)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "pods started: status %s, %d of %d workers ready, desired CPU %s\n", st.State, st.ReadyWorkerReplicas, st.DesiredWorkerReplicas, st.DesiredCPU.String())
+	for _, c := range st.Conditions {
+		fmt.Fprintf(out, "  %s=%s (%s)\n", c.Type, c.Status, c.Reason)
+	}
 	stop()
 	return <-done
+}
+
+// startPods does what the kubelet would: every pod of the cluster is
+// running and ready.
+func startPods(ctx context.Context, c client.Client, ns, name string) error {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{reconcile.LabelCluster: name}); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		if err := c.Status().Update(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readStatus reads the RayCluster's status back through DecodeRayCluster.
+func readStatus(ctx context.Context, c client.Client, rc *unstructured.Unstructured) (reconcile.ClusterStatus, error) {
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(RayClusterGVK)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(rc), got); err != nil {
+		return reconcile.ClusterStatus{}, err
+	}
+	raw, err := got.MarshalJSON()
+	if err != nil {
+		return reconcile.ClusterStatus{}, err
+	}
+	_, st, err := reconcile.DecodeRayCluster(raw)
+	return st, err
 }
 
 // count returns the non-terminating head and worker pods of a cluster.

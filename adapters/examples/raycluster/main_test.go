@@ -22,7 +22,12 @@ func TestRun(t *testing.T) {
 	want := "created with 3 workers: 1 head, 3 workers\n" +
 		"scaled to 5 workers: 1 head, 5 workers\n" +
 		"deleted one worker behind the controller's back\n" +
-		"replaced it: 1 head, 5 workers\n"
+		"replaced it: 1 head, 5 workers\n" +
+		"pods started: status ready, 5 of 5 workers ready, desired CPU 6\n" +
+		"  HeadPodReady=True (HeadPodRunningAndReady)\n" +
+		"  RayClusterProvisioned=True (AllPodRunningAndReadyFirstTime)\n" +
+		"  RayClusterSuspended=False (RayClusterSuspended)\n" +
+		"  RayClusterSuspending=False (RayClusterSuspending)\n"
 	if out.String() != want {
 		t.Fatalf("output:\n%s\nwant:\n%s", out.String(), want)
 	}
