@@ -25,7 +25,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -62,70 +61,43 @@ type Reconciler struct {
 	// make it settle early.
 	Tracker *expectations.Tracker
 	Options reconcile.Options
+	// Applier records each create's and delete's expectation in Tracker; its
+	// TokenPrefix should differ between processes.
+	Applier reconcile.Applier
 }
 
-// Reconcile implements reconcile.Reconciler of controller-runtime.
+// Reconcile implements reconcile.Reconciler of controller-runtime. The
+// README's quick start shows it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rc := &unstructured.Unstructured{}
 	rc.SetGroupVersionKind(RayClusterGVK)
 	if err := r.Client.Get(ctx, req.NamespacedName, rc); err != nil {
-		if apierrors.IsNotFound(err) {
-			_, _ = r.Tracker.Forget(expectations.Owner{Namespace: req.Namespace, Name: req.Name})
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	raw, err := rc.MarshalJSON()
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	// DecodeRayCluster refuses every field KubeRay does not define, by path.
-	cluster, current, err := reconcile.DecodeRayCluster(raw)
+	cluster, current, err := reconcile.DecodeRayCluster(raw) // unknown fields refused, by path
 	if err != nil {
-		return ctrl.Result{}, err // a malformed object: controller-runtime backs off
+		return ctrl.Result{}, err
 	}
-	// The manager's client reads from its informer cache. kube.ClusterPods
-	// lists the cluster's pods by index and without deep copies: they share
-	// memory with the cache, which is safe because nothing below writes to
-	// them (the expectations and reconcile cores never mutate their input,
-	// and PodExecutor copies a plan's pod before creating it). Change a
-	// listed pod only after DeepCopy.
-	var pods corev1.PodList
+	var pods corev1.PodList // from the cache, by cluster, without deep copies
 	if err := r.Client.List(ctx, &pods, kube.ClusterPods(req.Namespace, req.Name)...); err != nil {
 		return ctrl.Result{}, err
 	}
-	now := time.Now()
-	owner := expectations.Owner{Namespace: cluster.Namespace, Name: cluster.Name, UID: cluster.UID}
-	view, err := r.Tracker.ViewFor(owner, pods.Items)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	for _, g := range r.Tracker.Groups(owner) {
-		if _, err := r.Tracker.Satisfied(now, owner, g, view); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	snap := reconcile.Snapshot{Cluster: cluster, Pods: pods.Items, Expectations: r.Tracker.Snapshot(), Now: now, Seed: 1}
+	snap := reconcile.Snapshot{Cluster: cluster, Pods: pods.Items, Expectations: r.Tracker.Snapshot(), Now: time.Now()}
 	plan, err := reconcile.Decide(snap, r.Options)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	exec := &kube.PodExecutor{Client: r.Client, Owner: rc}
-	applier := reconcile.Applier{Expectations: r.Tracker, TokenPrefix: "example-"}
-	report, applyErr := kube.ApplyConcurrently(ctx, plan, exec, applier, kube.Concurrency{MaxInFlight: 8})
-	// The status KubeRay's calculateStatus would write for these pods, with
-	// a failed create or delete as the ReplicaFailure condition.
+	report, applyErr := kube.ApplyConcurrently(ctx, plan, exec, r.Applier, kube.Concurrency{MaxInFlight: 8})
 	status, err := reconcile.Status(reconcile.StatusInput{Snapshot: snap, Previous: current, Report: &report}, r.Options)
-	if err != nil {
-		return ctrl.Result{}, errors.Join(applyErr, err)
+	if err == nil {
+		err = r.writeStatus(ctx, rc, status)
 	}
-	if err := r.writeStatus(ctx, rc, status); err != nil {
-		return ctrl.Result{}, errors.Join(applyErr, err)
-	}
-	if applyErr != nil {
-		return ctrl.Result{}, applyErr
-	}
-	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, errors.Join(applyErr, err)
 }
 
 // writeStatus merge-patches the status subresource with the computed
@@ -226,7 +198,8 @@ func run(ctx context.Context, out io.Writer, podEvents *kube.PodObserver) error 
 	if err := kube.IndexPodsByCluster(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Options: reconcile.Options{OperatorVersion: "v1.7.0"}}
+	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Options: reconcile.Options{OperatorVersion: "v1.7.0"},
+		Applier: reconcile.Applier{Expectations: tracker, TokenPrefix: "example-"}}
 	owner := &unstructured.Unstructured{}
 	owner.SetGroupVersionKind(RayClusterGVK)
 	// Pod events reach the tracker (kube.PodObserver) before they enqueue

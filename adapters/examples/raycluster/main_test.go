@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,5 +40,29 @@ func TestRun(t *testing.T) {
 		t.Fatalf("pod events settled %d expectations, want 1 to 7", n)
 	} else {
 		t.Logf("pod events settled %d of the 7 creates' expectations", n)
+	}
+}
+
+// The README's quick start is this example's Reconcile, verbatim.
+func TestReadmeQuickStart(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "## Quick start")
+	if !ok {
+		t.Fatal("the README has no Quick start section")
+	}
+	_, block, ok := strings.Cut(after, "```go\n")
+	block, _, closed := strings.Cut(block, "```")
+	if !ok || !closed || !strings.Contains(block, "func (r *Reconciler) Reconcile(") {
+		t.Fatal("the Quick start section has no Go block with Reconcile")
+	}
+	if !strings.Contains(string(src), block) {
+		t.Errorf("the README's quick start differs from examples/raycluster/main.go:\n%s", block)
 	}
 }
