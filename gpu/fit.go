@@ -553,4 +553,3 @@ func fitNode(n Node, req FitRequest) NodeFit {
 	out.Fits, out.Containers = true, containers
 	return out
 }
-
