@@ -378,6 +378,29 @@ func validateNode(n Node, p *field.Path) field.ErrorList {
 				errs = append(errs, field.Invalid(dp.Child(q.name), q.v, "must not be negative"))
 			}
 		}
+		errs = append(errs, validateMIG(d, dp)...)
+	}
+	return errs
+}
+
+// validateMIG checks a device's MIG geometry and instances in use.
+func validateMIG(d Device, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for k, m := range d.MIGProfiles {
+		mp := p.Child("migProfiles").Index(k)
+		if m.Name == "" || m.MemoryMiB < 0 || m.Cores < 0 {
+			errs = append(errs, field.Invalid(mp, m.Name, "a MIG profile needs a name and non-negative memory and cores"))
+		}
+		for j, pl := range m.Placements {
+			if pl.Size == 0 {
+				errs = append(errs, field.Invalid(mp.Child("placements").Index(j).Child("size"), pl.Size, "must be positive"))
+			}
+		}
+	}
+	for k, pl := range d.MIGInUse {
+		if pl.Size == 0 {
+			errs = append(errs, field.Invalid(p.Child("migInUse").Index(k).Child("size"), pl.Size, "must be positive"))
+		}
 	}
 	return errs
 }
