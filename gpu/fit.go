@@ -362,12 +362,14 @@ func validateNode(n Node, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
 	for j, d := range n.Devices {
-		dp := p.Child("devices").Index(j)
+		// The device's path is built only for a problem: a fit validates
+		// every device of every node.
+		dp := func() *field.Path { return p.Child("devices").Index(j) }
 		switch {
 		case d.ID == "" || strings.ContainsAny(d.ID, ",:;"):
-			errs = append(errs, field.Invalid(dp.Child("id"), d.ID, "must be non-empty and free of ',', ':' and ';'"))
+			errs = append(errs, field.Invalid(dp().Child("id"), d.ID, "must be non-empty and free of ',', ':' and ';'"))
 		case seen[d.ID]:
-			errs = append(errs, field.Duplicate(dp.Child("id"), d.ID))
+			errs = append(errs, field.Duplicate(dp().Child("id"), d.ID))
 		}
 		seen[d.ID] = true
 		for _, q := range []struct {
@@ -375,10 +377,12 @@ func validateNode(n Node, p *field.Path) field.ErrorList {
 			v    int32
 		}{{"count", d.Count}, {"memoryMiB", d.MemoryMiB}, {"cores", d.Cores}, {"used", d.Used}, {"usedMemoryMiB", d.UsedMemoryMiB}, {"usedCores", d.UsedCores}} {
 			if q.v < 0 {
-				errs = append(errs, field.Invalid(dp.Child(q.name), q.v, "must not be negative"))
+				errs = append(errs, field.Invalid(dp().Child(q.name), q.v, "must not be negative"))
 			}
 		}
-		errs = append(errs, validateMIG(d, dp)...)
+		if len(d.MIGProfiles)+len(d.MIGInUse) > 0 {
+			errs = append(errs, validateMIG(d, dp())...)
+		}
 	}
 	return errs
 }
@@ -411,16 +415,16 @@ func validateMIG(d Device, p *field.Path) field.ErrorList {
 func (in Input) Validate() error {
 	var nodeErrs field.ErrorList
 	seen := map[string]bool{}
+	nodes := field.NewPath("nodes")
 	for i, n := range in.Nodes {
-		np := field.NewPath("nodes").Index(i)
 		switch {
 		case n.Name == "":
-			nodeErrs = append(nodeErrs, field.Required(np.Child("name"), "the node's name"))
+			nodeErrs = append(nodeErrs, field.Required(nodes.Index(i).Child("name"), "the node's name"))
 		case seen[n.Name]:
-			nodeErrs = append(nodeErrs, field.Duplicate(np.Child("name"), n.Name))
+			nodeErrs = append(nodeErrs, field.Duplicate(nodes.Index(i).Child("name"), n.Name))
 		}
 		seen[n.Name] = true
-		nodeErrs = append(nodeErrs, validateNode(n, np)...)
+		nodeErrs = append(nodeErrs, validateNode(n, nodes.Index(i))...)
 	}
 	return joinInvalid(in.Request.Validate(), plancore.Invalid(ErrInvalidDevice, nodeErrs))
 }
@@ -488,40 +492,25 @@ func ChooseNode(fits []NodeFit, policy Policy) (NodeFit, bool) {
 	return best, found
 }
 
-// nodeScore is HAMi's default node score, summed over the vendors the pod
-// requests: 10 × (used/count + usedCores/cores + usedMem/mem) over that vendor's
-// devices, taken before the pod is added.
-func nodeScore(n Node, reqs []Request) float64 {
-	var vendors []string
-	for _, r := range reqs {
-		vendors = append(vendors, r.Type)
+// nodeScore is HAMi's default node score (policy.ComputeDefaultScore), in
+// float32 as HAMi computes it: 10 × (used/count + usedCores/cores +
+// usedMem/mem) summed over every device of the node, whatever its vendor,
+// taken before the pod is added (0 when a total is 0), plus BackendScore.
+func nodeScore(n Node) float64 {
+	var used, count, usedCores, cores, usedMem, mem int64
+	for _, d := range n.Devices {
+		used += int64(d.Used)
+		count += int64(d.Count)
+		usedCores += int64(d.UsedCores)
+		cores += int64(d.Cores)
+		usedMem += int64(d.UsedMemoryMiB)
+		mem += int64(d.MemoryMiB)
 	}
-	slices.Sort(vendors)
-	vendors = slices.Compact(vendors)
-	score := n.BackendScore
-	for _, v := range vendors {
-		var used, count, usedCores, cores, usedMem, mem float64
-		for _, d := range n.Devices {
-			if d.Vendor != v {
-				continue
-			}
-			used += float64(d.Used)
-			count += float64(d.Count)
-			usedCores += float64(d.UsedCores)
-			cores += float64(d.Cores)
-			usedMem += float64(d.UsedMemoryMiB)
-			mem += float64(d.MemoryMiB)
-		}
-		score += 10 * (ratio(used, count) + ratio(usedCores, cores) + ratio(usedMem, mem))
+	if count == 0 || cores == 0 || mem == 0 {
+		return n.BackendScore
 	}
-	return score
-}
-
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return a / b
+	s := float32(10) * (float32(used)/float32(count) + float32(usedCores)/float32(cores) + float32(usedMem)/float32(mem))
+	return float64(s) + n.BackendScore
 }
 
 // fitState is the mutable working copy of one node during a fit.
@@ -540,7 +529,7 @@ func (s fitState) clone() fitState {
 // without the other init containers (they run one after another), app
 // containers accumulating on their own copy, so the pod's footprint is its peak.
 func fitNode(n Node, req FitRequest) NodeFit {
-	out := NodeFit{Node: n.Name, Score: nodeScore(n, req.Requests), Reason: Reason{Code: ReasonNodeFits, Message: "every request fits"}}
+	out := NodeFit{Node: n.Name, Score: nodeScore(n), Reason: Reason{Code: ReasonNodeFits, Message: "every request fits"}}
 	if len(req.Requests) == 0 {
 		out.Fits = true
 		return out

@@ -112,10 +112,7 @@ func TestPropMIGPlacementsNeverOverlap(t *testing.T) {
 			if res.Node == "" {
 				continue
 			}
-			usage := gpu.PodUsage{Node: "n"}
-			for _, a := range res.Containers[0].Devices {
-				usage.MIG = append(usage.MIG, a)
-			}
+			usage := gpu.PodUsage{Node: "n", MIG: res.Containers[0].Devices}
 			if devs, err = gpu.AddPodUsage(devs, usage); err != nil {
 				t.Fatal(err)
 			}

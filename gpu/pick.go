@@ -13,7 +13,7 @@ import (
 // device.go): the devices in policy order, walked from the end so the best
 // candidate is tried first, each checked in HAMi's order.
 func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]Allocation, []Rejection) {
-	var typeDevs []int
+	typeDevs := make([]int, 0, len(st.devs))
 	mig := false
 	for i, d := range st.devs {
 		if d.Vendor == r.Type {
@@ -28,7 +28,7 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 		return nil, []Rejection{{Code: NodeInsufficientDevice}}
 	}
 	p := &picker{st: st, r: r, req: req, sel: selectorFor(req.Selectors, r.Type), cores: min(r.Cores, 100),
-		need: r.Nums, quotaMem: st.quotaMem, quotaCores: st.quotaCores, prevNUMA: -1,
+		need: r.Nums, picked: make([]pick, 0, min(int(r.Nums), len(typeDevs))), quotaMem: st.quotaMem, quotaCores: st.quotaCores, prevNUMA: -1,
 		mutex: req.Exclusive || slices.Contains(req.GPUPolicy, Mutex), topology: slices.Contains(req.GPUPolicy, TopologyAware),
 		numaBind: req.NUMABind && r.Type == "NVIDIA"}
 	order := deviceOrder(st.devs, typeDevs, r, req)
@@ -417,75 +417,117 @@ func deviceScore(d Device, r Request, w Weights) float32 {
 // its single-policy sort keeps registration order for up to 12 devices.
 func deviceOrder(devs []Device, idx []int, r Request, req FitRequest) []int {
 	w := req.Weights.orDefault()
-	scores := make([]float32, len(devs))
+	o := orderer{devs: devs, scores: make([]float32, len(devs))}
 	for _, i := range idx {
-		scores[i] = deviceScore(devs[i], r, w)
+		o.scores[i] = deviceScore(devs[i], r, w)
 	}
-	less := singleLess(req, devs, scores)
 	if len(req.GPUPolicy) > 1 || (len(req.GPUPolicy) == 1 && req.GPUPolicy[0] == NUMAOrder) {
-		less = chainLess(req, devs, scores)
+		o.setChain(req)
+	} else {
+		o.setSingle(req)
 	}
 	order := slices.Clone(idx)
-	slices.SortStableFunc(order, func(a, b int) int {
-		return cmp.Or(less(a, b), cmp.Compare(devs[a].Index, devs[b].Index), cmp.Compare(a, b))
-	})
+	slices.SortStableFunc(order, o.compare)
 	return order
 }
 
-// singleLess compares two devices under a single (or no) GPU policy.
-func singleLess(req FitRequest, devs []Device, scores []float32) func(a, b int) int {
+// sortKey is one key of a device order: score ascending (binpack) or
+// descending (spread), NUMA ascending or descending, or use descending
+// (mutex).
+type sortKey uint8
+
+const (
+	keyScoreAsc sortKey = iota
+	keyScoreDesc
+	keyNUMAAsc
+	keyNUMADesc
+	keyUsedDesc
+)
+
+// orderer compares device indices by up to three keys, then by index and
+// position. A struct rather than closures keeps a fit's allocations per node
+// constant.
+type orderer struct {
+	devs   []Device
+	scores []float32
+	keys   [3]sortKey
+	n      int
+}
+
+func (o *orderer) add(k sortKey) { o.keys[o.n] = k; o.n++ }
+
+// setSingle sets the keys of a single (or no) GPU policy.
+func (o *orderer) setSingle(req FitRequest) {
 	policy := Spread
 	if len(req.GPUPolicy) == 1 {
 		policy = req.GPUPolicy[0]
 	}
-	numa := func(a, b int) int { return cmp.Compare(devs[a].NUMA, devs[b].NUMA) }
-	asc := func(a, b int) int { return cmp.Compare(scores[a], scores[b]) }
-	desc := func(a, b int) int { return cmp.Compare(scores[b], scores[a]) }
 	switch {
 	case policy == Mutex:
-		return func(a, b int) int { return cmp.Or(cmp.Compare(devs[b].Used, devs[a].Used), numa(a, b)) }
+		o.add(keyUsedDesc)
+		o.add(keyNUMAAsc)
 	case req.NUMABind && policy == Binpack:
-		return func(a, b int) int { return cmp.Or(numa(b, a), asc(a, b)) }
+		o.add(keyNUMADesc)
+		o.add(keyScoreAsc)
 	case req.NUMABind:
-		return func(a, b int) int { return cmp.Or(numa(a, b), desc(a, b)) }
+		o.add(keyNUMAAsc)
+		o.add(keyScoreDesc)
 	case policy == Binpack:
-		return func(a, b int) int { return cmp.Or(asc(a, b), numa(a, b)) }
+		o.add(keyScoreAsc)
+		o.add(keyNUMAAsc)
 	default:
-		return func(a, b int) int { return cmp.Or(desc(a, b), numa(a, b)) }
+		o.add(keyScoreDesc)
+		o.add(keyNUMAAsc)
 	}
 }
 
-// chainLess compares two devices under a chain of sort keys.
-func chainLess(req FitRequest, devs []Device, scores []float32) func(a, b int) int {
-	var chain []Policy
+// setChain sets the keys of a chain: binpack, spread and numa in the order
+// written, each once, spread when none, numa first under numa-bind.
+func (o *orderer) setChain(req FitRequest) {
+	if req.NUMABind {
+		o.add(keyNUMAAsc)
+	}
+	seen := [3]bool{}
 	for _, p := range req.GPUPolicy {
-		if (p == Binpack || p == Spread || p == NUMAOrder) && !slices.Contains(chain, p) {
-			chain = append(chain, p)
-		}
-	}
-	if len(chain) == 0 {
-		chain = []Policy{Spread}
-	}
-	if req.NUMABind && chain[0] != NUMAOrder {
-		chain = append([]Policy{NUMAOrder}, slices.DeleteFunc(chain, func(p Policy) bool { return p == NUMAOrder })...)
-	}
-	return func(a, b int) int {
-		for _, key := range chain {
-			var c int
-			switch key {
-			case Binpack:
-				c = cmp.Compare(scores[a], scores[b])
-			case Spread:
-				c = cmp.Compare(scores[b], scores[a])
-			case NUMAOrder:
-				c = cmp.Compare(devs[a].NUMA, devs[b].NUMA)
-			}
-			if c != 0 {
-				return c
+		switch {
+		case p == Binpack && !seen[0]:
+			seen[0] = true
+			o.add(keyScoreAsc)
+		case p == Spread && !seen[1]:
+			seen[1] = true
+			o.add(keyScoreDesc)
+		case p == NUMAOrder && !seen[2]:
+			seen[2] = true
+			if !req.NUMABind {
+				o.add(keyNUMAAsc)
 			}
 		}
-		return 0
 	}
+	if !seen[0] && !seen[1] && !seen[2] {
+		o.add(keyScoreDesc)
+	}
+}
+
+func (o *orderer) compare(a, b int) int {
+	for _, k := range o.keys[:o.n] {
+		var c int
+		switch k {
+		case keyScoreAsc:
+			c = cmp.Compare(o.scores[a], o.scores[b])
+		case keyScoreDesc:
+			c = cmp.Compare(o.scores[b], o.scores[a])
+		case keyNUMAAsc:
+			c = cmp.Compare(o.devs[a].NUMA, o.devs[b].NUMA)
+		case keyNUMADesc:
+			c = cmp.Compare(o.devs[b].NUMA, o.devs[a].NUMA)
+		case keyUsedDesc:
+			c = cmp.Compare(o.devs[b].Used, o.devs[a].Used)
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return cmp.Or(cmp.Compare(o.devs[a].Index, o.devs[b].Index), cmp.Compare(a, b))
 }
 
 func selectorFor(sels []Selector, typ string) Selector {
