@@ -46,7 +46,8 @@
 //
 // Invalid input is refused with every problem at once: Decide, StartBind,
 // Options.Validate, AddUsage, NewRegistry and Registry.With, DetectRequests,
-// RequiredLocks, FitRequestFromPod, DecodeAllocations and ParseLockEpochs
+// RequiredLocks, FitRequestFromPod, DecodeAllocations, DecodeNode,
+// DecodePodUsage, AddPodUsage, FilterAnnotations and ParseLockEpochs
 // return a *plancore.InvalidError naming each field path and bad value
 // (nodes[1].devices[0].id, request.requests[0].nums, now,
 // options.retryDeadline, allocs[2].memoryMiB, types[2].type,
