@@ -121,7 +121,9 @@
 //     where HAMi skips the vendor or the pod;
 //   - the topology-aware search stops at 100,000 combinations and keeps the
 //     first devices in walk order (HAMi enumerates them all);
-//   - numa-bind and the device cordon apply to NVIDIA only, as in HAMi.
+//   - numa-bind, the device cordon and topology-aware apply to NVIDIA only,
+//     as in HAMi; mutex applies to every vendor (HAMi's Enflame GCU and
+//     whole Kunlun XPU ignore it).
 //
 // MIG instances are placed as HAMi v2.10 places them: on a device in MIG
 // mode, the smallest registered profile holding the request's memory that

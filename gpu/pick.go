@@ -29,7 +29,7 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 	}
 	p := &picker{st: st, r: r, req: req, sel: selectorFor(req.Selectors, r.Type), cores: min(r.Cores, 100),
 		need: r.Nums, picked: make([]pick, 0, min(int(r.Nums), len(typeDevs))), quotaMem: st.quotaMem, quotaCores: st.quotaCores, prevNUMA: -1,
-		mutex: req.Exclusive || slices.Contains(req.GPUPolicy, Mutex), topology: slices.Contains(req.GPUPolicy, TopologyAware),
+		mutex: req.Exclusive || slices.Contains(req.GPUPolicy, Mutex), topology: slices.Contains(req.GPUPolicy, TopologyAware) && r.Type == "NVIDIA",
 		numaBind: req.NUMABind && r.Type == "NVIDIA"}
 	order := deviceOrder(st.devs, typeDevs, r, req)
 	for i := len(order) - 1; i >= 0 && (p.topology || p.need > 0); i-- {
