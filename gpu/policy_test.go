@@ -127,3 +127,21 @@ func TestFitRequestFromPodPolicies(t *testing.T) {
 		t.Fatalf("topology-aware: %v %v", fr.GPUPolicy, err)
 	}
 }
+
+// TestTopologyAwareIsNVIDIAOnly: HAMi reads topology-aware in NVIDIA's Fit
+// alone; another vendor's request is ordered as under spread.
+func TestTopologyAwareIsNVIDIAOnly(t *testing.T) {
+	dcu := func(id string, idx int) gpu.Device {
+		return gpu.Device{ID: id, Index: idx, Vendor: "DCU", Model: "Z100", Count: 4, MemoryMiB: 8000, Cores: 100, Healthy: true}
+	}
+	node := gpu.Node{Name: "n", Devices: []gpu.Device{dcu("d0", 0), dcu("d1", 1), dcu("d2", 2)},
+		PairScores: []gpu.PairScore{{From: "d0", To: "d1", Score: 500}}}
+	req := gpu.FitRequest{Requests: []gpu.Request{{Container: "c", Type: "DCU", Nums: 2, MemoryMiB: 1000}}, GPUPolicy: []gpu.Policy{gpu.TopologyAware}}
+	res, err := fit([]gpu.Node{node}, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := chosen(t, res); got != "n/d2,d1" {
+		t.Fatalf("chose %s, want n/d2,d1 (spread, highest index first)", got)
+	}
+}
