@@ -268,7 +268,6 @@ func TestDecodePodUsageNamesEveryProblem(t *testing.T) {
 	want := []string{
 		"metadata.annotations[hami.io/amd-devices-allocated].containers[0].devices[0]",
 		"metadata.annotations[hami.io/vgpu-devices-allocated].containers[0].devices[0].memoryMiB",
-		"metadata.annotations[hami.io/vgpu-devices-allocated].containers[1].devices[0].type",
 		"metadata.annotations[hami.io/vgpu-mig-allocations][0].gpuUUID",
 		"metadata.annotations[hami.io/vgpu-mig-allocations][1]",
 	}

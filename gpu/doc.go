@@ -132,9 +132,9 @@
 // the lowest), the same device tried again for the next instance; no such
 // placement is the reason CardMigTopologyInfeasible.
 //
-// Not modelled: each vendor's own Fit beyond NVIDIA's checks (plancore fits
-// every vendor with NVIDIA's, so AMD's compute-unit cores and Enflame's DRS
-// slices are compared as plain numbers), Enflame's and AWS Neuron's node
+// Not modelled: each vendor's own Fit beyond NVIDIA's checks and AMD's
+// compute-unit share (plancore fits the other vendors with NVIDIA's checks,
+// so Enflame's DRS slices, for instance, are compared as plain numbers), Enflame's and AWS Neuron's node
 // registers (build their devices by hand), and the vendor-specific
 // annotations those vendors' PatchAnnotations add.
 package gpu

@@ -145,6 +145,9 @@ func (p *picker) room(idx int) (pick, int) {
 	if mem == 0 {
 		mem = int32(int64(d.MemoryMiB) * int64(p.r.MemoryPercent) / 100)
 	}
+	if p.r.CoresShare {
+		return p.roomShare(idx, mem)
+	}
 	q := p.req.Quota
 	switch {
 	case (q.LimitMemory && p.quotaMem+int64(mem) > q.MemoryMiB) || (q.LimitCores && p.quotaCores+int64(p.cores) > q.Cores):
@@ -167,6 +170,30 @@ func (p *picker) room(idx int) (pick, int) {
 		pk.mem, pk.cores, pk.profile, pk.placement = prof.MemoryMiB, prof.Cores, prof.Name, pl
 	}
 	return pk, -1
+}
+
+// roomShare is room for a request whose cores are a share of the device's
+// compute units (HAMi's AMD Fit): memory, then that share of the cores (at
+// least one, at most all; a whole-memory request without cores takes them
+// all). HAMi's AMD Fit has no quota, exclusivity or exhausted-compute check.
+func (p *picker) roomShare(idx int, mem int32) (pick, int) {
+	d := &p.st.devs[idx]
+	if int64(d.MemoryMiB)-int64(d.UsedMemoryMiB) < int64(mem) {
+		return pick{}, rCardInsufficientMemory
+	}
+	var cores int32
+	switch {
+	case p.r.Cores > 0 && d.Cores <= 0:
+		return pick{}, rCardInsufficientCore
+	case p.r.Cores > 0:
+		cores = min(max(int32(int64(d.Cores)*int64(min(p.r.Cores, 100))/100), 1), d.Cores)
+	case d.MemoryMiB > 0 && mem >= d.MemoryMiB:
+		cores = d.Cores
+	}
+	if int64(d.Cores)-int64(d.UsedCores) < int64(cores) {
+		return pick{}, rCardInsufficientCore
+	}
+	return pick{idx: idx, mem: mem, cores: cores}, -1
 }
 
 // occupied returns the MIG slices of device idx in use: placed before, and

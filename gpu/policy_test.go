@@ -2,6 +2,7 @@ package gpu_test
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -143,5 +144,52 @@ func TestTopologyAwareIsNVIDIAOnly(t *testing.T) {
 	}
 	if got := chosen(t, res); got != "n/d2,d1" {
 		t.Fatalf("chose %s, want n/d2,d1 (spread, highest index first)", got)
+	}
+}
+
+// TestAMDCoresAreAShareOfComputeUnits: HAMi's AMD Fit takes the core
+// percentage of each GPU's own compute units, and its allocation entries
+// carry the GPU's product name.
+func TestAMDCoresAreAShareOfComputeUnits(t *testing.T) {
+	reg := gpu.DefaultRegistry()
+	amd := func(id string, idx int) gpu.Device {
+		return gpu.Device{ID: id, Index: idx, Vendor: "AMD", Model: "AMD-MI300X", Count: 4, MemoryMiB: 196608, Cores: 304, Healthy: true}
+	}
+	busy := amd("a1", 1)
+	busy.Used, busy.UsedMemoryMiB, busy.UsedCores = 1, 1000, 200
+	node := gpu.Node{Name: "n", Devices: []gpu.Device{amd("a0", 0), busy}}
+	pod := podWith(nil, []corev1.Container{ctr("c", rl("amd.com/gpu", "1", "amd.com/gpumem", "8192", "amd.com/gpucores", "50"))})
+	pod.Annotations = map[string]string{gpu.AnnoGPUPolicy: "binpack"}
+	fr, err := gpu.FitRequestFromPod(pod, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Binpack tries the busy a1 first: half of 304 CUs is 152, only 104 are free.
+	res, err := fit([]gpu.Node{node}, fr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Containers; len(got) != 1 || len(got[0].Devices) != 1 || got[0].Devices[0] != (gpu.Allocation{UUID: "a0", Type: "AMD", MemoryMiB: 8192, Cores: 152}) {
+		t.Fatalf("assignment %+v (%s)", got, res.Nodes[0].Message())
+	}
+	annos, err := gpu.FilterAnnotations(gpu.FilterChoice{Pod: pod, Node: node, Containers: res.Containers, Now: time.Unix(1, 0), Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if annos["hami.io/amd-devices-to-allocate"] != "a0,AMD-MI300X,8192,152:;" || annos["hami.io/amd-devices-allocated"] != "a0,AMD-MI300X,8192,152:;" {
+		t.Fatalf("annotations %v", annos)
+	}
+	// A whole-memory request without cores takes every compute unit.
+	pod.Spec.Containers[0] = ctr("c", rl("amd.com/gpu", "2"))
+	fr, err = gpu.FitRequestFromPod(pod, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = fit([]gpu.Node{node}, fr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := res.Nodes[0].Message(); res.Node != "" || msg != "1/2 AllocatedCardsInsufficientRequest, 1/2 CardInsufficientMemory" {
+		t.Fatalf("got %+v %q", res.Containers, msg)
 	}
 }

@@ -216,12 +216,12 @@ func TestVendorAWSNeuron(t *testing.T) {
 
 func TestVendorAMD(t *testing.T) {
 	runVendorCases(t, "AMD", []vendorCase{
-		{name: "whole card defaults to cores 100", limits: []string{"amd.com/gpu", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 100}},
+		{name: "whole card defaults to cores 100", limits: []string{"amd.com/gpu", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 100, CoresShare: true}},
 		{name: "memory and cores", limits: []string{"amd.com/gpu", "1", "amd.com/gpumem", "8192", "amd.com/gpucores", "50"},
-			want: &gpu.Request{Nums: 1, MemoryMiB: 8192, Cores: 50}},
+			want: &gpu.Request{Nums: 1, MemoryMiB: 8192, Cores: 50, CoresShare: true}},
 		{name: "cores 0 refused", limits: []string{"amd.com/gpu", "1", "amd.com/gpucores", "0"}, badField: "resources.limits[amd.com/gpucores]"},
 		{name: "cores 101 refused", limits: []string{"amd.com/gpu", "1", "amd.com/gpucores", "101"}, badField: "resources.limits[amd.com/gpucores]"},
-		{name: "cores 100 accepted", limits: []string{"amd.com/gpu", "1", "amd.com/gpucores", "100"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 100}},
+		{name: "cores 100 accepted", limits: []string{"amd.com/gpu", "1", "amd.com/gpucores", "100"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 100, CoresShare: true}},
 		{name: "requests are ignored", requests: []string{"amd.com/gpu", "1"}},
 		{name: "zero count asks nothing", limits: []string{"amd.com/gpu", "0"}},
 		{name: "negative memory", limits: []string{"amd.com/gpu", "1", "amd.com/gpumem", "-1"}, badField: "resources.limits[amd.com/gpumem]"},
