@@ -215,7 +215,9 @@ func decodeJSONRegister(s string, p *field.Path) ([]Device, field.ErrorList) {
 	}
 	out := make([]Device, len(list))
 	for i, r := range list {
-		idx := i
+		// HAMi omits a zero index (omitempty), so an absent one is 0; equal
+		// indices keep their list order.
+		idx := 0
 		if r.Index != nil {
 			idx = *r.Index
 		}

@@ -292,7 +292,7 @@ func FilterAnnotations(c FilterChoice) (map[string]string, error) {
 			}
 		}
 		var list []ContainerAllocation
-		any := false
+		holds := false
 		for _, k := range order {
 			ca := byName[k]
 			var mine []Allocation
@@ -301,12 +301,12 @@ func FilterAnnotations(c FilterChoice) (map[string]string, error) {
 					mine = append(mine, a)
 				}
 			}
-			any = any || len(mine) > 0
+			holds = holds || len(mine) > 0
 			if len(mine) > 0 || padded {
 				list = append(list, ContainerAllocation{Container: k.name, Init: k.init, Devices: mine})
 			}
 		}
-		if !any && !padded {
+		if !holds && !padded {
 			continue
 		}
 		enc := EncodeAllocations(list, t.Type)
