@@ -77,7 +77,7 @@ func genFitRequest(t *rapid.T) gpu.FitRequest {
 		return 1
 	})
 	req.NodePolicy = rapid.SampledFrom([]gpu.Policy{"", gpu.Binpack, gpu.Spread}).Draw(t, "nodePolicy")
-	req.GPUPolicy = rapid.SliceOfN(rapid.SampledFrom([]gpu.Policy{gpu.Binpack, gpu.Spread, gpu.NUMAOrder}), 0, 2).Draw(t, "gpuPolicy")
+	req.GPUPolicy = rapid.SliceOfN(rapid.SampledFrom([]gpu.Policy{gpu.Binpack, gpu.Spread, gpu.NUMAOrder, gpu.Mutex, gpu.TopologyAware}), 0, 2).Draw(t, "gpuPolicy")
 	req.NUMABind = rapid.Bool().Draw(t, "numaBind")
 	req.Exclusive = rapid.Float64Range(0, 1).Draw(t, "exclusive") < 0.2
 	if rapid.Bool().Draw(t, "selector") {
@@ -104,15 +104,28 @@ func TestPropFitNeverOverassigns(t *testing.T) {
 		for _, f := range res.Nodes {
 			n := byName[f.Node]
 			if !f.Fits {
+				// Reasons count the failed request's type's devices only.
+				ofType := 0
+				for _, d := range n.Devices {
+					if d.Vendor == f.FailedType {
+						ofType++
+					}
+				}
 				sum := 0
 				for _, r := range f.Rejections {
 					sum += r.Count
-					if r.Total != len(n.Devices) {
-						t.Fatalf("%s: reason %s total, node has %d devices", f.Node, r, len(n.Devices))
+					if r.Code == gpu.NodeInsufficientDevice {
+						if r.Total != 0 || len(f.Rejections) != 1 {
+							t.Fatalf("%s: %q", f.Node, f.Message())
+						}
+						continue
+					}
+					if r.Total != ofType {
+						t.Fatalf("%s: reason %s total, node has %d %s devices", f.Node, r, ofType, f.FailedType)
 					}
 				}
-				if sum > len(n.Devices) {
-					t.Fatalf("%s: reasons %q count %d devices, node has %d", f.Node, f.Message(), sum, len(n.Devices))
+				if sum > ofType {
+					t.Fatalf("%s: reasons %q count %d devices, node has %d of the type", f.Node, f.Message(), sum, ofType)
 				}
 				continue
 			}
@@ -251,9 +264,9 @@ func TestPropFitMatchesNaiveReference(t *testing.T) {
 			cores := int64(min(r.Cores, 100))
 			ok := d.Vendor == r.Type && d.Healthy && !d.Cordoned &&
 				!(req.Selectors != nil && d.Vendor == "NVIDIA" && d.Model == "V100") &&
-				d.Used < d.Count && !(req.Exclusive && d.Used > 0) &&
+				d.Used < d.Count && !((req.Exclusive || slices.Contains(req.GPUPolicy, gpu.Mutex)) && d.Used > 0) &&
 				int64(d.MemoryMiB-d.UsedMemoryMiB) >= mem && int64(d.Cores-d.UsedCores) >= cores &&
-				!(cores == 100 && d.Used > 0) && !(cores == 0 && d.UsedCores >= d.Cores)
+				!(d.Cores == 100 && cores == 100 && d.Used > 0) && !(d.Cores != 0 && cores == 0 && d.UsedCores >= d.Cores)
 			any = any || ok
 		}
 		if got := res.Nodes[0].Fits; got != any {
