@@ -182,14 +182,6 @@ const (
 	// CardMigTopologyInfeasible: no MIG profile of the device large enough
 	// for the request has a free placement.
 	CardMigTopologyInfeasible ReasonCode = "CardMigTopologyInfeasible"
-	// NodeHasNoDevices was the reason for a node without devices; Fit now
-	// says NodeInsufficientDevice there, as HAMi does. The code is no
-	// longer produced and stays so that code listing every code compiles.
-	NodeHasNoDevices ReasonCode = "NodeHasNoDevices"
-	// MigPlacementUnsupported was the reason for a device in MIG mode before
-	// Fit placed MIG instances; it is no longer produced and stays so that
-	// code listing every code compiles.
-	MigPlacementUnsupported ReasonCode = "MigPlacementUnsupported"
 )
 
 // Reason codes of a node's and a plan's outcome.
