@@ -14,6 +14,7 @@ require (
 	k8s.io/apimachinery v0.31.14
 	k8s.io/client-go v0.31.14
 	k8s.io/klog/v2 v2.130.1
+	k8s.io/kube-scheduler v0.31.13
 	k8s.io/utils v0.0.0-20240711033017-18e509b52bc8
 	pgregory.net/rapid v1.3.0
 	sigs.k8s.io/controller-runtime v0.19.4
