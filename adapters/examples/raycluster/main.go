@@ -237,12 +237,16 @@ func run(ctx context.Context, out io.Writer, podEvents *kube.PodObserver) error 
 	if err := setup.Get(ctx, client.ObjectKeyFromObject(rc), rc); err != nil {
 		return err
 	}
+	// A merge patch of the spec, without a resourceVersion: the controller
+	// writes the status at the same time, and the spec change must not
+	// conflict with it.
+	before := rc.DeepCopy()
 	groups, _, _ := unstructured.NestedSlice(rc.Object, "spec", "workerGroupSpecs")
 	groups[0].(map[string]any)["replicas"] = int64(5)
 	if err := unstructured.SetNestedSlice(rc.Object, groups, "spec", "workerGroupSpecs"); err != nil {
 		return err
 	}
-	if err := setup.Update(ctx, rc); err != nil {
+	if err := setup.Patch(ctx, rc, client.MergeFrom(before)); err != nil {
 		return err
 	}
 	if err := step("scaled to 5 workers", 5); err != nil {
