@@ -22,9 +22,9 @@ import (
 //go:embed lua/capacity_*.lua
 var capacityLua embed.FS
 
-// capacityScript builds one operation's script: the shared library followed
+// capacitySource returns one operation's script: the shared library followed
 // by the operation's body, so every script is self-contained on the server.
-func capacityScript(name string) *goredis.Script {
+func capacitySource(name string) string {
 	lib, err := capacityLua.ReadFile("lua/capacity_lib.lua")
 	if err != nil {
 		panic(err) // embedded at build time: cannot fail
@@ -33,21 +33,23 @@ func capacityScript(name string) *goredis.Script {
 	if err != nil {
 		panic(err)
 	}
-	return goredis.NewScript(string(lib) + "\n" + string(body))
+	return string(lib) + "\n" + string(body)
 }
 
-// capacityStandalone builds a script that does without the library: the
-// hot single reserve, written out flat.
-func capacityStandalone(name string) *goredis.Script {
-	body, err := capacityLua.ReadFile("lua/capacity_" + name + ".lua")
+func capacityScript(name string) *goredis.Script { return goredis.NewScript(capacitySource(name)) }
+
+// capacityReserve builds the reserve script: its flat hot path, then the
+// library and the full read for the cases the hot path leaves.
+func capacityReserve() *goredis.Script {
+	hot, err := capacityLua.ReadFile("lua/capacity_reserve_hot.lua")
 	if err != nil {
 		panic(err) // embedded at build time: cannot fail
 	}
-	return goredis.NewScript("redis.replicate_commands()\n" + string(body))
+	return goredis.NewScript("redis.replicate_commands()\n" + string(hot) + "\n" + capacitySource("reserve"))
 }
 
 var (
-	capReserve      = capacityStandalone("reserve")
+	capReserve      = capacityReserve()
 	capReserveBatch = capacityScript("reserve_batch")
 	capAck          = capacityScript("ack")
 	capRelease      = capacityScript("release")

@@ -3,13 +3,14 @@
 -- Returns 1 if a lease was dropped, else 0.
 local now = clock(ARGV[2])
 local key, rid = KEYS[1], ARGV[1]
-local n = readnode(key, now, rid)
-local h = n.held
+local n = readnode(key, now, {rid})
+local h = n.held[rid]
+local out = 0
 if h and h > 0 then
   n.nd = n.nd + 1
   n.dead[n.nd] = rid
-  purge(key, n)
-  return 1
+  droplease(n, rid)
+  out = 1
 end
-purge(key, n)
-return 0
+flush(key, n)
+return out
