@@ -22,9 +22,9 @@ import (
 //go:embed lua/capacity_*.lua
 var capacityLua embed.FS
 
-// capacitySource returns one operation's script: the shared library followed
+// capacityScript builds one operation's script: the shared library followed
 // by the operation's body, so every script is self-contained on the server.
-func capacitySource(name string) string {
+func capacityScript(name string) *goredis.Script {
 	lib, err := capacityLua.ReadFile("lua/capacity_lib.lua")
 	if err != nil {
 		panic(err) // embedded at build time: cannot fail
@@ -33,23 +33,21 @@ func capacitySource(name string) string {
 	if err != nil {
 		panic(err)
 	}
-	return string(lib) + "\n" + string(body)
+	return goredis.NewScript(string(lib) + "\n" + string(body))
 }
 
-func capacityScript(name string) *goredis.Script { return goredis.NewScript(capacitySource(name)) }
-
-// capacityReserve builds the reserve script: its flat hot path, then the
-// library and the full read for the cases the hot path leaves.
-func capacityReserve() *goredis.Script {
-	hot, err := capacityLua.ReadFile("lua/capacity_reserve_hot.lua")
+// capacityStandalone builds a script that does without the library: the
+// hot single reserve, written out flat.
+func capacityStandalone(name string) *goredis.Script {
+	body, err := capacityLua.ReadFile("lua/capacity_" + name + ".lua")
 	if err != nil {
 		panic(err) // embedded at build time: cannot fail
 	}
-	return goredis.NewScript("redis.replicate_commands()\n" + string(hot) + "\n" + capacitySource("reserve"))
+	return goredis.NewScript("redis.replicate_commands()\n" + string(body))
 }
 
 var (
-	capReserve      = capacityReserve()
+	capReserve      = capacityStandalone("reserve")
 	capReserveBatch = capacityScript("reserve_batch")
 	capAck          = capacityScript("ack")
 	capRelease      = capacityScript("release")

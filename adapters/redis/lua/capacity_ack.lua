@@ -5,37 +5,34 @@
 -- Returns the status.
 local now = clock(ARGV[7])
 local key, rid = KEYS[1], ARGV[1]
-local n = readnode(key, now, {rid})
-local h = n.held[rid]
+local n = readnode(key, now, rid)
+local h = n.held
 if ARGV[6] == 'max' then
   -- The seed releases the reservation on ACK and has no fence.
   if h and h > 0 then
     n.nd = n.nd + 1
     n.dead[n.nd] = rid
-    droplease(n, rid)
-    flush(key, n)
+    purge(key, n)
     return ACK_OK
   end
-  flush(key, n)
+  purge(key, n)
   return ACK_LATE
 end
 if not n.known or n.epoch ~= tonumber(ARGV[2]) then
-  flush(key, n)
+  purge(key, n)
   return ACK_EPOCH_MISMATCH
 end
 if h and h <= 0 then
-  flush(key, n)
+  purge(key, n)
   return ACK_DUPLICATE
 end
 local status = ACK_OK
 if not h then
   if ARGV[4] == '1' then
-    flush(key, n)
+    purge(key, n)
     return ACK_EXPIRED
   end
   status = ACK_LATE
-else
-  droplease(n, rid)
 end
 purge(key, n)
 -- The acked entries live a lifetime from now (only ever extended while
@@ -43,10 +40,6 @@ purge(key, n)
 local ax = now + tonumber(ARGV[5])
 if n.na > 0 and n.ax > ax then
   ax = n.ax
-end
-n.na = n.na + 1
-if tonumber(ARGV[3]) > tonumber(n.p and n.p[10] or 0) then
-  n.sunc = n.sunc + 1
 end
 local kx = lives(key, n, now, ax) or n.kx
 redis.call('HSET', key, rid, '-' .. ARGV[3], '', state(n, ax, kx))

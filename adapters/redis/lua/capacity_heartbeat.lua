@@ -6,17 +6,17 @@
 -- backwards 1 and the stored seq, else 0 and 0.
 local now = clock(ARGV[7])
 local key = KEYS[1]
-local n = readnode(key, now, {})
+local n = readnode(key, now, nil)
 local e, s = tonumber(ARGV[1]), tonumber(ARGV[2])
 if n.known then
   if e < n.epoch then
-    flush(key, n)
+    purge(key, n)
     return {HB_STALE, 0, 0}
   end
   if e == n.epoch and s <= n.seq then
-    flush(key, n)
+    purge(key, n)
     if s < n.seq then
-      return {HB_STALE, 1, n.p[10]}
+      return {HB_STALE, 1, n.w[3]}
     end
     return {HB_STALE, 0, 0}
   end
@@ -24,13 +24,10 @@ end
 -- A new boot drops every acked entry (whatever still runs is in running);
 -- the same boot drops the entries the previous heartbeat covered, which
 -- were tombstones for ACK retries during one interval.
-local keep, unc, same = 0, 0, n.known and e == n.epoch
+local keep, same = 0, n.known and e == n.epoch
 for x = 1, n.na do
   if same and n.aseq[x] > n.seq then
     keep = keep + 1
-    if n.aseq[x] > s then
-      unc = unc + 1
-    end
   else
     n.nd = n.nd + 1
     n.dead[n.nd] = n.afield[x]
@@ -43,7 +40,6 @@ if keep > 0 and ax < hx then
   ax = hx
 end
 local kx = lives(key, n, now, math.max(hx, ax)) or n.kx
-n.p = {hx, now, tonumber(ARGV[3]), tonumber(ARGV[4]), 0, 0, ax, kx, ARGV[1], ARGV[2], ARGV[5]}
-n.na, n.sunc = keep, unc
-redis.call('HSET', key, '', state(n, ax, kx))
+redis.call('HSET', key, '', ms(hx) .. ' ' .. ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ms(now) .. ' ' .. ARGV[4] .. ' ' ..
+  ms(ax) .. ' ' .. ms(kx) .. ' ' .. ARGV[5])
 return {HB_APPLIED, 0, 0}

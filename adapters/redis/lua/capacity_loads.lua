@@ -7,12 +7,10 @@
 local now = clock(ARGV[1])
 local out = {}
 for i = 1, #KEYS do
-  local n = readnode(KEYS[i], now, {})
+  local n = readnode(KEYS[i], now, nil)
   local w = ''
   if n.known then
-    local p = n.p
-    w = ms(p[1]) .. ' ' .. p[9] .. ' ' .. p[10] .. ' ' .. ms(p[3]) .. ' ' .. ms(p[2]) .. ' ' .. ms(p[4]) .. ' ' ..
-      ms(p[7]) .. ' ' .. ms(p[8]) .. ' ' .. p[11]
+    w = table.concat(n.w, ' ')
   end
   out[i] = {w, n.live, n.unc}
 end

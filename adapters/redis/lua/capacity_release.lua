@@ -3,14 +3,13 @@
 -- Returns 1 if a lease was dropped, else 0.
 local now = clock(ARGV[2])
 local key, rid = KEYS[1], ARGV[1]
-local n = readnode(key, now, {rid})
-local h = n.held[rid]
-local out = 0
+local n = readnode(key, now, rid)
+local h = n.held
 if h and h > 0 then
   n.nd = n.nd + 1
   n.dead[n.nd] = rid
-  droplease(n, rid)
-  out = 1
+  purge(key, n)
+  return 1
 end
-flush(key, n)
-return out
+purge(key, n)
+return 0

@@ -1,20 +1,95 @@
--- capacity_reserve.lua: reserve one slot, reading the node whole (HGETALL)
--- as capacity_lib.lua describes; it runs only when
--- capacity_reserve_hot.lua, which starts the script, cannot answer from the
--- node's state (no live heartbeat, or acked entries that may have lapsed).
--- The tests hold both paths to the same answers as
--- capacity_reserve_batch.lua, MemoryStore and the ledger.
+-- capacity_reserve.lua: reserve one slot. One key, and on the accept path
+-- two commands: HGETALL, then one HSET (plus HDEL when leases lapsed, PEXPIRE
+-- when the lease outlives what the key is known to live). The node's hash is
+-- read as capacity_lib.lua describes; this script does not include the
+-- library and is written out flat, without tables or closures, because it is
+-- the hot path: a call's server time is mostly fixed overhead. The tests hold
+-- it to the same answers as capacity_reserve_batch.lua, MemoryStore and the
+-- ledger.
 -- KEYS: the node's hash.
 -- ARGV: rid, max (0 = the node's), ttl_ms, heartbeat_timeout_ms, accounting
 --       ('sum' or 'max'), running (the caller's copy, read only by 'max'),
 --       now_ms ('' = TIME), the store's default max.
 -- Returns status, epoch, lease expiry, effective load, earliest pending expiry
 -- (statuses as in capacity_lib.lua).
--- now, key and rid are capacity_reserve_hot.lua's.
-local n = readnode(key, now, {rid})
-local held = n.held[rid]
-local sum = ARGV[5] ~= 'max'
-local maxj, hmax = tonumber(ARGV[2]), n.max
+local now
+if ARGV[7] ~= '' then
+  now = tonumber(ARGV[7])
+else
+  local t = redis.call('TIME')
+  now = t[1] * 1000 + math.floor(t[2] / 1000)
+end
+local key, rid = KEYS[1], ARGV[1]
+local a = redis.call('HGETALL', key)
+local w, held, live, first, nd, na = false, false, 0, 0, 0, 0
+local dead, aseq, afield
+for i = 1, #a, 2 do
+  local f = a[i]
+  if f == '' then
+    w = a[i + 1]
+  else
+    local v = tonumber(a[i + 1])
+    if v > now then
+      live = live + 1
+      if first == 0 or v < first then
+        first = v
+      end
+      if f == rid then
+        held = v
+      end
+    elseif v > 0 then
+      nd = nd + 1
+      if nd == 1 then
+        dead = {f}
+      else
+        dead[nd] = f
+      end
+    else
+      na = na + 1
+      if na == 1 then
+        aseq, afield = {-v}, {f}
+      else
+        aseq[na], afield[na] = -v, f
+      end
+      if f == rid then
+        held = v
+      end
+    end
+  end
+end
+local known, epoch, seq, run, recv, hmax, ax, kx = false, 0, 0, 0, 0, 0, 0, 0
+if w then
+  local hx, e, s, r, rc, m, x, k = string.match(w, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)')
+  hx, ax, kx = tonumber(hx), tonumber(x), tonumber(k)
+  if hx > 0 and now <= hx then
+    known, epoch, seq, run, recv, hmax = true, tonumber(e), tonumber(s), tonumber(r), tonumber(rc), tonumber(m)
+  end
+end
+local unc = 0
+if na > 0 then
+  if now > ax then
+    -- The acked entries outlived their lifetime: they go.
+    for x = 1, na do
+      nd = nd + 1
+      if nd == 1 then
+        dead = {afield[x]}
+      else
+        dead[nd] = afield[x]
+      end
+    end
+    if held and held <= 0 then
+      held = false
+    end
+  else
+    for x = 1, na do
+      if aseq[x] > seq then
+        unc = unc + 1
+      end
+    end
+  end
+end
+local sum, ttl = ARGV[5] ~= 'max', tonumber(ARGV[3])
+local maxj = tonumber(ARGV[2])
 if hmax > 0 and maxj > 0 and hmax ~= maxj then
   maxj = -1
 elseif hmax > 0 then
@@ -28,48 +103,58 @@ if not sum then
 end
 local eff
 if sum then
-  eff = n.run + n.live + n.unc
+  eff = run + live + unc
 else
-  eff = math.max(running, n.live)
+  eff = math.max(running, live)
 end
 local status, expiry, earliest = 0, 0, 0
 if maxj < 0 then
-  status = RESERVE_LIMIT
+  status = 6 -- LIMIT_MISMATCH
 elseif held then
-  status = RESERVE_DUPLICATE
+  status = 2 -- DUPLICATE
   if held > 0 then
     expiry = held
   end
-elseif sum and not n.known then
-  status = RESERVE_UNKNOWN_NODE
-elseif sum and now - n.recv > tonumber(ARGV[4]) then
-  status = RESERVE_STALE
+elseif sum and not known then
+  status = 4 -- UNKNOWN_NODE
+elseif sum and now - recv > tonumber(ARGV[4]) then
+  status = 5 -- STALE_HEARTBEAT
 elseif eff >= maxj then
-  status, earliest = RESERVE_FULL, n.first
+  status, earliest = 3, first -- FULL
 else
-  status, expiry = RESERVE_OK, now + tonumber(ARGV[3])
+  status, expiry = 1, now + ttl -- OK
   if sum then
     eff = eff + 1
   else
-    eff = math.max(running, n.live + 1)
+    eff = math.max(running, live + 1)
   end
 end
-purge(key, n)
-if status == RESERVE_OK then
-  n.live = n.live + 1
-  n.lexp[n.live], n.lrid[n.live] = expiry, rid
-  -- The lease would outlive the key: extend it, only ever forward.
-  local kx = lives(key, n, now, expiry + 60000) or n.kx
+if nd > 0 then
+  redis.call('HDEL', key, unpack(dead, 1, nd))
+end
+if status == 1 then
   -- A ms time prints exactly as '%.14g' (Lua's own number format) until
   -- the year 5138; string.format is slower.
   local exps
   if expiry < 1e14 then
     exps = expiry .. ''
   else
-    exps = ms(expiry)
+    exps = string.format('%d', expiry)
   end
-  redis.call('HSET', key, rid, exps, '', state(n, n.ax, kx))
-elseif n.nd > 0 then
-  redis.call('HSET', key, '', state(n, n.ax, n.kx))
+  if expiry + 60000 > kx then
+    -- The lease would outlive the key: extend it, only ever forward, and
+    -- note the new end in the state so that the next minute's calls skip it.
+    kx = expiry + 120000
+    redis.call('PEXPIRE', key, kx - now)
+    local st
+    if w then
+      st = string.gsub(w, '^(%d+ %d+ %d+ %d+ %d+ %d+ %d+) %d+', '%1 ' .. string.format('%d', kx))
+    else
+      st = '0 0 0 0 0 0 0 ' .. string.format('%d', kx) .. ' - - - 0'
+    end
+    redis.call('HSET', key, rid, exps, '', st)
+  else
+    redis.call('HSET', key, rid, exps)
+  end
 end
-return {status, n.epoch, expiry, eff, earliest}
+return {status, epoch, expiry, eff, earliest}

@@ -1,10 +1,10 @@
 -- capacity_reserve_batch.lua: reserve several slots, decided in order, in one
--- atomic call. TIME once; each node is read once (readhot: HMGET of its
--- state and the rids asked of it, or HGETALL when the state cannot answer);
--- the items are decided in Lua against them; each node's grants and new
--- state are then written with one HSET, and its lapsed leases deleted with
--- one HDEL. A refused all-or-nothing batch writes no grant.
--- The node's hash is as capacity_lib.lua describes.
+-- atomic call. TIME once; each node's hash is read once (HGETALL) into flat
+-- per-node arrays (no table per node: a call's server time is mostly fixed
+-- overhead per node); the items are decided in Lua against them; each
+-- node's grants are then written with one HSET, and its lapsed leases
+-- deleted with one HDEL. A refused all-or-nothing batch writes no grant.
+-- The node's hash is read as capacity_lib.lua describes.
 -- KEYS: the hash of each distinct node.
 -- ARGV: now_ms ('' = TIME), heartbeat_timeout_ms, accounting, mode
 --       ('all' = all or nothing, 'partial'), the store's default max, then
@@ -14,31 +14,105 @@
 local now = clock(ARGV[1])
 local hbto, sum, mode, defmax = tonumber(ARGV[2]), ARGV[3] ~= 'max', ARGV[4], tonumber(ARGV[5])
 local nodes = #KEYS
--- The distinct rids each node is asked for.
-local asked, seen = {}, {}
+-- The rids each node is asked for: one[j] when it is asked for one, else
+-- the set want[j].
+local one, want = {}, {}
 for i = 6, #ARGV, 5 do
   local j, rid = tonumber(ARGV[i]), ARGV[i + 1]
-  local a = asked[j]
-  if not a then
-    asked[j], seen[j] = {rid}, {[rid] = true}
-  elseif not seen[j][rid] then
-    seen[j][rid] = true
-    a[#a + 1] = rid
+  local o = one[j]
+  if not o then
+    one[j] = rid
+  else
+    local w = want[j]
+    if not w then
+      w = {[o] = true}
+      want[j] = w
+    end
+    w[rid] = true
   end
 end
--- Node j's table, with its live count as the items are decided (cnt), its
--- grants (rid, expiry pairs) and their latest expiry.
-local N = {}
+-- Node j's state, one array per field.
+local KNOWN, EPOCH, RUN, RECV, HMAX, LIVE, FIRST, UNC, KX, AX, W, DEAD, ND, FOUND, LAST =
+  {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
 for j = 1, nodes do
-  local n = readhot(KEYS[j], now, asked[j] or {})
-  n.cnt, n.grants, n.last = n.live, false, 0
-  N[j] = n
+  local a = redis.call('HGETALL', KEYS[j])
+  local rid, wj = one[j], want[j]
+  local w, live, first, nd, na, dead, aseq, afield, found = false, 0, 0, 0, 0, false, false, false, false
+  for i = 1, #a, 2 do
+    local f = a[i]
+    if f == '' then
+      w = a[i + 1]
+    else
+      local v = tonumber(a[i + 1])
+      if v > 0 and v <= now then
+        nd = nd + 1
+        if nd == 1 then
+          dead = {f}
+        else
+          dead[nd] = f
+        end
+      else
+        if v > 0 then
+          live = live + 1
+          if first == 0 or v < first then
+            first = v
+          end
+        else
+          na = na + 1
+          if na == 1 then
+            aseq, afield = {-v}, {f}
+          else
+            aseq[na], afield[na] = -v, f
+          end
+        end
+        if f == rid or (wj and wj[f]) then
+          if not found then
+            found = {}
+          end
+          found[f] = v
+        end
+      end
+    end
+  end
+  local known, epoch, seq, run, recv, hmax, ax, kx = false, 0, 0, 0, 0, 0, 0, 0
+  if w then
+    local hx, e, s, r, rc, m, x, k = string.match(w, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)')
+    hx, ax, kx = tonumber(hx), tonumber(x), tonumber(k)
+    if hx > 0 and now <= hx then
+      known, epoch, seq, run, recv, hmax = true, tonumber(e), tonumber(s), tonumber(r), tonumber(rc), tonumber(m)
+    end
+  end
+  local unc = 0
+  if na > 0 then
+    if now > ax then
+      -- The acked entries outlived their lifetime: they go.
+      for x = 1, na do
+        nd = nd + 1
+        if nd == 1 then
+          dead = {afield[x]}
+        else
+          dead[nd] = afield[x]
+        end
+        if found and found[afield[x]] then
+          found[afield[x]] = nil
+        end
+      end
+    else
+      for x = 1, na do
+        if aseq[x] > seq then
+          unc = unc + 1
+        end
+      end
+    end
+  end
+  KNOWN[j], EPOCH[j], RUN[j], RECV[j], HMAX[j], LIVE[j], FIRST[j], UNC[j], KX[j], AX[j], W[j], DEAD[j], ND[j], FOUND[j], LAST[j] =
+    known, epoch, run, recv, hmax, live, first, unc, kx, ax, w, dead, nd, found, 0
 end
 local out, k, refused = {1}, 1, false
+local grants = {}
 for i = 6, #ARGV, 5 do
   local j, rid = tonumber(ARGV[i]), ARGV[i + 1]
-  local n = N[j]
-  local maxj, hm = tonumber(ARGV[i + 2]), n.max
+  local maxj, hm = tonumber(ARGV[i + 2]), HMAX[j]
   if hm > 0 and maxj > 0 and hm ~= maxj then
     maxj = -1
   elseif hm > 0 then
@@ -50,83 +124,91 @@ for i = 6, #ARGV, 5 do
   if not sum then
     running = tonumber(ARGV[i + 4])
   end
-  local h = n.held[rid]
+  local found = FOUND[j]
+  local h = found and found[rid]
   local eff
   if sum then
-    eff = n.run + n.cnt + n.unc
+    eff = RUN[j] + LIVE[j] + UNC[j]
   else
-    eff = math.max(running, n.cnt)
+    eff = math.max(running, LIVE[j])
   end
   local status, expiry, earliest = 0, 0, 0
   if maxj < 0 then
-    status = RESERVE_LIMIT
+    status = 6 -- LIMIT_MISMATCH
   elseif h then
-    status = RESERVE_DUPLICATE
+    status = 2 -- DUPLICATE
     if h > 0 then
       expiry = h
     end
-  elseif sum and not n.known then
-    status = RESERVE_UNKNOWN_NODE
-  elseif sum and now - n.recv > hbto then
-    status = RESERVE_STALE
+  elseif sum and not KNOWN[j] then
+    status = 4 -- UNKNOWN_NODE
+  elseif sum and now - RECV[j] > hbto then
+    status = 5 -- STALE_HEARTBEAT
   elseif eff >= maxj then
-    status, earliest = RESERVE_FULL, n.first
+    status, earliest = 3, FIRST[j] -- FULL
   else
-    status, expiry = RESERVE_OK, now + tonumber(ARGV[i + 3])
-    n.cnt = n.cnt + 1
-    if n.first == 0 or expiry < n.first then
-      n.first = expiry
+    status, expiry = 1, now + tonumber(ARGV[i + 3]) -- OK
+    LIVE[j] = LIVE[j] + 1
+    if FIRST[j] == 0 or expiry < FIRST[j] then
+      FIRST[j] = expiry
     end
-    if expiry > n.last then
-      n.last = expiry
+    if expiry > LAST[j] then
+      LAST[j] = expiry
     end
     if sum then
       eff = eff + 1
     else
-      eff = math.max(running, n.cnt)
+      eff = math.max(running, LIVE[j])
     end
-    n.held[rid] = expiry
-    local g = n.grants
+    if not found then
+      found = {}
+      FOUND[j] = found
+    end
+    found[rid] = expiry
+    local exps
+    if expiry < 1e14 then
+      exps = expiry .. '' -- '%.14g' is exact for ms times until the year 5138
+    else
+      exps = string.format('%d', expiry)
+    end
+    local g = grants[j]
     if g then
       g[#g + 1] = rid
-      g[#g + 1] = expiry
+      g[#g + 1] = exps
     else
-      n.grants = {rid, expiry}
+      grants[j] = {rid, exps}
     end
   end
-  if status ~= RESERVE_OK and status ~= RESERVE_DUPLICATE then
+  if status ~= 1 and status ~= 2 then
     refused = true
   end
-  out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = status, n.epoch, expiry, eff, earliest
+  out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = status, EPOCH[j], expiry, eff, earliest
   k = k + 5
 end
-local commit = not (refused and mode == 'all')
-if not commit then
+if refused and mode == 'all' then
   out[1] = 0
+  grants = {}
 end
 for j = 1, nodes do
-  local key, n = KEYS[j], N[j]
-  local g = commit and n.grants
+  local key, g = KEYS[j], grants[j]
+  if ND[j] > 0 then
+    redis.call('HDEL', key, unpack(DEAD[j], 1, ND[j]))
+  end
   if g then
-    purge(key, n)
-    local args = {}
-    for x = 1, #g, 2 do
-      local expiry = g[x + 1]
-      n.live = n.live + 1
-      n.lexp[n.live], n.lrid[n.live] = expiry, g[x]
-      args[x] = g[x]
-      if expiry < 1e14 then
-        args[x + 1] = expiry .. '' -- '%.14g' is exact for ms times until the year 5138
+    if LAST[j] + 60000 > KX[j] then
+      -- The leases would outlive the key: extend it, only ever forward, and
+      -- note the new end in the state.
+      local kx = LAST[j] + 120000
+      redis.call('PEXPIRE', key, kx - now)
+      local w = W[j]
+      g[#g + 1] = ''
+      if w then
+        g[#g + 1] = string.gsub(w, '^(%d+ %d+ %d+ %d+ %d+ %d+ %d+) %d+', '%1 ' .. string.format('%d', kx))
       else
-        args[x + 1] = ms(expiry)
+        g[#g + 1] = '0 0 0 0 0 0 0 ' .. string.format('%d', kx) .. ' - - - 0'
       end
     end
-    -- The leases would outlive the key: extend it, only ever forward.
-    local kx = lives(key, n, now, n.last + 60000) or n.kx
-    args[#g + 1], args[#g + 2] = '', state(n, n.ax, kx)
-    redis.call('HSET', key, unpack(args))
-  else
-    flush(key, n)
+    redis.call('HSET', key, unpack(g))
   end
 end
 return out
