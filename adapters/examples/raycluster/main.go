@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -57,6 +58,10 @@ type Reconciler struct {
 	// Tracker holds the in-flight creates and deletes of every cluster; the
 	// pod informer's events make it settle early.
 	Tracker *expectations.Tracker
+	// Pods reads a cluster's pods from the pod informer's index; buffers
+	// holds the slices they are read into, reused from pass to pass.
+	Pods    *kube.PodLister
+	buffers sync.Pool
 	Options reconcile.Options
 }
 
@@ -75,19 +80,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err // a malformed spec: controller-runtime backs off
 	}
-	// The manager's client reads from its informer cache. kube.ClusterPods
-	// lists the cluster's pods by index and without deep copies: they share
-	// memory with the cache, which is safe because nothing below writes to
-	// them (the expectations and reconcile cores never mutate their input,
-	// and PodExecutor copies a plan's pod before creating it). Change a
-	// listed pod only after DeepCopy.
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, kube.ClusterPods(req.Namespace, req.Name)...); err != nil {
+	// The cluster's pods come straight from the pod informer's index into a
+	// slice reused from an earlier pass (kube.PodLister): no List, no deep
+	// copies, no garbage per pass. The pods share their maps and slices
+	// with the cache, which is safe because nothing below writes to them
+	// (the expectations and reconcile cores never mutate their input, and
+	// PodExecutor copies a plan's pod before creating it). Change a pod
+	// only after DeepCopy.
+	buf, _ := r.buffers.Get().(*[]corev1.Pod)
+	if buf == nil {
+		buf = new([]corev1.Pod)
+	}
+	defer r.buffers.Put(buf)
+	pods, err := r.Pods.AppendClusterPods((*buf)[:0], req.Namespace, req.Name)
+	*buf = pods
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	now := time.Now()
 	owner := expectations.Owner{Namespace: cluster.Namespace, Name: cluster.Name, UID: cluster.UID}
-	view, err := r.Tracker.ViewFor(owner, pods.Items)
+	view, err := r.Tracker.ViewFor(owner, pods)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -96,7 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	plan, err := reconcile.Decide(reconcile.Snapshot{Cluster: cluster, Pods: pods.Items, Expectations: r.Tracker.Snapshot(), Now: now, Seed: 1}, r.Options)
+	plan, err := reconcile.Decide(reconcile.Snapshot{Cluster: cluster, Pods: pods, Expectations: r.Tracker.Snapshot(), Now: now, Seed: 1}, r.Options)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -205,10 +217,11 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := kube.IndexPodsByCluster(ctx, mgr.GetFieldIndexer()); err != nil {
+	lister, err := kube.NewPodLister(ctx, mgr.GetCache())
+	if err != nil {
 		return err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Options: reconcile.Options{OperatorVersion: "v1.7.0"}}
+	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Pods: lister, Options: reconcile.Options{OperatorVersion: "v1.7.0"}}
 	owner := &unstructured.Unstructured{}
 	owner.SetGroupVersionKind(RayClusterGVK)
 	if err := ctrl.NewControllerManagedBy(mgr).Named("raycluster").For(owner).Owns(&corev1.Pod{}).Complete(r); err != nil {
