@@ -457,3 +457,18 @@ func BenchmarkSteadyPass10k(b *testing.B) {
 		})
 	}
 }
+
+// TestPodListerRefusesWrappedInformers: a cache restricted to namespaces
+// wraps its informers in one that hides their indexer, so NewPodLister
+// cannot read the index and must say so instead of listing nothing.
+func TestPodListerRefusesWrappedInformers(t *testing.T) {
+	env := kubetest.Shared(t)
+	ctx := testCtx(t, time.Minute)
+	c, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme, DefaultNamespaces: map[string]cache.Config{env.Namespace(t): {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.NewPodLister(ctx, c); err == nil || !strings.Contains(err.Error(), "does not expose its indexer") {
+		t.Fatalf("NewPodLister on a namespace-restricted cache: %v, want a refusal naming the indexer", err)
+	}
+}
