@@ -74,16 +74,19 @@ for j = 1, nodes do
       end
     end
   end
-  local known, epoch, seq, run, recv, hmax, ax, kx = false, 0, 0, 0, 0, 0, 0, 0
+  local known, epoch, seq, run, recv, hmax, ax, kx = false, 0, '0', 0, 0, 0, 0, 0
   if w then
-    local hx, e, s, r, rc, m, x, k = string.match(w, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)')
-    hx, ax, kx = tonumber(hx), tonumber(x), tonumber(k)
+    -- The state's first eight values (capacity_lib.lua); epoch and seq are
+    -- strings, seq converted only when acked entries are counted.
+    local _, hx, e, s, r, rc, m, x, k = cmsgpack.unpack_limit(w, 8)
+    ax, kx = x, k
     if hx > 0 and now <= hx then
-      known, epoch, seq, run, recv, hmax = true, tonumber(e), tonumber(s), tonumber(r), tonumber(rc), tonumber(m)
+      known, epoch, seq, run, recv, hmax = true, tonumber(e), s, r, rc, m
     end
   end
   local unc = 0
   if na > 0 then
+    seq = tonumber(seq)
     if now > ax then
       -- The acked entries outlived their lifetime: they go.
       for x = 1, na do
@@ -203,9 +206,10 @@ for j = 1, nodes do
       local w = W[j]
       g[#g + 1] = ''
       if w then
-        g[#g + 1] = string.gsub(w, '^(%d+ %d+ %d+ %d+ %d+ %d+ %d+) %d+', '%1 ' .. string.format('%d', kx))
+        local hx, e, s, r, rc, m, x, _, u = cmsgpack.unpack(w)
+        g[#g + 1] = cmsgpack.pack(hx, e, s, r, rc, m, x, kx, u)
       else
-        g[#g + 1] = '0 0 0 0 0 0 0 ' .. string.format('%d', kx) .. ' - - - 0'
+        g[#g + 1] = cmsgpack.pack(0, '0', '0', 0, 0, 0, 0, kx, '- - - 0')
       end
     end
     redis.call('HSET', key, unpack(g))
