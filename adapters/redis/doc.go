@@ -25,7 +25,7 @@
 // # Compatibility
 //
 // The capacity store keeps each node in one hash, <prefix>{n:<id>}, since
-// plancore's first release of this layout: the field ” holds the node's
+// plancore's first release of this layout: the field named "" holds the node's
 // state (heartbeat and bookkeeping) as nine MessagePack values, and every
 // other field one reservation (a pending lease's expiry, or an acked job);
 // lua/capacity_lib.lua describes it. Data written by the earlier layout
