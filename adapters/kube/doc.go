@@ -23,8 +23,12 @@
 // PodExecutor.ListPods, ObserveJobs and the list options of ClusterPods
 // (one cluster's pods through the IndexPodsByCluster index) read with
 // client.UnsafeDisableDeepCopy instead: the objects they return share memory
-// with the informer's store. That is safe because nothing on the path
-// writes to them. The cores
+// with the informer's store. Even so, List allocates a new slice and copies
+// every object into it on each call; PodLister.AppendClusterPods reads one
+// cluster's pods from the pod informer's own index into a slice the caller
+// reuses from pass to pass, which the RayCluster example does. Either way
+// the pods share their maps, slices and pointers with the cache. That is
+// safe because nothing on the path writes to them. The cores
 // (reconcile, expectations, dag, gpu) never mutate their input, which their
 // purity property tests check and TestCachedObjectsUntouched checks on a real
 // cache, and the executors never write to what they read: a create sends a

@@ -74,13 +74,17 @@ type noCopyLoop struct {
 	store   toolscache.Store
 	tracker *expectations.Tracker
 	exec    *kube.PodExecutor
+	lister  *kube.PodLister
+	buf     []corev1.Pod
 	cluster reconcile.Cluster
 	owner   expectations.Owner
 	passes  int
 }
 
-// pass lists the pods from the cache without copies, gates, plans and applies
-// them, and fails the test if anything it read was written to.
+// pass lists the pods from the cache without copies (PodExecutor.ListPods on
+// odd passes, PodLister.AppendClusterPods into the buffer of the previous
+// pass on even ones), gates, plans and applies them, and fails the test if
+// anything it read was written to.
 func (l *noCopyLoop) pass(ctx context.Context) reconcile.Plan {
 	l.t.Helper()
 	l.passes++
@@ -93,7 +97,14 @@ func (l *noCopyLoop) pass(ctx context.Context) reconcile.Plan {
 		cached = append(cached, p)
 		cachedBefore = append(cachedBefore, p.DeepCopy())
 	}
-	pods, err := l.exec.ListPods(ctx, l.ns, nil)
+	var pods []corev1.Pod
+	var err error
+	if l.passes%2 == 1 {
+		pods, err = l.exec.ListPods(ctx, l.ns, nil)
+	} else {
+		l.buf, err = l.lister.AppendClusterPods(l.buf[:0], l.ns, l.cluster.Name)
+		pods = l.buf
+	}
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -173,8 +184,10 @@ func (l *noCopyLoop) converge(ctx context.Context, stage string, workers int) {
 // read without copies (creates, a scale-up, a pod deleted behind the loop's
 // back, a scale-down) and checks around every pass (list, expectations,
 // reconcile.Decide, ApplyConcurrently through PodExecutor) that no cached
-// object and no listed pod was written to. Decide setting a label on its
-// input (in.Pods[0].Labels["x"] = "y") makes it fail.
+// object and no listed pod was written to, for both no-copy reads
+// (PodExecutor.ListPods and PodLister.AppendClusterPods, alternately).
+// Decide setting a label on its input (in.Pods[0].Labels["x"] = "y") makes
+// it fail, on a pass that read with either.
 func TestCachedObjectsUntouched(t *testing.T) {
 	env := kubetest.Shared(t)
 	ctx := testCtx(t, 3*time.Minute)
@@ -188,10 +201,15 @@ func TestCachedObjectsUntouched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lister, err := kube.NewPodLister(ctx, informers)
+	if err != nil {
+		t.Fatal(err)
+	}
 	three, zero, ten := int32(3), int32(0), int32(10)
 	l := &noCopyLoop{
 		t: t, env: env, ns: ns, store: store, tracker: tracker,
-		exec: &kube.PodExecutor{Client: env.Client, Reader: informers, Owner: owner},
+		exec:   &kube.PodExecutor{Client: env.Client, Reader: informers, Owner: owner},
+		lister: lister,
 		cluster: reconcile.Cluster{Name: owner.Name, Namespace: ns, UID: owner.UID, Spec: reconcile.ClusterSpec{
 			HeadGroup:    reconcile.HeadGroup{Template: rayTemplate("ray-head")},
 			WorkerGroups: []reconcile.WorkerGroup{{GroupName: "cpu", Replicas: &three, MinReplicas: &zero, MaxReplicas: &ten, NumOfHosts: 1, Template: rayTemplate("ray-worker")}},
@@ -342,16 +360,27 @@ func (l *steadyLoop) pass(ctx context.Context, read func() ([]corev1.Pod, error)
 // alone on the same pods, so the ratio reads off one run:
 //
 //   - decide: reconcile.Decide on the pods, listed once;
-//   - pass: the RayCluster example's pass: List of the cluster's pods from
-//     the cache (kube.ClusterPods: by index, no copies), Decide,
-//     ApplyConcurrently of the empty plan through PodExecutor;
+//
+//   - pass: the RayCluster example's pass: the cluster's pods read from the
+//     informer's index into the previous pass's slice
+//     (kube.PodLister.AppendClusterPods: no List, no copies beyond the
+//     slice's shallow ones, no garbage), Decide, ApplyConcurrently of the
+//     empty plan through PodExecutor;
+//
+//   - pass-list: the same with the cache's List by index without deep
+//     copies (kube.ClusterPods), which allocates a new Items slice and
+//     copies every pod into it on each pass;
+//
 //   - pass-listpods: the same with PodExecutor.ListPods (no copies, sorted
 //     by name) as the read;
+//
 //   - pass-deepcopy: the same with the cache's default List (by index),
-//     which deep-copies every pod: the read the no-copy one replaces;
-//   - pass-reuse: the same reading the informer's index straight into a
-//     buffer reused across passes, the floor of a read that hands Decide
-//     a []corev1.Pod (List always allocates a new Items slice).
+//     which deep-copies every pod: the read the no-copy ones replace.
+//
+//   - ratio: decide and pass alternately in each iteration, reporting
+//     pass/decide, the ratio the steady-pass target is about (at most 3):
+//     alternating keeps a change of the machine's load between
+//     sub-benchmarks out of the ratio.
 //
 // The first run creates the pods (about a minute on two cores); later runs
 // in the same binary (-count) reuse them, each with a fresh cache.
@@ -368,43 +397,25 @@ func BenchmarkSteadyPass10k(b *testing.B) {
 		}
 	}
 	noCopy := list(kube.ClusterPods(l.ns, l.cluster.Name)...)
-	inf, err := l.cache.GetInformer(ctx, &corev1.Pod{})
+	lister, err := kube.NewPodLister(ctx, l.cache)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// pass-reuse reads the informer's own index (registered here) into a
-	// buffer reused across passes: no List, no new slice, no garbage. It is
-	// a reference for what controller-runtime's List costs, not an API.
-	const byCluster = "bench.cluster"
-	if err := inf.AddIndexers(toolscache.Indexers{byCluster: func(o any) ([]string, error) {
-		p := o.(*corev1.Pod)
-		return []string{p.Namespace + "/" + p.Labels[reconcile.LabelCluster]}, nil
-	}}); err != nil {
-		b.Fatal(err)
-	}
-	idx := inf.(interface{ GetIndexer() toolscache.Indexer }).GetIndexer()
 	var buf []corev1.Pod
 	reuse := func() ([]corev1.Pod, error) {
-		objs, err := idx.ByIndex(byCluster, l.ns+"/"+l.cluster.Name)
-		if err != nil {
-			return nil, err
-		}
-		buf = buf[:0]
-		for _, o := range objs {
-			buf = append(buf, *o.(*corev1.Pod))
-		}
-		return buf, nil
+		buf, err = lister.AppendClusterPods(buf[:0], l.ns, l.cluster.Name)
+		return buf, err
 	}
-	if n, err := l.pass(ctx, noCopy); err != nil || n != 0 {
+	if n, err := l.pass(ctx, reuse); err != nil || n != 0 {
 		b.Fatalf("steady pass: %d actions, %v; want none", n, err)
 	}
+	pods, err := noCopy()
+	if err != nil {
+		b.Fatal(err)
+	}
+	snap := reconcile.Snapshot{Cluster: l.cluster, Pods: pods, Expectations: l.tracker.Snapshot(), Now: time.Now(), Seed: 1}
+	o := reconcile.KubeRayV170()
 	b.Run("decide", func(b *testing.B) {
-		pods, err := noCopy()
-		if err != nil {
-			b.Fatal(err)
-		}
-		snap := reconcile.Snapshot{Cluster: l.cluster, Pods: pods, Expectations: l.tracker.Snapshot(), Now: time.Now(), Seed: 1}
-		o := reconcile.KubeRayV170()
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := reconcile.Decide(snap, o); err != nil {
@@ -412,14 +423,29 @@ func BenchmarkSteadyPass10k(b *testing.B) {
 			}
 		}
 	})
+	b.Run("ratio", func(b *testing.B) {
+		var decide, pass time.Duration
+		for b.Loop() {
+			start := time.Now()
+			if _, err := reconcile.Decide(snap, o); err != nil {
+				b.Fatal(err)
+			}
+			mid := time.Now()
+			if _, err := l.pass(ctx, reuse); err != nil {
+				b.Fatal(err)
+			}
+			decide, pass = decide+mid.Sub(start), pass+time.Since(mid)
+		}
+		b.ReportMetric(float64(pass)/float64(decide), "pass/decide")
+	})
 	for _, bc := range []struct {
 		name string
 		read func() ([]corev1.Pod, error)
 	}{
-		{"pass", noCopy},
+		{"pass", reuse},
+		{"pass-list", noCopy},
 		{"pass-listpods", func() ([]corev1.Pod, error) { return l.exec.ListPods(ctx, l.ns, nil) }},
 		{"pass-deepcopy", list(client.InNamespace(l.ns), client.MatchingFields{kube.PodClusterIndex: l.cluster.Name})},
-		{"pass-reuse", reuse},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -429,5 +455,20 @@ func BenchmarkSteadyPass10k(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestPodListerRefusesWrappedInformers: a cache restricted to namespaces
+// wraps its informers in one that hides their indexer, so NewPodLister
+// cannot read the index and must say so instead of listing nothing.
+func TestPodListerRefusesWrappedInformers(t *testing.T) {
+	env := kubetest.Shared(t)
+	ctx := testCtx(t, time.Minute)
+	c, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme, DefaultNamespaces: map[string]cache.Config{env.Namespace(t): {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.NewPodLister(ctx, c); err == nil || !strings.Contains(err.Error(), "does not expose its indexer") {
+		t.Fatalf("NewPodLister on a namespace-restricted cache: %v, want a refusal naming the indexer", err)
 	}
 }

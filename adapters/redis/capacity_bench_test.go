@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -185,7 +186,28 @@ type serverCPU struct {
 var (
 	cpuRe    = regexp.MustCompile(`used_cpu_(?:sys|user)_main_thread:([0-9.]+)`)
 	scriptRe = regexp.MustCompile(`cmdstat_eval(?:sha)?:calls=([0-9]+),usec=([0-9]+)`)
+	cmdRe    = regexp.MustCompile(`cmdstat_([a-z|]+):calls=([0-9]+),usec=([0-9]+)`)
 )
+
+// innerTime returns, per command the scripts ran since the last reset
+// (INFO commandstats without EVAL, EVALSHA and the benchmark's own INFO and
+// CONFIG), its µs per script call.
+func (m *serverCPU) innerTime(b testing.TB, scriptCalls float64) map[string]float64 {
+	info, err := m.c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range cmdRe.FindAllStringSubmatch(info, -1) {
+		name := f[1]
+		if name == "eval" || name == "evalsha" || name == "info" || strings.HasPrefix(name, "config") {
+			continue
+		}
+		u, _ := strconv.ParseFloat(f[3], 64)
+		out[strings.ToUpper(name)] = u / scriptCalls
+	}
+	return out
+}
 
 func startServerCPU(b testing.TB, srv *redistest.Server) *serverCPU {
 	m := &serverCPU{c: srv.Client()}
@@ -242,9 +264,10 @@ type phase struct {
 	size  int // slots per call
 	op    func(r *rand.Rand) error
 	ref   *refusals
-	rate  []float64 // granted slots per second, one per round
-	usec  []float64 // µs inside the script per call (INFO commandstats)
-	cpu   []float64 // server main-thread CPU µs per slot (INFO cpu)
+	rate  []float64            // granted slots per second, one per round
+	usec  []float64            // µs inside the script per call (INFO commandstats)
+	cpu   []float64            // server main-thread CPU µs per slot (INFO cpu)
+	inner map[string][]float64 // per command the scripts ran: µs per script call, one per round
 	loads []string
 }
 
@@ -295,12 +318,24 @@ func BenchmarkCapacityVsSeedScript(b *testing.B) {
 	for _, p := range phases {
 		fmt.Printf("%-17s %8.0f slots/s  %6.2f script-µs/call  %6.2f server-µs/slot  refused %d  load %s\n",
 			p.name, med(p.rate), med(p.usec), med(p.cpu), p.ref.n.Load(), strings.Join(p.loads, ", "))
+		// Where a script call's time goes: each command it runs (median µs
+		// per script call; a command run by some calls only counts its
+		// share), and the rest: the Lua code, the cost of each redis.call
+		// and of EVALSHA itself (arguments, reply).
+		var parts []string
+		inside := 0.0
+		for _, cmd := range slices.Sorted(maps.Keys(p.inner)) {
+			v := med(p.inner[cmd])
+			inside += v
+			parts = append(parts, fmt.Sprintf("%s %.2f", cmd, v))
+		}
+		fmt.Printf("  inside a call (µs): %s; commands %.2f, the rest %.2f\n", strings.Join(parts, ", "), inside, med(p.usec)-inside)
 		key := strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(p.name)
 		b.ReportMetric(med(p.rate), key+"-slots/s")
 		b.ReportMetric(med(p.usec), key+"-µs/call")
 	}
-	fmt.Printf("Reserve/seed: %.2f× slots/s (target ≥ 1), %.2f× script µs per call (target ≤ 1); ReserveBatch(16)/seed: %.2f× slots/s (target ≥ 3)\n",
-		med(one.rate)/med(seed.rate), med(one.usec)/med(seed.usec), med(batch.rate)/med(seed.rate))
+	fmt.Printf("Reserve/seed: %.2f× slots/s (target ≥ 1), %.2f× script µs per call (target ≤ 1), %.2f× server CPU per slot; ReserveBatch(16)/seed: %.2f× slots/s (target ≥ 3), %.2f× server CPU per slot\n",
+		med(one.rate)/med(seed.rate), med(one.usec)/med(seed.usec), med(one.cpu)/med(seed.cpu), med(batch.rate)/med(seed.rate), med(batch.cpu)/med(seed.cpu))
 	b.ReportMetric(med(one.rate)/med(seed.rate), "reserve/seed")
 	b.ReportMetric(med(batch.rate)/med(seed.rate), "batch/seed")
 	for _, p := range phases {
@@ -326,6 +361,12 @@ func (p *phase) run(b *testing.B, srv *redistest.Server, n int) {
 	p.cpu = append(p.cpu, cpu*1e6/float64(calls*p.size))
 	if c, u := m.scriptTime(b); c > 0 {
 		p.usec = append(p.usec, u/c)
+		if p.inner == nil {
+			p.inner = map[string][]float64{}
+		}
+		for cmd, us := range m.innerTime(b, c) {
+			p.inner[cmd] = append(p.inner[cmd], us)
+		}
 	}
 	if os.Getenv("CAPACITY_SEED_BENCH_STATS") != "" {
 		info, _ := m.c.Info(context.Background(), "commandstats").Result()

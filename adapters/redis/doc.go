@@ -25,11 +25,17 @@
 // # Compatibility
 //
 // The capacity store keeps each node in one hash, <prefix>{n:<id>}, since
-// plancore's first release of this layout. Data written by the earlier
-// layout (three keys per node, <prefix>{n:<id>}:hb, :pend and :acked) is
-// neither read nor migrated: there were no users yet. A scheduler started
-// on the new layout sees every node as unknown until its next heartbeat,
-// which fails closed, and the old keys expire on their own.
+// plancore's first release of this layout: the field named "" holds the node's
+// state (heartbeat and bookkeeping) as nine MessagePack values, and every
+// other field one reservation (a pending lease's expiry, or an acked job);
+// lua/capacity_lib.lua describes it. Data written by the earlier layout
+// (three keys per node, <prefix>{n:<id>}:hb, :pend and :acked) is neither
+// read nor migrated: there were no users yet. A scheduler started on the
+// new layout sees every node as unknown until its next heartbeat, which
+// fails closed, and the old keys expire on their own. A state written as
+// space-separated words (an unreleased revision of this layout) decodes
+// as a heartbeat that lapsed in 1970, so such a node too reads as unknown
+// until its next heartbeat.
 //
 // Tests run against a real redis-server started on a free loopback port by
 // package internal/redistest; none uses a mock.

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -60,6 +61,10 @@ type Reconciler struct {
 	// pod informer's events reach it through kube.PodObserver (see run) and
 	// make it settle early.
 	Tracker *expectations.Tracker
+	// Pods reads a cluster's pods from the pod informer's index; buffers
+	// holds the slices they are read into, reused from pass to pass.
+	Pods    *kube.PodLister
+	buffers sync.Pool
 	Options reconcile.Options
 	// Applier records each create's and delete's expectation in Tracker; its
 	// TokenPrefix should differ between processes.
@@ -82,11 +87,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var pods corev1.PodList // from the cache, by cluster, without deep copies
-	if err := r.Client.List(ctx, &pods, kube.ClusterPods(req.Namespace, req.Name)...); err != nil {
+	// The cluster's pods, straight from the pod informer's index into a
+	// slice reused from pass to pass (kube.PodLister): no List, no deep
+	// copies. They share memory with the cache; nothing below writes to them.
+	buf := r.buffer()
+	defer r.buffers.Put(buf)
+	pods, err := r.Pods.AppendClusterPods((*buf)[:0], req.Namespace, req.Name)
+	if *buf = pods; err != nil {
 		return ctrl.Result{}, err
 	}
-	snap := reconcile.Snapshot{Cluster: cluster, Pods: pods.Items, Expectations: r.Tracker.Snapshot(), Now: time.Now()}
+	snap := reconcile.Snapshot{Cluster: cluster, Pods: pods, Expectations: r.Tracker.Snapshot(), Now: time.Now()}
 	plan, err := reconcile.Decide(snap, r.Options)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -98,6 +108,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		err = r.writeStatus(ctx, rc, status)
 	}
 	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, errors.Join(applyErr, err)
+}
+
+// buffer returns a pod slice from an earlier pass, or a new one.
+func (r *Reconciler) buffer() *[]corev1.Pod {
+	if buf, ok := r.buffers.Get().(*[]corev1.Pod); ok {
+		return buf
+	}
+	return new([]corev1.Pod)
 }
 
 // writeStatus merge-patches the status subresource with the computed
@@ -195,10 +213,11 @@ func run(ctx context.Context, out io.Writer, podEvents *kube.PodObserver) error 
 	if err != nil {
 		return err
 	}
-	if err := kube.IndexPodsByCluster(ctx, mgr.GetFieldIndexer()); err != nil {
+	lister, err := kube.NewPodLister(ctx, mgr.GetCache())
+	if err != nil {
 		return err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Options: reconcile.Options{OperatorVersion: "v1.7.0"},
+	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Pods: lister, Options: reconcile.Options{OperatorVersion: "v1.7.0"},
 		Applier: reconcile.Applier{Expectations: tracker, TokenPrefix: "example-"}}
 	owner := &unstructured.Unstructured{}
 	owner.SetGroupVersionKind(RayClusterGVK)

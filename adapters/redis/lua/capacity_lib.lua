@@ -3,11 +3,17 @@
 -- a node the same way.
 --
 -- A node is ONE hash, <prefix>{n:<id>}:
---   field ''     the node's state, one string of space-separated words:
---                hx epoch seq running recv max ax kx cpu mem gpu hasgpu
+--   field ''     the node's state, nine MessagePack values (cmsgpack.pack):
+--                hx epoch seq running recv max ax kx usage
 --                (hx: when the heartbeat lapses, 0 = none; ax: when the acked
 --                entries lapse; kx: how long the key is known to live; all
---                store ms). A rid is never empty, so '' is never a rid.
+--                store ms; epoch and seq are strings of digits, so that
+--                they stay exact; usage is 'cpu mem gpu hasgpu' as the
+--                heartbeat gave them). MessagePack keeps the numbers as
+--                numbers: decoding them is several times cheaper than
+--                matching words and converting each with tonumber, which
+--                was the largest part of a reserve's own Lua time. A rid is
+--                never empty, so '' is never a rid.
 --   field <rid>  a reservation: a positive number is a pending lease's
 --                expiry (store ms); '-<seq>' (zero or negative) is an acked
 --                job with the node seq it was accepted at.
@@ -39,10 +45,8 @@ local function ms(n)
   return string.format('%d', n)
 end
 
-local STATE = '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (.*)$'
-
 -- readnode reads node key at now into table n and returns n: the state
--- words (n.w, false without a state field), whether a live heartbeat is
+-- values (n.w, false without a state field), whether a live heartbeat is
 -- known, its numbers, the live leases (count and earliest expiry), the acked
 -- entries (n.na of them, their seqs and fields, n.unc above the
 -- heartbeat's seq), the fields to delete (lapsed
@@ -84,12 +88,12 @@ local function readnode(key, now, rid)
   local n = {w = false, known = false, epoch = 0, seq = 0, run = 0, recv = 0, max = 0, ax = 0, kx = 0,
     live = live, first = first, unc = 0, na = na, aseq = aseq, afield = afield, dead = dead, nd = nd, held = held}
   if w then
-    local p = {string.match(w, STATE)}
+    local p = {cmsgpack.unpack(w)}
     n.w = p
-    local hx = tonumber(p[1])
-    n.ax, n.kx = tonumber(p[7]), tonumber(p[8])
+    local hx = p[1]
+    n.ax, n.kx = p[7], p[8]
     if hx > 0 and now <= hx then
-      n.known, n.epoch, n.seq, n.run, n.recv, n.max = true, tonumber(p[2]), tonumber(p[3]), tonumber(p[4]), tonumber(p[5]), tonumber(p[6])
+      n.known, n.epoch, n.seq, n.run, n.recv, n.max = true, tonumber(p[2]), tonumber(p[3]), p[4], p[5], p[6]
     end
   end
   if na > 0 then
@@ -117,14 +121,14 @@ local function readnode(key, now, rid)
   return n
 end
 
--- state returns n's state words with ax and kx replaced, or a fresh state
--- (no heartbeat) when n has none.
+-- state returns n's state with ax and kx replaced, or a fresh state (no
+-- heartbeat) when n has none.
 local function state(n, ax, kx)
   local p = n.w
   if not p then
-    return '0 0 0 0 0 0 ' .. ms(ax) .. ' ' .. ms(kx) .. ' - - - 0'
+    return cmsgpack.pack(0, '0', '0', 0, 0, 0, ax, kx, '- - - 0')
   end
-  return p[1] .. ' ' .. p[2] .. ' ' .. p[3] .. ' ' .. p[4] .. ' ' .. p[5] .. ' ' .. p[6] .. ' ' .. ms(ax) .. ' ' .. ms(kx) .. ' ' .. p[9]
+  return cmsgpack.pack(p[1], p[2], p[3], p[4], p[5], p[6], ax, kx, p[9])
 end
 
 -- purge deletes n's lapsed fields (no command when there are none).

@@ -10,7 +10,9 @@ for i = 1, #KEYS do
   local n = readnode(KEYS[i], now, nil)
   local w = ''
   if n.known then
-    w = table.concat(n.w, ' ')
+    local p = n.w
+    w = ms(p[1]) .. ' ' .. p[2] .. ' ' .. p[3] .. ' ' .. ms(p[4]) .. ' ' .. ms(p[5]) .. ' ' .. ms(p[6]) .. ' ' ..
+      ms(p[7]) .. ' ' .. ms(p[8]) .. ' ' .. p[9]
   end
   out[i] = {w, n.live, n.unc}
 end

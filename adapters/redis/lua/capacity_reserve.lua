@@ -57,16 +57,19 @@ for i = 1, #a, 2 do
     end
   end
 end
-local known, epoch, seq, run, recv, hmax, ax, kx = false, 0, 0, 0, 0, 0, 0, 0
+local known, epoch, seq, run, recv, hmax, ax, kx = false, 0, '0', 0, 0, 0, 0, 0
 if w then
-  local hx, e, s, r, rc, m, x, k = string.match(w, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)')
-  hx, ax, kx = tonumber(hx), tonumber(x), tonumber(k)
+  -- The state's first eight values (capacity_lib.lua); epoch and seq are
+  -- strings, seq converted only when acked entries are counted.
+  local _, hx, e, s, r, rc, m, x, k = cmsgpack.unpack_limit(w, 8)
+  ax, kx = x, k
   if hx > 0 and now <= hx then
-    known, epoch, seq, run, recv, hmax = true, tonumber(e), tonumber(s), tonumber(r), tonumber(rc), tonumber(m)
+    known, epoch, seq, run, recv, hmax = true, tonumber(e), s, r, rc, m
   end
 end
 local unc = 0
 if na > 0 then
+  seq = tonumber(seq)
   if now > ax then
     -- The acked entries outlived their lifetime: they go.
     for x = 1, na do
@@ -148,9 +151,10 @@ if status == 1 then
     redis.call('PEXPIRE', key, kx - now)
     local st
     if w then
-      st = string.gsub(w, '^(%d+ %d+ %d+ %d+ %d+ %d+ %d+) %d+', '%1 ' .. string.format('%d', kx))
+      local hx, e, s, r, rc, m, x, _, u = cmsgpack.unpack(w)
+      st = cmsgpack.pack(hx, e, s, r, rc, m, x, kx, u)
     else
-      st = '0 0 0 0 0 0 0 ' .. string.format('%d', kx) .. ' - - - 0'
+      st = cmsgpack.pack(0, '0', '0', 0, 0, 0, 0, kx, '- - - 0')
     end
     redis.call('HSET', key, rid, exps, '', st)
   else

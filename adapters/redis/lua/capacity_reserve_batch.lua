@@ -16,9 +16,11 @@ local hbto, sum, mode, defmax = tonumber(ARGV[2]), ARGV[3] ~= 'max', ARGV[4], to
 local nodes = #KEYS
 -- The rids each node is asked for: one[j] when it is asked for one, else
 -- the set want[j].
-local one, want = {}, {}
+-- js holds each item's node index, converted once.
+local one, want, js = {}, {}, {}
 for i = 6, #ARGV, 5 do
   local j, rid = tonumber(ARGV[i]), ARGV[i + 1]
+  js[#js + 1] = j
   local o = one[j]
   if not o then
     one[j] = rid
@@ -31,6 +33,10 @@ for i = 6, #ARGV, 5 do
     w[rid] = true
   end
 end
+-- A string argument or value repeated from the previous item or node (the
+-- same epoch, max and TTL, as a batch usually has) is converted once: each
+-- tonumber costs as much as a small command.
+local le, lepoch = false, 0
 -- Node j's state, one array per field.
 local KNOWN, EPOCH, RUN, RECV, HMAX, LIVE, FIRST, UNC, KX, AX, W, DEAD, ND, FOUND, LAST =
   {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
@@ -74,16 +80,22 @@ for j = 1, nodes do
       end
     end
   end
-  local known, epoch, seq, run, recv, hmax, ax, kx = false, 0, 0, 0, 0, 0, 0, 0
+  local known, epoch, seq, run, recv, hmax, ax, kx = false, 0, '0', 0, 0, 0, 0, 0
   if w then
-    local hx, e, s, r, rc, m, x, k = string.match(w, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)')
-    hx, ax, kx = tonumber(hx), tonumber(x), tonumber(k)
+    -- The state's first eight values (capacity_lib.lua); epoch and seq are
+    -- strings, seq converted only when acked entries are counted.
+    local _, hx, e, s, r, rc, m, x, k = cmsgpack.unpack_limit(w, 8)
+    ax, kx = x, k
     if hx > 0 and now <= hx then
-      known, epoch, seq, run, recv, hmax = true, tonumber(e), tonumber(s), tonumber(r), tonumber(rc), tonumber(m)
+      if e ~= le then
+        le, lepoch = e, tonumber(e)
+      end
+      known, epoch, seq, run, recv, hmax = true, lepoch, s, r, rc, m
     end
   end
   local unc = 0
   if na > 0 then
+    seq = tonumber(seq)
     if now > ax then
       -- The acked entries outlived their lifetime: they go.
       for x = 1, na do
@@ -108,11 +120,16 @@ for j = 1, nodes do
   KNOWN[j], EPOCH[j], RUN[j], RECV[j], HMAX[j], LIVE[j], FIRST[j], UNC[j], KX[j], AX[j], W[j], DEAD[j], ND[j], FOUND[j], LAST[j] =
     known, epoch, run, recv, hmax, live, first, unc, kx, ax, w, dead, nd, found, 0
 end
-local out, k, refused = {1}, 1, false
+local out, k, refused, q = {1}, 1, false, 0
+local lmaxs, lmax, lttls, lexpiry, lexps = false, 0, false, 0, ''
 local grants = {}
 for i = 6, #ARGV, 5 do
-  local j, rid = tonumber(ARGV[i]), ARGV[i + 1]
-  local maxj, hm = tonumber(ARGV[i + 2]), HMAX[j]
+  q = q + 1
+  local j, rid, maxs = js[q], ARGV[i + 1], ARGV[i + 2]
+  if maxs ~= lmaxs then
+    lmaxs, lmax = maxs, tonumber(maxs)
+  end
+  local maxj, hm = lmax, HMAX[j]
   if hm > 0 and maxj > 0 and hm ~= maxj then
     maxj = -1
   elseif hm > 0 then
@@ -147,7 +164,16 @@ for i = 6, #ARGV, 5 do
   elseif eff >= maxj then
     status, earliest = 3, FIRST[j] -- FULL
   else
-    status, expiry = 1, now + tonumber(ARGV[i + 3]) -- OK
+    local ttls = ARGV[i + 3]
+    if ttls ~= lttls then
+      lttls, lexpiry = ttls, now + tonumber(ttls)
+      if lexpiry < 1e14 then
+        lexps = lexpiry .. '' -- '%.14g' is exact for ms times until the year 5138
+      else
+        lexps = string.format('%d', lexpiry)
+      end
+    end
+    status, expiry = 1, lexpiry -- OK
     LIVE[j] = LIVE[j] + 1
     if FIRST[j] == 0 or expiry < FIRST[j] then
       FIRST[j] = expiry
@@ -160,17 +186,15 @@ for i = 6, #ARGV, 5 do
     else
       eff = math.max(running, LIVE[j])
     end
-    if not found then
-      found = {}
-      FOUND[j] = found
+    if want[j] then
+      -- Only a node asked for more than one item can see this rid again.
+      if not found then
+        found = {}
+        FOUND[j] = found
+      end
+      found[rid] = expiry
     end
-    found[rid] = expiry
-    local exps
-    if expiry < 1e14 then
-      exps = expiry .. '' -- '%.14g' is exact for ms times until the year 5138
-    else
-      exps = string.format('%d', expiry)
-    end
+    local exps = lexps
     local g = grants[j]
     if g then
       g[#g + 1] = rid
@@ -203,9 +227,10 @@ for j = 1, nodes do
       local w = W[j]
       g[#g + 1] = ''
       if w then
-        g[#g + 1] = string.gsub(w, '^(%d+ %d+ %d+ %d+ %d+ %d+ %d+) %d+', '%1 ' .. string.format('%d', kx))
+        local hx, e, s, r, rc, m, x, _, u = cmsgpack.unpack(w)
+        g[#g + 1] = cmsgpack.pack(hx, e, s, r, rc, m, x, kx, u)
       else
-        g[#g + 1] = '0 0 0 0 0 0 0 ' .. string.format('%d', kx) .. ' - - - 0'
+        g[#g + 1] = cmsgpack.pack(0, '0', '0', 0, 0, 0, 0, kx, '- - - 0')
       end
     end
     redis.call('HSET', key, unpack(g))
