@@ -234,29 +234,17 @@ type wireWorkerGroup struct {
 	NumOfHosts         int32                  `json:"numOfHosts,omitempty"`
 }
 
+// wireStatus is ClusterStatus plus the fields Status does not compute (they
+// come from Services).
 type wireStatus struct {
-	State                ClusterState                  `json:"state,omitempty"`
-	DesiredCPU           resource.Quantity             `json:"desiredCPU,omitempty"`
-	DesiredMemory        resource.Quantity             `json:"desiredMemory,omitempty"`
-	DesiredGPU           resource.Quantity             `json:"desiredGPU,omitempty"`
-	DesiredTPU           resource.Quantity             `json:"desiredTPU,omitempty"`
-	LastUpdateTime       *metav1.Time                  `json:"lastUpdateTime,omitempty"`
-	StateTransitionTimes map[ClusterState]*metav1.Time `json:"stateTransitionTimes,omitempty"`
-	Endpoints            map[string]string             `json:"endpoints,omitempty"`
-	Head                 *struct {
+	ClusterStatus
+	Endpoints map[string]string `json:"endpoints,omitempty"`
+	Head      *struct {
 		PodIP       string `json:"podIP,omitempty"`
 		ServiceIP   string `json:"serviceIP,omitempty"`
 		PodName     string `json:"podName,omitempty"`
 		ServiceName string `json:"serviceName,omitempty"`
 	} `json:"head,omitempty"`
-	Reason                  string             `json:"reason,omitempty"`
-	Conditions              []metav1.Condition `json:"conditions,omitempty"`
-	ReadyWorkerReplicas     int32              `json:"readyWorkerReplicas,omitempty"`
-	AvailableWorkerReplicas int32              `json:"availableWorkerReplicas,omitempty"`
-	DesiredWorkerReplicas   int32              `json:"desiredWorkerReplicas,omitempty"`
-	MinWorkerReplicas       int32              `json:"minWorkerReplicas,omitempty"`
-	MaxWorkerReplicas       int32              `json:"maxWorkerReplicas,omitempty"`
-	ObservedGeneration      int64              `json:"observedGeneration,omitempty"`
 }
 
 func (w *wireRayCluster) cluster() Cluster {
@@ -284,13 +272,4 @@ func (w *wireRayCluster) cluster() Cluster {
 	return c
 }
 
-func (w *wireStatus) status() ClusterStatus {
-	return ClusterStatus{
-		State: w.State, Reason: w.Reason,
-		ReadyWorkerReplicas: w.ReadyWorkerReplicas, AvailableWorkerReplicas: w.AvailableWorkerReplicas,
-		DesiredWorkerReplicas: w.DesiredWorkerReplicas, MinWorkerReplicas: w.MinWorkerReplicas, MaxWorkerReplicas: w.MaxWorkerReplicas,
-		DesiredCPU: w.DesiredCPU, DesiredMemory: w.DesiredMemory, DesiredGPU: w.DesiredGPU, DesiredTPU: w.DesiredTPU,
-		LastUpdateTime: w.LastUpdateTime, StateTransitionTimes: w.StateTransitionTimes,
-		ObservedGeneration: w.ObservedGeneration, Conditions: w.Conditions,
-	}
-}
+func (w *wireStatus) status() ClusterStatus { return w.ClusterStatus }

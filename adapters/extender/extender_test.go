@@ -275,6 +275,39 @@ type deviceUse struct {
 	memoryMiB int32
 }
 
+// tallyBound counts the pods bound to one of nodes, checks each carries the
+// annotations HAMi's device plugin reads (its node, bind-phase success), and
+// adds up what they hold per device.
+func (c *cluster) tallyBound(t *testing.T, pods []*corev1.Pod, nodes ...string) (int, map[string]*deviceUse) {
+	t.Helper()
+	use := map[string]*deviceUse{}
+	bound := 0
+	for _, p := range pods {
+		got := c.get(t, p)
+		if got.Spec.NodeName == "" {
+			continue
+		}
+		bound++
+		if !slices.Contains(nodes, got.Spec.NodeName) || got.Annotations[gpu.AnnoAssignedNode] != got.Spec.NodeName || got.Annotations[gpu.AnnoBindPhase] != gpu.PhaseSuccess {
+			t.Errorf("%s bound to %s with %v", got.Name, got.Spec.NodeName, got.Annotations)
+		}
+		usage, err := gpu.DecodePodUsage(got, gpu.DefaultRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range usage.Allocations {
+			u := use[a.UUID]
+			if u == nil {
+				u = &deviceUse{}
+				use[a.UUID] = u
+			}
+			u.pods++
+			u.memoryMiB += a.MemoryMiB
+		}
+	}
+	return bound, use
+}
+
 // TestBurst schedules 40 pods, each asking a 10 GiB share of one card, onto
 // two nodes of two 40 GiB cards (16 shares in all) the way kube-scheduler
 // does: Filter one pod after another, Bind each chosen pod concurrently.
@@ -329,31 +362,7 @@ func TestBurst(t *testing.T) {
 		}
 		return true
 	})
-	use := map[string]*deviceUse{}
-	bound := 0
-	for _, p := range pods {
-		got := c.get(t, p)
-		if got.Spec.NodeName == "" {
-			continue
-		}
-		bound++
-		if got.Annotations[gpu.AnnoAssignedNode] != got.Spec.NodeName || got.Annotations[gpu.AnnoBindPhase] != "success" {
-			t.Errorf("%s bound to %s with %v", got.Name, got.Spec.NodeName, got.Annotations)
-		}
-		usage, err := gpu.DecodePodUsage(got, gpu.DefaultRegistry())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range usage.Allocations {
-			u := use[a.UUID]
-			if u == nil {
-				u = &deviceUse{}
-				use[a.UUID] = u
-			}
-			u.pods++
-			u.memoryMiB += a.MemoryMiB
-		}
-	}
+	bound, use := c.tallyBound(t, pods, nodes...)
 	if bound != 16 {
 		t.Errorf("%d pods bound, want 16", bound)
 	}

@@ -3,6 +3,7 @@ package extender_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -174,40 +175,15 @@ func TestKubeScheduler(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // waiting for a real scheduler
 	}
 
-	use := map[string]*deviceUse{}
-	count := func(pods []*corev1.Pod, nodes ...string) int {
-		bound := 0
-		for _, p := range pods {
-			got := c.get(t, p)
-			if got.Spec.NodeName == "" {
-				continue
-			}
-			bound++
-			if !slicesContains(nodes, got.Spec.NodeName) || got.Annotations[gpu.AnnoAssignedNode] != got.Spec.NodeName || got.Annotations[gpu.AnnoBindPhase] != gpu.PhaseSuccess {
-				t.Errorf("%s bound to %s with %v", got.Name, got.Spec.NodeName, got.Annotations)
-			}
-			usage, err := gpu.DecodePodUsage(got, gpu.DefaultRegistry())
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, a := range usage.Allocations {
-				u := use[a.UUID]
-				if u == nil {
-					u = &deviceUse{}
-					use[a.UUID] = u
-				}
-				u.pods++
-				u.memoryMiB += a.MemoryMiB
-			}
-		}
-		return bound
+	nvBound, use := c.tallyBound(t, nvPods, nv1, nv2)
+	if nvBound != 16 {
+		t.Errorf("%d NVIDIA pods bound, want 16", nvBound)
 	}
-	if n := count(nvPods, nv1, nv2); n != 16 {
-		t.Errorf("%d NVIDIA pods bound, want 16", n)
+	dcuBound, dcuUse := c.tallyBound(t, dcuPods, dcu)
+	if dcuBound != 2 {
+		t.Errorf("%d Hygon pods bound, want 2", dcuBound)
 	}
-	if n := count(dcuPods, dcu); n != 2 {
-		t.Errorf("%d Hygon pods bound, want 2", n)
-	}
+	maps.Copy(use, dcuUse)
 	for id, u := range use {
 		limit := int32(40 * gib)
 		if strings.HasPrefix(id, "DCU-") {
@@ -225,15 +201,6 @@ func TestKubeScheduler(t *testing.T) {
 func podUnschedulable(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return true
-		}
-	}
-	return false
-}
-
-func slicesContains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
 			return true
 		}
 	}
