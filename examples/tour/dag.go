@@ -12,7 +12,9 @@ import (
 	"github.com/plancore/plancore/fake"
 )
 
-func init() { register(3, "dag", "a workflow of Jobs with dependencies and retries (Volcano's JobFlow)", runDAG) }
+func init() {
+	register(3, "dag", "a workflow of Jobs with dependencies and retries (Volcano's JobFlow)", runDAG)
+}
 
 // mlPipeline is the seed's ML pipeline: preprocessing, then training and
 // feature engineering in parallel, then evaluation, then deployment, with a

@@ -9,7 +9,9 @@ import (
 	"github.com/plancore/plancore/lock"
 )
 
-func init() { register(5, "lock", "a per-node lock that survives crashed holders (HAMi's node lock)", runLock) }
+func init() {
+	register(5, "lock", "a per-node lock that survives crashed holders (HAMi's node lock)", runLock)
+}
 
 func runLock(w *page) error {
 	ctx := context.Background()
