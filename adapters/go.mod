@@ -6,6 +6,7 @@ require (
 	github.com/go-logr/logr v1.4.2
 	github.com/google/go-cmp v0.7.0
 	github.com/plancore/plancore v0.0.0-00010101000000-000000000000
+	github.com/prometheus/client_golang v1.19.1
 	github.com/redis/go-redis/v9 v9.23.0
 	golang.org/x/sync v0.7.0
 	k8s.io/api v0.31.14
@@ -13,6 +14,7 @@ require (
 	k8s.io/apimachinery v0.31.14
 	k8s.io/client-go v0.31.14
 	k8s.io/klog/v2 v2.130.1
+	k8s.io/kube-scheduler v0.31.13
 	k8s.io/utils v0.0.0-20240711033017-18e509b52bc8
 	pgregory.net/rapid v1.3.0
 	sigs.k8s.io/controller-runtime v0.19.4
@@ -43,7 +45,6 @@ require (
 	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
-	github.com/prometheus/client_golang v1.19.1 // indirect
 	github.com/prometheus/client_model v0.6.1 // indirect
 	github.com/prometheus/common v0.55.0 // indirect
 	github.com/prometheus/procfs v0.15.1 // indirect

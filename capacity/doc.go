@@ -14,6 +14,21 @@
 //	if res.Outcome == capacity.NoCapacity { requeue after res.RequeueAfter }
 //	// send the job with res.Lease; on a send failure or NACK: store.Release.
 //
+// Dispatcher is that loop, written once: Submit jobs, Run it (in a
+// controller-runtime manager as manager.RunnableFunc(d.Run)), and give it
+// the one step that is yours, Send:
+//
+//	d := &capacity.Dispatcher{Store: store, Nodes: capacity.StaticNodes("n1", "n2"),
+//		Send: func(ctx context.Context, job capacity.Job, l capacity.Lease) error { return sendToNode(ctx, job, l) }}
+//	_ = d.Submit(capacity.Job{ID: "job-1"})
+//	err := d.Run(ctx) // until ctx ends; jobs not yet sent stay in d.Pending()
+//
+// It reads the loads, decides, reserves, sends, releases the lease of a
+// failed send (and sends again under a new attempt rid), requeues a job that
+// found no room at the dispatch's RequeueAfter, bounds the jobs in flight,
+// joins every goroutine before Run returns, and reports each attempt to a
+// DispatcherObserver (adapters/metrics implements one with Prometheus).
+//
 // Decide is the pure step: it ranks the nodes that qualify and lists every
 // other one with a Reason (a ReasonCode such as CapacityExceeded or
 // StaleHeartbeat, and the numbers), counted in a Breakdown. It refuses only a
@@ -68,7 +83,8 @@
 //
 // Nothing in the pure parts reads the clock: Decide takes Input.Now, and
 // NodeLedger and NodeGate take now; MemoryStore and Dispatch read the
-// clock.PassiveClock they are given. Decide sorts with explicit tie-breaks
+// clock.PassiveClock they are given, and Dispatcher the clock.Clock it is
+// given (a fake.Clock in tests). Decide sorts with explicit tie-breaks
 // (utilisation by exact cross-multiplication, effective load, highest usage,
 // an optional hash of SpreadKey and node id, node id), lists exclusions in
 // input order, and never changes its input; the same input renders the same

@@ -81,3 +81,45 @@ func ExampleDispatch() {
 	//   attempt 1: n1 ok epoch=1 load=1 expiry=12:00:05.000
 	// node: accepted ack: ok started: true running: 1
 }
+
+// A Dispatcher runs the loop every scheduler writes: two nodes of one slot
+// and three jobs, worked on one at a time; the third finds no room and
+// waits for the requeue time (here the run stops there instead).
+func ExampleDispatcher() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store, _ := capacity.NewMemoryStore(capacity.MemoryStoreOptions{})
+	for _, n := range []string{"n1", "n2"} {
+		_, _ = store.Heartbeat(ctx, n, capacity.Heartbeat{Epoch: 1, Seq: 1, Max: 1})
+	}
+	d := &capacity.Dispatcher{
+		Store: store, Nodes: capacity.StaticNodes("n1", "n2"), Concurrency: 1,
+		Send: func(ctx context.Context, job capacity.Job, l capacity.Lease) error {
+			// Hand the job and its lease to the node; the node acknowledges
+			// it to the store and starts it only if the answer allows.
+			st, err := store.Ack(ctx, capacity.Ack{Node: l.Node, RID: l.RID, Epoch: l.Epoch, Seq: 2})
+			if err == nil && !st.Start() {
+				err = fmt.Errorf("node refused: %s", st)
+			}
+			return err
+		},
+		Observer: capacity.ObserverFunc(func(e capacity.DispatcherEvent) {
+			fmt.Printf("%s %s node=%q requeue=%v pending=%d\n", e.RID, e.Outcome, e.Result.Lease.Node, e.RequeueAfter, e.Pending)
+			if e.Outcome == capacity.JobNoCapacity {
+				fmt.Println("  " + e.Plan.Breakdown.String())
+				cancel()
+			}
+		}),
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		_ = d.Submit(capacity.Job{ID: id})
+	}
+	_ = d.Run(ctx) // until ctx ends; nil then
+	fmt.Println("still pending:", d.Pending())
+	// Output:
+	// a/1 Sent node="n2" requeue=0s pending=2
+	// b/1 Sent node="n1" requeue=0s pending=1
+	// c/1 NoCapacity node="" requeue=1s pending=1
+	//   CapacityExceeded=2
+	// still pending: [c]
+}

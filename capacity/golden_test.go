@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/plancore/plancore/capacity"
-	"github.com/plancore/plancore/fake"
+	"github.com/plancore/plancore/fake/sim"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata")
@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts in testd
 func TestGoldenTranscripts(t *testing.T) {
 	ctx := context.Background()
 	scenarios := map[string]func() string{}
-	for _, ce := range fake.KnownBadCounterExamples {
+	for _, ce := range sim.KnownBadCounterExamples {
 		for _, o := range []capacity.Options{ce.Options, {}} {
 			name := strings.NewReplacer(" ", "-", ":", "", ",", "", "'", "").Replace(ce.Name) + "." + o.Accounting.String()
 			if o.Unfenced {
@@ -30,7 +30,7 @@ func TestGoldenTranscripts(t *testing.T) {
 			o := o
 			draws := ce.Draws
 			scenarios[name] = func() string {
-				sim, err := fake.RunDraws(ctx, fake.CapacitySimConfig{Options: o}, memFactory, draws)
+				sim, err := sim.RunDraws(ctx, sim.CapacitySimConfig{Options: o}, memFactory, draws)
 				return sim.String() + "\nresult: " + errString(err) + "\n"
 			}
 		}

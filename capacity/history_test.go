@@ -12,6 +12,7 @@ import (
 
 	"github.com/plancore/plancore/capacity"
 	"github.com/plancore/plancore/fake"
+	"github.com/plancore/plancore/fake/sim"
 	"pgregory.net/rapid"
 )
 
@@ -83,9 +84,9 @@ func TestCheckLinearizableTable(t *testing.T) {
 }
 
 // seedProperty draws one seed per rapid check and derives the run from it;
-// seeds that already passed are skipped and not counted (fake.SeedRuns).
+// seeds that already passed are skipped and not counted (sim.SeedRuns).
 func seedProperty(prop func(t *rapid.T, seed uint64)) func(*rapid.T) {
-	return fake.SeedRuns(func(t *rapid.T) uint64 { return rapid.Uint64().Draw(t, "seed") }, prop)
+	return sim.SeedRuns(func(t *rapid.T) uint64 { return rapid.Uint64().Draw(t, "seed") }, prop)
 }
 
 // TestMemoryStoreLinearizable is the linearizability property on MemoryStore, under -race in CI:
@@ -93,7 +94,7 @@ func seedProperty(prop func(t *rapid.T, seed uint64)) func(*rapid.T) {
 // recorded history must be linearizable against the ledger.
 func TestMemoryStoreLinearizable(t *testing.T) {
 	rapid.Check(t, seedProperty(func(t *rapid.T, seed uint64) {
-		h, err := fake.RunCapacityRace(context.Background(), fake.CapacityRaceConfig{Seed: seed}, memFactory)
+		h, err := sim.RunCapacityRace(context.Background(), sim.CapacityRaceConfig{Seed: seed}, memFactory)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +115,7 @@ func TestRaceReservesNeverExceedFree(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := fake.RaceReserves(context.Background(), s, "n", 24, tc.max, tc.running)
+				got, err := sim.RaceReserves(context.Background(), s, "n", 24, tc.max, tc.running)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -139,7 +140,7 @@ func TestLinearizabilityCatchesBrokenStore(t *testing.T) {
 	}
 	var report error
 	for seed := uint64(0); seed < 500 && report == nil; seed++ {
-		h, err := fake.RunCapacityRace(ctx, fake.CapacityRaceConfig{Seed: seed, Clients: 6}, broken)
+		h, err := sim.RunCapacityRace(ctx, sim.CapacityRaceConfig{Seed: seed, Clients: 6}, broken)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +154,7 @@ func TestLinearizabilityCatchesBrokenStore(t *testing.T) {
 	oversold := false
 	for range 200 {
 		s, _ := broken(func() time.Time { return time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC) }, capacity.Options{})
-		got, err := fake.RaceReserves(ctx, s, "n", 8, 2, 0)
+		got, err := sim.RaceReserves(ctx, s, "n", 8, 2, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

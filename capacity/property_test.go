@@ -12,6 +12,7 @@ import (
 
 	"github.com/plancore/plancore/capacity"
 	"github.com/plancore/plancore/fake"
+	"github.com/plancore/plancore/fake/sim"
 	"pgregory.net/rapid"
 )
 
@@ -25,27 +26,27 @@ func memFactory(clock func() time.Time, o capacity.Options) (capacity.SlotStore,
 // skew and node restarts, checking safety and the differential oracle after
 // every step, then exactness at quiescence. rapid draws one seed per check
 // and the schedule follows from it (seedProperty).
-func simProperty(cfg fake.CapacitySimConfig, factory fake.StoreFactory, quiesce bool) func(*rapid.T) {
+func simProperty(cfg sim.CapacitySimConfig, factory sim.StoreFactory, quiesce bool) func(*rapid.T) {
 	return seedProperty(func(t *rapid.T, seed uint64) {
 		ctx := context.Background()
-		sim, err := fake.NewCapacitySim(ctx, cfg, factory)
+		cs, err := sim.NewCapacitySim(ctx, cfg, factory)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pick := fake.SeededPicker(seed)
+		pick := sim.SeededPicker(seed)
 		steps := 30 + pick("steps", 121)
 		for range steps {
-			if err := sim.Step(ctx, pick); err != nil {
-				var over *fake.OversellError
+			if err := cs.Step(ctx, pick); err != nil {
+				var over *sim.OversellError
 				if errors.As(err, &over) {
-					t.Fatalf("OVERSELL %v\ntrace:\n%s", err, sim)
+					t.Fatalf("OVERSELL %v\ntrace:\n%s", err, cs)
 				}
-				t.Fatalf("%v\ntrace:\n%s", err, sim)
+				t.Fatalf("%v\ntrace:\n%s", err, cs)
 			}
 		}
 		if quiesce {
-			if err := sim.Quiesce(ctx); err != nil {
-				t.Fatalf("%v\ntrace:\n%s", err, sim)
+			if err := cs.Quiesce(ctx); err != nil {
+				t.Fatalf("%v\ntrace:\n%s", err, cs)
 			}
 		}
 	})
@@ -58,12 +59,12 @@ func simProperty(cfg fake.CapacitySimConfig, factory fake.StoreFactory, quiesce 
 func TestPropertyNeverOversells(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  fake.CapacitySimConfig
+		cfg  sim.CapacitySimConfig
 	}{
-		{"fenced, server clock, no hard limit", fake.CapacitySimConfig{}},
-		{"fenced, client clocks under skew, no hard limit", fake.CapacitySimConfig{ClientClock: true}},
-		{"unfenced, hard limit on", fake.CapacitySimConfig{Options: capacity.Options{Unfenced: true}, HardLimit: true}},
-		{"three nodes, M=3, three schedulers", fake.CapacitySimConfig{Nodes: 3, Max: 3, Schedulers: 3}},
+		{"fenced, server clock, no hard limit", sim.CapacitySimConfig{}},
+		{"fenced, client clocks under skew, no hard limit", sim.CapacitySimConfig{ClientClock: true}},
+		{"unfenced, hard limit on", sim.CapacitySimConfig{Options: capacity.Options{Unfenced: true}, HardLimit: true}},
+		{"three nodes, M=3, three schedulers", sim.CapacitySimConfig{Nodes: 3, Max: 3, Schedulers: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rapid.Check(t, simProperty(tc.cfg, memFactory, true))
@@ -78,12 +79,12 @@ func TestPropertyNeverOversells(t *testing.T) {
 func TestKnownBadAccountingIsCaught(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  fake.CapacitySimConfig
+		cfg  sim.CapacitySimConfig
 	}{
-		{"seed max(current, reserved)", fake.CapacitySimConfig{Options: capacity.Options{Accounting: capacity.SeedMax}}},
-		{"seed max with client clocks under skew", fake.CapacitySimConfig{Options: capacity.Options{Accounting: capacity.SeedMax}, ClientClock: true}},
-		{"sum with release on ACK", fake.CapacitySimConfig{Options: capacity.Options{Accounting: capacity.SumReleaseOnAck}}},
-		{"sum, unfenced, without the node's hard limit", fake.CapacitySimConfig{Options: capacity.Options{Unfenced: true}}},
+		{"seed max(current, reserved)", sim.CapacitySimConfig{Options: capacity.Options{Accounting: capacity.SeedMax}}},
+		{"seed max with client clocks under skew", sim.CapacitySimConfig{Options: capacity.Options{Accounting: capacity.SeedMax}, ClientClock: true}},
+		{"sum with release on ACK", sim.CapacitySimConfig{Options: capacity.Options{Accounting: capacity.SumReleaseOnAck}}},
+		{"sum, unfenced, without the node's hard limit", sim.CapacitySimConfig{Options: capacity.Options{Unfenced: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			msg := expectFailure(t, simProperty(tc.cfg, memFactory, false))
@@ -162,22 +163,22 @@ func firstLines(s string, n int) string {
 // cases: each oversells under its known-bad accounting and is safe and exact
 // under the default.
 func TestKnownBadCounterExamples(t *testing.T) {
-	cases := append(fake.KnownBadCounterExamples, struct {
+	cases := append(sim.KnownBadCounterExamples, struct {
 		Name    string
 		Options capacity.Options
 		Draws   []int
 	}{"sum, release on ACK: three fast paths", capacity.Options{Accounting: capacity.SumReleaseOnAck},
-		fake.KnownBadCounterExamples[0].Draws})
+		sim.KnownBadCounterExamples[0].Draws})
 	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {
 			ctx := context.Background()
-			sim, err := fake.RunDraws(ctx, fake.CapacitySimConfig{Options: tc.Options}, memFactory, tc.Draws)
-			var over *fake.OversellError
+			cs, err := sim.RunDraws(ctx, sim.CapacitySimConfig{Options: tc.Options}, memFactory, tc.Draws)
+			var over *sim.OversellError
 			if !errors.As(err, &over) {
-				t.Fatalf("known-bad accounting %v: err = %v, want an oversell\n%s", tc.Options.Accounting, err, sim)
+				t.Fatalf("known-bad accounting %v: err = %v, want an oversell\n%s", tc.Options.Accounting, err, cs)
 			}
-			if sim, err = fake.RunDraws(ctx, fake.CapacitySimConfig{}, memFactory, tc.Draws); err != nil {
-				t.Fatalf("default accounting: %v\n%s", err, sim)
+			if cs, err = sim.RunDraws(ctx, sim.CapacitySimConfig{}, memFactory, tc.Draws); err != nil {
+				t.Fatalf("default accounting: %v\n%s", err, cs)
 			}
 		})
 	}

@@ -16,6 +16,15 @@
 // injected faults for its kind, advances the simulated clock by the configured
 // latency, performs the write, and records the call in [World.Calls].
 //
+// The main fakes are [Clock] (a k8s.io/utils/clock.Clock that moves only
+// when told), [World] with its [Faults] and call log, [PodStore] with its
+// lagging [Informer] and the executors over it ([ReconcileExecutor],
+// [RayClusterLoop], [GPUBind]), the capacity core's [NodeAgent], and
+// [LockStore]; the examples show the clock, the world, the informer, the
+// node agent and the lock store at work. The project's own race and
+// simulation harnesses (LockRace, CapacitySim, RunCapacityRace, RunBurst)
+// live in package github.com/plancore/plancore/fake/sim.
+//
 // # Determinism
 //
 // Nothing here reads the wall clock or a global random source. Time is the

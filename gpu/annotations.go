@@ -75,7 +75,7 @@ func FitRequestFromPod(pod *corev1.Pod, reg Registry) (FitRequest, error) {
 			continue
 		}
 		if !gpuPolicyKnown(Policy(p)) {
-			errs = append(errs, field.NotSupported(annos.Key(AnnoGPUPolicy).Index(i), p, []Policy{Binpack, Spread, NUMAOrder}))
+			errs = append(errs, field.NotSupported(annos.Key(AnnoGPUPolicy).Index(i), p, gpuPolicies))
 		}
 		fr.GPUPolicy = append(fr.GPUPolicy, Policy(p))
 	}
@@ -94,22 +94,40 @@ func FitRequestFromPod(pod *corev1.Pod, reg Registry) (FitRequest, error) {
 	if err := plancore.Invalid(ErrInvalidRequest, errs); err != nil {
 		return FitRequest{}, err
 	}
-	sel := Selector{
-		Type:        "NVIDIA",
-		UseModels:   splitList(a[AnnoUseGPUType]),
-		NoUseModels: splitList(a[AnnoNoUseGPUType]),
-		UseUUIDs:    splitList(a[AnnoUseGPUUUID]),
-		NoUseUUIDs:  splitList(a[AnnoNoUseGPUUUID]),
-	}
-	if len(sel.UseModels)+len(sel.NoUseModels)+len(sel.UseUUIDs)+len(sel.NoUseUUIDs) > 0 {
-		fr.Selectors = []Selector{sel}
-	}
+	fr.Selectors = reg.selectors(a)
 	// What was read above is what Validate checks; this is a guard, not a
 	// second source of errors.
 	if err := fr.Validate(); err != nil {
 		return FitRequest{}, err
 	}
 	return fr, nil
+}
+
+// selectors returns, per registry type in registry order, the device
+// selectors the pod's annotations set with the type's use/nouse type and
+// UUID annotation names (nvidia.com/use-gputype, hygon.com/use-gpuuuid, ...).
+func (r Registry) selectors(a map[string]string) []Selector {
+	var out []Selector
+	for _, t := range r.types {
+		n := t.Annotations
+		sel := Selector{Type: t.Type}
+		if n.UseType != "" {
+			sel.UseModels = splitList(a[n.UseType])
+		}
+		if n.NoUseType != "" {
+			sel.NoUseModels = splitList(a[n.NoUseType])
+		}
+		if n.UseUUID != "" {
+			sel.UseUUIDs = splitList(a[n.UseUUID])
+		}
+		if n.NoUseUUID != "" {
+			sel.NoUseUUIDs = splitList(a[n.NoUseUUID])
+		}
+		if len(sel.UseModels)+len(sel.NoUseModels)+len(sel.UseUUIDs)+len(sel.NoUseUUIDs) > 0 {
+			out = append(out, sel)
+		}
+	}
+	return out
 }
 
 func splitList(s string) []string {

@@ -6,17 +6,18 @@ import (
 	"time"
 
 	"github.com/plancore/plancore/fake"
+	"github.com/plancore/plancore/fake/sim"
 	"github.com/plancore/plancore/gpu"
 )
 
-// BenchmarkFit fits one 2-GPU pod on a 100-node cluster of 8 GPUs each, with
-// some usage on every node so scores differ.
-func BenchmarkFit(b *testing.B) {
-	nodes := make([]gpu.Node, 100)
+// benchNodes builds n nodes of 8 GPUs each, with some usage on every node
+// so scores differ.
+func benchNodes(n int) []gpu.Node {
+	nodes := make([]gpu.Node, n)
 	for i := range nodes {
-		nodes[i].Name = fmt.Sprintf("node-%03d", i)
+		nodes[i].Name = fmt.Sprintf("node-%04d", i)
 		for j := range 8 {
-			d := card(fmt.Sprintf("GPU-%03d-%d", i, j), j)
+			d := card(fmt.Sprintf("GPU-%04d-%d", i, j), j)
 			d.NUMA = j / 4
 			if (i+j)%3 == 0 {
 				d = used(d, 1, int32(1000*(j%4)), int32(10*(i%5)))
@@ -24,13 +25,52 @@ func BenchmarkFit(b *testing.B) {
 			nodes[i].Devices = append(nodes[i].Devices, d)
 		}
 	}
-	req := gpu.FitRequest{Requests: []gpu.Request{nvReq("main", 2, 4000, 30)}}
-	b.ReportAllocs()
-	for b.Loop() {
-		res, err := fit(nodes, req)
-		if err != nil || res.Node == "" {
-			b.Fatalf("fit failed: %v %+v", err, res.Nodes[0])
-		}
+	return nodes
+}
+
+// BenchmarkFit fits one pod asking 2 GPUs (4000 MiB, 30 cores each) over
+// 100 and 1,000 nodes of 8 GPUs (Decide: every node fitted, scored and one
+// chosen). Allocations grow with the nodes, not with devices × nodes: about
+// five per node (the usage copy, the order, the scores, the assignment).
+func BenchmarkFit(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			nodes := benchNodes(n)
+			req := gpu.FitRequest{Requests: []gpu.Request{nvReq("main", 2, 4000, 30)}}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := fit(nodes, req)
+				if err != nil || res.Node == "" {
+					b.Fatalf("fit failed: %v %+v", err, res.Nodes[0])
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFitPolicies is BenchmarkFit's 1,000 nodes under the other device
+// orders: a binpack,numa chain, numa-bind, and topology-aware (which keeps
+// every fitting device and searches the pairs).
+func BenchmarkFitPolicies(b *testing.B) {
+	nodes := benchNodes(1000)
+	for _, tc := range []struct {
+		name string
+		req  gpu.FitRequest
+	}{
+		{"chain", gpu.FitRequest{GPUPolicy: []gpu.Policy{gpu.Binpack, gpu.NUMAOrder}}},
+		{"numa-bind", gpu.FitRequest{NUMABind: true}},
+		{"topology-aware", gpu.FitRequest{GPUPolicy: []gpu.Policy{gpu.TopologyAware}}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			req := tc.req
+			req.Requests = []gpu.Request{nvReq("main", 2, 4000, 30)}
+			b.ReportAllocs()
+			for b.Loop() {
+				if res, err := fit(nodes, req); err != nil || res.Node == "" {
+					b.Fatalf("fit failed: %v", err)
+				}
+			}
+		})
 	}
 }
 
@@ -45,7 +85,7 @@ func BenchmarkBurst40(b *testing.B) {
 			var simMS float64
 			for i := 0; b.Loop(); i++ {
 				w := fake.NewWorld(uint64(i), time.Date(2026, 6, 14, 10, 0, 0, 0, time.UTC))
-				rep, err := fake.RunBurst(w, fake.BurstConfig{Queue: queue, Seed: uint64(i)})
+				rep, err := sim.RunBurst(w, sim.BurstConfig{Queue: queue, Seed: uint64(i)})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -14,13 +14,15 @@ import (
 //   - every input node has one outcome; the chosen node is one that fits,
 //     its assignment is the chosen outcome's, and no node is chosen only when
 //     none fits;
-//   - a refused node's rejections each count against all its devices, and
-//     count no more devices than it has;
+//   - a refused node's rejections each count against its devices of the type
+//     that failed, and count no more devices than that (a node short of
+//     devices altogether says only NodeInsufficientDevice);
 //   - a fitting node's allocations are on its own devices, healthy, not
 //     cordoned and of the requested type, and a container gets a device once
 //     unless it asks for the same type twice;
 //   - no device is given more slots, memory or cores than it has left, and a
-//     100-core request takes a card alone; each init container is counted
+//     100-core request takes a card of 100 cores alone (AMD counts compute
+//     units instead, and HAMi's AMD Fit has no such rule); each init container is counted
 //     alone, the app containers together (devices in MIG mode are left to
 //     the MIG checks of your own tests).
 func CheckPlan(in Input, o Options, p Plan) error {
@@ -62,15 +64,29 @@ func sameContainer(a, b ContainerAllocation) bool {
 }
 
 func checkRejections(fail func(string, ...any), n Node, f NodeFit) {
-	sum := 0
-	for _, r := range f.Rejections {
-		sum += r.Count
-		if r.Total != len(n.Devices) {
-			fail("%s: rejection %s counts against %d devices, the node has %d", f.Node, r, r.Total, len(n.Devices))
+	// Rejections count the devices of the type that failed, except a node
+	// short of devices altogether, which is that one reason counting none.
+	ofType := 0
+	for _, d := range n.Devices {
+		if d.Vendor == f.FailedType {
+			ofType++
 		}
 	}
-	if sum > len(n.Devices) {
-		fail("%s: rejections %q count %d devices, the node has %d", f.Node, f.Message(), sum, len(n.Devices))
+	sum := 0
+	for _, r := range f.Rejections {
+		if r.Code == NodeInsufficientDevice {
+			if r.Total != 0 || len(f.Rejections) != 1 {
+				fail("%s: %s must be the only reason and count no device: %q", f.Node, r.Code, f.Message())
+			}
+			continue
+		}
+		sum += r.Count
+		if r.Total != ofType {
+			fail("%s: rejection %s counts against %d devices, the node has %d of type %s", f.Node, r, r.Total, ofType, f.FailedType)
+		}
+	}
+	if sum > ofType {
+		fail("%s: rejections %q count %d devices, the node has %d of type %s", f.Node, f.Message(), sum, ofType, f.FailedType)
 	}
 }
 
@@ -141,7 +157,7 @@ func checkDeviceCapacity(fail func(string, ...any), node string, devs map[string
 			mem += int64(a.MemoryMiB)
 			cores += int64(a.Cores)
 			slots += int64(max(1, a.Slots))
-			full = full || a.Cores >= 100
+			full = full || (a.Cores >= 100 && d.Cores == 100)
 		}
 		switch {
 		case slots > int64(d.Count):

@@ -215,7 +215,9 @@ func decodeJSONRegister(s string, p *field.Path) ([]Device, field.ErrorList) {
 	}
 	out := make([]Device, len(list))
 	for i, r := range list {
-		idx := i
+		// HAMi omits a zero index (omitempty), so an absent one is 0; equal
+		// indices keep their list order.
+		idx := 0
 		if r.Index != nil {
 			idx = *r.Index
 		}
@@ -229,20 +231,10 @@ func decodeJSONRegister(s string, p *field.Path) ([]Device, field.ErrorList) {
 func registeredErrors(devs []Device, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, d := range devs {
-		dp := p.Index(i)
 		if d.Index < 0 {
-			errs = append(errs, field.Invalid(dp.Child("index"), d.Index, "must not be negative"))
+			errs = append(errs, field.Invalid(p.Index(i).Child("index"), d.Index, "must not be negative"))
 		}
-		for k, m := range d.MIGProfiles {
-			if m.Name == "" || m.MemoryMiB < 0 || m.Cores < 0 {
-				errs = append(errs, field.Invalid(dp.Child("migProfiles").Index(k), m.Name, "a MIG profile needs a name and non-negative memory and cores"))
-			}
-			for j, pl := range m.Placements {
-				if pl.Size == 0 {
-					errs = append(errs, field.Invalid(dp.Child("migProfiles").Index(k).Child("placements").Index(j).Child("size"), pl.Size, "must be positive"))
-				}
-			}
-		}
+		errs = append(errs, validateMIG(d, p.Index(i))...)
 	}
 	return errs
 }

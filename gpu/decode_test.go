@@ -2,6 +2,7 @@ package gpu_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -267,7 +268,6 @@ func TestDecodePodUsageNamesEveryProblem(t *testing.T) {
 	want := []string{
 		"metadata.annotations[hami.io/amd-devices-allocated].containers[0].devices[0]",
 		"metadata.annotations[hami.io/vgpu-devices-allocated].containers[0].devices[0].memoryMiB",
-		"metadata.annotations[hami.io/vgpu-devices-allocated].containers[1].devices[0].type",
 		"metadata.annotations[hami.io/vgpu-mig-allocations][0].gpuUUID",
 		"metadata.annotations[hami.io/vgpu-mig-allocations][1]",
 	}
@@ -390,4 +390,39 @@ func FuzzDecodePodUsage(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecodeNodeFromCapacity derives whole-card devices from the node's
+// capacity as HAMi's GetNodeDevices of those vendors do.
+func TestDecodeNodeFromCapacity(t *testing.T) {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w"}, Status: corev1.NodeStatus{Capacity: corev1.ResourceList{
+		"kunlunxin.com/xpu":        resource.MustParse("4"),
+		"mthreads.com/sgpu-core":   resource.MustParse("32"),
+		"mthreads.com/sgpu-memory": resource.MustParse("192"),
+		"metax-tech.com/gpu":       resource.MustParse("1"),
+		"enflame.com/gcu":          resource.MustParse("1"),
+	}}}
+	got, err := gpu.DecodeNode(n, gpu.DefaultRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, d := range got.Devices {
+		lines = append(lines, fmt.Sprintf("%s %s slots=%d mem=%d cores=%d numa=%d", d.ID, d.Vendor, d.Count, d.MemoryMiB, d.Cores, d.NUMA))
+	}
+	want := []string{
+		"w-GCU-0 GCU slots=1 mem=100 cores=100 numa=0",
+		"w-metax-0 Metax-GPU slots=1 mem=65536 cores=100 numa=0",
+		// 192 units of 512 MiB over 32 cores, 16 cores a card.
+		"w-mthreads-0 Mthreads slots=100 mem=49152 cores=16 numa=0",
+		"w-mthreads-1 Mthreads slots=100 mem=49152 cores=16 numa=0",
+		// The second half of Kunlun's cards sit on NUMA node 1.
+		"w-kunlun-0 kunlun slots=100 mem=98304 cores=100 numa=0",
+		"w-kunlun-1 kunlun slots=100 mem=98304 cores=100 numa=0",
+		"w-kunlun-2 kunlun slots=100 mem=98304 cores=100 numa=1",
+		"w-kunlun-3 kunlun slots=100 mem=98304 cores=100 numa=1",
+	}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Fatalf("devices (-want +got):\n%s", diff)
+	}
 }

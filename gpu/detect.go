@@ -37,6 +37,10 @@ type Request struct {
 	Cores int32
 	// Priority is the task priority, where the type has a Priority resource.
 	Priority int32
+	// CoresShare is true when Cores is a percentage of each device's own
+	// compute units rather than of a 100-core card (the type's
+	// CoresShareOfDevice, HAMi's AMD).
+	CoresShare bool
 }
 
 // DetectRequests returns one Request per container and requested device type:
@@ -161,7 +165,7 @@ func (t DeviceType) derive(q *quantityReader, req Request) (Request, bool) {
 		q.errs = append(q.errs, field.Invalid(memPath, memText, "overflows int32 MiB"))
 		return req, false
 	}
-	req.Nums = nums
+	req.Nums, req.CoresShare = nums, t.CoresShareOfDevice
 	return newRequest(t, req, int32(mem), pct, cores, coresSet), true
 }
 

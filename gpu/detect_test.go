@@ -179,7 +179,7 @@ func TestDetectRequests(t *testing.T) {
 				{Container: "i1", Init: true, Type: "MLU", Nums: 1, MemoryPercent: 100, Cores: 100},
 				{Container: "i2", Init: true, Type: "NVIDIA", Nums: 1, MemoryPercent: 100},
 				{Container: "b", Type: "NVIDIA", Nums: 2, MemoryPercent: 100, Cores: 50},
-				{Container: "a", Type: "AMD", Nums: 1, MemoryPercent: 100, Cores: 100},
+				{Container: "a", Type: "AMD", Nums: 1, MemoryPercent: 100, Cores: 100, CoresShare: true},
 				{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 100},
 			},
 			locks: []string{gpu.LockCambricon, gpu.LockNvidia},

@@ -11,14 +11,26 @@
 //	reqs, err := gpu.DetectRequests(pod, reg)  // init and app containers
 //	locks, err := gpu.RequiredLocks(pod, reg)  // de-duplicated, ascending
 //
-// Fit the pod onto candidate nodes (Filter), one decision per snapshot of the
-// nodes' usage:
+// Each vendor's rules are one row of the registry, written in its own
+// vendor_<name>.go beside the HAMi source it follows: resource names, the
+// memory unit (Cambricon and Iluvatar 256 MiB, Mthreads 512 MiB, Metax sGPU
+// GiB unless the value has a unit), the cores of a whole-card request
+// (100 for Cambricon, Hygon, AMD, Metax; 0 for Vastai, Biren, Kunlun),
+// range checks (AMD's cores within 1..100), the annotations its plugin
+// registers devices in and its selectors.
 //
+// Read a HAMi cluster, fit the pod onto candidate nodes (Filter), one
+// decision per snapshot of the nodes' usage, and write what HAMi's Filter
+// writes:
+//
+//	n, err := gpu.DecodeNode(node, reg)        // every vendor's register, cordon, link scores, handshakes
+//	n = gpu.DropStaleVendors(n, now)           // HAMi's 60 s handshake timeout
+//	u, err := gpu.DecodePodUsage(pod, reg)     // devices a pod on the node holds
+//	n.Devices, err = gpu.AddPodUsage(n.Devices, usages...)
 //	fr, err := gpu.FitRequestFromPod(pod, reg) // requests plus policy and selector annotations
-//	devs, err := gpu.AddUsage(node.Devices, allocs...) // usage from the pods already there
 //	plan, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: fr}, gpu.HAMi())
 //	// plan.Node, plan.Containers, plan.Reason (NodeChosen or NoNodeFits), per-node reasons
-//	anno := gpu.EncodeAllocations(plan.Containers, "NVIDIA") // hami.io/vgpu-devices-to-allocate
+//	annos, err := gpu.FilterAnnotations(gpu.FilterChoice{Pod: pod, Node: chosen, Containers: plan.Containers, Now: now, Registry: reg})
 //
 // Bind it (Bind). Bind is a step machine rather than a Plan applied by one
 // Apply, because each step depends on what the cluster answered to the
@@ -34,7 +46,8 @@
 //
 // Invalid input is refused with every problem at once: Decide, StartBind,
 // Options.Validate, AddUsage, NewRegistry and Registry.With, DetectRequests,
-// RequiredLocks, FitRequestFromPod, DecodeAllocations and ParseLockEpochs
+// RequiredLocks, FitRequestFromPod, DecodeAllocations, DecodeNode,
+// DecodePodUsage, AddPodUsage, FilterAnnotations and ParseLockEpochs
 // return a *plancore.InvalidError naming each field path and bad value
 // (nodes[1].devices[0].id, request.requests[0].nums, now,
 // options.retryDeadline, allocs[2].memoryMiB, types[2].type,
@@ -60,8 +73,20 @@
 //
 // Everything but ApplyBind's waiting (StoreWaiter, wait.go) and NodeQueue is pure: no
 // clock, no randomness, no IO, no goroutines, and no input is modified. Ties
-// are broken explicitly (device index, then ID; node name), reasons are sorted
-// by their rendering, map keys are sorted before they reach any output. Time
+// are broken explicitly (device index, then position; node name), reasons are
+// sorted by their rendering, map keys are sorted before they reach any output.
+//
+// Devices are ordered as HAMi orders them, so a user moving from HAMi gets the
+// same devices in the same devices-to-allocate annotation: a single GPU
+// policy sorts by score (binpack ascending, spread, the default, descending)
+// with NUMA breaking ties, mutex by use (busy first), and under numa-bind by
+// NUMA first (binpack descending, so NUMA 0 is tried first; otherwise
+// ascending); a chain ("binpack,numa") applies its keys in order. Fit walks
+// the sorted devices from the end, and equal devices keep their index order,
+// so on a full tie the highest index is tried first, as in HAMi (whose
+// single-policy sort keeps registration order only up to 12 devices a node;
+// plancore keeps it always). Device scores are computed in float32 as HAMi
+// computes them, and leave the request out for NVIDIA as HAMi's do. Time
 // enters the Bind state machine as BindInput.Now and Result.Now; the retry
 // jitter is derived from BindInput.Seed and the pod UID, so the same inputs give
 // the same actions, byte for byte in their String().
@@ -91,9 +116,25 @@
 //   - an allocation annotation claiming more memory or cores than its device
 //     has is refused by AddUsage (naming it), and usage sums saturate, so one
 //     crafted pod annotation cannot wrap a node's usage and block scheduling;
-//   - every Options duration is range-checked (at most MaxTimeout).
+//   - every Options duration is range-checked (at most MaxTimeout);
+//   - a malformed register or allocation annotation is an error naming it,
+//     where HAMi skips the vendor or the pod;
+//   - the topology-aware search stops at 100,000 combinations and keeps the
+//     first devices in walk order (HAMi enumerates them all);
+//   - numa-bind, the device cordon and topology-aware apply to NVIDIA only,
+//     as in HAMi; mutex applies to every vendor (HAMi's Enflame GCU and
+//     whole Kunlun XPU ignore it).
 //
-// Not implemented: HAMi's MIG placement (per-model MIG geometries). Fit refuses
-// a device whose Mode is "mig" with the reason MigPlacementUnsupported rather
-// than sharing it as if it were a time-sliced card.
+// MIG instances are placed as HAMi v2.10 places them: on a device in MIG
+// mode, the smallest registered profile holding the request's memory that
+// has a placement free of the instances in use and those the request took
+// already (1g and 3g profiles packed from the highest start, the others from
+// the lowest), the same device tried again for the next instance; no such
+// placement is the reason CardMigTopologyInfeasible.
+//
+// Not modelled: each vendor's own Fit beyond NVIDIA's checks and AMD's
+// compute-unit share (plancore fits the other vendors with NVIDIA's checks,
+// so Enflame's DRS slices, for instance, are compared as plain numbers), Enflame's and AWS Neuron's node
+// registers (build their devices by hand), and the vendor-specific
+// annotations those vendors' PatchAnnotations add.
 package gpu

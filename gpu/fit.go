@@ -85,6 +85,13 @@ const (
 	Spread Policy = "spread"
 	// NUMAOrder orders devices by NUMA node; it is valid only in a GPU policy chain.
 	NUMAOrder Policy = "numa"
+	// Mutex is a GPU policy that takes only devices nobody uses (and, alone,
+	// tries the busy ones last); chained ("mutex,spread") it filters while
+	// the other keys order.
+	Mutex Policy = "mutex"
+	// TopologyAware is a GPU policy that chooses among every fitting NVIDIA
+	// device by the node's link scores (hami.io/node-nvidia-score).
+	TopologyAware Policy = "topology-aware"
 )
 
 // Weights weigh the three terms of the device score. The zero value means
@@ -131,8 +138,10 @@ type FitRequest struct {
 	Requests []Request
 	// NodePolicy orders nodes; "" means Binpack, HAMi's default.
 	NodePolicy Policy
-	// GPUPolicy is the device ordering chain, applied key by key; empty means
-	// [Spread], HAMi's default. NUMA breaks ties unless the chain names it.
+	// GPUPolicy is HAMi's hami.io/gpu-scheduler-policy split at its commas:
+	// one token is a single policy (binpack, spread, mutex, topology-aware;
+	// empty means spread, HAMi's default), several (or numa alone) a chain of
+	// sort keys plus the mutex and topology-aware filters; see deviceOrder.
 	GPUPolicy []Policy
 	// Weights weigh the device score.
 	Weights Weights
@@ -167,14 +176,12 @@ const (
 	CardInsufficientCore              ReasonCode = "CardInsufficientCore"
 	CardComputeUnitsExhausted         ReasonCode = "CardComputeUnitsExhausted"
 	AllocatedCardsInsufficientRequest ReasonCode = "AllocatedCardsInsufficientRequest"
-	// NodeHasNoDevices is plancore's reason for a node without any registered
-	// device: a fit on it is a refusal with a reason, never a panic.
-	NodeHasNoDevices ReasonCode = "NodeHasNoDevices"
-	// MigPlacementUnsupported is plancore's reason for a device in MIG mode:
-	// HAMi places MIG instances by per-model geometry, which this package does
-	// not model, so such a device is refused rather than shared as if it were
-	// time-sliced.
-	MigPlacementUnsupported ReasonCode = "MigPlacementUnsupported"
+	// NodeInsufficientDevice: the node has fewer devices of the requested
+	// type than the request asks (HAMi's message is the bare code).
+	NodeInsufficientDevice ReasonCode = "NodeInsufficientDevice"
+	// CardMigTopologyInfeasible: no MIG profile of the device large enough
+	// for the request has a free placement.
+	CardMigTopologyInfeasible ReasonCode = "CardMigTopologyInfeasible"
 )
 
 // Reason codes of a node's and a plan's outcome.
@@ -208,6 +215,9 @@ type Rejection struct {
 
 // String renders the rejection as HAMi does: "<count>/<total> <Code>".
 func (r Rejection) String() string {
+	if r.Total == 0 {
+		return string(r.Code)
+	}
 	return fmt.Sprintf("%d/%d %s", r.Count, r.Total, r.Code)
 }
 
@@ -305,7 +315,7 @@ func (r FitRequest) validate(p *field.Path) field.ErrorList {
 	}
 	for i, gp := range r.GPUPolicy {
 		if !gpuPolicyKnown(gp) {
-			errs = append(errs, field.NotSupported(p.Child("gpuPolicy").Index(i), gp, []Policy{Binpack, Spread, NUMAOrder}))
+			errs = append(errs, field.NotSupported(p.Child("gpuPolicy").Index(i), gp, gpuPolicies))
 		}
 	}
 	for _, w := range []struct {
@@ -334,6 +344,9 @@ func (r FitRequest) validate(p *field.Path) field.ErrorList {
 	return errs
 }
 
+// gpuPolicies are the tokens of a GPU policy chain.
+var gpuPolicies = []Policy{Binpack, Spread, NUMAOrder, Mutex, TopologyAware}
+
 // nodePolicyKnown reports whether p is a node policy ("" is binpack).
 func nodePolicyKnown(p Policy) bool {
 	return p == "" || p == Binpack || p == Spread
@@ -341,7 +354,7 @@ func nodePolicyKnown(p Policy) bool {
 
 // gpuPolicyKnown reports whether p may appear in a device ordering chain.
 func gpuPolicyKnown(p Policy) bool {
-	return p == Binpack || p == Spread || p == NUMAOrder
+	return p == Binpack || p == Spread || p == NUMAOrder || p == Mutex || p == TopologyAware
 }
 
 // validateNode checks a node's devices.
@@ -349,12 +362,14 @@ func validateNode(n Node, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
 	for j, d := range n.Devices {
-		dp := p.Child("devices").Index(j)
+		// The device's path is built only for a problem: a fit validates
+		// every device of every node.
+		dp := func() *field.Path { return p.Child("devices").Index(j) }
 		switch {
 		case d.ID == "" || strings.ContainsAny(d.ID, ",:;"):
-			errs = append(errs, field.Invalid(dp.Child("id"), d.ID, "must be non-empty and free of ',', ':' and ';'"))
+			errs = append(errs, field.Invalid(dp().Child("id"), d.ID, "must be non-empty and free of ',', ':' and ';'"))
 		case seen[d.ID]:
-			errs = append(errs, field.Duplicate(dp.Child("id"), d.ID))
+			errs = append(errs, field.Duplicate(dp().Child("id"), d.ID))
 		}
 		seen[d.ID] = true
 		for _, q := range []struct {
@@ -362,8 +377,33 @@ func validateNode(n Node, p *field.Path) field.ErrorList {
 			v    int32
 		}{{"count", d.Count}, {"memoryMiB", d.MemoryMiB}, {"cores", d.Cores}, {"used", d.Used}, {"usedMemoryMiB", d.UsedMemoryMiB}, {"usedCores", d.UsedCores}} {
 			if q.v < 0 {
-				errs = append(errs, field.Invalid(dp.Child(q.name), q.v, "must not be negative"))
+				errs = append(errs, field.Invalid(dp().Child(q.name), q.v, "must not be negative"))
 			}
+		}
+		if len(d.MIGProfiles)+len(d.MIGInUse) > 0 {
+			errs = append(errs, validateMIG(d, dp())...)
+		}
+	}
+	return errs
+}
+
+// validateMIG checks a device's MIG geometry and instances in use.
+func validateMIG(d Device, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for k, m := range d.MIGProfiles {
+		mp := p.Child("migProfiles").Index(k)
+		if m.Name == "" || m.MemoryMiB < 0 || m.Cores < 0 {
+			errs = append(errs, field.Invalid(mp, m.Name, "a MIG profile needs a name and non-negative memory and cores"))
+		}
+		for j, pl := range m.Placements {
+			if pl.Size == 0 {
+				errs = append(errs, field.Invalid(mp.Child("placements").Index(j).Child("size"), pl.Size, "must be positive"))
+			}
+		}
+	}
+	for k, pl := range d.MIGInUse {
+		if pl.Size == 0 {
+			errs = append(errs, field.Invalid(p.Child("migInUse").Index(k).Child("size"), pl.Size, "must be positive"))
 		}
 	}
 	return errs
@@ -375,16 +415,16 @@ func validateNode(n Node, p *field.Path) field.ErrorList {
 func (in Input) Validate() error {
 	var nodeErrs field.ErrorList
 	seen := map[string]bool{}
+	nodes := field.NewPath("nodes")
 	for i, n := range in.Nodes {
-		np := field.NewPath("nodes").Index(i)
 		switch {
 		case n.Name == "":
-			nodeErrs = append(nodeErrs, field.Required(np.Child("name"), "the node's name"))
+			nodeErrs = append(nodeErrs, field.Required(nodes.Index(i).Child("name"), "the node's name"))
 		case seen[n.Name]:
-			nodeErrs = append(nodeErrs, field.Duplicate(np.Child("name"), n.Name))
+			nodeErrs = append(nodeErrs, field.Duplicate(nodes.Index(i).Child("name"), n.Name))
 		}
 		seen[n.Name] = true
-		nodeErrs = append(nodeErrs, validateNode(n, np)...)
+		nodeErrs = append(nodeErrs, validateNode(n, nodes.Index(i))...)
 	}
 	return joinInvalid(in.Request.Validate(), plancore.Invalid(ErrInvalidDevice, nodeErrs))
 }
@@ -452,40 +492,25 @@ func ChooseNode(fits []NodeFit, policy Policy) (NodeFit, bool) {
 	return best, found
 }
 
-// nodeScore is HAMi's default node score, summed over the vendors the pod
-// requests: 10 × (used/count + usedCores/cores + usedMem/mem) over that vendor's
-// devices, taken before the pod is added.
-func nodeScore(n Node, reqs []Request) float64 {
-	var vendors []string
-	for _, r := range reqs {
-		vendors = append(vendors, r.Type)
+// nodeScore is HAMi's default node score (policy.ComputeDefaultScore), in
+// float32 as HAMi computes it: 10 × (used/count + usedCores/cores +
+// usedMem/mem) summed over every device of the node, whatever its vendor,
+// taken before the pod is added (0 when a total is 0), plus BackendScore.
+func nodeScore(n Node) float64 {
+	var used, count, usedCores, cores, usedMem, mem int64
+	for _, d := range n.Devices {
+		used += int64(d.Used)
+		count += int64(d.Count)
+		usedCores += int64(d.UsedCores)
+		cores += int64(d.Cores)
+		usedMem += int64(d.UsedMemoryMiB)
+		mem += int64(d.MemoryMiB)
 	}
-	slices.Sort(vendors)
-	vendors = slices.Compact(vendors)
-	score := n.BackendScore
-	for _, v := range vendors {
-		var used, count, usedCores, cores, usedMem, mem float64
-		for _, d := range n.Devices {
-			if d.Vendor != v {
-				continue
-			}
-			used += float64(d.Used)
-			count += float64(d.Count)
-			usedCores += float64(d.UsedCores)
-			cores += float64(d.Cores)
-			usedMem += float64(d.UsedMemoryMiB)
-			mem += float64(d.MemoryMiB)
-		}
-		score += 10 * (ratio(used, count) + ratio(usedCores, cores) + ratio(usedMem, mem))
+	if count == 0 || cores == 0 || mem == 0 {
+		return n.BackendScore
 	}
-	return score
-}
-
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return a / b
+	s := float32(10) * (float32(used)/float32(count) + float32(usedCores)/float32(cores) + float32(usedMem)/float32(mem))
+	return float64(s) + n.BackendScore
 }
 
 // fitState is the mutable working copy of one node during a fit.
@@ -504,7 +529,7 @@ func (s fitState) clone() fitState {
 // without the other init containers (they run one after another), app
 // containers accumulating on their own copy, so the pod's footprint is its peak.
 func fitNode(n Node, req FitRequest) NodeFit {
-	out := NodeFit{Node: n.Name, Score: nodeScore(n, req.Requests), Reason: Reason{Code: ReasonNodeFits, Message: "every request fits"}}
+	out := NodeFit{Node: n.Name, Score: nodeScore(n), Reason: Reason{Code: ReasonNodeFits, Message: "every request fits"}}
 	if len(req.Requests) == 0 {
 		out.Fits = true
 		return out
@@ -526,7 +551,7 @@ func fitNode(n Node, req FitRequest) NodeFit {
 		}
 		ca := ContainerAllocation{Container: group[0].Container, Init: group[0].Init}
 		for _, r := range group {
-			allocs, rejections := fitRequest(st, r, req)
+			allocs, rejections := fitRequest(st, r, req, n.PairScores)
 			if allocs == nil {
 				out.FailedContainer, out.FailedType, out.Rejections = r.Container, r.Type, rejections
 				out.Reason = Reason{Code: ReasonNodeUnfit, Message: fmt.Sprintf("%s %s: %s", r.Container, r.Type, out.Message())}
@@ -539,257 +564,4 @@ func fitNode(n Node, req FitRequest) NodeFit {
 	}
 	out.Fits, out.Containers = true, containers
 	return out
-}
-
-// fitRequest takes r.Nums devices for one request from st, or returns nil and
-// the reasons. On success st records the new usage.
-func fitRequest(st *fitState, r Request, req FitRequest) ([]Allocation, []Rejection) {
-	total := len(st.devs)
-	if total == 0 {
-		return nil, []Rejection{{Code: NodeHasNoDevices}}
-	}
-	p := &picker{st: st, r: r, req: req, sel: selectorFor(req.Selectors, r.Type), cores: min(r.Cores, 100),
-		need: r.Nums, quotaMem: st.quotaMem, quotaCores: st.quotaCores}
-	order := deviceOrder(st.devs, r, req)
-	for i := len(order) - 1; i >= 0 && p.need > 0; i-- {
-		p.consider(order[i])
-	}
-	if p.need > 0 {
-		p.counts[rAllocatedCardsInsufficientRequest] += len(p.picked)
-		return nil, renderReasons(p.counts, total)
-	}
-	return p.commit(), nil
-}
-
-// picker is one request's walk over a node's devices, best candidate first.
-type picker struct {
-	st                   *fitState
-	r                    Request
-	req                  FitRequest
-	sel                  Selector
-	cores                int32
-	counts               reasonCounts
-	picked               []int
-	pickedMem            []int32
-	need                 int32
-	prevNUMA             int
-	havePrev             bool
-	quotaMem, quotaCores int64
-}
-
-// consider picks device idx, or counts why it was rejected.
-func (p *picker) consider(idx int) {
-	d := &p.st.devs[idx]
-	if reason := p.unsuitable(d); reason >= 0 {
-		p.counts[reason]++
-		return
-	}
-	p.keepOneNUMA(d)
-	mem, reason := p.room(d)
-	if reason >= 0 {
-		p.counts[reason]++
-		return
-	}
-	p.picked = append(p.picked, idx)
-	p.pickedMem = append(p.pickedMem, mem)
-	p.quotaMem += int64(mem)
-	p.quotaCores += int64(p.cores)
-	p.need--
-}
-
-// unsuitable returns why the device cannot serve the request whatever its
-// usage (vendor, health, cordon, model, mode, MIG), or -1.
-func (p *picker) unsuitable(d *Device) int {
-	switch {
-	case d.Vendor != p.r.Type:
-		return rCardTypeMismatch
-	case !d.Healthy:
-		return rCardNotHealth
-	case d.Cordoned:
-		return rCardCordoned
-	case !p.sel.modelOK(d.Model) || (p.req.Mode != "" && d.Mode != p.req.Mode):
-		return rCardTypeMismatch
-	case d.Mode == "mig":
-		return rMigPlacementUnsupported
-	}
-	return -1
-}
-
-// keepOneNUMA drops the partial pick on the previous NUMA node when a
-// numa-bind request moves to another one: it must sit on one NUMA node.
-func (p *picker) keepOneNUMA(d *Device) {
-	if p.req.NUMABind && p.havePrev && d.NUMA != p.prevNUMA && len(p.picked) > 0 {
-		p.counts[rNumaNotFit] += len(p.picked)
-		p.picked, p.pickedMem, p.need = p.picked[:0], p.pickedMem[:0], p.r.Nums
-		p.quotaMem, p.quotaCores = p.st.quotaMem, p.st.quotaCores
-	}
-	p.prevNUMA, p.havePrev = d.NUMA, true
-}
-
-// room returns the memory the request takes on the device, or why the
-// device's selectors, usage or the quota leave no room (-1 when there is).
-func (p *picker) room(d *Device) (int32, int) {
-	if !p.sel.uuidOK(d.ID) {
-		return 0, rCardUUIDMismatch
-	}
-	if d.Used >= d.Count {
-		return 0, rCardTimeSlicingExhausted
-	}
-	if p.req.Exclusive && d.Used > 0 {
-		return 0, rExclusiveDeviceAllocateConflict
-	}
-	mem := p.r.MemoryMiB
-	if mem == 0 {
-		mem = int32(int64(d.MemoryMiB) * int64(p.r.MemoryPercent) / 100)
-	}
-	q := p.req.Quota
-	switch {
-	case (q.LimitMemory && p.quotaMem+int64(mem) > q.MemoryMiB) || (q.LimitCores && p.quotaCores+int64(p.cores) > q.Cores):
-		return 0, rResourceQuotaNotFit
-	case int64(d.MemoryMiB)-int64(d.UsedMemoryMiB) < int64(mem):
-		return 0, rCardInsufficientMemory
-	case int64(d.Cores)-int64(d.UsedCores) < int64(p.cores):
-		return 0, rCardInsufficientCore
-	case p.cores == 100 && d.Used > 0:
-		return 0, rExclusiveDeviceAllocateConflict
-	case p.cores == 0 && d.UsedCores >= d.Cores:
-		return 0, rCardComputeUnitsExhausted
-	}
-	return mem, -1
-}
-
-// commit records the picked devices' new usage and returns the allocations.
-func (p *picker) commit() []Allocation {
-	allocs := make([]Allocation, len(p.picked))
-	for k, idx := range p.picked {
-		d := &p.st.devs[idx]
-		d.Used++
-		d.UsedMemoryMiB += p.pickedMem[k]
-		d.UsedCores += p.cores
-		allocs[k] = Allocation{UUID: d.ID, Type: d.Vendor, MemoryMiB: p.pickedMem[k], Cores: p.cores}
-	}
-	p.st.quotaMem, p.st.quotaCores = p.quotaMem, p.quotaCores
-	return allocs
-}
-
-// reasonCounts counts rejected devices per reason, indexed by the r* constants;
-// an array keeps the per-device loop free of map allocations.
-type reasonCounts [len(reasonCodes)]int
-
-const (
-	rCardTypeMismatch = iota
-	rCardNotHealth
-	rCardCordoned
-	rNumaNotFit
-	rCardUUIDMismatch
-	rCardTimeSlicingExhausted
-	rExclusiveDeviceAllocateConflict
-	rResourceQuotaNotFit
-	rCardInsufficientMemory
-	rCardInsufficientCore
-	rCardComputeUnitsExhausted
-	rAllocatedCardsInsufficientRequest
-	rMigPlacementUnsupported
-)
-
-var reasonCodes = [...]ReasonCode{
-	rCardTypeMismatch:                  CardTypeMismatch,
-	rCardNotHealth:                     CardNotHealth,
-	rCardCordoned:                      CardCordoned,
-	rNumaNotFit:                        NumaNotFit,
-	rCardUUIDMismatch:                  CardUUIDMismatch,
-	rCardTimeSlicingExhausted:          CardTimeSlicingExhausted,
-	rExclusiveDeviceAllocateConflict:   ExclusiveDeviceAllocateConflict,
-	rResourceQuotaNotFit:               ResourceQuotaNotFit,
-	rCardInsufficientMemory:            CardInsufficientMemory,
-	rCardInsufficientCore:              CardInsufficientCore,
-	rCardComputeUnitsExhausted:         CardComputeUnitsExhausted,
-	rAllocatedCardsInsufficientRequest: AllocatedCardsInsufficientRequest,
-	rMigPlacementUnsupported:           MigPlacementUnsupported,
-}
-
-func renderReasons(counts reasonCounts, total int) []Rejection {
-	var out []Rejection
-	for code, n := range counts {
-		if n > 0 {
-			out = append(out, Rejection{Code: reasonCodes[code], Count: n, Total: total})
-		}
-	}
-	slices.SortFunc(out, func(a, b Rejection) int { return cmp.Compare(a.String(), b.String()) })
-	return out
-}
-
-// deviceOrder returns device indices sorted by the policy chain; Fit walks the
-// result from the end, so the best candidate is tried first.
-func deviceOrder(devs []Device, r Request, req FitRequest) []int {
-	w := req.Weights.orDefault()
-	scores := make([]float64, len(devs))
-	for i, d := range devs {
-		mem := float64(r.MemoryMiB)
-		if r.MemoryMiB == 0 {
-			mem = float64(int64(d.MemoryMiB) * int64(r.MemoryPercent) / 100)
-		}
-		scores[i] = 10 * (w.Slot*ratio(float64(r.Nums)+float64(d.Used), float64(d.Count)) +
-			w.Core*ratio(float64(min(r.Cores, 100))+float64(d.UsedCores), float64(d.Cores)) +
-			w.Memory*ratio(mem+float64(d.UsedMemoryMiB), float64(d.MemoryMiB)))
-	}
-	chain := req.GPUPolicy
-	if len(chain) == 0 {
-		chain = []Policy{Spread}
-	}
-	if req.NUMABind {
-		chain = append([]Policy{NUMAOrder}, chain...)
-	} else if !slices.Contains(chain, NUMAOrder) {
-		chain = append(slices.Clone(chain), NUMAOrder)
-	}
-	order := make([]int, len(devs))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		for _, key := range chain {
-			var c int
-			switch key {
-			case Binpack:
-				c = cmp.Compare(scores[a], scores[b])
-			case Spread:
-				c = cmp.Compare(scores[b], scores[a])
-			case NUMAOrder:
-				c = cmp.Compare(devs[a].NUMA, devs[b].NUMA)
-			}
-			if c != 0 {
-				return c
-			}
-		}
-		// The lowest index sorts last, so it is tried first on a full tie.
-		if c := cmp.Compare(devs[b].Index, devs[a].Index); c != 0 {
-			return c
-		}
-		return cmp.Compare(devs[b].ID, devs[a].ID)
-	})
-	return order
-}
-
-func selectorFor(sels []Selector, typ string) Selector {
-	for _, s := range sels {
-		if s.Type == typ {
-			return s
-		}
-	}
-	return Selector{}
-}
-
-func (s Selector) modelOK(model string) bool {
-	m := strings.ToUpper(model)
-	if len(s.UseModels) > 0 && !slices.ContainsFunc(s.UseModels, func(u string) bool { return strings.Contains(m, strings.ToUpper(u)) }) {
-		return false
-	}
-	return !slices.ContainsFunc(s.NoUseModels, func(u string) bool { return strings.Contains(m, strings.ToUpper(u)) })
-}
-
-func (s Selector) uuidOK(id string) bool {
-	if len(s.UseUUIDs) > 0 && !slices.Contains(s.UseUUIDs, id) {
-		return false
-	}
-	return !slices.Contains(s.NoUseUUIDs, id)
 }

@@ -132,10 +132,12 @@ func TestFitReasons(t *testing.T) {
 		msg   string
 	}{
 		{
-			name:  "memory and type",
+			// HAMi counts only the requested type's devices: the MLU card is
+			// not a reason.
+			name:  "memory, another vendor's card not counted",
 			nodes: []gpu.Node{{Name: "n", Devices: []gpu.Device{full, {ID: "m0", Index: 1, Vendor: "MLU", Count: 10, MemoryMiB: 8000, Cores: 100, Healthy: true}}}},
 			req:   gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 1, 1000, 0)}},
-			msg:   "1/2 CardInsufficientMemory, 1/2 CardTypeMismatch",
+			msg:   "1/1 CardInsufficientMemory",
 		},
 		{
 			name:  "unhealthy card",
@@ -168,10 +170,10 @@ func TestFitReasons(t *testing.T) {
 			fits:  "g1",
 		},
 		{
-			name:  "MIG-mode cards are refused, not time-sliced",
+			name:  "a MIG-mode card without profiles has no placement, and is not time-sliced",
 			nodes: base(func(d *gpu.Device) { d.Mode = "mig" }),
 			req:   gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 2, 1000, 0)}},
-			msg:   "1/2 AllocatedCardsInsufficientRequest, 1/2 MigPlacementUnsupported",
+			msg:   "1/2 AllocatedCardsInsufficientRequest, 1/2 CardMigTopologyInfeasible",
 		},
 		{
 			name:  "use-gpuuuid",
@@ -207,7 +209,8 @@ func TestFitReasons(t *testing.T) {
 			name:  "cores above 100 are clamped, not rejected",
 			nodes: base(func(*gpu.Device) {}),
 			req:   gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 1, 100, 250)}},
-			fits:  "g0",
+			fits:  "g1", // a full tie: the highest index first
+
 		},
 		{
 			name:  "insufficient cores",
@@ -237,13 +240,13 @@ func TestFitReasons(t *testing.T) {
 			name:  "a node without devices is a reason, not a panic",
 			nodes: []gpu.Node{{Name: "n"}},
 			req:   gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 1, 0, 0)}},
-			msg:   "0/0 NodeHasNoDevices",
+			msg:   "NodeInsufficientDevice",
 		},
 		{
-			name:  "a node with only another vendor",
+			name:  "a node with only another vendor has too few devices of the type",
 			nodes: []gpu.Node{{Name: "n", Devices: []gpu.Device{{ID: "a0", Vendor: "AMD", Count: 1, MemoryMiB: 1, Cores: 100, Healthy: true}}}},
 			req:   gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 1, 0, 0)}},
-			msg:   "1/1 CardTypeMismatch",
+			msg:   "NodeInsufficientDevice",
 		},
 		{
 			name: "numa-bind keeps a request on one NUMA node",
@@ -251,8 +254,10 @@ func TestFitReasons(t *testing.T) {
 				card("g0", 0), func() gpu.Device { d := card("g1", 1); d.NUMA = 1; return d }(),
 				func() gpu.Device { d := card("g2", 2); d.NUMA = 1; return d }(),
 			}}},
-			req:  gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 2, 0, 0)}, NUMABind: true},
-			fits: "g1,g2",
+			req: gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 2, 0, 0)}, NUMABind: true},
+			// HAMi's spread with numa-bind sorts NUMA ascending, so the walk
+			// from the end starts on NUMA 1 at its highest index.
+			fits: "g2,g1",
 		},
 		{
 			name: "numa-bind fails across NUMA nodes",
@@ -305,14 +310,17 @@ func TestFitAssignmentAndUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []gpu.ContainerAllocation{
-		{Container: "a", Devices: []gpu.Allocation{{UUID: "g0", Type: "NVIDIA", MemoryMiB: 1000, Cores: 30}, {UUID: "g1", Type: "NVIDIA", MemoryMiB: 1000, Cores: 30}}},
-		{Container: "b", Devices: []gpu.Allocation{{UUID: "g0", Type: "NVIDIA", MemoryMiB: 2000}}},
+		// Equal devices: HAMi tries the highest index first. An NVIDIA
+		// device's score leaves the request out (its registered type is
+		// "NVIDIA-<model>", not "NVIDIA"), so g0 and g1 tie again for b.
+		{Container: "a", Devices: []gpu.Allocation{{UUID: "g1", Type: "NVIDIA", MemoryMiB: 1000, Cores: 30}, {UUID: "g0", Type: "NVIDIA", MemoryMiB: 1000, Cores: 30}}},
+		{Container: "b", Devices: []gpu.Allocation{{UUID: "g1", Type: "NVIDIA", MemoryMiB: 2000}}},
 	}
 	if diff := cmp.Diff(want, res.Containers); diff != "" {
 		t.Fatalf("assignment (-want +got):\n%s", diff)
 	}
 	enc := gpu.EncodeAllocations(res.Containers, "NVIDIA")
-	if enc != "g0,NVIDIA,1000,30:g1,NVIDIA,1000,30:;g0,NVIDIA,2000,0:;" {
+	if enc != "g1,NVIDIA,1000,30:g0,NVIDIA,1000,30:;g1,NVIDIA,2000,0:;" {
 		t.Fatalf("encoding = %q", enc)
 	}
 	dec, err := gpu.DecodeAllocations(enc)
@@ -327,7 +335,7 @@ func TestFitAssignmentAndUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]gpu.Device{used(card("g0", 0), 2, 3000, 30), used(card("g1", 1), 1, 1000, 30)}, after); diff != "" {
+	if diff := cmp.Diff([]gpu.Device{used(card("g0", 0), 1, 1000, 30), used(card("g1", 1), 2, 3000, 30)}, after); diff != "" {
 		t.Fatalf("usage (-want +got):\n%s", diff)
 	}
 	if nodes[0].Devices[0].Used != 0 {

@@ -69,6 +69,11 @@ type DeviceType struct {
 	// CoresMin and CoresMax, when CoresMax > 0, bound a Cores value a container
 	// sets: HAMi refuses AMD's 0 and 101.
 	CoresMin, CoresMax int32
+	// CoresShareOfDevice fits the Cores percentage as a share of each device's
+	// own compute units (at least one, at most all; a whole-memory request
+	// without cores takes them all) and skips the 100-core exclusivity and
+	// exhausted-compute checks, as HAMi's AMD Fit does.
+	CoresShareOfDevice bool
 	// LimitsOnly reads the type's resources from limits alone, ignoring
 	// requests (HAMi's AMD and Metax sGPU).
 	LimitsOnly bool
@@ -158,6 +163,9 @@ type Annotations struct {
 	UseUUID, NoUseUUID string
 	// Cordon, when true, applies the node's hami.io/device-cordon to the type.
 	Cordon bool
+	// EntryModel writes each device's model, not the type, as the type of
+	// its devices-to-allocate entries (HAMi's AMD keeps the product name).
+	EntryModel bool
 	// RegisterCores, when positive, replaces the cores of every registered
 	// device (HAMi's Vastai and Biren set 100, for the score only).
 	RegisterCores int32

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,8 +55,9 @@ type migAllocationJSON struct {
 // Every malformed annotation is named at once, by its path
 // (metadata.annotations[hami.io/vgpu-devices-allocated].containers[1].devices[0].memoryMiB),
 // in a *plancore.InvalidError wrapping ErrInvalidAllocation (and so
-// ErrInvalidInput); an entry whose type is not the annotation's vendor is one
-// of them. It never panics. HAMi skips such a pod; a caller should do the
+// ErrInvalidInput). Every entry is typed by the annotation's vendor, whatever
+// its own type field says (HAMi's AMD writes the product name there). It
+// never panics. HAMi skips such a pod; a caller should do the
 // same rather than drop the node.
 func DecodePodUsage(pod *corev1.Pod, reg Registry) (PodUsage, error) {
 	if pod == nil {
@@ -81,11 +83,11 @@ func DecodePodUsage(pod *corev1.Pod, reg Registry) (PodUsage, error) {
 		p := annos.Key(key).Child("containers")
 		containers, bad := decodeContainers(v, p)
 		errs = append(errs, bad...)
-		for ci, c := range containers {
-			for di, a := range c {
-				if a.Type != t.Type && a.Type != "" {
-					errs = append(errs, field.Invalid(p.Index(ci).Child("devices").Index(di).Child("type"), a.Type, fmt.Sprintf("the annotation holds %s devices", t.Type)))
-				}
+		// The annotation names the vendor; an entry's own type may be the
+		// device's product name (HAMi's AMD writes it), so it is not checked.
+		for ci := range containers {
+			for di := range containers[ci] {
+				containers[ci][di].Type = t.Type
 			}
 		}
 		raw[t.Type] = containers
@@ -290,7 +292,7 @@ func FilterAnnotations(c FilterChoice) (map[string]string, error) {
 			}
 		}
 		var list []ContainerAllocation
-		any := false
+		holds := false
 		for _, k := range order {
 			ca := byName[k]
 			var mine []Allocation
@@ -299,15 +301,18 @@ func FilterAnnotations(c FilterChoice) (map[string]string, error) {
 					mine = append(mine, a)
 				}
 			}
-			any = any || len(mine) > 0
+			holds = holds || len(mine) > 0
 			if len(mine) > 0 || padded {
 				list = append(list, ContainerAllocation{Container: k.name, Init: k.init, Devices: mine})
 			}
 		}
-		if !any && !padded {
+		if !holds && !padded {
 			continue
 		}
 		enc := EncodeAllocations(list, t.Type)
+		if t.Annotations.EntryModel {
+			enc = encodeWithModels(list, c.Node)
+		}
 		out[t.Annotations.ToAllocate], out[t.Annotations.Allocated] = enc, enc
 		if t.Type == "NVIDIA" {
 			if mig := encodeMIG(list); mig != "" {
@@ -409,4 +414,34 @@ func cambriconAnnotations(out map[string]string, list []ContainerAllocation, n N
 		out["CAMBRICON_DSMLU_PROFILE"] = fmt.Sprintf("%d_%d_%d", idx, a.Cores, a.MemoryMiB/256)
 		return
 	}
+}
+
+// encodeWithModels is EncodeAllocations with each entry typed by its
+// device's model (the vendor's type where the model is empty or would break
+// the encoding).
+func encodeWithModels(list []ContainerAllocation, n Node) string {
+	model := map[string]string{}
+	for _, d := range n.Devices {
+		if d.Model != "" && !strings.ContainsAny(d.Model, ",:;") {
+			model[d.ID] = d.Model
+		}
+	}
+	named := make([]ContainerAllocation, len(list))
+	for i, ca := range list {
+		named[i] = ContainerAllocation{Container: ca.Container, Init: ca.Init}
+		for _, a := range ca.Devices {
+			if m, ok := model[a.UUID]; ok {
+				a.Type = m
+			}
+			named[i].Devices = append(named[i].Devices, a)
+		}
+	}
+	var b strings.Builder
+	for _, ca := range named {
+		for _, a := range ca.Devices {
+			fmt.Fprintf(&b, "%s,%s,%d,%d:", a.UUID, a.Type, a.MemoryMiB, a.Cores)
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
 }

@@ -1,16 +1,17 @@
 package gpu
 
 // amdType is HAMi's AMD row (HAMi pkg/device/amd/device.go,
-// GenerateResourceRequests and InitAMDGPUDevice): read from limits only,
-// memory in MiB, a core percentage within 1..100 (0 and 101 are refused),
-// 100 when unset, the shared lock, devices in HAMi's JSON register
-// hami.io/node-amd-register.
+// GenerateResourceRequests, InitAMDGPUDevice and Fit): read from limits
+// only, memory in MiB, a core percentage within 1..100 (0 and 101 are
+// refused), 100 when unset, fitted as a share of each GPU's compute units,
+// the shared lock, devices in HAMi's JSON register hami.io/node-amd-register,
+// allocation entries typed by the GPU's product name.
 func amdType() DeviceType {
 	return DeviceType{
 		Type: "AMD", Count: "amd.com/gpu", Memory: "amd.com/gpumem", Cores: "amd.com/gpucores",
-		DefaultCores: 100, CoresMin: 1, CoresMax: 100, LimitsOnly: true, LockName: LockNvidia,
+		DefaultCores: 100, CoresMin: 1, CoresMax: 100, CoresShareOfDevice: true, LimitsOnly: true, LockName: LockNvidia,
 		Annotations: Annotations{
-			Register: "hami.io/node-amd-register", RegisterFormat: RegisterJSON,
+			Register: "hami.io/node-amd-register", RegisterFormat: RegisterJSON, EntryModel: true,
 			ToAllocate: "hami.io/amd-devices-to-allocate", Allocated: "hami.io/amd-devices-allocated",
 			UseType: "amd.com/use-gputype", NoUseType: "amd.com/nouse-gputype",
 			UseUUID: "amd.com/use-gpu-uuid", NoUseUUID: "amd.com/nouse-gpu-uuid",

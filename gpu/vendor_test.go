@@ -93,6 +93,9 @@ func TestVendorCambricon(t *testing.T) {
 			want: &gpu.Request{Nums: 1, MemoryMiB: 5120, Cores: 10}},
 		{name: "units overflowing int32 MiB", limits: []string{"cambricon.com/vmlu", "1", "cambricon.com/mlu.smlu.vmemory", "10000000"},
 			badField: "resources.limits[cambricon.com/mlu.smlu.vmemory]"},
+		{name: "decimal memory refused, not read as zero", limits: []string{"cambricon.com/vmlu", "1", "cambricon.com/mlu.smlu.vmemory", "1.5"},
+			badField: "resources.limits[cambricon.com/mlu.smlu.vmemory]"},
+		{name: "cores only", requests: []string{"cambricon.com/vmlu", "1", "cambricon.com/mlu.smlu.vcore", "20"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 20}},
 	})
 }
 
@@ -102,6 +105,9 @@ func TestVendorHygon(t *testing.T) {
 		{name: "memory in MiB and cores", requests: []string{"hygon.com/dcunum", "2", "hygon.com/dcumem", "4096", "hygon.com/dcucores", "40"},
 			want: &gpu.Request{Nums: 2, MemoryMiB: 4096, Cores: 40}},
 		{name: "negative memory", limits: []string{"hygon.com/dcunum", "1", "hygon.com/dcumem", "-1"}, badField: "resources.limits[hygon.com/dcumem]"},
+		{name: "negative cores", limits: []string{"hygon.com/dcunum", "1", "hygon.com/dcucores", "-1"}, badField: "resources.limits[hygon.com/dcucores]"},
+		{name: "oversized memory", limits: []string{"hygon.com/dcunum", "1", "hygon.com/dcumem", "3000000000"}, badField: "resources.limits[hygon.com/dcumem]"},
+		{name: "memory without cores", limits: []string{"hygon.com/dcunum", "1", "hygon.com/dcumem", "1024"}, want: &gpu.Request{Nums: 1, MemoryMiB: 1024, Cores: 100}},
 	})
 }
 
@@ -122,6 +128,10 @@ func TestVendorIluvatar(t *testing.T) {
 		{name: "count only, cores 0", limits: []string{"iluvatar.ai/BI-V150-vgpu", "2"}, want: &gpu.Request{Nums: 2, MemoryPercent: 100}},
 		{name: "cores", limits: []string{"iluvatar.ai/BI-V150-vgpu", "1", "iluvatar.ai/BI-V150.vMem", "64", "iluvatar.ai/BI-V150.vCore", "50"},
 			want: &gpu.Request{Nums: 1, MemoryMiB: 16384, Cores: 50}},
+		{name: "memory overflowing int32 MiB", limits: []string{"iluvatar.ai/BI-V150-vgpu", "1", "iluvatar.ai/BI-V150.vMem", "10000000"},
+			badField: "resources.limits[iluvatar.ai/BI-V150.vMem]"},
+		{name: "decimal memory refused", limits: []string{"iluvatar.ai/BI-V150-vgpu", "1", "iluvatar.ai/BI-V150.vMem", "0.5"},
+			badField: "resources.limits[iluvatar.ai/BI-V150.vMem]"},
 	})
 }
 
@@ -135,6 +145,8 @@ func TestVendorMetax(t *testing.T) {
 		{name: "Gi suffix", limits: []string{"metax-tech.com/sgpu", "1", "metax-tech.com/vmemory", "16Gi"}, want: &gpu.Request{Nums: 1, MemoryMiB: 16384, Cores: 100}},
 		{name: "Mi suffix", limits: []string{"metax-tech.com/sgpu", "1", "metax-tech.com/vmemory", "1024Mi"}, want: &gpu.Request{Nums: 1, MemoryMiB: 1024, Cores: 100}},
 		{name: "whole card defaults to cores 100", limits: []string{"metax-tech.com/sgpu", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 100}},
+		{name: "two whole cards", limits: []string{"metax-tech.com/sgpu", "2"}, want: &gpu.Request{Nums: 2, MemoryPercent: 100, Cores: 100}},
+		{name: "cores only", limits: []string{"metax-tech.com/sgpu", "1", "metax-tech.com/vcore", "30"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 30}},
 		{name: "requests are ignored", requests: []string{"metax-tech.com/sgpu", "1"}},
 		{name: "GiB overflowing int32 MiB", limits: []string{"metax-tech.com/sgpu", "1", "metax-tech.com/vmemory", "2097153"},
 			badField: "resources.limits[metax-tech.com/vmemory]"},
@@ -157,6 +169,8 @@ func TestVendorKunlun(t *testing.T) {
 		{name: "above the last tier is the whole card", limits: []string{"kunlunxin.com/vxpu", "1", "kunlunxin.com/vxpu-memory", "200000"},
 			want: &gpu.Request{Nums: 1, MemoryMiB: 98304, Cores: 100}},
 		{name: "unset memory is the whole card", limits: []string{"kunlunxin.com/vxpu", "2"}, want: &gpu.Request{Nums: 2, MemoryMiB: 98304, Cores: 100}},
+		{name: "memory from requests", requests: []string{"kunlunxin.com/vxpu", "1", "kunlunxin.com/vxpu-memory", "49152"},
+			want: &gpu.Request{Nums: 1, MemoryMiB: 49152, Cores: 50}},
 	})
 }
 
@@ -165,6 +179,13 @@ func TestVendorMthreads(t *testing.T) {
 		{name: "memory in 512 MiB units split over devices", limits: []string{"mthreads.com/vgpu", "2", "mthreads.com/sgpu-memory", "8", "mthreads.com/sgpu-core", "16"},
 			want: &gpu.Request{Nums: 2, MemoryMiB: 2048, Cores: 8}},
 		{name: "count only, cores 0", limits: []string{"mthreads.com/vgpu", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100}},
+		{name: "from requests", requests: []string{"mthreads.com/vgpu", "1", "mthreads.com/sgpu-memory", "4"}, want: &gpu.Request{Nums: 1, MemoryMiB: 2048}},
+		{name: "count zero asks nothing", limits: []string{"mthreads.com/vgpu", "0", "mthreads.com/sgpu-memory", "4"}},
+		{name: "negative count", limits: []string{"mthreads.com/vgpu", "-1"}, badField: "resources.limits[mthreads.com/vgpu]"},
+		{name: "memory overflowing int32 MiB", limits: []string{"mthreads.com/vgpu", "1", "mthreads.com/sgpu-memory", "5000000"},
+			badField: "resources.limits[mthreads.com/sgpu-memory]"},
+		{name: "decimal memory refused", limits: []string{"mthreads.com/vgpu", "1", "mthreads.com/sgpu-memory", "1.5"},
+			badField: "resources.limits[mthreads.com/sgpu-memory]"},
 	})
 }
 
@@ -187,18 +208,24 @@ func TestVendorAWSNeuron(t *testing.T) {
 		{name: "one core on one device", limits: []string{"aws.amazon.com/neuroncore", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 1}},
 		{name: "four cores on two devices", limits: []string{"aws.amazon.com/neuroncore", "4"}, want: &gpu.Request{Nums: 2, MemoryPercent: 100, Cores: 2}},
 		{name: "three cores fill no devices", limits: []string{"aws.amazon.com/neuroncore", "3"}, badField: "resources.limits[aws.amazon.com/neuroncore]"},
+		{name: "two cores are one full device", requests: []string{"aws.amazon.com/neuroncore", "2"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 2}},
+		{name: "zero cores ask nothing", limits: []string{"aws.amazon.com/neuroncore", "0"}},
+		{name: "negative cores", limits: []string{"aws.amazon.com/neuroncore", "-2"}, badField: "resources.limits[aws.amazon.com/neuroncore]"},
 	})
 }
 
 func TestVendorAMD(t *testing.T) {
 	runVendorCases(t, "AMD", []vendorCase{
-		{name: "whole card defaults to cores 100", limits: []string{"amd.com/gpu", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 100}},
+		{name: "whole card defaults to cores 100", limits: []string{"amd.com/gpu", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 100, CoresShare: true}},
 		{name: "memory and cores", limits: []string{"amd.com/gpu", "1", "amd.com/gpumem", "8192", "amd.com/gpucores", "50"},
-			want: &gpu.Request{Nums: 1, MemoryMiB: 8192, Cores: 50}},
+			want: &gpu.Request{Nums: 1, MemoryMiB: 8192, Cores: 50, CoresShare: true}},
 		{name: "cores 0 refused", limits: []string{"amd.com/gpu", "1", "amd.com/gpucores", "0"}, badField: "resources.limits[amd.com/gpucores]"},
 		{name: "cores 101 refused", limits: []string{"amd.com/gpu", "1", "amd.com/gpucores", "101"}, badField: "resources.limits[amd.com/gpucores]"},
-		{name: "cores 100 accepted", limits: []string{"amd.com/gpu", "1", "amd.com/gpucores", "100"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 100}},
+		{name: "cores 100 accepted", limits: []string{"amd.com/gpu", "1", "amd.com/gpucores", "100"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 100, CoresShare: true}},
 		{name: "requests are ignored", requests: []string{"amd.com/gpu", "1"}},
+		{name: "zero count asks nothing", limits: []string{"amd.com/gpu", "0"}},
+		{name: "negative memory", limits: []string{"amd.com/gpu", "1", "amd.com/gpumem", "-1"}, badField: "resources.limits[amd.com/gpumem]"},
+		{name: "memory overflowing int32", limits: []string{"amd.com/gpu", "1", "amd.com/gpumem", "3000000000"}, badField: "resources.limits[amd.com/gpumem]"},
 	})
 }
 

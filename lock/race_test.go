@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plancore/plancore/fake"
+	"github.com/plancore/plancore/fake/sim"
 	"github.com/plancore/plancore/lock"
 	"pgregory.net/rapid"
 )
@@ -35,7 +35,7 @@ func genOptions(t *rapid.T) lock.Options {
 // fenced resource never sees a believer's epoch go backwards.
 func TestPropertyMutualExclusion(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		race := fake.LockRace{
+		race := sim.LockRace{
 			Store:     lock.NewMemoryStore(),
 			Options:   genOptions(t),
 			Processes: rapid.IntRange(3, 5).Draw(t, "processes"),
@@ -49,7 +49,7 @@ func TestPropertyMutualExclusion(t *testing.T) {
 		// holder in 10,000 checks; seeded ones find it in about 1% of runs).
 		// A failure prints the seed and the run's transcript.
 		seed := rapid.Uint64().Draw(t, "seed")
-		if _, err := race.Run(fake.RandChooser{R: rand.New(rand.NewPCG(seed, 99))}); err != nil {
+		if _, err := race.Run(sim.RandChooser{R: rand.New(rand.NewPCG(seed, 99))}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -63,12 +63,12 @@ func TestPropertyMutualExclusion(t *testing.T) {
 // violation it shows is the double-holder race of that steal. It exists to
 // show that the race harness catches that race; it is not part of the library.
 type hamiClient struct {
-	env  fake.LockRaceEnv
+	env  sim.LockRaceEnv
 	opts lock.Options
 	rel  *lock.Locker
 }
 
-func newHAMiClient(env fake.LockRaceEnv, opts lock.Options) fake.LockClient {
+func newHAMiClient(env sim.LockRaceEnv, opts lock.Options) sim.LockClient {
 	return &hamiClient{env: env, opts: opts, rel: &lock.Locker{Store: env.Store, Options: opts, Clock: env.Clock}}
 }
 
@@ -138,15 +138,15 @@ const raceSeeds = 600
 // seeded schedules that never break plancore's CAS steal find two holders of
 // one lock under HAMi's release-then-set steal.
 func TestHAMiLikeStealAllowsDoubleHolders(t *testing.T) {
-	count := func(newClient func(fake.LockRaceEnv, lock.Options) fake.LockClient) (int, error) {
+	count := func(newClient func(sim.LockRaceEnv, lock.Options) sim.LockClient) (int, error) {
 		failures := 0
 		var first error
 		for seed := range uint64(raceSeeds) {
-			race := fake.LockRace{Store: lock.NewMemoryStore(), NewClient: newClient, Processes: 4, Nodes: 1, Steps: 150,
+			race := sim.LockRace{Store: lock.NewMemoryStore(), NewClient: newClient, Processes: 4, Nodes: 1, Steps: 150,
 				Options: lock.Options{TTL: time.Minute}}
-			_, err := race.Run(fake.RandChooser{R: rand.New(rand.NewPCG(seed, 99))})
+			_, err := race.Run(sim.RandChooser{R: rand.New(rand.NewPCG(seed, 99))})
 			if err != nil {
-				if !errors.Is(err, fake.ErrLockRaceViolation) {
+				if !errors.Is(err, sim.ErrLockRaceViolation) {
 					return 0, fmt.Errorf("seed %d: %w", seed, err)
 				}
 				failures++

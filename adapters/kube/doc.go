@@ -6,7 +6,9 @@
 //     patches guarded by the Node's resourceVersion;
 //   - the executors of the reconcile, dag and gpu cores (pods, batch/v1 Jobs,
 //     pod annotations and the pods/binding subresource), in files named after
-//     the core they serve.
+//     the core they serve;
+//   - PodObserver, a pod event handler that feeds the informer's pod events
+//     to an expectations.Tracker (Observe) before it enqueues the owner.
 //
 // Executors are idempotent where the cores' contracts say so: a create tolerates
 // AlreadyExists for a fixed name, a delete tolerates NotFound, and a write that

@@ -14,13 +14,14 @@ import (
 	"github.com/plancore/plancore/adapters/redis/internal/redistest"
 	"github.com/plancore/plancore/capacity"
 	"github.com/plancore/plancore/fake"
+	"github.com/plancore/plancore/fake/sim"
 	goredis "github.com/redis/go-redis/v9"
 	"pgregory.net/rapid"
 )
 
 // redisFactory builds a CapacityStore on a flushed server, in client-clock
 // mode so that the simulation's times reach the scripts exactly.
-func redisFactory(t testing.TB, c *goredis.Client) fake.StoreFactory {
+func redisFactory(t testing.TB, c *goredis.Client) sim.StoreFactory {
 	return func(clock func() time.Time, o capacity.Options) (capacity.SlotStore, error) {
 		ctx := context.Background()
 		if err := c.FlushAll(ctx).Err(); err != nil {
@@ -40,29 +41,29 @@ func TestCapacityStoreMatchesLedger(t *testing.T) {
 	c := srv.Client()
 	for _, tc := range []struct {
 		name string
-		cfg  fake.CapacitySimConfig
+		cfg  sim.CapacitySimConfig
 	}{
-		{"fenced, no hard limit", fake.CapacitySimConfig{}},
-		{"fenced, scheduler clocks under skew", fake.CapacitySimConfig{ClientClock: true}},
-		{"unfenced, hard limit on", fake.CapacitySimConfig{Options: capacity.Options{Unfenced: true}, HardLimit: true}},
-		{"seed compatibility mode (differential only)", fake.CapacitySimConfig{Options: capacity.Options{Accounting: capacity.SeedMax}, HardLimit: true}},
+		{"fenced, no hard limit", sim.CapacitySimConfig{}},
+		{"fenced, scheduler clocks under skew", sim.CapacitySimConfig{ClientClock: true}},
+		{"unfenced, hard limit on", sim.CapacitySimConfig{Options: capacity.Options{Unfenced: true}, HardLimit: true}},
+		{"seed compatibility mode (differential only)", sim.CapacitySimConfig{Options: capacity.Options{Accounting: capacity.SeedMax}, HardLimit: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rapid.Check(t, seedProperty(func(rt *rapid.T, seed uint64) {
 				ctx := context.Background()
-				sim, err := fake.NewCapacitySim(ctx, tc.cfg, redisFactory(t, c))
+				cs, err := sim.NewCapacitySim(ctx, tc.cfg, redisFactory(t, c))
 				if err != nil {
 					rt.Fatal(err)
 				}
-				pick := fake.SeededPicker(seed)
+				pick := sim.SeededPicker(seed)
 				steps := 5 + pick("steps", 36)
 				for range steps {
-					if err := sim.Step(ctx, pick); err != nil {
-						rt.Fatalf("%v\ntrace:\n%s", err, sim)
+					if err := cs.Step(ctx, pick); err != nil {
+						rt.Fatalf("%v\ntrace:\n%s", err, cs)
 					}
 				}
-				if err := sim.Quiesce(ctx); err != nil {
-					rt.Fatalf("%v\ntrace:\n%s", err, sim)
+				if err := cs.Quiesce(ctx); err != nil {
+					rt.Fatalf("%v\ntrace:\n%s", err, cs)
 				}
 			}))
 		})
@@ -70,9 +71,9 @@ func TestCapacityStoreMatchesLedger(t *testing.T) {
 }
 
 // seedProperty draws one seed per rapid check and derives the run from it;
-// seeds that already passed are skipped and not counted (fake.SeedRuns).
+// seeds that already passed are skipped and not counted (sim.SeedRuns).
 func seedProperty(prop func(t *rapid.T, seed uint64)) func(*rapid.T) {
-	return fake.SeedRuns(func(t *rapid.T) uint64 { return rapid.Uint64().Draw(t, "seed") }, prop)
+	return sim.SeedRuns(func(t *rapid.T) uint64 { return rapid.Uint64().Draw(t, "seed") }, prop)
 }
 
 // TestCapacityStoreLinearizable is the linearizability property on Redis: clients race Reserve,
@@ -84,7 +85,7 @@ func TestCapacityStoreLinearizable(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client()
 	rapid.Check(t, seedProperty(func(rt *rapid.T, seed uint64) {
-		h, err := fake.RunCapacityRace(context.Background(), fake.CapacityRaceConfig{Seed: seed}, redisFactory(t, c))
+		h, err := sim.RunCapacityRace(context.Background(), sim.CapacityRaceConfig{Seed: seed}, redisFactory(t, c))
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -98,7 +99,7 @@ func TestCapacityStoreLinearizable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := fake.RaceReserves(context.Background(), s, "n", 24, tc.max, tc.running)
+		got, err := sim.RaceReserves(context.Background(), s, "n", 24, tc.max, tc.running)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,16 +115,16 @@ func TestCapacityStoreLinearizable(t *testing.T) {
 func TestCapacityStoreKnownBad(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client()
-	for _, tc := range fake.KnownBadCounterExamples {
+	for _, tc := range sim.KnownBadCounterExamples {
 		t.Run(tc.Name, func(t *testing.T) {
 			ctx := context.Background()
-			sim, err := fake.RunDraws(ctx, fake.CapacitySimConfig{Options: tc.Options}, redisFactory(t, c), tc.Draws)
-			var over *fake.OversellError
+			cs, err := sim.RunDraws(ctx, sim.CapacitySimConfig{Options: tc.Options}, redisFactory(t, c), tc.Draws)
+			var over *sim.OversellError
 			if !errors.As(err, &over) {
-				t.Fatalf("known-bad %v: err = %v, want an oversell\n%s", tc.Options.Accounting, err, sim)
+				t.Fatalf("known-bad %v: err = %v, want an oversell\n%s", tc.Options.Accounting, err, cs)
 			}
-			if sim, err = fake.RunDraws(ctx, fake.CapacitySimConfig{}, redisFactory(t, c), tc.Draws); err != nil {
-				t.Fatalf("default accounting: %v\n%s", err, sim)
+			if cs, err = sim.RunDraws(ctx, sim.CapacitySimConfig{}, redisFactory(t, c), tc.Draws); err != nil {
+				t.Fatalf("default accounting: %v\n%s", err, cs)
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/plancore/plancore/adapters/redis"
 	"github.com/plancore/plancore/adapters/redis/internal/redistest"
 	"github.com/plancore/plancore/fake"
+	"github.com/plancore/plancore/fake/sim"
 	"github.com/plancore/plancore/lock"
 )
 
@@ -186,7 +187,7 @@ func TestLockStoreRaceProperty(t *testing.T) {
 	client := srv.Client()
 	rapid.Check(t, func(rt *rapid.T) {
 		s := newLockStore(t, client, fmt.Sprintf("race%d:", racePrefix.Add(1)))
-		race := fake.LockRace{
+		race := sim.LockRace{
 			Store: s,
 			Options: lock.Options{
 				TTL:         time.Minute,
@@ -200,7 +201,7 @@ func TestLockStoreRaceProperty(t *testing.T) {
 		// Seeded schedules explore interleavings far better than rapid's
 		// small-number-biased draws (see package lock's race test).
 		seed := rapid.Uint64().Draw(rt, "seed")
-		if _, err := race.Run(fake.RandChooser{R: rand.New(rand.NewPCG(seed, 99))}); err != nil {
+		if _, err := race.Run(sim.RandChooser{R: rand.New(rand.NewPCG(seed, 99))}); err != nil {
 			rt.Fatal(err)
 		}
 	})

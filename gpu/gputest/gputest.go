@@ -100,7 +100,7 @@ func drawFitRequest(t *rapid.T) gpu.FitRequest {
 		return 1
 	})
 	req.NodePolicy = rapid.SampledFrom([]gpu.Policy{"", gpu.Binpack, gpu.Spread}).Draw(t, "nodePolicy")
-	req.GPUPolicy = rapid.SliceOfN(rapid.SampledFrom([]gpu.Policy{gpu.Binpack, gpu.Spread, gpu.NUMAOrder}), 0, 2).Draw(t, "gpuPolicy")
+	req.GPUPolicy = rapid.SliceOfN(rapid.SampledFrom([]gpu.Policy{gpu.Binpack, gpu.Spread, gpu.NUMAOrder, gpu.Mutex, gpu.TopologyAware}), 0, 2).Draw(t, "gpuPolicy")
 	req.NUMABind = rapid.Bool().Draw(t, "numaBind")
 	req.Exclusive = rapid.Float64Range(0, 1).Draw(t, "exclusive") < 0.2
 	if rapid.Bool().Draw(t, "selector") {

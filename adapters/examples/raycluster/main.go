@@ -16,6 +16,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,13 +25,14 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/plancore/plancore/adapters/kube"
@@ -45,7 +47,7 @@ var RayClusterGVK = schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := run(ctx, os.Stdout); err != nil {
+	if err := run(ctx, os.Stdout, &kube.PodObserver{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -55,71 +57,58 @@ func main() {
 type Reconciler struct {
 	Client client.Client
 	// Tracker holds the in-flight creates and deletes of every cluster; the
-	// pod informer's events make it settle early.
+	// pod informer's events reach it through kube.PodObserver (see run) and
+	// make it settle early.
 	Tracker *expectations.Tracker
 	Options reconcile.Options
+	// Applier records each create's and delete's expectation in Tracker; its
+	// TokenPrefix should differ between processes.
+	Applier reconcile.Applier
 }
 
-// Reconcile implements reconcile.Reconciler of controller-runtime.
+// Reconcile implements reconcile.Reconciler of controller-runtime. The
+// README's quick start shows it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rc := &unstructured.Unstructured{}
 	rc.SetGroupVersionKind(RayClusterGVK)
 	if err := r.Client.Get(ctx, req.NamespacedName, rc); err != nil {
-		if apierrors.IsNotFound(err) {
-			_, _ = r.Tracker.Forget(expectations.Owner{Namespace: req.Namespace, Name: req.Name})
-			return ctrl.Result{}, nil
-		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	raw, err := rc.MarshalJSON()
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	cluster, err := clusterOf(rc)
+	cluster, current, err := reconcile.DecodeRayCluster(raw) // unknown fields refused, by path
 	if err != nil {
-		return ctrl.Result{}, err // a malformed spec: controller-runtime backs off
+		return ctrl.Result{}, err
 	}
-	// The manager's client reads from its informer cache. kube.ClusterPods
-	// lists the cluster's pods by index and without deep copies: they share
-	// memory with the cache, which is safe because nothing below writes to
-	// them (the expectations and reconcile cores never mutate their input,
-	// and PodExecutor copies a plan's pod before creating it). Change a
-	// listed pod only after DeepCopy.
-	var pods corev1.PodList
+	var pods corev1.PodList // from the cache, by cluster, without deep copies
 	if err := r.Client.List(ctx, &pods, kube.ClusterPods(req.Namespace, req.Name)...); err != nil {
 		return ctrl.Result{}, err
 	}
-	now := time.Now()
-	owner := expectations.Owner{Namespace: cluster.Namespace, Name: cluster.Name, UID: cluster.UID}
-	view, err := r.Tracker.ViewFor(owner, pods.Items)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	for _, g := range r.Tracker.Groups(owner) {
-		if _, err := r.Tracker.Satisfied(now, owner, g, view); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	plan, err := reconcile.Decide(reconcile.Snapshot{Cluster: cluster, Pods: pods.Items, Expectations: r.Tracker.Snapshot(), Now: now, Seed: 1}, r.Options)
+	snap := reconcile.Snapshot{Cluster: cluster, Pods: pods.Items, Expectations: r.Tracker.Snapshot(), Now: time.Now()}
+	plan, err := reconcile.Decide(snap, r.Options)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	exec := &kube.PodExecutor{Client: r.Client, Owner: rc}
-	applier := reconcile.Applier{Expectations: r.Tracker, TokenPrefix: "example-"}
-	if _, err := kube.ApplyConcurrently(ctx, plan, exec, applier, kube.Concurrency{MaxInFlight: 8}); err != nil {
-		return ctrl.Result{}, err
+	report, applyErr := kube.ApplyConcurrently(ctx, plan, exec, r.Applier, kube.Concurrency{MaxInFlight: 8})
+	status, err := reconcile.Status(reconcile.StatusInput{Snapshot: snap, Previous: current, Report: &report}, r.Options)
+	if err == nil {
+		err = r.writeStatus(ctx, rc, status)
 	}
-	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, errors.Join(applyErr, err)
 }
 
-// clusterOf reads the fields pod reconciliation needs from a RayCluster; the
-// reconcile core's ClusterSpec carries KubeRay's JSON field names.
-func clusterOf(rc *unstructured.Unstructured) (reconcile.Cluster, error) {
-	raw, err := json.Marshal(rc.Object["spec"])
+// writeStatus merge-patches the status subresource with the computed
+// status (the whole conditions list, which Status computed from the
+// current one).
+func (r *Reconciler) writeStatus(ctx context.Context, rc *unstructured.Unstructured, st reconcile.ClusterStatus) error {
+	body, err := json.Marshal(map[string]any{"status": st})
 	if err != nil {
-		return reconcile.Cluster{}, err
+		return err
 	}
-	c := reconcile.Cluster{Name: rc.GetName(), Namespace: rc.GetNamespace(), UID: rc.GetUID(), Labels: rc.GetLabels(), Annotations: rc.GetAnnotations()}
-	if err := json.Unmarshal(raw, &c.Spec); err != nil {
-		return reconcile.Cluster{}, fmt.Errorf("raycluster %s/%s: spec: %w", rc.GetNamespace(), rc.GetName(), err)
-	}
-	return c, nil
+	return r.Client.Status().Patch(ctx, rc, client.RawPatch(types.MergePatchType, body))
 }
 
 // rayClusterCRD is a minimal RayCluster CRD: the schema keeps unknown fields,
@@ -143,7 +132,7 @@ func rayClusterCRD() *apiextensionsv1.CustomResourceDefinition {
 
 func rayCluster(ns, name string, workers int) *unstructured.Unstructured {
 	container := func(n string) map[string]any {
-		return map[string]any{"name": n, "image": "rayproject/ray:2.9.0"}
+		return map[string]any{"name": n, "image": "rayproject/ray:2.9.0", "resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}
 	}
 	rc := &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{
@@ -166,8 +155,9 @@ func rayCluster(ns, name string, workers int) *unstructured.Unstructured {
 }
 
 // run starts the API server and the manager, drives one cluster through its
-// steps, and writes what the API server holds after each.
-func run(ctx context.Context, out io.Writer) error {
+// steps, and writes what the API server holds after each. It sets up
+// podEvents, a zero PodObserver, as the controller's pod event handler.
+func run(ctx context.Context, out io.Writer, podEvents *kube.PodObserver) error {
 	env, err := kubetest.Start()
 	if err != nil {
 		return err
@@ -208,10 +198,16 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := kube.IndexPodsByCluster(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Options: reconcile.Options{OperatorVersion: "v1.7.0"}}
+	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Options: reconcile.Options{OperatorVersion: "v1.7.0"},
+		Applier: reconcile.Applier{Expectations: tracker, TokenPrefix: "example-"}}
 	owner := &unstructured.Unstructured{}
 	owner.SetGroupVersionKind(RayClusterGVK)
-	if err := ctrl.NewControllerManagedBy(mgr).Named("raycluster").For(owner).Owns(&corev1.Pod{}).Complete(r); err != nil {
+	// Pod events reach the tracker (kube.PodObserver) before they enqueue
+	// the RayCluster that controls the pod, so a create or delete settles
+	// on its event rather than on its expectation's timeout.
+	podEvents.Tracker, podEvents.OwnerKind = tracker, RayClusterGVK.GroupKind()
+	podEvents.Next = handler.EnqueueRequestForOwner(scheme, mgr.GetRESTMapper(), owner, handler.OnlyControllerOwner())
+	if err := ctrl.NewControllerManagedBy(mgr).Named("raycluster").For(owner).Watches(&corev1.Pod{}, podEvents).Complete(r); err != nil {
 		return err
 	}
 	mctx, stop := context.WithCancel(ctx)
@@ -263,8 +259,63 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := step("replaced it", 5); err != nil {
 		return err
 	}
+	// No kubelet runs here: the example starts the pods itself, so the
+	// controller's status turns ready.
+	if err := startPods(ctx, setup, ns, "demo"); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, func() (bool, error) {
+		st, err := readStatus(ctx, setup, rc)
+		return st.State == reconcile.StateReady && st.ReadyWorkerReplicas == 5, err
+	}); err != nil {
+		return fmt.Errorf("waiting for the ready status: %w", err)
+	}
+	st, err := readStatus(ctx, setup, rc)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "pods started: status %s, %d of %d workers ready, desired CPU %s\n", st.State, st.ReadyWorkerReplicas, st.DesiredWorkerReplicas, st.DesiredCPU.String())
+	for _, c := range st.Conditions {
+		fmt.Fprintf(out, "  %s=%s (%s)\n", c.Type, c.Status, c.Reason)
+	}
 	stop()
 	return <-done
+}
+
+// startPods does what the kubelet would: every pod of the cluster is
+// running and ready.
+func startPods(ctx context.Context, c client.Client, ns, name string) error {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{reconcile.LabelCluster: name}); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		if err := c.Status().Update(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readStatus reads the RayCluster's status back through DecodeRayCluster.
+func readStatus(ctx context.Context, c client.Client, rc *unstructured.Unstructured) (reconcile.ClusterStatus, error) {
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(RayClusterGVK)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(rc), got); err != nil {
+		return reconcile.ClusterStatus{}, err
+	}
+	raw, err := got.MarshalJSON()
+	if err != nil {
+		return reconcile.ClusterStatus{}, err
+	}
+	_, st, err := reconcile.DecodeRayCluster(raw)
+	return st, err
 }
 
 // count returns the non-terminating head and worker pods of a cluster.

@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/plancore/plancore/adapters/kube"
 )
 
 // TestRun runs the example controller end to end against a real API server and
@@ -13,14 +17,52 @@ func TestRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	if err := run(ctx, &out); err != nil {
+	var podEvents kube.PodObserver
+	if err := run(ctx, &out, &podEvents); err != nil {
 		t.Fatalf("%v\noutput so far:\n%s", err, out.String())
 	}
 	want := "created with 3 workers: 1 head, 3 workers\n" +
 		"scaled to 5 workers: 1 head, 5 workers\n" +
 		"deleted one worker behind the controller's back\n" +
-		"replaced it: 1 head, 5 workers\n"
+		"replaced it: 1 head, 5 workers\n" +
+		"pods started: status ready, 5 of 5 workers ready, desired CPU 6\n" +
+		"  HeadPodReady=True (HeadPodRunningAndReady)\n" +
+		"  RayClusterProvisioned=True (AllPodRunningAndReadyFirstTime)\n" +
+		"  RayClusterSuspended=False (RayClusterSuspended)\n" +
+		"  RayClusterSuspending=False (RayClusterSuspending)\n"
 	if out.String() != want {
 		t.Fatalf("output:\n%s\nwant:\n%s", out.String(), want)
+	}
+	// Seven pods were created (a head, three workers, two more, one
+	// replacement): pod events settled their expectations, except any
+	// that a reconcile's own pod list settled first.
+	if n := podEvents.Observed(); n < 1 || n > 7 {
+		t.Fatalf("pod events settled %d expectations, want 1 to 7", n)
+	} else {
+		t.Logf("pod events settled %d of the 7 creates' expectations", n)
+	}
+}
+
+// The README's quick start is this example's Reconcile, verbatim.
+func TestReadmeQuickStart(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "## Quick start")
+	if !ok {
+		t.Fatal("the README has no Quick start section")
+	}
+	_, block, ok := strings.Cut(after, "```go\n")
+	block, _, closed := strings.Cut(block, "```")
+	if !ok || !closed || !strings.Contains(block, "func (r *Reconciler) Reconcile(") {
+		t.Fatal("the Quick start section has no Go block with Reconcile")
+	}
+	if !strings.Contains(string(src), block) {
+		t.Errorf("the README's quick start differs from examples/raycluster/main.go:\n%s", block)
 	}
 }

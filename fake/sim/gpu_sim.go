@@ -1,10 +1,11 @@
-package fake
+package sim
 
 import (
 	"container/heap"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/plancore/plancore/fake"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,7 +60,7 @@ type BurstReport struct {
 	BindOrder []string
 	// Violations lists every breach of mutual exclusion or of the Bind
 	// contract seen during the run.
-	Violations []Violation
+	Violations []fake.Violation
 	// DeadlineFailures counts Binds that gave up on contention.
 	DeadlineFailures int
 	// Actions counts the Bind actions performed.
@@ -133,14 +134,14 @@ type simProc struct {
 // ends at its timeout or as soon as the contended lock's change channel
 // fires, and each bound pod is allocated by the simulated device plugin Hold
 // later. The run is deterministic for a given World seed and cfg.
-func RunBurst(w *World, cfg BurstConfig) (BurstReport, error) {
+func RunBurst(w *fake.World, cfg BurstConfig) (BurstReport, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Options.Validate(); err != nil {
 		return BurstReport{}, err
 	}
 	s := &burstSim{w: w, cfg: cfg, ctx: context.Background(), holder: map[string]int{}}
-	pods := NewPodStore(w, PodStoreOptions{})
-	s.g = NewGPUBind(w, pods, lock.Options{})
+	pods := fake.NewPodStore(w, fake.PodStoreOptions{})
+	s.g = fake.NewGPUBind(w, pods, lock.Options{})
 	s.g.AddNode(cfg.Node)
 	s.start = w.Clock.Now()
 	if err := s.createPods(pods); err != nil {
@@ -188,10 +189,10 @@ func (cfg BurstConfig) withDefaults() BurstConfig {
 // burstSim is one RunBurst: its processes, its event queue and who believes
 // it holds each lock.
 type burstSim struct {
-	w      *World
+	w      *fake.World
 	cfg    BurstConfig
 	ctx    context.Context
-	g      *GPUBind
+	g      *fake.GPUBind
 	start  time.Time
 	procs  []*simProc
 	rep    BurstReport
@@ -201,7 +202,7 @@ type burstSim struct {
 	line   []int          // the node's queue, head first
 }
 
-func (s *burstSim) createPods(pods *PodStore) error {
+func (s *burstSim) createPods(pods *fake.PodStore) error {
 	s.procs = make([]*simProc, s.cfg.Pods)
 	for i := range s.procs {
 		created, err := pods.CreatePod(s.ctx, corev1.Pod{
@@ -223,7 +224,7 @@ func (s *burstSim) push(at time.Time, kind simEventKind, proc, gen int) {
 }
 
 func (s *burstSim) violate(check, format string, args ...any) {
-	s.rep.Violations = append(s.rep.Violations, Violation{Check: check, Detail: fmt.Sprintf(format, args...)})
+	s.rep.Violations = append(s.rep.Violations, fake.Violation{Check: check, Detail: fmt.Sprintf(format, args...)})
 }
 
 func (s *burstSim) startProc(i int, at time.Time) error {
@@ -396,5 +397,18 @@ func (s *burstSim) report() {
 		if !p.started || !p.done {
 			s.violate("every Bind finishes", "%s never finished", p.ref)
 		}
+	}
+}
+
+// closed reports whether ch is closed, without blocking; a nil channel never is.
+func closed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }

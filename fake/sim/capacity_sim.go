@@ -1,4 +1,4 @@
-package fake
+package sim
 
 import (
 	"context"
@@ -595,7 +595,7 @@ func Replay(draws ...int) Picker {
 		d := draws[0]
 		draws = draws[1:]
 		if d >= n {
-			panic(fmt.Sprintf("fake.Replay: draw %d for %q is out of range [0, %d)", d, label, n))
+			panic(fmt.Sprintf("sim.Replay: draw %d for %q is out of range [0, %d)", d, label, n))
 		}
 		return d
 	}

@@ -1,4 +1,4 @@
-package fake
+package sim
 
 import (
 	"context"
@@ -92,9 +92,9 @@ type LockRaceReport struct {
 }
 
 // ErrLockRaceViolation is wrapped by Run's error when an invariant broke.
-var ErrLockRaceViolation = errors.New("fake: lock race invariant violated")
+var ErrLockRaceViolation = errors.New("sim: lock race invariant violated")
 
-var errLost = errors.New("fake: response lost")
+var errLost = errors.New("sim: response lost")
 
 type raceProc struct {
 	id         int

@@ -1,0 +1,320 @@
+package extender
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/plancore/plancore/gpu"
+)
+
+// Scheduler answers kube-scheduler's extender calls for pods that ask for
+// devices HAMi shares. Build it with New.
+type Scheduler struct {
+	client   client.Client
+	reader   client.Reader
+	registry gpu.Registry
+	options  gpu.Options
+	binder   *gpu.Binder
+	clock    clock.PassiveClock
+	seed     uint64
+
+	// mu serializes Filter: a Filter reads the usage, chooses a node and
+	// records the pod's usage as assumed before the next Filter reads.
+	mu    sync.Mutex
+	cache usageCache
+}
+
+// Config is what New needs.
+type Config struct {
+	// Client patches pods (Filter's annotations). Required.
+	Client client.Client
+	// Reader lists Nodes and Pods, normally the manager's cache (Client when
+	// nil). Lists are made with client.UnsafeDisableDeepCopy: the extender
+	// never writes to what it reads.
+	Reader client.Reader
+	// Registry is the device table (gpu.DefaultRegistry() when zero).
+	Registry gpu.Registry
+	// Options tunes the fit and the Bind flow (gpu.HAMi() is HAMi's).
+	Options gpu.Options
+	// Bind runs the Bind flow: a gpu.Binder over a kube.BindExecutor with the
+	// node lock on Node annotations. Its executor's ForgetAssumed should call
+	// Scheduler.Forget so a failed Bind frees the devices Filter assumed.
+	// Required.
+	Bind *gpu.Binder
+	// Clock reads the time of each call (the real clock when nil).
+	Clock clock.PassiveClock
+	// Seed feeds the Bind retry jitter.
+	Seed uint64
+}
+
+// ErrInvalidConfig is returned by New for a configuration it cannot run.
+var ErrInvalidConfig = errors.New("extender: invalid config")
+
+// New returns a Scheduler, or an error wrapping ErrInvalidConfig naming every
+// missing part.
+func New(c Config) (*Scheduler, error) {
+	var errs []error
+	if c.Client == nil {
+		errs = append(errs, errors.New("client is required"))
+	}
+	if c.Bind == nil || c.Bind.Exec == nil || c.Bind.Waiter == nil {
+		errs = append(errs, errors.New("bind needs a gpu.Binder with Exec and Waiter"))
+	}
+	if err := c.Options.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	}
+	s := &Scheduler{
+		client: c.Client, reader: c.Reader, registry: c.Registry, options: c.Options,
+		binder: c.Bind, clock: c.Clock, seed: c.Seed,
+	}
+	if s.reader == nil {
+		s.reader = c.Client
+	}
+	if len(s.registry.Types()) == 0 {
+		s.registry = gpu.DefaultRegistry()
+	}
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
+	}
+	s.cache.init()
+	return s, nil
+}
+
+// candidates are the node names of a Filter or Prioritize call: NodeNames
+// when the scheduler is configured nodeCacheCapable, else the Nodes' names.
+func candidates(args *extenderv1.ExtenderArgs) []string {
+	if args.NodeNames != nil {
+		return *args.NodeNames
+	}
+	if args.Nodes == nil {
+		return nil
+	}
+	names := make([]string, 0, len(args.Nodes.Items))
+	for i := range args.Nodes.Items {
+		names = append(names, args.Nodes.Items[i].Name)
+	}
+	return names
+}
+
+// passThrough answers a pod that asks for no device: every candidate passes,
+// in the form the scheduler sent them.
+func passThrough(args *extenderv1.ExtenderArgs) extenderv1.ExtenderFilterResult {
+	return extenderv1.ExtenderFilterResult{Nodes: args.Nodes, NodeNames: args.NodeNames}
+}
+
+// Filter is HAMi's Filter on plancore's fit: it reads the candidates' devices
+// and what every pod already holds, fits the pod, writes HAMi's annotations
+// (hami.io/vgpu-node, hami.io/vgpu-time, each vendor's devices-to-allocate)
+// on the pod and returns the one chosen node; every node that does not fit is
+// in FailedNodes with HAMi's reason. A pod that asks for no device passes
+// unchanged. The chosen devices count as used by the next Filter at once,
+// before the cache shows the pod's new annotations.
+func (s *Scheduler) Filter(ctx context.Context, args extenderv1.ExtenderArgs) extenderv1.ExtenderFilterResult {
+	if args.Pod == nil {
+		return extenderv1.ExtenderFilterResult{Error: "extender filter: no pod in the arguments"}
+	}
+	req, err := gpu.FitRequestFromPod(args.Pod, s.registry)
+	if err != nil {
+		return extenderv1.ExtenderFilterResult{Error: err.Error()}
+	}
+	if len(req.Requests) == 0 {
+		return passThrough(&args)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	nodes, failed, err := s.nodesWithUsage(ctx, candidates(&args), args.Pod.UID, now)
+	if err != nil {
+		return extenderv1.ExtenderFilterResult{Error: err.Error()}
+	}
+	plan, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: req}, s.options)
+	if err != nil {
+		return extenderv1.ExtenderFilterResult{Error: err.Error()}
+	}
+	for _, nf := range plan.Nodes {
+		if !nf.Fits {
+			failed[nf.Node] = nf.Reason.Message
+		}
+	}
+	res := extenderv1.ExtenderFilterResult{NodeNames: &[]string{}, FailedNodes: failed}
+	if plan.Node == "" {
+		return res
+	}
+	chosen := nodes[slices.IndexFunc(nodes, func(n gpu.Node) bool { return n.Name == plan.Node })]
+	if err := s.assign(ctx, args.Pod, chosen, plan.Containers, now); err != nil {
+		return extenderv1.ExtenderFilterResult{Error: err.Error()}
+	}
+	res.NodeNames = &[]string{plan.Node}
+	return res
+}
+
+// assign writes Filter's annotations on the pod and records its usage as
+// assumed.
+func (s *Scheduler) assign(ctx context.Context, pod *corev1.Pod, node gpu.Node, containers []gpu.ContainerAllocation, now time.Time) error {
+	annos, err := gpu.FilterAnnotations(gpu.FilterChoice{Pod: pod, Node: node, Containers: containers, Now: now, Registry: s.registry})
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(pod)
+	updated := pod.DeepCopy()
+	if updated.Annotations == nil {
+		updated.Annotations = map[string]string{}
+	}
+	for k, v := range annos {
+		updated.Annotations[k] = v
+	}
+	if err := s.client.Patch(ctx, updated, patch); err != nil {
+		return fmt.Errorf("extender filter: writing %s/%s's annotations: %w", pod.Namespace, pod.Name, err)
+	}
+	usage, err := gpu.DecodePodUsage(updated, s.registry)
+	if err != nil {
+		return err
+	}
+	s.cache.assume(pod.UID, usage, now)
+	return nil
+}
+
+// Prioritize scores each candidate 0–10 by the fit's node score, in the
+// direction of the pod's node policy (binpack prefers the fullest node,
+// spread the emptiest); nodes that do not fit, and every node for a pod that
+// asks for no device, score 0.
+func (s *Scheduler) Prioritize(ctx context.Context, args extenderv1.ExtenderArgs) (extenderv1.HostPriorityList, error) {
+	names := candidates(&args)
+	out := make(extenderv1.HostPriorityList, 0, len(names))
+	for _, n := range names {
+		out = append(out, extenderv1.HostPriority{Host: n})
+	}
+	if args.Pod == nil {
+		return out, errors.New("extender prioritize: no pod in the arguments")
+	}
+	req, err := gpu.FitRequestFromPod(args.Pod, s.registry)
+	if err != nil || len(req.Requests) == 0 {
+		return out, err
+	}
+	s.mu.Lock()
+	nodes, _, err := s.nodesWithUsage(ctx, names, args.Pod.UID, s.clock.Now())
+	s.mu.Unlock()
+	if err != nil {
+		return out, err
+	}
+	plan, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: req}, s.options)
+	if err != nil {
+		return out, err
+	}
+	scores := priorities(plan.Nodes, req.NodePolicy)
+	for i := range out {
+		out[i].Score = scores[out[i].Host]
+	}
+	return out, nil
+}
+
+// priorities maps fitting nodes' scores onto [MinExtenderPriority,
+// MaxExtenderPriority], the preferred end at the top.
+func priorities(fits []gpu.NodeFit, policy gpu.Policy) map[string]int64 {
+	var scores []float64
+	for _, f := range fits {
+		if f.Fits {
+			scores = append(scores, f.Score)
+		}
+	}
+	out := map[string]int64{}
+	if len(scores) == 0 {
+		return out
+	}
+	lo, hi := slices.Min(scores), slices.Max(scores)
+	for _, f := range fits {
+		if !f.Fits {
+			continue
+		}
+		if hi == lo {
+			out[f.Node] = extenderv1.MaxExtenderPriority
+			continue
+		}
+		frac := (f.Score - lo) / (hi - lo)
+		if policy == gpu.Spread {
+			frac = 1 - frac
+		}
+		out[f.Node] = int64(frac*float64(extenderv1.MaxExtenderPriority) + 0.5)
+	}
+	return out
+}
+
+// Bind runs HAMi's Bind flow (node lock, bind-phase allocating, the binding,
+// rollback and bind-phase failed on failure) and answers with its error.
+func (s *Scheduler) Bind(ctx context.Context, args extenderv1.ExtenderBindingArgs) extenderv1.ExtenderBindingResult {
+	in := gpu.BindInput{
+		Pod:  gpu.PodRef{Namespace: args.PodNamespace, Name: args.PodName, UID: string(args.PodUID)},
+		Node: args.Node, Now: s.clock.Now(), Registry: s.registry, Options: s.options, Seed: s.seed,
+	}
+	out, err := s.binder.Bind(ctx, in)
+	if out.Err == nil && err != nil {
+		return extenderv1.ExtenderBindingResult{Error: err.Error()}
+	}
+	return extenderv1.ExtenderBindingResult{Error: out.ExtenderError()}
+}
+
+// Forget drops the usage Filter assumed for a pod; wire it as the
+// kube.BindExecutor's Forget so a failed Bind frees those devices.
+func (s *Scheduler) Forget(_ context.Context, pod gpu.PodRef) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cache.forget(types.UID(pod.UID))
+	return nil
+}
+
+// nodesWithUsage reads the named nodes' devices and adds what every pod
+// holds, the pod being scheduled excepted (its earlier assignment is
+// replaced). A node that is missing or whose annotations or pods do not
+// decode is returned in failed with the reason, never fitted.
+func (s *Scheduler) nodesWithUsage(ctx context.Context, names []string, self types.UID, now time.Time) ([]gpu.Node, map[string]string, error) {
+	byName, err := s.cache.nodes(ctx, s.reader, s.registry)
+	if err != nil {
+		return nil, nil, err
+	}
+	usage, bad, err := s.cache.usage(ctx, s.reader, s.registry, self, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	failed := map[string]string{}
+	nodes := make([]gpu.Node, 0, len(names))
+	for _, name := range names {
+		d, ok := byName[name]
+		switch {
+		case !ok:
+			failed[name] = "node not found in the scheduler's cache"
+			continue
+		case d.err != nil:
+			failed[name] = d.err.Error()
+			continue
+		case bad[name] != "":
+			failed[name] = bad[name]
+			continue
+		}
+		n := gpu.DropStaleVendors(d.node, now)
+		if held := usage[name]; len(held) > 0 {
+			devices, err := gpu.AddPodUsage(n.Devices, held...)
+			if err != nil {
+				failed[name] = err.Error()
+				continue
+			}
+			n.Devices = devices
+		}
+		nodes = append(nodes, n)
+	}
+	slices.SortFunc(nodes, func(a, b gpu.Node) int { return cmp.Compare(a.Name, b.Name) })
+	return nodes, failed, nil
+}

@@ -1,0 +1,128 @@
+package extender
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/plancore/plancore/gpu"
+)
+
+// AssumeTimeout is how long the usage Filter assigned to a pod counts while
+// the cache does not show the pod at all (it may have been deleted before
+// the cache saw the annotations). A pod the cache shows with its
+// annotations counts through them instead.
+const AssumeTimeout = 5 * time.Minute
+
+// usageCache keeps decoded annotations between calls, keyed by the objects'
+// resourceVersion, so a Filter over 1,000 nodes decodes only what changed;
+// and the pods Filter assigned that the cache may not show yet.
+type usageCache struct {
+	nodeByName map[string]decodedNode
+	podByUID   map[types.UID]decodedPod
+	assumed    map[types.UID]assumedPod
+}
+
+type decodedNode struct {
+	rv   string
+	node gpu.Node
+	err  error
+}
+
+type decodedPod struct {
+	rv    string
+	usage gpu.PodUsage
+	err   error
+}
+
+type assumedPod struct {
+	usage gpu.PodUsage
+	at    time.Time
+}
+
+func (c *usageCache) init() {
+	c.nodeByName = map[string]decodedNode{}
+	c.podByUID = map[types.UID]decodedPod{}
+	c.assumed = map[types.UID]assumedPod{}
+}
+
+func (c *usageCache) assume(uid types.UID, u gpu.PodUsage, now time.Time) {
+	c.assumed[uid] = assumedPod{usage: u, at: now}
+}
+
+func (c *usageCache) forget(uid types.UID) { delete(c.assumed, uid) }
+
+// nodes lists every Node and decodes those whose resourceVersion changed.
+func (c *usageCache) nodes(ctx context.Context, r client.Reader, reg gpu.Registry) (map[string]decodedNode, error) {
+	var list corev1.NodeList
+	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("extender: listing nodes: %w", err)
+	}
+	seen := make(map[string]decodedNode, len(list.Items))
+	for i := range list.Items {
+		n := &list.Items[i]
+		d, ok := c.nodeByName[n.Name]
+		if !ok || d.rv != n.ResourceVersion || n.ResourceVersion == "" {
+			d = decodedNode{rv: n.ResourceVersion}
+			d.node, d.err = gpu.DecodeNode(n, reg)
+		}
+		seen[n.Name] = d
+	}
+	c.nodeByName = seen
+	return seen, nil
+}
+
+// usage lists every pod and returns, per node, what the pods HAMi assigned
+// there hold (hami.io/vgpu-node), plus the assumed pods the cache does not
+// show assigned yet. The pod self is left out: its earlier assignment is
+// being replaced. A pod whose annotations do not decode makes its node's
+// usage unknown: that node is refused, with the pod named, rather than
+// fitted as if the pod held nothing.
+func (c *usageCache) usage(ctx context.Context, r client.Reader, reg gpu.Registry, self types.UID, now time.Time) (map[string][]gpu.PodUsage, map[string]string, error) {
+	var list corev1.PodList
+	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, nil, fmt.Errorf("extender: listing pods: %w", err)
+	}
+	byNode := map[string][]gpu.PodUsage{}
+	bad := map[string]string{}
+	seen := make(map[types.UID]decodedPod, len(c.podByUID))
+	shown := map[types.UID]string{} // pods the cache shows assigned, by node
+	for i := range list.Items {
+		p := &list.Items[i]
+		node, assigned := p.Annotations[gpu.AnnoAssignedNode]
+		if !assigned || p.UID == self {
+			continue
+		}
+		d, ok := c.podByUID[p.UID]
+		if !ok || d.rv != p.ResourceVersion || p.ResourceVersion == "" {
+			d = decodedPod{rv: p.ResourceVersion}
+			d.usage, d.err = gpu.DecodePodUsage(p, reg)
+		}
+		seen[p.UID] = d
+		shown[p.UID] = node
+		if d.err != nil {
+			bad[node] = fmt.Sprintf("pod %s/%s holds devices that cannot be read: %v", p.Namespace, p.Name, d.err)
+			continue
+		}
+		if d.usage.Node != "" {
+			byNode[d.usage.Node] = append(byNode[d.usage.Node], d.usage)
+		}
+	}
+	c.podByUID = seen
+	for uid, a := range c.assumed {
+		switch node, ok := shown[uid]; {
+		case ok && node == a.usage.Node:
+			delete(c.assumed, uid) // the cache has caught up
+		case uid == self:
+		case !ok && now.Sub(a.at) > AssumeTimeout:
+			delete(c.assumed, uid)
+		default:
+			byNode[a.usage.Node] = append(byNode[a.usage.Node], a.usage)
+		}
+	}
+	return byNode, bad, nil
+}
