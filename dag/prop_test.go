@@ -2,7 +2,6 @@ package dag_test
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -14,96 +13,9 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/plancore/plancore/dag"
+	"github.com/plancore/plancore/dag/dagtest"
 	"github.com/plancore/plancore/fake"
 )
-
-// genSpec draws a random valid workflow: flows depend only on earlier flows
-// (listed in that order or shuffled), through plain targets, targetsWithStatus or depends expressions (plainOnly
-// restricts to targets), with retries, finally flows, parallelism and failFast.
-func genSpec(t *rapid.T, maxFlows int, plainOnly bool) dag.Workflow {
-	n := rapid.IntRange(0, maxFlows).Draw(t, "flows")
-	w := dag.Workflow{Name: "jf", Namespace: "ns", UID: "uid-jf"}
-	results := []string{"Succeeded", "Failed", "Omitted", "Done", "Started"}
-	var expr func(i, depth int) string
-	expr = func(i, depth int) string {
-		switch k := rapid.IntRange(0, 4).Draw(t, "op"); {
-		case depth >= 2 || k <= 1:
-			ref := fmt.Sprintf("f%d", rapid.IntRange(0, i-1).Draw(t, "ref"))
-			if rapid.Bool().Draw(t, "suffix") {
-				ref += "." + rapid.SampledFrom(results).Draw(t, "res")
-			}
-			return ref
-		case k == 2:
-			return "!" + expr(i, depth+1)
-		case k == 3:
-			return "(" + expr(i, depth+1) + " && " + expr(i, depth+1) + ")"
-		default:
-			return "(" + expr(i, depth+1) + " || " + expr(i, depth+1) + ")"
-		}
-	}
-	retry := func(label string) *dag.Retry {
-		if rapid.IntRange(0, 3).Draw(t, label) > 0 {
-			return nil
-		}
-		r := &dag.Retry{Limit: rapid.IntRange(0, 2).Draw(t, "limit"),
-			Backoff: dag.Backoff{Duration: time.Duration(rapid.IntRange(0, 30).Draw(t, "dur")) * time.Second, Factor: 2, Cap: time.Minute}}
-		if rapid.Bool().Draw(t, "onAll") {
-			r.On = []dag.JobPhase{dag.JobPhaseFailed, dag.JobPhaseTerminated, dag.JobPhaseAborted}
-		}
-		return r
-	}
-	for i := range n {
-		f := dag.Flow{Name: fmt.Sprintf("f%d", i), Retry: retry("retry")}
-		if i > 0 {
-			form := 0
-			if !plainOnly {
-				form = rapid.IntRange(0, 3).Draw(t, "form")
-			}
-			switch form {
-			case 0, 1:
-				var ts []string
-				for j := range i {
-					if rapid.IntRange(0, 2).Draw(t, "edge") == 0 {
-						ts = append(ts, fmt.Sprintf("f%d", j))
-					}
-				}
-				if ts != nil {
-					f.DependsOn = &dag.DependsOn{Targets: ts}
-				}
-			case 2:
-				f.DependsOn = &dag.DependsOn{TargetsWithStatus: []dag.TargetStatus{{
-					Name: fmt.Sprintf("f%d", rapid.IntRange(0, i-1).Draw(t, "tws")), Phase: rapid.SampledFrom(append(results, "Completed", "Running")).Draw(t, "twsp")}}}
-			case 3:
-				f.DependsOn = &dag.DependsOn{Depends: expr(i, 0)}
-			}
-		}
-		w.Spec.Flows = append(w.Spec.Flows, f)
-	}
-	if rapid.Bool().Draw(t, "shuffle") {
-		// Listing flows out of dependency order makes some edges point
-		// forward, so plans walk Kahn's order instead of spec order.
-		w.Spec.Flows = rapid.Permutation(w.Spec.Flows).Draw(t, "order")
-	}
-	if !plainOnly && n > 0 {
-		for k := range rapid.IntRange(0, 2).Draw(t, "finally") {
-			f := dag.Flow{Name: fmt.Sprintf("fin%d", k), Retry: retry("fretry")}
-			if rapid.Bool().Draw(t, "fcond") {
-				f.DependsOn = &dag.DependsOn{Depends: expr(n, 1)}
-			}
-			w.Spec.Finally = append(w.Spec.Finally, f)
-		}
-	}
-	w.Spec.Parallelism = rapid.SampledFrom([]int{0, 0, 1, 2, 3}).Draw(t, "parallelism")
-	if rapid.Bool().Draw(t, "failFastSet") {
-		ff := rapid.Bool().Draw(t, "failFast")
-		w.Spec.FailFast = &ff
-	}
-	w.Spec.Retry = retry("specRetry")
-	if rapid.Bool().Draw(t, "delete") {
-		w.Spec.JobRetainPolicy = dag.RetainPolicyDelete
-	}
-	return w
-}
 
 // bound is the termination bound: D + 2R + 1, or N + 2ΣR + 1 with
 // parallelism, where finally flows sit one level below every main flow.
@@ -297,7 +209,6 @@ func runWorkflow(t *rapid.T, w dag.Workflow, opt dag.Options, seed uint64, maxPl
 	retryDeletes := map[string]int{}
 	completedSeen, failedSeen := map[string]bool{}, map[string]bool{}
 	var terminal dag.Phase
-	prevHist := map[string][]dag.RunningHistory{}
 	stats := runStats{completedSeen: completedSeen}
 	for plan := 1; plan <= maxPlans; plan++ {
 		s := r.Snapshot(w)
@@ -337,7 +248,12 @@ func runWorkflow(t *rapid.T, w dag.Workflow, opt dag.Options, seed uint64, maxPl
 		if fixed.WriteStatus {
 			t.Fatalf("plan %d: fixpoint still writes", plan)
 		}
-		checkPlan(t, plan, w, s, res, flows, isFinally, present, creates, retryDeletes, completedSeen, failedSeen, terminal, prevHist)
+		// Break that makes it fail: one slot too many in createReady's
+		// parallelism cap (default.go).
+		if err := dag.CheckPlan(s, opt, res); err != nil {
+			t.Fatalf("plan %d: %v\n%s", plan, err, res)
+		}
+		checkPlan(t, plan, w, s, res, flows, isFinally, present, creates, retryDeletes, completedSeen, failedSeen, terminal)
 		if terminal == "" && (res.Status.State.Phase == dag.PhaseSucceed || res.Status.State.Phase == dag.PhaseFailed) {
 			terminal = res.Status.State.Phase
 			stats.plans = plan
@@ -364,8 +280,7 @@ func runWorkflow(t *rapid.T, w dag.Workflow, opt dag.Options, seed uint64, maxPl
 }
 
 func checkPlan(t *rapid.T, plan int, w dag.Workflow, s dag.Snapshot, res dag.Plan, flows []dag.Flow, isFinally map[string]bool,
-	present map[string]dag.Job, creates, retryDeletes map[string]int, completedSeen, failedSeen map[string]bool, terminal dag.Phase,
-	prevHist map[string][]dag.RunningHistory) {
+	present map[string]dag.Job, creates, retryDeletes map[string]int, completedSeen, failedSeen map[string]bool, terminal dag.Phase) {
 	c := planCheck{t: t, plan: plan, w: w, s: s, res: res, isFinally: isFinally, present: present, creates: creates,
 		retryDeletes: retryDeletes, completedSeen: completedSeen, failedSeen: failedSeen, byName: map[string]dag.Flow{}}
 	for _, f := range flows {
@@ -374,8 +289,6 @@ func checkPlan(t *rapid.T, plan int, w dag.Workflow, s dag.Snapshot, res dag.Pla
 	c.entries = c.groundedOutcomes()
 	c.absorbing(terminal)
 	c.createsOnce()
-	c.oneList()
-	c.historiesAppendOnly(prevHist)
 }
 
 // planCheck holds what checkPlan's steps read.
@@ -426,49 +339,21 @@ func (c *planCheck) absorbing(terminal dag.Phase) {
 	}
 }
 
-// createsOnce: every create is of a missing job whose condition holds, once,
-// finally flows after the main ones, re-creates only after a retry delete,
-// within the parallelism.
+// createsOnce: every create's condition holds (by the reference evaluator
+// above), and a re-create follows a retry delete (dag.CheckPlan checks the
+// rest of each create: not twice, not observed, finally flows last, within
+// the parallelism).
 func (c *planCheck) createsOnce() {
 	for _, d := range c.res.Delete {
 		if d.Reason.Code == dag.ReasonRetry {
 			c.retryDeletes[d.Flow]++
 		}
 	}
-	active := 0
-	for _, j := range c.s.Jobs {
-		if _, ok := c.byName[strings.TrimPrefix(j.Name, "jf-")]; ok && isActive(j.Phase) {
-			active++
-		}
-	}
-	seen := map[string]bool{}
 	for _, cr := range c.res.Create {
-		if seen[cr.Name] {
-			c.t.Fatalf("plan %d creates %s twice", c.plan, cr.Name)
-		}
-		seen[cr.Name] = true
-		if _, ok := c.present[cr.Name]; ok {
-			c.t.Fatalf("plan %d creates %s, which is observed", c.plan, cr.Name)
-		}
 		if v := condition(c.t, c.w, c.byName[cr.Flow], c.res.Status); v != 1 {
 			c.t.Fatalf("plan %d creates %s whose condition is %d\n%s", c.plan, cr.Name, v, c.res)
 		}
-		c.finallyAfterMain(cr)
 		c.recreateAfterRetry(cr)
-	}
-	if p := c.w.Spec.Parallelism; p > 0 && len(c.res.Create) > 0 && active+len(c.res.Create) > p {
-		c.t.Fatalf("plan %d: %d active + %d creates > parallelism %d", c.plan, active, len(c.res.Create), p)
-	}
-}
-
-func (c *planCheck) finallyAfterMain(cr dag.CreateJob) {
-	if !c.isFinally[cr.Flow] {
-		return
-	}
-	for _, f := range c.w.Spec.Flows {
-		if c.entries[f.Name].Outcome == "" {
-			c.t.Fatalf("plan %d creates finally %s before main flow %s is final", c.plan, cr.Flow, f.Name)
-		}
 	}
 }
 
@@ -485,58 +370,6 @@ func (c *planCheck) recreateAfterRetry(cr dag.CreateJob) {
 	if cr.Attempt != c.creates[cr.Flow] {
 		c.t.Fatalf("plan %d: %s attempt %d, create number %d", c.plan, cr.Name, cr.Attempt, c.creates[cr.Flow])
 	}
-}
-
-// oneList: every observed job is in exactly one status list.
-func (c *planCheck) oneList() {
-	st := c.res.Status
-	lists := [][]string{st.PendingJobs, st.RunningJobs, st.CompletingJobs, st.CompletedJobs, st.FailedJobs, st.TerminatingJobs,
-		st.TerminatedJobs, st.AbortedJobs, st.UnknownJobs, st.OrphanJobs}
-	count := map[string]int{}
-	for _, l := range lists {
-		for _, n := range l {
-			count[n]++
-		}
-	}
-	for _, j := range c.s.Jobs {
-		if count[j.Name] != 1 {
-			c.t.Fatalf("plan %d: job %s is in %d lists", c.plan, j.Name, count[j.Name])
-		}
-	}
-}
-
-// historiesAppendOnly: histories are append-only, closed entries frozen,
-// one open entry, last, in the job's phase.
-func (c *planCheck) historiesAppendOnly(prevHist map[string][]dag.RunningHistory) {
-	for _, e := range c.res.Status.JobStatusList {
-		h := e.RunningHistories
-		old := prevHist[e.Name]
-		if j, ok := c.present[e.Name]; ok && len(h) > 0 && h[len(h)-1].State != j.Phase {
-			c.t.Fatalf("plan %d: %s open history %s, job is %s", c.plan, e.Name, h[len(h)-1].State, j.Phase)
-		}
-		for k := range h {
-			if open := h[k].EndTimestamp.IsZero(); open != (k == len(h)-1) {
-				c.t.Fatalf("plan %d: %s history %d open=%v of %d", c.plan, e.Name, k, open, len(h))
-			}
-		}
-		if len(h) < len(old) {
-			c.t.Fatalf("plan %d: %s history shrank", c.plan, e.Name)
-		}
-		for k := 0; k+1 < len(old); k++ {
-			if !reflect.DeepEqual(old[k], h[k]) {
-				c.t.Fatalf("plan %d: %s closed history %d changed:\n%s", c.plan, e.Name, k, cmp.Diff(old[k], h[k]))
-			}
-		}
-		prevHist[e.Name] = h
-	}
-}
-
-func isActive(p dag.JobPhase) bool {
-	switch p {
-	case "", dag.JobPhasePending, dag.JobPhaseRunning, dag.JobPhaseRestarting, dag.JobPhaseCompleting, dag.JobPhaseTerminating, dag.JobPhaseAborting:
-		return true
-	}
-	return false
 }
 
 // deepCopySnapshot copies everything reachable from s.
@@ -641,7 +474,7 @@ func deepCopySnapshot(s dag.Snapshot) dag.Snapshot {
 // Failed within D + 2R + 1 plans (N + 2ΣR + 1 with parallelism).
 func TestPropertyDefaultRuns(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		w := genSpec(t, 8, false)
+		w := dagtest.Workflow(8, false).Draw(t, "workflow")
 		b := bound(w)
 		finish := rapid.Bool().Draw(t, "finish")
 		plans := b + 2
@@ -659,7 +492,7 @@ func TestPropertyDefaultRuns(t *testing.T) {
 // succeeds iff every flow's own job was observed Completed.
 func TestPropertySetBasedSuccess(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		w := genSpec(t, 8, true)
+		w := dagtest.Workflow(8, true).Draw(t, "workflow")
 		b := bound(w)
 		stats := runWorkflow(t, w, dag.Default(), rapid.Uint64().Draw(t, "seed"), b+1, true)
 		if (stats.final == dag.PhaseSucceed) != stats.everyCompleted {

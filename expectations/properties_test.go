@@ -10,221 +10,19 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
 
 	"github.com/plancore/plancore/expectations"
+	"github.com/plancore/plancore/expectations/expectationstest"
 )
 
 // The properties in this file drive a State with random operations, without
 // the fake world: exact wake-ups, Forget, no leaks, purity, and the Tracker against the core.
 
-var (
-	propOwners = []expectations.Owner{
-		{Namespace: "ns", Name: "a", UID: "uid-a"},
-		{Namespace: "ns", Name: "b", UID: "uid-b"},
-		{Namespace: "other", Name: "a", UID: "uid-c"},
-		// A recreation of ns/a under a new UID.
-		{Namespace: "ns", Name: "a", UID: "uid-a2"},
-	}
-	propGroups = []string{"", "g"}
-	propPods   = []string{"p0", "p1", "p2", "p3"}
-)
-
-// op is one operation on a State.
-type op struct {
-	Kind    string
-	Owner   int
-	Group   int
-	Action  expectations.Action
-	Pod     int
-	Token   bool
-	Seen    bool
-	UID     bool
-	Timeout time.Duration
-	Result  expectations.CallResult
-	Advance time.Duration
-	View    []viewSpec
-}
-
-// viewSpec is one pod in a generated view.
-type viewSpec struct {
-	Pod         int
-	Terminating bool
-	UID         int // 0: "u0", 1: "u1"
-	Token       bool
-}
-
-func genView(t *rapid.T, label string) []viewSpec {
-	return rapid.SliceOfN(rapid.Custom(func(t *rapid.T) viewSpec {
-		return viewSpec{
-			Pod:         rapid.IntRange(0, len(propPods)-1).Draw(t, "pod"),
-			Terminating: rapid.Bool().Draw(t, "terminating"),
-			UID:         rapid.IntRange(0, 1).Draw(t, "uid"),
-			Token:       rapid.Bool().Draw(t, "token"),
-		}
-	}), 0, 4).Draw(t, label)
-}
-
-// buildView turns specs into pods of every owner namespace (pods are matched
-// by namespace, so one view serves every owner).
-func buildPods(specs []viewSpec) []corev1.Pod {
-	var pods []corev1.Pod
-	for _, ns := range []string{"ns", "other"} {
-		for _, s := range specs {
-			p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: propPods[s.Pod], UID: types.UID(fmt.Sprintf("u%d", s.UID))}}
-			if s.Terminating {
-				ts := metav1.NewTime(simStart)
-				p.DeletionTimestamp = &ts
-			}
-			if s.Token {
-				p.Annotations = map[string]string{expectations.TokenAnnotation: "tok-" + propPods[s.Pod]}
-			}
-			pods = append(pods, p)
-		}
-	}
-	return pods
-}
-
-func genOp(t *rapid.T, owners int) op {
-	o := op{
-		Kind:  rapid.SampledFrom([]string{"record", "record", "record", "conclude", "observe", "satisfied", "forget", "prune", "advance", "advance"}).Draw(t, "kind"),
-		Owner: rapid.IntRange(0, owners-1).Draw(t, "owner"),
-		Group: rapid.IntRange(0, len(propGroups)-1).Draw(t, "group"),
-		Pod:   rapid.IntRange(0, len(propPods)-1).Draw(t, "pod"),
-		Token: rapid.Bool().Draw(t, "token"),
-	}
-	switch o.Kind {
-	case "record":
-		o.Action = rapid.SampledFrom([]expectations.Action{expectations.Create, expectations.Delete}).Draw(t, "action")
-		o.Seen = rapid.Bool().Draw(t, "seen")
-		o.UID = rapid.Bool().Draw(t, "withUID")
-		o.Timeout = rapid.SampledFrom([]time.Duration{0, 0, 10 * time.Second, expectations.Never}).Draw(t, "timeout")
-	case "conclude":
-		o.Result = rapid.SampledFrom([]expectations.CallResult{expectations.CallSucceeded, expectations.CallAlreadyDone, expectations.CallFailed, expectations.CallAmbiguous, expectations.CallNotAttempted}).Draw(t, "result")
-	case "observe", "satisfied":
-		o.View = genView(t, "view")
-	case "advance":
-		o.Advance = time.Duration(rapid.IntRange(1, 400).Draw(t, "seconds")) * time.Second
-	}
-	return o
-}
-
-// apply runs o on s at *now and returns a rendering of what it returned.
-func (o op) apply(s interface {
-	Record(time.Time, expectations.Record) (expectations.Ref, error)
-	Conclude(time.Time, expectations.Ref, expectations.CallResult, string, types.UID) (bool, error)
-	Observe(expectations.Owner, expectations.ObservedPod) (int, error)
-	Satisfied(time.Time, expectations.Owner, string, *expectations.View) (expectations.Result, error)
-	Forget(expectations.Owner) (int, error)
-	Prune(time.Time, []expectations.Owner) (int, error)
-}, now *time.Time) string {
-	owner := propOwners[o.Owner]
-	group := propGroups[o.Group]
-	pod := propPods[o.Pod]
-	ref := expectations.Ref{Owner: owner, Group: group, Pod: pod}
-	if o.Token {
-		ref = expectations.Ref{Owner: owner, Group: group, Token: "tok-" + pod}
-	}
-	switch o.Kind {
-	case "record":
-		r := expectations.Record{Owner: owner, Group: group, Action: o.Action, Pod: pod, Seen: o.Seen, Timeout: o.Timeout}
-		if o.UID {
-			r.PodUID = "u0"
-		}
-		if o.Token && o.Action == expectations.Create {
-			r.Pod, r.Token = "", "tok-"+pod
-		}
-		got, err := s.Record(*now, r)
-		return fmt.Sprint(got, err)
-	case "conclude":
-		found, err := s.Conclude(*now, ref, o.Result, pod, "u0")
-		return fmt.Sprint(found, err)
-	case "observe":
-		n := 0
-		for _, p := range buildPods(o.View) {
-			if p.Namespace != owner.Namespace {
-				continue
-			}
-			k, err := s.Observe(owner, expectations.ObservedPod{Name: p.Name, UID: p.UID, Token: p.Annotations[expectations.TokenAnnotation]})
-			if err != nil {
-				return err.Error()
-			}
-			n += k
-		}
-		return fmt.Sprint(n)
-	case "satisfied":
-		r, err := s.Satisfied(*now, owner, group, expectations.NewView(buildPods(o.View)))
-		return fmt.Sprint(r, err)
-	case "forget":
-		n, err := s.Forget(owner)
-		return fmt.Sprint(n, err)
-	case "prune":
-		n, err := s.Prune(*now, []expectations.Owner{owner})
-		return fmt.Sprint(n, err)
-	case "advance":
-		*now = now.Add(o.Advance)
-	}
-	return ""
-}
-
-func genOptions(t *rapid.T) expectations.Options {
-	o := expectations.Options{
-		CreateTimeout:     rapid.SampledFrom([]time.Duration{0, 30 * time.Second, expectations.Never}).Draw(t, "createTimeout"),
-		DeleteTimeout:     rapid.SampledFrom([]time.Duration{0, 30 * time.Second, expectations.Never}).Draw(t, "deleteTimeout"),
-		OnExpiry:          rapid.SampledFrom([]expectations.ExpiryRule{expectations.Unblock, expectations.Block}).Draw(t, "onExpiry"),
-		OwnerIdentity:     rapid.SampledFrom([]expectations.Identity{expectations.ByUID, expectations.ByName}).Draw(t, "identity"),
-		AbsentWithoutSeen: rapid.Bool().Draw(t, "absentWithoutSeen"),
-		CountsTerminating: rapid.Bool().Draw(t, "countsTerminating"),
-	}
-	if !o.CountsTerminating && rapid.Bool().Draw(t, "byTerminating") {
-		o.DeleteSatisfiedBy = expectations.SatisfiedByTerminating
-	}
-	return o
-}
-
-// randomState builds a State by running random operations; it returns the
-// State, the time reached and the operations.
-func randomState(t *rapid.T) (*expectations.State, time.Time, []op) {
-	s, err := expectations.New(genOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := simStart
-	ops := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) op { return genOp(t, len(propOwners)) }), 0, 40).Draw(t, "ops")
-	for _, o := range ops {
-		o.apply(s, &now)
-	}
-	return s, now, ops
-}
-
-// checkCounts checks Len against Count and Groups.
-func checkCounts(t *rapid.T, s *expectations.State) {
-	total := 0
-	seen := map[string]bool{}
-	for _, o := range propOwners {
-		key := string(o.UID)
-		if s.Options().OwnerIdentity == expectations.ByName {
-			key = o.Namespace + "/" + o.Name
-		}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		n := s.Count(o)
-		if n < 0 || (n == 0) != (len(s.Groups(o)) == 0) {
-			t.Fatalf("owner %s: Count %d, Groups %v", o, n, s.Groups(o))
-		}
-		total += n
-	}
-	if total != s.Len() {
-		t.Fatalf("Len %d, owners' counts add up to %d", s.Len(), total)
-	}
-}
-
 // TestPropertyRequeueAfterIsExact says: with an unchanged view, the
-// result changes at RequeueAfter and not before.
+// result changes at RequeueAfter and not before (expectations.CheckResult).
+// Break that makes it fail: RequeueAfter set a second before the earliest
+// deadline in State.Check (check.go).
 func TestPropertyRequeueAfterIsExact(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s, now, _ := randomState(t)
@@ -235,34 +33,41 @@ func TestPropertyRequeueAfterIsExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.RequeueAfter == 0 {
-			later, _ := s.Check(now.Add(1000*time.Hour), owner, group, view)
-			if diff := cmp.Diff(r.Pending, later.Pending, cmp.Comparer(sameReason)); diff != "" && !anyOverdue(later) {
-				t.Fatalf("no RequeueAfter, yet the pending list changed:\n%s", diff)
-			}
-			return
-		}
-		if r.RequeueAfter < 0 {
-			t.Fatalf("RequeueAfter %v is negative", r.RequeueAfter)
-		}
-		next := now.Add(r.RequeueAfter)
-		before, _ := s.Check(next.Add(-time.Nanosecond), owner, group, view)
-		if diff := cmp.Diff(r.Pending, before.Pending); diff != "" || before.Satisfied != r.Satisfied {
-			t.Fatalf("the result changed before RequeueAfter:\n%s", diff)
-		}
-		at, _ := s.Check(next, owner, group, view)
-		if cmp.Equal(r.Pending, at.Pending) {
-			t.Fatalf("the result did not change after RequeueAfter %v:\n%s", r.RequeueAfter, at)
+		if err := expectations.CheckResult(s, now, owner, group, view, r); err != nil {
+			t.Fatalf("%v:\n%s", err, r)
 		}
 	})
 }
 
-// sameReason compares entries ignoring nothing; it exists so a zero RequeueAfter
-// can tolerate Block's reason flip (which RequeueAfter does not announce once an
-// item is overdue).
-func sameReason(a, b expectations.Entry) bool { return reflect.DeepEqual(a, b) }
+// checkCounts is expectations.CheckState over every owner the operations use.
+func checkCounts(t *rapid.T, s *expectations.State) {
+	if err := expectations.CheckState(s, propOwners); err != nil {
+		t.Fatal(err)
+	}
+}
 
-func anyOverdue(r expectations.Result) bool { return len(r.Overdue) > 0 }
+// The generators, under the names the tests use.
+var (
+	propOwners = expectationstest.Owners
+	propGroups = expectationstest.Groups
+)
+
+type op = expectationstest.Op
+type viewSpec = expectationstest.PodSpec
+
+func genView(t *rapid.T, label string) []viewSpec { return expectationstest.View().Draw(t, label) }
+func buildPods(specs []viewSpec) []corev1.Pod     { return expectationstest.BuildPods(specs) }
+func genOp(t *rapid.T, owners int) op             { return expectationstest.Operation(owners).Draw(t, "op") }
+func genOptions(t *rapid.T) expectations.Options {
+	return expectationstest.Options().Draw(t, "options")
+}
+
+// randomState builds a State by running random operations; it returns the
+// State, the time reached and the operations.
+func randomState(t *rapid.T) (*expectations.State, time.Time, []op) {
+	b := expectationstest.State().Draw(t, "state")
+	return b.State, b.Now, b.Ops
+}
 
 // TestPropertyForgetRemovesEverything: Forget leaves nothing of the owner.
 func TestPropertyForgetRemovesEverything(t *testing.T) {
@@ -300,7 +105,7 @@ func TestPropertyForgetRemovesEverything(t *testing.T) {
 			if o.Kind == "record" && propOwners[o.Owner].Namespace == owner.Namespace && propOwners[o.Owner].Name == owner.Name {
 				o.Kind = "conclude"
 				o.Result = rapid.SampledFrom([]expectations.CallResult{expectations.CallSucceeded, expectations.CallAmbiguous, expectations.CallFailed}).Draw(t, "result")
-				o.apply(s, &now)
+				o.Apply(s, &now)
 			}
 		}
 		check("after concluding old calls")
@@ -398,7 +203,7 @@ func TestPropertyPurity(t *testing.T) {
 					out = append(out, got.String())
 					continue
 				}
-				out = append(out, o.apply(s, &now))
+				out = append(out, o.Apply(s, &now))
 				checkCounts(t, s)
 			}
 			return out, s, now
@@ -446,7 +251,7 @@ func TestPropertyTrackerMatchesCore(t *testing.T) {
 						// which run concurrently; list them all.
 						o.Kind = "advance"
 					}
-					got[i] = append(got[i], o.apply(tr, &now))
+					got[i] = append(got[i], o.Apply(tr, &now))
 					_ = tr.Len()
 				}
 			}()
@@ -461,7 +266,7 @@ func TestPropertyTrackerMatchesCore(t *testing.T) {
 				if o.Kind == "prune" {
 					o.Kind = "advance"
 				}
-				want = append(want, o.apply(s, &now))
+				want = append(want, o.Apply(s, &now))
 			}
 			if diff := cmp.Diff(want, got[i]); diff != "" {
 				t.Fatalf("owner %d: tracker and core differ (-core +tracker):\n%s", i, diff)

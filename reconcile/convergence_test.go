@@ -13,6 +13,7 @@ import (
 	"github.com/plancore/plancore/expectations"
 	"github.com/plancore/plancore/fake"
 	"github.com/plancore/plancore/reconcile"
+	"github.com/plancore/plancore/reconcile/reconciletest"
 )
 
 // convergenceParams are the simulation bounds: informer lag L, termination
@@ -135,14 +136,8 @@ func newConvRun(t *rapid.T, compatMode bool) *convRun {
 	r := &convRun{t: t, compatMode: compatMode}
 	r.prm = convergenceParams{L: rapid.IntRange(0, 3).Draw(t, "lag"), T: rapid.IntRange(0, 3).Draw(t, "grace"), E: 10}
 	r.w = fake.NewWorld(rapid.Uint64().Draw(t, "worldSeed"), t0)
-	r.nGroups = rapid.IntRange(1, 3).Draw(t, "groups")
-	var groups []reconcile.WorkerGroup
-	for i := range r.nGroups {
-		g := group(fmt.Sprintf("g%d", i), rapid.Int32Range(0, 4).Draw(t, "replicas"))
-		g.NumOfHosts = rapid.Int32Range(1, 3).Draw(t, "hosts")
-		groups = append(groups, g)
-	}
-	c := cluster(groups...)
+	c := reconciletest.Cluster(3).Draw(t, "cluster")
+	r.nGroups = len(c.Spec.WorkerGroups)
 	r.autoscaler = rapid.IntRange(0, 3).Draw(t, "autoscaler") == 0
 	if r.autoscaler {
 		c.Spec.EnableInTreeAutoscaling = bptr(true)

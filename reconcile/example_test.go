@@ -170,3 +170,22 @@ spec:
 	// Output:
 	// reconcile: invalid input: spec.workerGroupSpecs[0].replicaz: Forbidden: unknown field; spec.workerGroupSpecs[0].template.spec.containers[0].imagee: Forbidden: unknown field
 }
+
+// CheckPlan names every invariant a plan breaks: run it on each plan in a
+// property over your controller (see package reconciletest). Here a plan is
+// checked as Decide made it, then with a second head create added.
+func ExampleCheckPlan() {
+	in := reconcile.Snapshot{Cluster: exampleCluster(), Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	o := reconcile.Options{OperatorVersion: "v1.7.0"}
+	plan, err := reconcile.Decide(in, o)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("as decided:", reconcile.CheckPlan(in, o, plan))
+	plan.Actions = append(plan.Actions, plan.Actions[0])
+	fmt.Println("broken:", reconcile.CheckPlan(in, o, plan))
+	// Output:
+	// as decided: <nil>
+	// broken: 2 head creates with 0 head pods
+	// counters say place 4, stop 0, delete-all 0; the actions make 5, 0, 0
+}

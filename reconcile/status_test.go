@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/plancore/plancore/internal/invalidtest"
 	"github.com/plancore/plancore/reconcile"
+	"github.com/plancore/plancore/reconcile/reconciletest"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -277,9 +278,9 @@ func TestStatusRefusals(t *testing.T) {
 // without the compat switch) makes it fail.
 func TestPropertyStatusMatchesPlan(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		s := genSnapshot(rt, 3)
-		o := genOptions(rt, rapid.Bool().Draw(rt, "compat"))
-		before := cloneSnapshot(s)
+		s := reconciletest.Snapshot(3).Draw(rt, "snapshot")
+		o := reconciletest.Options(rapid.Bool().Draw(rt, "compat")).Draw(rt, "options")
+		before := reconciletest.Clone(s)
 		plan, err := reconcile.Decide(s, o)
 		if err != nil {
 			rt.Skip("invalid snapshot")

@@ -3,7 +3,6 @@ package vcluster_test
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -97,123 +96,10 @@ func bucketOf(s vcluster.State, holder, template, b string) []string {
 	return c.Buckets[template][b]
 }
 
-// checkInvariants is a reference check of the hierarchy's two invariants,
-// one leaf per node and division, written independently of
-// State.Validate: every node of the table in exactly one leaf, every member
-// known with its bucket's template, job buckets one to one with job
-// clusters, no empty bucket or template, buckets sorted.
-func checkInvariants(s vcluster.State) error {
-	holders := map[string]vcluster.Cluster{vcluster.PrimaryID: s.Primary}
-	maps.Copy(holders, s.Logical)
-	count := map[string]int{}
-	jobBuckets := map[string]bool{}
-	for hid, c := range holders {
-		if err := checkHolder(s, hid, c, count, jobBuckets); err != nil {
-			return err
-		}
-	}
-	for id := range s.Nodes.All() {
-		if count[id] != 1 {
-			return fmt.Errorf("node %s is in %d leaf buckets", id, count[id])
-		}
-	}
-	for id := range count {
-		if ok := s.Nodes.Has(id); !ok {
-			return fmt.Errorf("member %s unknown", id)
-		}
-	}
-	if err := checkJobs(s, holders, jobBuckets); err != nil {
-		return err
-	}
-	return checkDivision(s, holders)
-}
+func sortedNodes(s vcluster.State) []string { return s.Nodes.IDs() }
 
-// checkHolder checks the buckets of holder c, counting each member.
-func checkHolder(s vcluster.State, hid string, c vcluster.Cluster, count map[string]int, jobBuckets map[string]bool) error {
-	for t, byBucket := range c.Buckets {
-		if len(byBucket) == 0 {
-			return fmt.Errorf("%s: empty template entry %s", hid, t)
-		}
-		for b, ids := range byBucket {
-			if b != vcluster.Undivided && (c.Kind == vcluster.Indivisible || c.Kind == vcluster.Job) {
-				return fmt.Errorf("indivisible %s has bucket %s", hid, b)
-			}
-			if len(ids) == 0 {
-				return fmt.Errorf("%s: empty bucket %s/%s", hid, t, b)
-			}
-			if !slices.IsSorted(ids) {
-				return fmt.Errorf("%s: bucket %s/%s unsorted", hid, t, b)
-			}
-			if b != vcluster.Undivided {
-				parent, _, _ := vcluster.SplitJobID(b)
-				if _, ok := s.Jobs[b]; !ok || parent != hid {
-					return fmt.Errorf("%s: bucket %s has no job cluster", hid, b)
-				}
-				jobBuckets[b] = true
-			}
-			for _, id := range ids {
-				n, ok := s.Nodes.Get(id)
-				if !ok {
-					return fmt.Errorf("%s: member %s not in the node table", hid, id)
-				}
-				if n.Template != t {
-					return fmt.Errorf("%s: member %s of template %s under %s", hid, id, n.Template, t)
-				}
-				count[id]++
-			}
-		}
-	}
-	return nil
-}
-
-// checkJobs checks every job cluster against its parent's bucket.
-func checkJobs(s vcluster.State, holders map[string]vcluster.Cluster, jobBuckets map[string]bool) error {
-	for jid, j := range s.Jobs {
-		parent, _, _ := vcluster.SplitJobID(jid)
-		p, ok := holders[parent]
-		if !ok || (p.Kind != vcluster.Primary && p.Kind != vcluster.Divisible) {
-			return fmt.Errorf("job %s has no divisible parent", jid)
-		}
-		if j.Kind != vcluster.Job || len(j.Buckets) != 0 {
-			return fmt.Errorf("job %s: kind %s, own buckets %v", jid, j.Kind, j.Buckets)
-		}
-		// An empty job cluster has no bucket; a non-empty one must.
-		if len(s.Members(jid)) > 0 != jobBuckets[jid] {
-			return fmt.Errorf("job %s: members and bucket disagree", jid)
-		}
-	}
-	return nil
-}
-
-// checkDivision checks V_divisible = V_undivided + Σ V_job.
-func checkDivision(s vcluster.State, holders map[string]vcluster.Cluster) error {
-	// V_divisible = V_undivided + Σ V_job, disjoint: the record of each
-	// divisible cluster is the union of its buckets.
-	for hid, c := range holders {
-		if c.Kind != vcluster.Divisible && c.Kind != vcluster.Primary {
-			continue
-		}
-		total := 0
-		for _, byBucket := range c.Buckets {
-			for _, ids := range byBucket {
-				total += len(ids)
-			}
-		}
-		sum := 0
-		for _, byBucket := range c.Buckets {
-			sum += len(byBucket[vcluster.Undivided])
-		}
-		for jid := range s.Jobs {
-			if p, _, _ := vcluster.SplitJobID(jid); p == hid {
-				sum += len(s.Members(jid))
-			}
-		}
-		if sum != total || len(s.Members(hid)) != total {
-			return fmt.Errorf("%s: V_divisible %d != V_undivided + ΣV_job %d", hid, total, sum)
-		}
-	}
-	return nil
-}
+// checkInvariants is vcluster.CheckState, under the name the tests use.
+func checkInvariants(s vcluster.State) error { return vcluster.CheckState(s) }
 
 // asInvalid returns err as a *plancore.InvalidError wrapping
 // ErrInvalidInput, or fails the test.

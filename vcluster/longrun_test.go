@@ -13,6 +13,7 @@ import (
 
 	"github.com/plancore/plancore/fake"
 	"github.com/plancore/plancore/vcluster"
+	"github.com/plancore/plancore/vcluster/vclustertest"
 )
 
 // cutExecutor passes the first n writes (flushes and deletes) through and
@@ -104,11 +105,11 @@ func TestLongRandomRun(t *testing.T) {
 	const steps = 1500
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(2026, 8))
-	c := seededChooser{rng}
-	w := &world{templates: []string{"t0", "t1", "t2", "t3"}}
+	c := vclustertest.SeededChooser(rng)
+	w := &vclustertest.World{Templates: []string{"t0", "t1", "t2", "t3"}}
 	var nodes []vcluster.Node
 	for i := range 150 {
-		nodes = append(nodes, vcluster.Node{ID: fmt.Sprintf("n%03d", i), Hostname: fmt.Sprint("h", i), Template: w.templates[i%4], Alive: true})
+		nodes = append(nodes, vcluster.Node{ID: fmt.Sprintf("n%03d", i), Hostname: fmt.Sprint("h", i), Template: w.Templates[i%4], Alive: true})
 	}
 	s := mustState(t, nodes)
 	world := fake.NewWorld(1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -156,32 +157,32 @@ func TestLongRandomRun(t *testing.T) {
 			checkStore(step, s)
 			continue
 		}
-		o := w.genOp(c, s)
+		o := w.Op(c, s)
 		switch step % 6 {
 		case 2:
 			// Extra churn: nodes die often in a long-lived cluster, and
 			// new ones join.
-			o = w.genOp(forced{c, 15}, s) // kill
+			o = w.Op(forced{c, 15}, s) // kill
 		case 5:
-			o = w.genOp(forced{c, 16}, s) // join
+			o = w.Op(forced{c, 16}, s) // join
 		}
 		next, p, err := checkOp(s, o)
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
-		if o.plan == nil {
+		if o.Plan == nil {
 			s = next
 			continue
 		}
 		if p.Empty() {
-			if _, err := o.plan(s); err != nil {
+			if _, err := o.Plan(s); err != nil {
 				refusals++
 			}
 			s = next
 			continue
 		}
 		plans++
-		if o.replenish != nil {
+		if o.Replenish != nil {
 			swaps += len(p.Moves) / 2
 		}
 		if len(p.Flush) >= 2 && rng.IntN(2) == 0 {
@@ -218,13 +219,13 @@ func toMap(rs []vcluster.Record) map[string]vcluster.Record {
 
 // forced makes the operation kind k and draws the rest from c.
 type forced struct {
-	c chooser
+	c vclustertest.Chooser
 	k int
 }
 
-func (f forced) intn(n int, label string) int {
+func (f forced) IntN(n int, label string) int {
 	if label == "op" {
 		return f.k
 	}
-	return f.c.intn(n, label)
+	return f.c.IntN(n, label)
 }

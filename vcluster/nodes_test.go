@@ -73,7 +73,7 @@ func TestPropertyStatesStayValues(t *testing.T) {
 				s = next
 			case k == 2:
 				joined++
-				next, err := s.Join(vcluster.Node{ID: fmt.Sprintf("j%03d-%d", joined, i), Template: w.templates[joined%len(w.templates)], Alive: true})
+				next, err := s.Join(vcluster.Node{ID: fmt.Sprintf("j%03d-%d", joined, i), Template: w.Templates[joined%len(w.Templates)], Alive: true})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -12,14 +12,17 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/plancore/plancore/vcluster"
+	"github.com/plancore/plancore/vcluster/vclustertest"
 )
 
 // TestPropertyOperations: random operation sequences (create, resize, job
 // clusters, removals, remove-nodes, replenish, GC, node deaths and joins,
 // busy, detached and job-dead flips) keep every invariant (one leaf per node, division, busy safety,
 // all-or-nothing, flush/publish, revisions, determinism, input unchanged)
-// after every step;
-// genState checks each step.
+// after every step; genState checks each step with checkOp, which calls
+// vcluster.CheckPlan and CheckState. Break that makes it fail: dropping the
+// last cluster of each flush list in flushOrder (plan.go), found after about
+// 800 checks, so within CI's 1,000.
 func TestPropertyOperations(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		genState(t, 300, 20)
@@ -48,7 +51,7 @@ func TestPropertyReplenish(t *testing.T) {
 		s, _ := genState(t, 120, 20)
 		s = killSome(t, s)
 		full := vcluster.Options{}
-		healed, p, err := checkOp(s, op{desc: "replenish", replenish: &full, plan: func(s vcluster.State) (vcluster.Plan, error) {
+		healed, p, err := checkOp(s, vclustertest.Op{Desc: "replenish", Replenish: &full, Plan: func(s vcluster.State) (vcluster.Plan, error) {
 			return vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, full)
 		}})
 		if err != nil {
@@ -63,7 +66,7 @@ func TestPropertyReplenish(t *testing.T) {
 		cur := s
 		rounds := 0
 		for {
-			next, p, err := checkOp(cur, op{desc: "capped replenish", replenish: &capped, plan: func(s vcluster.State) (vcluster.Plan, error) {
+			next, p, err := checkOp(cur, vclustertest.Op{Desc: "capped replenish", Replenish: &capped, Plan: func(s vcluster.State) (vcluster.Plan, error) {
 				return vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, capped)
 			}})
 			if err != nil {
@@ -285,19 +288,19 @@ func TestPropertyRecoverCutBetweenFlushes(t *testing.T) {
 		s0, w := genState(t, 120, 15)
 		s0 = killSome(t, s0)
 		stored := storedRecords(s0)
-		var o op
+		var o vclustertest.Op
 		if rapid.Bool().Draw(t, "replenish") {
 			opts := vcluster.Options{}
-			o = op{desc: "replenish", plan: func(s vcluster.State) (vcluster.Plan, error) {
+			o = vclustertest.Op{Desc: "replenish", Plan: func(s vcluster.State) (vcluster.Plan, error) {
 				return vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, opts)
 			}}
 		} else {
-			o = w.genOp(rapidChooser{t}, s0)
-			if o.plan == nil {
+			o = w.Op(vclustertest.RapidChooser(t), s0)
+			if o.Plan == nil {
 				return
 			}
 		}
-		p, err := o.plan(s0)
+		p, err := o.Plan(s0)
 		if err != nil {
 			return
 		}
@@ -358,7 +361,7 @@ func TestPropertyRecoverCutBetweenFlushes(t *testing.T) {
 func TestPropertyRemoveNodesOrder(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s, _ := genState(t, 60, 10)
-		id := rapid.SampledFrom(logicalIDs).Draw(t, "id")
+		id := rapid.SampledFrom(vclustertest.LogicalIDs).Draw(t, "id")
 		members := s.Members(id)
 		if len(members) == 0 {
 			return
@@ -397,7 +400,7 @@ func TestPropertyScaleDownDeadFirst(t *testing.T) {
 			rs[tpl] -= rapid.IntRange(0, dead).Draw(t, "k")
 		}
 		req := vcluster.Request{ID: id, Divisible: c.Kind == vcluster.Divisible, Revision: c.Revision, ReplicaSets: rs}
-		if _, _, err := checkOp(s, op{desc: "scale down " + id, target: id, req: &req, plan: func(s vcluster.State) (vcluster.Plan, error) {
+		if _, _, err := checkOp(s, vclustertest.Op{Desc: "scale down " + id, Target: id, Request: &req, Plan: func(s vcluster.State) (vcluster.Plan, error) {
 			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: 99}, vcluster.Options{})
 		}}); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/plancore/plancore/vcluster"
+	"github.com/plancore/plancore/vcluster/vclustertest"
 )
 
 func TestLimitsRefusals(t *testing.T) {
@@ -108,24 +109,24 @@ func TestPropertyScale(t *testing.T) {
 			}
 			req.Demand[id] = vcluster.ReplicaSet{}
 			req.Limits.Clusters[id] = map[string]vcluster.Bounds{}
-			for _, tpl := range w.templates {
+			for _, tpl := range w.Templates {
 				req.Demand[id][tpl] = rapid.IntRange(0, 30).Draw(t, "demand")
 				lo := rapid.IntRange(0, 5).Draw(t, "min")
 				req.Limits.Clusters[id][tpl] = vcluster.Bounds{Min: lo, Max: lo + rapid.IntRange(0, 20).Draw(t, "span")}
 			}
 		}
-		for _, tpl := range w.templates {
+		for _, tpl := range w.Templates {
 			req.Limits.MinFree[tpl] = rapid.IntRange(0, 3).Draw(t, "minfree")
 			req.Limits.MaxFree[tpl] = req.Limits.MinFree[tpl] + rapid.IntRange(0, 10).Draw(t, "maxfree")
 		}
 		req.MaxMoves = rapid.IntRange(0, 10).Draw(t, "maxmoves")
 		sp, _, err := func() (vcluster.Plan, vcluster.State, error) {
 			var sp vcluster.Plan
-			_, _, err := checkOp(s, op{desc: "scale", plan: func(s vcluster.State) (vcluster.Plan, error) {
+			_, _, err := checkOp(s, vclustertest.Op{Desc: "scale", Plan: func(s vcluster.State) (vcluster.Plan, error) {
 				var err error
 				sp, err = vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: req, Revision: 1000}, vcluster.Options{})
 				return sp, err
-			}, target: "*"})
+			}, Target: "*"})
 			return sp, s, err
 		}()
 		if err != nil {
@@ -154,7 +155,7 @@ func TestPropertyScale(t *testing.T) {
 			}
 			return n
 		}
-		for _, tpl := range w.templates {
+		for _, tpl := range w.Templates {
 			if after, before := aliveFree(next, tpl), aliveFree(s, tpl); after < min(before, req.Limits.MinFree[tpl]) {
 				t.Fatalf("primary %s dipped into its reserve: %d → %d, MinFree %d", tpl, before, after, req.Limits.MinFree[tpl])
 			}

@@ -3,21 +3,26 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/plancore/plancore/capacity"
 	"github.com/plancore/plancore/fake"
 )
 
-func init() { register(4, "capacity: dispatching jobs to nodes without overselling", runCapacity) }
+func init() { register(4, "capacity", "dispatching jobs to nodes without overselling", runCapacity) }
 
-func runCapacity(w io.Writer) error {
+func runCapacity(w *page) error {
 	ctx := context.Background()
 	clock := fake.NewClock(time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC))
 
-	fmt.Fprintln(w, "The seed computes effective = max(current, reserved). A node with M = 5 and")
-	fmt.Fprintln(w, "3 jobs running receives six reservations before any ACK:")
+	w.term("heartbeat", "lease", "ACK", "requeue")
+	fmt.Fprintln(w, "Each node runs at most M jobs. A scheduler reserves a slot (a lease) before it")
+	fmt.Fprintln(w, "sends a job. The scheduler this core replaces (\"the seed\") counts a node's load as")
+	fmt.Fprintln(w, "max(running, reserved); plancore's default counts running + reserved. A node with")
+	fmt.Fprintln(w, "M = 5 and 3 jobs running receives six reservations before any ACK:")
+	w.calls(`l, err := capacity.NewNodeLedger(capacity.Options{Accounting: acct})
+l, _, _ = l.Heartbeat(clock.Now(), capacity.Heartbeat{Epoch: 1, Seq: 10, Running: 3})
+if l, r, err = l.Reserve(clock.Now(), capacity.Reservation{RID: fmt.Sprintf("j%d", i), Max: 5, Running: 3}); err != nil {`)
 	for _, acct := range []capacity.Accounting{capacity.SeedMax, capacity.Sum} {
 		l, err := capacity.NewNodeLedger(capacity.Options{Accounting: acct})
 		if err != nil {
@@ -38,8 +43,12 @@ func runCapacity(w io.Writer) error {
 	}
 
 	fmt.Fprintln(w, "\nplancore charges a job from its reservation until a heartbeat sampled after")
-	fmt.Fprintln(w, "it started counts it (sequence numbers), so three fake nodes with M = 2,")
-	fmt.Fprintln(w, "whose own hard limit is OFF, never run more than 2 jobs:")
+	fmt.Fprintln(w, "it started counts it (heartbeats carry sequence numbers), so three fake nodes with")
+	fmt.Fprintln(w, "M = 2, which would themselves accept any job, never run more than 2 jobs. Each job:")
+	w.calls(`loads, err := store.Loads(ctx, ids)
+sel, err := capacity.Decide(capacity.Input{Nodes: loads, Now: clock.Now()}, capacity.Options{})
+res, err := capacity.Dispatch(ctx, store, sel, rid, capacity.DispatchOptions{Clock: clock})
+out, err := agents[res.Lease.Node].Dispatch(ctx, res.Lease)`)
 	store, err := capacity.NewMemoryStore(capacity.MemoryStoreOptions{Clock: clock})
 	if err != nil {
 		return err
@@ -86,8 +95,9 @@ func runCapacity(w io.Writer) error {
 		fmt.Fprintf(w, "  %s runs %d of 2, oversold %d\n", id, st.Running, st.Oversold)
 	}
 
-	fmt.Fprintln(w, "\nA job finishes on node-a; the slot returns with the next heartbeat, which")
-	fmt.Fprintln(w, "counts exactly what runs (exact at quiescence):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "A job finishes on node-a; the slot returns with the next heartbeat, which")
+	fmt.Fprintln(w, "counts exactly what runs:")
 	if rid, ok := agents["node-a"].FinishOldest(); ok {
 		fmt.Fprintf(w, "  node-a finished %s\n", rid)
 	}
@@ -101,8 +111,12 @@ func runCapacity(w io.Writer) error {
 	fmt.Fprintf(w, "  node-a effective load %d (running %d, pending %d, acked-uncounted %d)\n",
 		loads[0].Effective(capacity.Sum), loads[0].Running, loads[0].Pending, loads[0].AckedUncounted)
 
-	fmt.Fprintln(w, "\nA lease that lapses before its ACK (a slow node) is fenced: the ACK answers")
-	fmt.Fprintln(w, "expired and the node never starts the job, so the slot is not handed out twice:")
+	fmt.Fprintln(w)
+	w.term("TTL")
+	fmt.Fprintln(w, "A lease that passes its TTL before its ACK (a slow node) is refused: the ACK")
+	fmt.Fprintln(w, "answers expired and the node never starts the job, so the slot is not used twice:")
+	w.calls(`r, err := store.Reserve(ctx, capacity.Reservation{Node: "node-a", RID: "slow-1#1"})
+clock.Advance(capacity.DefaultTTL)`)
 	r, err := store.Reserve(ctx, capacity.Reservation{Node: "node-a", RID: "slow-1#1"})
 	if err != nil {
 		return err
@@ -114,7 +128,8 @@ func runCapacity(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "  reserve %s, 5s later the ACK answers %s, started %v\n", r.Status, out.Ack, out.Started)
 
-	fmt.Fprintln(w, "\nEach node states its limit once, in its heartbeat (here M = 2). A scheduler")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Each node states its limit once, in its heartbeat (here M = 2). A scheduler")
 	fmt.Fprintln(w, "that decided with another M is refused, never granted under a limit it did not see:")
 	r, err = store.Reserve(ctx, capacity.Reservation{Node: "node-b", RID: "stale-view#1", Max: 4})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -13,7 +12,9 @@ import (
 	"github.com/plancore/plancore/fake"
 )
 
-func init() { register(3, "dag: the ML pipeline as a JobFlow", runDAG) }
+func init() {
+	register(3, "dag", "a workflow of Jobs with dependencies and retries (Volcano's JobFlow)", runDAG)
+}
 
 // mlPipeline is the seed's ML pipeline: preprocessing, then training and
 // feature engineering in parallel, then evaluation, then deployment, with a
@@ -42,7 +43,7 @@ func mlPipeline() dag.Workflow {
 	}}
 }
 
-func runDAG(w io.Writer) error {
+func runDAG(w *page) error {
 	wf := mlPipeline()
 	if err := dag.Check(wf, dag.Default()); err != nil {
 		return err
@@ -50,10 +51,16 @@ func runDAG(w io.Writer) error {
 	broken := wf
 	broken.Spec.Flows = append([]dag.Flow{}, wf.Spec.Flows...)
 	broken.Spec.Flows[0] = dag.Flow{Name: "data-preprocess", DependsOn: &dag.DependsOn{Targets: []string{"model-deploy", "labels"}}}
-	fmt.Fprintln(w, "Validation is O(V+E) and reports every offender at once, each with its field")
-	fmt.Fprintln(w, "path and value, in one error wrapping dag.ErrInvalidInput; a broken edit:")
+	w.term("JobFlow")
+	fmt.Fprintln(w, "An ML pipeline: preprocess, then train and engineer features in parallel, then")
+	fmt.Fprintln(w, "evaluate, then deploy, with a finally flow that always runs at the end. Checking")
+	fmt.Fprintln(w, "an edit that adds a cycle and names a missing flow reports every offender at")
+	fmt.Fprintln(w, "once, each with its field path and value:")
+	w.calls(`err := dag.Check(broken, dag.Default())
+for _, e := range inv.Errors {`)
 	var inv *plancore.InvalidError
-	if err := dag.Check(broken, dag.Default()); !errors.As(err, &inv) || !errors.Is(err, dag.ErrInvalidInput) {
+	err := dag.Check(broken, dag.Default())
+	if !errors.As(err, &inv) || !errors.Is(err, dag.ErrInvalidInput) {
 		return fmt.Errorf("the broken edit passed Check: %v", err)
 	}
 	for _, e := range inv.Errors {
@@ -64,7 +71,11 @@ func runDAG(w io.Writer) error {
 	runner := fake.NewDAGRunner(world)
 	// Training fails once, then succeeds on its retry.
 	runner.Script = map[string][]dag.JobPhase{"ml-pipeline-model-training": {dag.JobPhaseFailed, dag.JobPhaseCompleted}}
-	fmt.Fprintln(w, "\nRunning it against the fake job runner, one plan per round (Default preset):")
+	fmt.Fprintln(w, "\nRunning it against the fake job runner (training fails once and is retried), one")
+	fmt.Fprintln(w, "plan per minute: the plan lists the Jobs to create and delete and the new status:")
+	w.calls(`s := runner.Snapshot(wf)
+res, err := dag.Decide(s, dag.Default())
+if _, err := dag.Apply(ctx, res, runner); err != nil {`)
 	ctx := context.Background()
 	for round := 1; round <= 30; round++ {
 		s := runner.Snapshot(wf)
@@ -97,7 +108,8 @@ func runDAG(w io.Writer) error {
 		world.Clock.Advance(time.Minute)
 	}
 	wf.Status = runner.Status(wf.Namespace, wf.Name)
-	fmt.Fprintln(w, "\nThe finished workflow, rendered with dag.RenderMermaid:")
+	fmt.Fprintln(w, "\nThe finished workflow as a Mermaid diagram (paste it into a Markdown file):")
+	w.calls(`fmt.Fprint(w, dag.RenderMermaid(wf))`)
 	fmt.Fprint(w, dag.RenderMermaid(wf))
 	fmt.Fprintf(w, "Calls made: %d creates, %d deletes, %d status writes.\n",
 		world.Calls.Count(fake.KindDAGCreate), world.Calls.Count(fake.KindDAGDelete), world.Calls.Count(fake.KindDAGStatus))

@@ -19,22 +19,33 @@ import (
 )
 
 func init() {
-	register(1, "expectations: scaling up through a lagging informer", runExpectationsChapter)
+	register(1, "expectations", "not creating pods twice when your cache of the cluster lags", runExpectationsChapter)
 }
 
-func runExpectationsChapter(w io.Writer) error {
-	fmt.Fprintln(w, "A controller wants 3 worker pods. It reads pods from an informer that lags the")
-	fmt.Fprintln(w, "API server by up to 20s and reconciles every 5s. One create is refused by a quota,")
-	fmt.Fprintln(w, "and one create's response is lost although the pod was made.")
+func runExpectationsChapter(w *page) error {
+	w.term("reconcile", "informer")
+	fmt.Fprintln(w, "A controller wants 3 worker pods. Every 5s it runs a reconcile pass that lists")
+	fmt.Fprintln(w, "pods from an informer lagging the API server by up to 20s. One create is refused")
+	fmt.Fprintln(w, "by a quota, and one create's response is lost although the pod was made.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Without expectations, every pass trusts the stale cache:")
+	fmt.Fprintln(w, "Each pass counts the cached pods and creates the missing ones:")
+	w.calls(`cached := store.Informer().List("ray", selector)
+diff := desired - len(cached)
+created, err := store.CreatePod(ctx, pod)`)
+	fmt.Fprintln(w, "Trusting the stale cache:")
 	ungated, err := scaleUp(w, false)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "With expectations (plancore defaults), each create is recorded before the call and")
-	fmt.Fprintln(w, "the group is planned only once the cache shows every recorded create:")
+	w.term("expectations")
+	fmt.Fprintln(w, "With expectations, each create is recorded before the call and concluded after it;")
+	fmt.Fprintln(w, "a pass plans only once the cache shows every recorded create (or it expired). Each")
+	fmt.Fprintln(w, "pod carries a token annotation, so a create whose response was lost is recognised:")
+	w.calls(`res, err := st.Satisfied(now, owner, "worker", expectations.NewView(cached))
+if ref, err = st.Record(now, expectations.Record{Owner: owner, Group: "worker", Action: expectations.Create, Token: token}); err != nil {
+res := expectations.Classify(expectations.Create, err, false)
+if _, err := st.Conclude(world.Clock.Now(), ref, res, created.Name, created.UID); err != nil {`)
 	gated, err := scaleUp(w, true)
 	if err != nil {
 		return err
@@ -42,8 +53,8 @@ func runExpectationsChapter(w io.Writer) error {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Pods in the API after 30s: %d without expectations, %d with them (desired 3).\n", ungated, gated)
 	fmt.Fprintln(w, "The gated controller waited twice: for the create whose response was lost (it")
-	fmt.Fprintln(w, "was made; its token on the pod identified it) and for its replacement of the")
-	fmt.Fprintln(w, "refused create. The ungated one read its own writes late and made a pod too many.")
+	fmt.Fprintln(w, "was made; the token annotation on the pod identified it) and for its replacement")
+	fmt.Fprintln(w, "of the refused create. The other read its own writes late and made a pod too many.")
 	return nil
 }
 

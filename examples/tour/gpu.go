@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,19 +11,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/plancore/plancore/fake"
-	"github.com/plancore/plancore/fake/sim"
 	"github.com/plancore/plancore/gpu"
 	"github.com/plancore/plancore/lock"
 )
 
 func init() {
-	register(6, "gpu: detect, fit and bind GPU pods over node locks (HAMi scheduler extender)", runGPU)
+	register(6, "gpu", "placing pods that share GPUs (HAMi's scheduler)", runGPU)
 }
 
 // runGPU detects a pod's device requests, fits it on three nodes, binds it
-// through a failing API server and again, and replays the 40-pod burst that
-// takes HAMi users minutes.
-func runGPU(w io.Writer) error {
+// through a failing API server and again.
+func runGPU(w *page) error {
 	ctx := context.Background()
 	t0 := time.Date(2026, 6, 14, 10, 0, 0, 0, time.UTC)
 	reg := gpu.DefaultRegistry()
@@ -45,7 +42,12 @@ func runGPU(w io.Writer) error {
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}
 
+	fmt.Fprintln(w, "HAMi shares GPUs between pods: a pod asks for a number of cards, memory and a")
+	fmt.Fprintln(w, "share of compute (cores, in %), and HAMi's scheduler extender places it.")
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "1. Detection reads init containers too (HAMi skips them, #2640):")
+	w.calls(`reqs, err := gpu.DetectRequests(&pod, reg)
+locks, _ := gpu.RequiredLocks(&pod, reg)`)
 	reqs, err := gpu.DetectRequests(&pod, reg)
 	if err != nil {
 		return err
@@ -60,7 +62,11 @@ func runGPU(w io.Writer) error {
 	_, err = gpu.DetectRequests(bad, reg)
 	fmt.Fprintf(w, "   1.5 GPUs is an error, not an empty request: %v\n", err)
 
-	fmt.Fprintln(w, "\n2. Fit (Filter): init containers at their peak, binpack on devices, HAMi's reasons.")
+	fmt.Fprintln(w)
+	w.term("Filter", "binpack")
+	fmt.Fprintln(w, "2. Fit (Filter): init containers at their peak, binpack on devices, HAMi's reasons:")
+	w.calls(`fr, err := gpu.FitRequestFromPod(&pod, reg)
+res, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: fr}, gpu.Options{})`)
 	card := func(id string, i int, usedMem, usedCores int32) gpu.Device {
 		used := int32(0)
 		if usedMem > 0 {
@@ -93,7 +99,11 @@ func runGPU(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "   chosen %s, hami.io/vgpu-devices-to-allocate=%q\n", res.Node, gpu.EncodeAllocations(res.Containers, "NVIDIA"))
 
-	fmt.Fprintln(w, "\n3. Bind through a flaky API server: the Bind call fails once.")
+	fmt.Fprintln(w)
+	w.term("Bind", "device plugin")
+	fmt.Fprintln(w, "3. Bind through a flaky API server: the Bind call fails once. ApplyBind takes the")
+	fmt.Fprintln(w, "node's lock, writes the allocation, binds, and undoes what it took on failure:")
+	w.calls(`out, err := gpu.ApplyBind(ctx, in, exec, waiter)`)
 	world := fake.NewWorld(6, t0)
 	pods := fake.NewPodStore(world, fake.PodStoreOptions{})
 	exec := fake.NewGPUBind(world, pods, lock.Options{})
@@ -123,27 +133,6 @@ func runGPU(w io.Writer) error {
 	fmt.Fprintf(w, "   the device plugin verified the fence, wrote bind-phase=%s and released the lock: free %v\n",
 		p.Annotations[gpu.AnnoBindPhase], lockFree(ctx, exec, res.Node))
 
-	fmt.Fprintln(w, "\n4. A burst: 40 GPU pods bind to one node at once; the device plugin holds the lock 22 ms per pod.")
-	for _, mode := range []struct {
-		name string
-		cfg  sim.BurstConfig
-	}{
-		{"HAMi (lone pods do not retry)", sim.BurstConfig{Options: gpu.Options{RetryPodGroupOnly: true}}},
-		{"HAMi gang retry (fixed 100 ms polling)", sim.BurstConfig{Options: gpu.Options{FixedInterval: 100 * time.Millisecond}}},
-		{"plancore (backoff woken on release)", sim.BurstConfig{}},
-		{"plancore + per-node queue", sim.BurstConfig{Queue: true}},
-	} {
-		rep, err := sim.RunBurst(fake.NewWorld(6, t0), mode.cfg)
-		if err != nil {
-			return err
-		}
-		if len(rep.Violations) > 0 {
-			return fmt.Errorf("burst %s: %v", mode.name, rep.Violations)
-		}
-		fmt.Fprintf(w, "   %-40s %2d bound, %2d failed into the scheduler's backoff, done in %v of simulated time\n",
-			mode.name, len(rep.BindOrder), rep.Failed(), rep.Completion)
-	}
-	fmt.Fprintln(w, "   target: 1.2 × 40 × 22 ms = 1.056s; HAMi users report 15-30 minutes for 40+ pods (#1367)")
 	return nil
 }
 

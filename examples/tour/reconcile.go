@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -16,10 +16,10 @@ import (
 )
 
 func init() {
-	register(2, "reconcile: a RayCluster scaled up, damaged, scaled down and suspended", runReconcileChapter)
+	register(2, "reconcile", "a Ray cluster's pods: scale up, failures, scale down, suspend", runReconcileChapter)
 }
 
-func runReconcileChapter(w io.Writer) error {
+func runReconcileChapter(w *page) error {
 	world := fake.NewWorld(11, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	three, two, zero, ten := int32(3), int32(1), int32(0), int32(10)
 	tmpl := func(name string) corev1.PodTemplateSpec {
@@ -42,16 +42,23 @@ func runReconcileChapter(w io.Writer) error {
 	}
 	tr := &reconcileTour{w: w, world: world, loop: loop}
 	pass, settle, count := tr.pass, tr.settle, tr.count
-	fmt.Fprintln(w, "A RayCluster with a head, a 'cpu' group of 3 and a 'tpu' group of 1 replica of")
-	fmt.Fprintln(w, "2 hosts. The informer lags up to 1s; deleted pods take up to 2s to go.")
-	fmt.Fprintln(w, "Each pass snapshots the informer, plans with reconcile.Decide, and applies the")
-	fmt.Fprintln(w, "plan to the in-memory API through reconcile.Apply. A fresh cluster gets its")
-	fmt.Fprintln(w, "head and every worker in one plan; a multi-host replica is one atomic action:")
+	w.term("reconcile", "informer", "expectations", "multi-host", "requeue")
+	fmt.Fprintln(w, "A RayCluster (a Ray head pod plus groups of worker pods) with a 'cpu' group of 3")
+	fmt.Fprintln(w, "and a 'tpu' group of 1 replica of 2 hosts. The informer lags up to 1s; deleted")
+	fmt.Fprintln(w, "pods take up to 2s to go. Each reconcile pass snapshots the informer, plans and")
+	fmt.Fprintln(w, "applies the plan to the in-memory API, recording expectations:")
+	w.calls(`snapshot, err := loop.Snapshot() // the informer's pods, the expectations, the time
+plan, err := reconcile.Decide(snapshot, loop.Options)
+applier := reconcile.Applier{Expectations: loop.Tracker, Clock: tr.world.Clock}
+report, err := applier.Apply(context.Background(), plan, loop.Exec)`)
+	fmt.Fprintln(w, "A fresh cluster gets its head and every worker in one plan; a multi-host replica")
+	fmt.Fprintln(w, "is one atomic action:")
 	if err := tr.passAndSettle(time.Second); err != nil {
 		return err
 	}
 
 	fmt.Fprintln(w, "\n1. Scale up: cpu to 5, tpu to 2 replicas. New pods take the lowest free indices:")
+	w.calls(`loop.Cluster.Spec.WorkerGroups[0].Replicas = &five`)
 	five, tpu2 := int32(5), int32(2)
 	loop.Cluster.Spec.WorkerGroups[0].Replicas = &five
 	loop.Cluster.Spec.WorkerGroups[1].Replicas = &tpu2
@@ -59,9 +66,12 @@ func runReconcileChapter(w io.Writer) error {
 		return err
 	}
 
-	fmt.Fprintln(w, "\n2. Kill pods: one cpu worker fails, and one tpu host fails. The cpu group deletes its")
-	fmt.Fprintln(w, "unhealthy pod and requeues (KubeRay's message); the tpu replica goes whole and is")
-	fmt.Fprintln(w, "replaced in the same pass:")
+	fmt.Fprintln(w)
+
+	fmt.Fprintln(w, "2. Kill pods: one cpu worker fails, and one tpu host fails. The cpu group deletes its")
+	fmt.Fprintln(w, "unhealthy pod and asks for a requeue (KubeRay's message); the tpu replica goes")
+	fmt.Fprintln(w, "whole and is replaced in the same pass:")
+	w.calls(`_ = loop.Store.SetPhase("ray", cpuVictim, corev1.PodFailed)`)
 	var cpuVictim, tpuVictim string
 	for _, p := range loop.Store.Pods("ray") {
 		switch {
@@ -85,6 +95,7 @@ func runReconcileChapter(w io.Writer) error {
 
 	fmt.Fprintln(w, "\n3. Scale down: cpu to 2. The victims are ranked like ReplicaSet's (unready,")
 	fmt.Fprintln(w, "then newest first), not the first pods listed:")
+	w.calls(`loop.Cluster.Spec.WorkerGroups[0].Replicas = &cpu2`)
 	// Make one older pod unready so that the ranking shows.
 	var oldest corev1.Pod
 	for _, p := range loop.Store.Pods("ray") {
@@ -101,8 +112,12 @@ func runReconcileChapter(w io.Writer) error {
 		return err
 	}
 
-	fmt.Fprintln(w, "\n4. Suspend. With the status-conditions gate on, spec.suspend alone waits for the")
-	fmt.Fprintln(w, "RayClusterSuspending condition; then every pod goes in one DeleteAllOf:")
+	fmt.Fprintln(w)
+	w.term("DeleteAllOf")
+	fmt.Fprintln(w, "4. Suspend. spec.suspend alone waits for the RayClusterSuspending status")
+	fmt.Fprintln(w, "condition (set by the status step); then every pod goes in one DeleteAllOf:")
+	w.calls(`loop.Cluster.Spec.Suspend = &yes
+loop.Cluster.Conditions = []metav1.Condition{{Type: reconcile.ConditionSuspending, Status: metav1.ConditionTrue}}`)
 	yes := true
 	loop.Cluster.Spec.Suspend = &yes
 	if err := pass(time.Second); err != nil {
@@ -119,7 +134,7 @@ func runReconcileChapter(w io.Writer) error {
 
 // reconcileTour runs the chapter's reconcile passes and prints them.
 type reconcileTour struct {
-	w     io.Writer
+	w     *page
 	world *fake.World
 	loop  *fake.RayClusterLoop
 }
@@ -127,15 +142,27 @@ type reconcileTour struct {
 // pass runs one reconcile after dt and prints its plan.
 func (tr *reconcileTour) pass(dt time.Duration) error {
 	tr.world.Clock.Advance(dt)
-	plan, rep, err := tr.loop.Step(context.Background())
+	loop := tr.loop
+	loop.Kubelet()                   // the fake kubelet starts the pods created earlier
+	snapshot, err := loop.Snapshot() // the informer's pods, the expectations, the time
 	if err != nil {
 		return err
 	}
+	plan, err := reconcile.Decide(snapshot, loop.Options)
+	if err != nil {
+		return err
+	}
+	applier := reconcile.Applier{Expectations: loop.Tracker, Clock: tr.world.Clock}
+	report, err := applier.Apply(context.Background(), plan, loop.Exec)
+	if errors.Is(err, reconcile.ErrInvalidInput) || errors.Is(err, reconcile.ErrExpectation) {
+		return err // failed pod calls are in the report; the next pass re-plans
+	}
+	loop.Forming = reconcile.UpdateForming(loop.Forming, plan, report)
 	fmt.Fprintf(tr.w, "\n[t=%s]\n", tr.world.Clock.Now().Format("15:04:05"))
 	for _, line := range strings.Split(strings.TrimRight(plan.Explain(), "\n"), "\n") {
 		fmt.Fprintln(tr.w, "  "+line)
 	}
-	if err := rep.Err(); err != nil {
+	if err := report.Err(); err != nil {
 		fmt.Fprintf(tr.w, "  apply error: %v\n", err)
 	}
 	return nil

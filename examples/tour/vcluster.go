@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -15,14 +14,14 @@ import (
 )
 
 func init() {
-	register(7, "vcluster: carve, divide, heal and recover virtual clusters (Ray virtual clusters)", runVCluster)
+	register(7, "vcluster", "virtual clusters carved from one Ray cluster, healed and recovered", runVCluster)
 }
 
 // runVCluster walks one hierarchy through its life: carving logical clusters
 // out of the primary, dividing a job cluster, a refused request with its
 // recommendation, node deaths healed in one round, lazy GC of a finished job,
 // and a control-plane crash between two flushes repaired at restart.
-func runVCluster(w io.Writer) error {
+func runVCluster(w *page) error {
 	ctx := context.Background()
 	world := fake.NewWorld(7, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	store := fake.NewVClusterStore(world)
@@ -40,6 +39,14 @@ func runVCluster(w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	w.term("replica set")
+	fmt.Fprintln(w, "A virtual cluster is a named set of a physical Ray cluster's nodes that jobs are")
+	fmt.Fprintln(w, "scheduled into; the rest stay in the primary cluster. Each step plans on the")
+	fmt.Fprintln(w, "current state and applies the plan, which writes the changed clusters' records")
+	fmt.Fprintln(w, "(flush) and tells the workers (publish):")
+	w.calls(`s, err := vcluster.NewState(nodes)
+return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "train", Divisible: true, ReplicaSets: vcluster.ReplicaSet{"8c16g": 4, "gpu": 2}}, Revision: 1}, vcluster.Options{})
+rep, err := vcluster.Apply(ctx, p, store)`)
 	fmt.Fprintf(w, "A primary cluster of %d nodes: %s\n", len(nodes), s.ReplicaSet(vcluster.PrimaryID))
 
 	// do plans, applies and writes one step, narrating it.
@@ -93,8 +100,11 @@ func runVCluster(w io.Writer) error {
 			return err
 		}
 	}
+	fmt.Fprintln(w)
+	w.term("replenish")
+	w.calls(`p, err := vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{})`)
 	p, err := vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{})
-	if err := do("Three nodes die. One replenish plan heals all of them (ant-ray heals one per type per cluster per 30 s round); the job cluster's parent bucket swaps with it.", p, err); err != nil {
+	if err := do("Three nodes die. One replenish plan heals all of them (ant-ray, the original, heals\none per node type per cluster every 30 s).", p, err); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "  unreplaced: %v; replica sets unchanged: train %s, serve %s\n", p.Unreplaced, s.ReplicaSet("train"), s.ReplicaSet("serve"))
@@ -103,12 +113,12 @@ func runVCluster(w io.Writer) error {
 	s, _ = s.SetJobDead("train##job1", true)
 	s, _ = s.SetDetached("train##job1", 1)
 	p, err = vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{})
-	if err := do("job1 finishes, but a detached actor lives on: GC keeps its cluster.", p, err); err != nil {
+	if err := do("job1 finishes, but a detached actor (a Ray process that outlives its job) lives on:\ngarbage collection (PlanGC) keeps its cluster.", p, err); err != nil {
 		return err
 	}
 	s, _ = s.SetDetached("train##job1", 0)
 	p, err = vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{})
-	if err := do("The detached actor exits: GC returns the job's nodes to \"train\".", p, err); err != nil {
+	if err := do("The detached actor exits: PlanGC returns the job's nodes to \"train\".", p, err); err != nil {
 		return err
 	}
 
