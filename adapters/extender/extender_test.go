@@ -191,43 +191,8 @@ func TestFilter(t *testing.T) {
 		})
 	}
 
-	t.Run("prioritize", func(t *testing.T) {
-		p := c.addPod(t, "prio", map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "1000"})
-		list, err := c.ext.Prioritize(context.Background(), extenderv1.ExtenderArgs{Pod: p, NodeNames: &all})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]int64{}
-		for _, h := range list {
-			got[h.Host] = h.Score
-		}
-		want := map[string]int64{nv: extenderv1.MaxExtenderPriority, dcu: 0, mlu: 0, plain: 0}
-		if !maps.Equal(got, want) {
-			t.Errorf("scores = %v, want %v", got, want)
-		}
-	})
-	t.Run("HTTP: a body that is not the protocol's is refused", func(t *testing.T) {
-		srv := httptest.NewServer(c.ext.Handler())
-		defer srv.Close()
-		for path, body := range map[string]string{"/filter": `{"Pod": 7}`, "/bind": `{} {}`, "/prioritize": `[`} {
-			resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = resp.Body.Close()
-			if resp.StatusCode != http.StatusBadRequest {
-				t.Errorf("POST %s %s: %s, want 400", path, body, resp.Status)
-			}
-		}
-		resp, err := http.Get(srv.URL + "/filter")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusMethodNotAllowed {
-			t.Errorf("GET /filter: %s, want 405", resp.Status)
-		}
-	})
+	t.Run("prioritize", func(t *testing.T) { testPrioritize(t, c, all, nv) })
+	t.Run("HTTP: a body that is not the protocol's is refused", func(t *testing.T) { testBadRequests(t, c) })
 	t.Run("a pod without devices passes", func(t *testing.T) {
 		p := c.addPod(t, "cpu-only", map[string]string{"cpu": "1"})
 		res := c.filter(p, all...)
@@ -420,5 +385,50 @@ func TestBindFailureRollsBack(t *testing.T) {
 	}
 	if v, held := node.Annotations[lock.HAMiLockName]; held {
 		t.Errorf("node %s still holds %s=%s after the failed Bind", a, lock.HAMiLockName, v)
+	}
+}
+
+// testPrioritize: the only node that fits scores the most, the others 0.
+func testPrioritize(t *testing.T, c *cluster, all []string, nv string) {
+	p := c.addPod(t, "prio", map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "1000"})
+	list, err := c.ext.Prioritize(context.Background(), extenderv1.ExtenderArgs{Pod: p, NodeNames: &all})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, h := range list {
+		got[h.Host] = h.Score
+	}
+	want := map[string]int64{}
+	for _, n := range all {
+		want[n] = 0
+	}
+	want[nv] = extenderv1.MaxExtenderPriority
+	if !maps.Equal(got, want) {
+		t.Errorf("scores = %v, want %v", got, want)
+	}
+}
+
+// testBadRequests: bodies outside the protocol are answered 400, a GET 405.
+func testBadRequests(t *testing.T, c *cluster) {
+	srv := httptest.NewServer(c.ext.Handler())
+	defer srv.Close()
+	for path, body := range map[string]string{"/filter": `{"Pod": 7}`, "/bind": `{} {}`, "/prioritize": `[`} {
+		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("POST %s %s: %s, want 400", path, body, resp.Status)
+		}
+	}
+	resp, err := http.Get(srv.URL + "/filter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET /filter: %s, want 405", resp.Status)
 	}
 }
