@@ -304,15 +304,17 @@ func (s *Scheduler) nodesWithUsage(ctx context.Context, names []string, self typ
 			failed[name] = bad[name]
 			continue
 		}
-		n := gpu.DropStaleVendors(d.node, now)
-		if held := usage[name]; len(held) > 0 {
-			devices, err := gpu.AddPodUsage(n.Devices, held...)
-			if err != nil {
-				failed[name] = err.Error()
-				continue
-			}
-			n.Devices = devices
+		// Usage first, then the stale vendors go: a pod may still hold a
+		// device of a vendor whose plugin stopped answering, and that must
+		// not make the node's usage unreadable (HAMi skips such devices).
+		n := d.node
+		devices, err := s.cache.withUsage(name, d.rv, n.Devices, usage[name])
+		if err != nil {
+			failed[name] = err.Error()
+			continue
 		}
+		n.Devices = devices
+		n = gpu.DropStaleVendors(n, now)
 		nodes = append(nodes, n)
 	}
 	slices.SortFunc(nodes, func(a, b gpu.Node) int { return cmp.Compare(a.Name, b.Name) })

@@ -432,3 +432,41 @@ func testBadRequests(t *testing.T, c *cluster) {
 		t.Errorf("GET /filter: %s, want 405", resp.Status)
 	}
 }
+
+// A vendor whose device plugin stopped answering (its handshake Requesting
+// for over a minute, none of its devices allocatable) loses its devices,
+// as in HAMi; a pod still holding one of them must not make the node's
+// usage unreadable: the node keeps serving its other vendor. Fails when the
+// stale devices are dropped before the pods' usage is added.
+func TestStaleVendorWithHeldDevices(t *testing.T) {
+	c := newCluster(t)
+	devices := append(extendertest.NVIDIA("sv", 1, 40*gib), extendertest.Hygon("sv", 1)...)
+	node := c.addNode(t, "stale", devices, nil)
+	// A pod already holds the DCU.
+	held := c.addPod(t, "holds-dcu", map[string]string{"hygon.com/dcunum": "1"})
+	if res := c.filter(held, node); len(*res.NodeNames) != 1 {
+		t.Fatalf("placing the DCU pod: %+v", res)
+	}
+	// Then the DCU plugin stops answering.
+	ctx := context.Background()
+	var n corev1.Node
+	if err := c.env.Client.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+		t.Fatal(err)
+	}
+	n.Annotations["hami.io/node-handshake-dcu"] = "Requesting_" + time.Now().UTC().Add(-2*time.Minute).Format(time.DateTime)
+	if err := c.env.Client.Update(ctx, &n); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		var cached corev1.Node
+		return c.cache.Get(ctx, client.ObjectKey{Name: node}, &cached) == nil && cached.Annotations["hami.io/node-handshake-dcu"] != ""
+	})
+	nv := c.addPod(t, "wants-nvidia", map[string]string{"nvidia.com/gpu": "1"})
+	if res := c.filter(nv, node); res.Error != "" || len(*res.NodeNames) != 1 {
+		t.Errorf("an NVIDIA pod on a node whose DCU vendor went stale: %+v, %v", res.NodeNames, res.FailedNodes)
+	}
+	dcu := c.addPod(t, "wants-dcu", map[string]string{"hygon.com/dcunum": "1"})
+	if res := c.filter(dcu, node); len(*res.NodeNames) != 0 {
+		t.Errorf("a DCU pod was placed on a stale DCU: %+v", res)
+	}
+}

@@ -3,6 +3,9 @@ package extender
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,8 +26,33 @@ const AssumeTimeout = 5 * time.Minute
 // and the pods Filter assigned that the cache may not show yet.
 type usageCache struct {
 	nodeByName map[string]decodedNode
-	podByUID   map[types.UID]decodedPod
+	podByUID   map[types.UID]*decodedPod
 	assumed    map[types.UID]assumedPod
+	// applied keeps each node's devices with its pods' usage added, reused
+	// while the node and the usages it was built from are the same (compared
+	// by value: node resourceVersion and each usage's identity).
+	applied map[string]appliedNode
+	seq     uint64 // numbers assumed usages, for their identity
+}
+
+// heldBy is one usage of a node's devices: a pod the cache shows (its UID
+// and resourceVersion) or an assumed one (its UID and assume number).
+type heldBy struct {
+	uid     types.UID
+	version string
+	usage   *gpu.PodUsage
+}
+
+type appliedNode struct {
+	rv      string
+	held    []heldBy // sorted by uid; usage pointers not compared
+	devices []gpu.Device
+	err     error
+}
+
+// sameHolders reports whether two sorted usage lists name the same usages.
+func sameHolders(a, b []heldBy) bool {
+	return slices.EqualFunc(a, b, func(x, y heldBy) bool { return x.uid == y.uid && x.version == y.version })
 }
 
 type decodedNode struct {
@@ -40,18 +68,21 @@ type decodedPod struct {
 }
 
 type assumedPod struct {
-	usage gpu.PodUsage
-	at    time.Time
+	usage   gpu.PodUsage
+	at      time.Time
+	version string // "assumed-<n>", unique per assume
 }
 
 func (c *usageCache) init() {
 	c.nodeByName = map[string]decodedNode{}
-	c.podByUID = map[types.UID]decodedPod{}
+	c.podByUID = map[types.UID]*decodedPod{}
 	c.assumed = map[types.UID]assumedPod{}
+	c.applied = map[string]appliedNode{}
 }
 
 func (c *usageCache) assume(uid types.UID, u gpu.PodUsage, now time.Time) {
-	c.assumed[uid] = assumedPod{usage: u, at: now}
+	c.seq++
+	c.assumed[uid] = assumedPod{usage: u, at: now, version: "assumed-" + strconv.FormatUint(c.seq, 10)}
 }
 
 func (c *usageCache) forget(uid types.UID) { delete(c.assumed, uid) }
@@ -82,14 +113,14 @@ func (c *usageCache) nodes(ctx context.Context, r client.Reader, reg gpu.Registr
 // being replaced. A pod whose annotations do not decode makes its node's
 // usage unknown: that node is refused, with the pod named, rather than
 // fitted as if the pod held nothing.
-func (c *usageCache) usage(ctx context.Context, r client.Reader, reg gpu.Registry, self types.UID, now time.Time) (map[string][]gpu.PodUsage, map[string]string, error) {
+func (c *usageCache) usage(ctx context.Context, r client.Reader, reg gpu.Registry, self types.UID, now time.Time) (map[string][]heldBy, map[string]string, error) {
 	var list corev1.PodList
 	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("extender: listing pods: %w", err)
 	}
-	byNode := map[string][]gpu.PodUsage{}
+	byNode := map[string][]heldBy{}
 	bad := map[string]string{}
-	seen := make(map[types.UID]decodedPod, len(c.podByUID))
+	seen := make(map[types.UID]*decodedPod, len(c.podByUID))
 	shown := map[types.UID]string{} // pods the cache shows assigned, by node
 	for i := range list.Items {
 		p := &list.Items[i]
@@ -99,7 +130,7 @@ func (c *usageCache) usage(ctx context.Context, r client.Reader, reg gpu.Registr
 		}
 		d, ok := c.podByUID[p.UID]
 		if !ok || d.rv != p.ResourceVersion || p.ResourceVersion == "" {
-			d = decodedPod{rv: p.ResourceVersion}
+			d = &decodedPod{rv: p.ResourceVersion}
 			d.usage, d.err = gpu.DecodePodUsage(p, reg)
 		}
 		seen[p.UID] = d
@@ -109,7 +140,7 @@ func (c *usageCache) usage(ctx context.Context, r client.Reader, reg gpu.Registr
 			continue
 		}
 		if d.usage.Node != "" {
-			byNode[d.usage.Node] = append(byNode[d.usage.Node], d.usage)
+			byNode[d.usage.Node] = append(byNode[d.usage.Node], heldBy{uid: p.UID, version: p.ResourceVersion, usage: &d.usage})
 		}
 	}
 	c.podByUID = seen
@@ -121,8 +152,26 @@ func (c *usageCache) usage(ctx context.Context, r client.Reader, reg gpu.Registr
 		case !ok && now.Sub(a.at) > AssumeTimeout:
 			delete(c.assumed, uid)
 		default:
-			byNode[a.usage.Node] = append(byNode[a.usage.Node], a.usage)
+			byNode[a.usage.Node] = append(byNode[a.usage.Node], heldBy{uid: uid, version: a.version, usage: &a.usage})
 		}
 	}
+	for _, held := range byNode {
+		slices.SortFunc(held, func(a, b heldBy) int { return strings.Compare(string(a.uid), string(b.uid)) })
+	}
 	return byNode, bad, nil
+}
+
+// withUsage returns node's devices with held's usage added, reusing the
+// last result while the node and its usages are the same.
+func (c *usageCache) withUsage(name, rv string, devices []gpu.Device, held []heldBy) ([]gpu.Device, error) {
+	if a, ok := c.applied[name]; ok && a.rv == rv && rv != "" && sameHolders(a.held, held) {
+		return a.devices, a.err
+	}
+	usages := make([]gpu.PodUsage, len(held))
+	for i, h := range held {
+		usages[i] = *h.usage
+	}
+	out, err := gpu.AddPodUsage(devices, usages...)
+	c.applied[name] = appliedNode{rv: rv, held: held, devices: out, err: err}
+	return out, err
 }
