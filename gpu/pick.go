@@ -31,6 +31,16 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 		need: r.Nums, picked: make([]pick, 0, min(int(r.Nums), len(typeDevs))), quotaMem: st.quotaMem, quotaCores: st.quotaCores, prevNUMA: -1,
 		mutex: req.Exclusive || slices.Contains(req.GPUPolicy, Mutex), topology: slices.Contains(req.GPUPolicy, TopologyAware) && r.Type == "NVIDIA",
 		numaBind: req.NUMABind && r.Type == "NVIDIA"}
+	if r.Rule == FitSliceProfiles {
+		prof, ok := selectSliceProfile(st.profiles, r)
+		if !ok {
+			// HAMi's Enflame Fit refuses the request before any device.
+			var counts reasonCounts
+			counts[rModeNotFit] = 1
+			return nil, renderReasons(counts, len(typeDevs))
+		}
+		p.slice = prof
+	}
 	order := deviceOrder(st.devs, typeDevs, r, req)
 	for i := len(order) - 1; i >= 0 && (p.topology || p.need > 0); i-- {
 		if p.consider(order[i]) && st.devs[order[i]].Mode == ModeMIG {
@@ -66,6 +76,7 @@ type picker struct {
 	quotaMem, quotaCores int64
 	mutex, topology      bool
 	numaBind             bool
+	slice                sliceCandidate
 }
 
 // pick is one device slice a request takes.
@@ -75,6 +86,7 @@ type pick struct {
 	cores     int32
 	profile   string
 	placement MIGPlacement
+	slots     int32
 }
 
 // consider picks device idx, or counts why it was rejected.
@@ -144,6 +156,9 @@ func (p *picker) room(idx int) (pick, int) {
 	mem := p.r.MemoryMiB
 	if mem == 0 {
 		mem = int32(int64(d.MemoryMiB) * int64(p.r.MemoryPercent) / 100)
+	}
+	if p.r.Rule == FitSliceProfiles {
+		return p.roomSlices(idx)
 	}
 	if p.r.CoresShare {
 		return p.roomShare(idx, mem)
@@ -345,10 +360,13 @@ func (p *picker) commit() []Allocation {
 	allocs := make([]Allocation, len(p.picked))
 	for k, pk := range p.picked {
 		d := &p.st.devs[pk.idx]
-		d.Used++
+		d.Used = addSat32(d.Used, max(pk.slots, 1))
 		d.UsedMemoryMiB = addSat32(d.UsedMemoryMiB, pk.mem)
 		d.UsedCores = addSat32(d.UsedCores, pk.cores)
 		allocs[k] = Allocation{UUID: d.ID, Type: d.Vendor, MemoryMiB: pk.mem, Cores: pk.cores}
+		if pk.slots > 0 {
+			allocs[k].Slots, allocs[k].SliceProfile = pk.slots, pk.profile
+		}
 		if pk.placement.Size > 0 {
 			d.MIGInUse = append(slices.Clip(d.MIGInUse), pk.placement)
 			allocs[k].MIGProfile, allocs[k].MIGPlacement = pk.profile, pk.placement
@@ -376,6 +394,7 @@ const (
 	rCardComputeUnitsExhausted
 	rAllocatedCardsInsufficientRequest
 	rCardMigTopologyInfeasible
+	rModeNotFit
 )
 
 var reasonCodes = [...]ReasonCode{
@@ -392,6 +411,7 @@ var reasonCodes = [...]ReasonCode{
 	rCardComputeUnitsExhausted:         CardComputeUnitsExhausted,
 	rAllocatedCardsInsufficientRequest: AllocatedCardsInsufficientRequest,
 	rCardMigTopologyInfeasible:         CardMigTopologyInfeasible,
+	rModeNotFit:                        ModeNotFit,
 }
 
 func renderReasons(counts reasonCounts, total int) []Rejection {
@@ -416,7 +436,16 @@ func deviceScore(d Device, r Request, w Weights) float32 {
 		return 0
 	}
 	var req, cores, mem int32
-	if d.Model == r.Type {
+	switch {
+	case d.Model == r.Type && r.Rule == FitSliceProfiles:
+		// HAMi's Enflame request carries the slices as its memory in the
+		// direct mode (percentage 0) and a percentage of -1 by spec, which
+		// ComputeScore turns into minus a hundredth of the device's memory.
+		req, cores, mem = 1, r.Cores, r.Slices
+		if r.Slices == 0 {
+			mem = int32(-int64(d.MemoryMiB) / 100)
+		}
+	case d.Model == r.Type:
 		req, cores, mem = 1, r.Cores, r.MemoryMiB
 		if r.MemoryMiB == 0 {
 			mem = int32(int64(d.MemoryMiB) * int64(r.MemoryPercent) / 100)

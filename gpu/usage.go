@@ -3,6 +3,7 @@ package gpu
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,7 +88,14 @@ func DecodePodUsage(pod *corev1.Pod, reg Registry) (PodUsage, error) {
 		// device's product name (HAMi's AMD writes it), so it is not checked.
 		for ci := range containers {
 			for di := range containers[ci] {
-				containers[ci][di].Type = t.Type
+				e := &containers[ci][di]
+				e.Type = t.Type
+				if t.Annotations.CoreMask {
+					// The cores are a mask of the device's cores (HAMi's AWS
+					// Neuron); HAMi's Fit counts its bits.
+					e.CoreMask = uint64(e.Cores)
+					e.Cores = int32(bits.OnesCount64(e.CoreMask))
+				}
 			}
 		}
 		raw[t.Type] = containers
@@ -159,11 +167,13 @@ func collapseUsage(raw map[string][][]Allocation, numInit int) []Allocation {
 				if ci < numInit {
 					cur := initPeak[k]
 					cur.MemoryMiB, cur.Cores, cur.Slots = max(cur.MemoryMiB, a.MemoryMiB), max(cur.Cores, a.Cores), 1
+					cur.CoreMask |= a.CoreMask
 					initPeak[k] = cur
 					continue
 				}
 				cur := appSum[k]
 				cur.MemoryMiB, cur.Cores, cur.Slots = addSat32(cur.MemoryMiB, a.MemoryMiB), addSat32(cur.Cores, a.Cores), cur.Slots+1
+				cur.CoreMask |= a.CoreMask
 				appSum[k] = cur
 			}
 		}
@@ -179,7 +189,7 @@ func collapseUsage(raw map[string][][]Allocation, numInit int) []Allocation {
 	for k := range keys {
 		i, a := initPeak[k], appSum[k]
 		out = append(out, Allocation{UUID: k.uuid, Type: k.typ, MemoryMiB: max(i.MemoryMiB, a.MemoryMiB),
-			Cores: max(i.Cores, a.Cores), Slots: max(i.Slots, a.Slots, 1)})
+			Cores: max(i.Cores, a.Cores), Slots: max(i.Slots, a.Slots, 1), CoreMask: i.CoreMask | a.CoreMask})
 	}
 	slices.SortFunc(out, func(a, b Allocation) int { return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.UUID, b.UUID)) })
 	return out
@@ -282,7 +292,7 @@ func FilterAnnotations(c FilterChoice) (map[string]string, error) {
 		byName[containerKey{ca.Container, ca.Init}] = ca
 	}
 	for _, t := range c.Registry.types {
-		if t.Annotations.ToAllocate == "" {
+		if t.Annotations.ToAllocate == "" && t.Annotations.Allocated == "" {
 			continue
 		}
 		padded := false
@@ -309,19 +319,24 @@ func FilterAnnotations(c FilterChoice) (map[string]string, error) {
 		if !holds && !padded {
 			continue
 		}
+		if t.Annotations.CoreMask {
+			list = withCoreMasks(list, c.Node)
+		}
 		enc := EncodeAllocations(list, t.Type)
 		if t.Annotations.EntryModel {
 			enc = encodeWithModels(list, c.Node)
 		}
-		out[t.Annotations.ToAllocate], out[t.Annotations.Allocated] = enc, enc
+		for _, key := range []string{t.Annotations.ToAllocate, t.Annotations.Allocated} {
+			if key != "" {
+				out[key] = enc
+			}
+		}
 		if t.Type == "NVIDIA" {
 			if mig := encodeMIG(list); mig != "" {
 				out[AnnoMIGAllocations] = mig
 			}
 		}
-		if t.Type == "MLU" {
-			cambriconAnnotations(out, list, c.Node)
-		}
+		vendorAnnotations(out, t, list, c)
 	}
 	return out, nil
 }

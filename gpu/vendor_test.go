@@ -191,10 +191,10 @@ func TestVendorMthreads(t *testing.T) {
 
 func TestVendorEnflame(t *testing.T) {
 	runVendorCases(t, "Enflame", []vendorCase{
-		{name: "drs-gcu is one device of that many slices", limits: []string{"enflame.com/drs-gcu", "3"}, want: &gpu.Request{Nums: 1, MemoryMiB: 3}},
+		{name: "drs-gcu is one device of that many slices", limits: []string{"enflame.com/drs-gcu", "3"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Slices: 3, Rule: gpu.FitSliceProfiles}},
 		{name: "memory and cores without drs-gcu", limits: []string{"enflame.com/gcu-memory", "8192", "enflame.com/gcu-core", "25"},
-			want: &gpu.Request{Nums: 1, MemoryMiB: 8192, Cores: 25}},
-		{name: "a zero core value still asks one device", limits: []string{"enflame.com/gcu-core", "0"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100}},
+			want: &gpu.Request{Nums: 1, MemoryMiB: 8192, Cores: 25, Rule: gpu.FitSliceProfiles}},
+		{name: "a zero core value still asks one device", limits: []string{"enflame.com/gcu-core", "0"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Rule: gpu.FitSliceProfiles}},
 	})
 	runVendorCases(t, "GCU", []vendorCase{
 		{name: "whole card", limits: []string{"enflame.com/gcu", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 100}},
@@ -203,8 +203,8 @@ func TestVendorEnflame(t *testing.T) {
 
 func TestVendorAWSNeuron(t *testing.T) {
 	runVendorCases(t, "AWSNeuron", []vendorCase{
-		{name: "devices", limits: []string{"aws.amazon.com/neuron", "2"}, want: &gpu.Request{Nums: 2, MemoryPercent: 100}},
-		{name: "devices win over cores", limits: []string{"aws.amazon.com/neuron", "1", "aws.amazon.com/neuroncore", "2"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100}},
+		{name: "devices take every core of each", limits: []string{"aws.amazon.com/neuron", "2"}, want: &gpu.Request{Nums: 2, MemoryPercent: 100, Cores: 2}},
+		{name: "devices win over cores", limits: []string{"aws.amazon.com/neuron", "1", "aws.amazon.com/neuroncore", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 2}},
 		{name: "one core on one device", limits: []string{"aws.amazon.com/neuroncore", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 1}},
 		{name: "four cores on two devices", limits: []string{"aws.amazon.com/neuroncore", "4"}, want: &gpu.Request{Nums: 2, MemoryPercent: 100, Cores: 2}},
 		{name: "three cores fill no devices", limits: []string{"aws.amazon.com/neuroncore", "3"}, badField: "resources.limits[aws.amazon.com/neuroncore]"},
