@@ -340,6 +340,12 @@ func (t DeviceType) validateRules(p *field.Path) field.ErrorList {
 	default:
 		errs = append(errs, field.NotSupported(p.Child("fitRule"), t.FitRule, []FitRule{FitNVIDIA, FitSliceProfiles}))
 	}
+	return append(errs, t.validateAnnotations(p)...)
+}
+
+// validateAnnotations reports the problems of the row's annotations.
+func (t DeviceType) validateAnnotations(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	a := p.Child("annotations")
 	switch t.Annotations.Extra {
 	case ExtraNone, ExtraCambricon, ExtraMthreads, ExtraKunlun, ExtraMetaxSGPU, ExtraAWSNeuron, ExtraEnflameDRS:

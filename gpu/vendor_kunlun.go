@@ -23,7 +23,7 @@ func kunlunTypes() []DeviceType {
 				Capacity:       CapacityRule{Resource: "kunlunxin.com/xpu", PerDevice: 1, IDInfix: "kunlun", MemoryMiB: 98304, Cores: 100, Slots: 100, HalfNUMA: true},
 				Allocated:      "hami.io/kunlun-allocated",
 				UseUUID:        "baidu.com/use-gpuuuid", NoUseUUID: "baidu.com/nouse-gpuuuid",
-				Extra:          ExtraKunlun,
+				Extra: ExtraKunlun,
 			},
 		},
 		{

@@ -18,7 +18,7 @@ func mthreadsType() DeviceType {
 			// PatchAnnotations never writes it: only the allocated one.
 			Allocated: "hami.io/mthreads-vgpu-devices-allocated",
 			UseUUID:   "mthreads.ai/use-gpuuuid", NoUseUUID: "mthreads.ai/nouse-gpuuuid",
-			Extra:     ExtraMthreads,
+			Extra: ExtraMthreads,
 		},
 	}
 }
