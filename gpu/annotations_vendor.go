@@ -67,7 +67,43 @@ func vendorAnnotations(out map[string]string, t DeviceType, list []ContainerAllo
 		neuronAnnotations(out, t, list, c)
 	case ExtraEnflameDRS:
 		enflameAnnotations(out, list, c)
+	case ExtraAscend:
+		ascendAnnotations(out, t, list, c)
 	}
+}
+
+// AnnoAscendVNPUMode is the pod annotation choosing Ascend's soft split
+// ("hami-core"); without it a vNPU is a hard-split template.
+const AnnoAscendVNPUMode = "huawei.com/vnpu-mode"
+
+// ascendRuntimeJSON is one device of huawei.com/<chip> (HAMi's RuntimeInfo).
+type ascendRuntimeJSON struct {
+	UUID   string `json:"UUID,omitempty"`
+	Temp   string `json:"temp,omitempty"`
+	Memory int64  `json:"memory,omitempty"`
+	Core   int32  `json:"core,omitempty"`
+}
+
+// ascendAnnotations writes HAMi's Ascend annotations: predicate-time (Unix
+// seconds) and huawei.com/<type>, every device given with its memory, cores
+// and, unless the pod asks the hami-core soft split, the vNPU template its
+// memory rounds up to ("" for a whole NPU). A list of no device is JSON
+// null, as HAMi marshals it.
+func ascendAnnotations(out map[string]string, t DeviceType, list []ContainerAllocation, c FilterChoice) {
+	out["predicate-time"] = strconv.FormatInt(c.Now.Unix(), 10)
+	soft := c.Pod.Annotations[AnnoAscendVNPUMode] == "hami-core"
+	var info []ascendRuntimeJSON
+	for _, ca := range list {
+		for _, a := range ca.Devices {
+			ri := ascendRuntimeJSON{UUID: a.UUID, Memory: int64(a.MemoryMiB), Core: a.Cores}
+			if !soft {
+				ri.Temp, _ = t.VNPU.Template(a.MemoryMiB)
+			}
+			info = append(info, ri)
+		}
+	}
+	b, _ := json.Marshal(info)
+	out["huawei.com/"+t.Type] = string(b)
 }
 
 // deviceByID returns the node's device of that ID.

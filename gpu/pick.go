@@ -41,11 +41,17 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 		}
 		p.slice = prof
 	}
+	p.pairs = r.Rule == FitModulePairs && r.Nums > 1
 	order := deviceOrder(st.devs, typeDevs, r, req)
-	for i := len(order) - 1; i >= 0 && (p.topology || p.need > 0); i-- {
+	for i := len(order) - 1; i >= 0 && (p.topology || p.pairs || p.need > 0); i-- {
 		if p.consider(order[i]) && st.devs[order[i]].Mode == ModeMIG {
 			// HAMi tries a MIG device again after taking an instance of it.
 			i++
+		}
+	}
+	if p.pairs {
+		if got := p.chooseModulePairs(); got != int(r.Nums) {
+			return nil, modulePairsReasons(p.counts, got, r.Nums)
 		}
 	}
 	if p.topology {
@@ -76,6 +82,7 @@ type picker struct {
 	quotaMem, quotaCores int64
 	mutex, topology      bool
 	numaBind             bool
+	pairs                bool
 	slice                sliceCandidate
 }
 
@@ -105,7 +112,7 @@ func (p *picker) consider(idx int) bool {
 	p.picked = append(p.picked, pk)
 	p.quotaMem += int64(pk.mem)
 	p.quotaCores += int64(p.cores)
-	if !p.topology {
+	if !p.topology && !p.pairs {
 		p.need--
 	}
 	return true
@@ -421,8 +428,13 @@ func renderReasons(counts reasonCounts, total int) []Rejection {
 			out = append(out, Rejection{Code: reasonCodes[code], Count: n, Total: total})
 		}
 	}
-	slices.SortFunc(out, func(a, b Rejection) int { return cmp.Compare(a.String(), b.String()) })
+	sortRejections(out)
 	return out
+}
+
+// sortRejections orders rejections by their text, as HAMi's GenReason does.
+func sortRejections(out []Rejection) {
+	slices.SortFunc(out, func(a, b Rejection) int { return cmp.Compare(a.String(), b.String()) })
 }
 
 // deviceScore is HAMi's device score (policy.ComputeScore), in float32 as

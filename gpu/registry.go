@@ -88,6 +88,8 @@ type DeviceType struct {
 	// FitRule is the type's own fit rule where HAMi's Fit for it differs
 	// from NVIDIA's checks; "" is NVIDIA's.
 	FitRule FitRule
+	// VNPU is an Ascend chip's vNPU configuration (HAMi's vnpus config).
+	VNPU VNPUConfig
 	// Annotations are the node and pod annotations of the type.
 	Annotations Annotations
 	// LockName is the node lock Bind must hold for this type; "" means none.
@@ -170,7 +172,43 @@ const (
 	// profile's slices as slots (HAMi's Enflame DRS, pkg/device/enflame/
 	// device.go, Fit and selectProfileByRequest).
 	FitSliceProfiles FitRule = "SliceProfiles"
+	// FitModulePairs gives a request of more than one device whole modules
+	// of two devices (index/2), every fitting device considered first
+	// (HAMi's Ascend 910C, pkg/device/ascend/device.go, Fit and
+	// computeBestCombination910C).
+	FitModulePairs FitRule = "ModulePairs"
 )
+
+// VNPUConfig is the part of an Ascend chip's vNPU configuration the
+// scheduler reads (HAMi pkg/device/ascend/vnpu.go, VNPUConfig): the
+// templates a memory request is rounded up to, ascending by memory, and the
+// memory a request above them but within MemoryCapacityMiB gets.
+type VNPUConfig struct {
+	Templates            []VNPUTemplate
+	MemoryAllocatableMiB int32
+	MemoryCapacityMiB    int32
+}
+
+// VNPUTemplate is one vNPU template: its name and memory.
+type VNPUTemplate struct {
+	Name      string
+	MemoryMiB int32
+}
+
+// Template returns the template HAMi's trimMemory rounds mem up to: the
+// first with at least mem, "" with MemoryAllocatableMiB when mem is above
+// them but within MemoryCapacityMiB, "" and 0 when it is above that.
+func (c VNPUConfig) Template(mem int32) (string, int32) {
+	for _, t := range c.Templates {
+		if mem <= t.MemoryMiB {
+			return t.Name, t.MemoryMiB
+		}
+	}
+	if mem <= c.MemoryCapacityMiB {
+		return "", c.MemoryAllocatableMiB
+	}
+	return "", 0
+}
 
 // ExtraAnnotations names the vendor-specific pod annotations HAMi's
 // PatchAnnotations writes for a type beyond its devices-to-allocate and
@@ -192,6 +230,9 @@ const (
 	// ExtraAWSNeuron: AWS_NEURON_IDS, NEURON_RESOURCE_TYPE, NEURON_ALLOC_TIME,
 	// NEURON_ALLOCATED and aws.amazon.com/predicate-node.
 	ExtraAWSNeuron ExtraAnnotations = "AWSNeuron"
+	// ExtraAscend: huawei.com/<type> (the devices with their vNPU template)
+	// and predicate-time.
+	ExtraAscend ExtraAnnotations = "Ascend"
 	// ExtraEnflameDRS: enflame.com/gcu-assigned, -assigned-time,
 	// -assigned-index, -assigned-id, -assigned-minor, -request-size and
 	// assigned-containers.
@@ -337,8 +378,17 @@ func (t DeviceType) validateRules(p *field.Path) field.ErrorList {
 		if t.CountRule != CountOneDevice {
 			errs = append(errs, field.Invalid(p.Child("fitRule"), t.FitRule, "the SliceProfiles rule needs the OneDevice count rule"))
 		}
+	case FitModulePairs:
 	default:
-		errs = append(errs, field.NotSupported(p.Child("fitRule"), t.FitRule, []FitRule{FitNVIDIA, FitSliceProfiles}))
+		errs = append(errs, field.NotSupported(p.Child("fitRule"), t.FitRule, []FitRule{FitNVIDIA, FitSliceProfiles, FitModulePairs}))
+	}
+	for i, tp := range t.VNPU.Templates {
+		if tp.Name == "" || tp.MemoryMiB <= 0 || (i > 0 && tp.MemoryMiB < t.VNPU.Templates[i-1].MemoryMiB) {
+			errs = append(errs, field.Invalid(p.Child("vnpu", "templates").Index(i), tp, "a template needs a name and a positive memory, ascending"))
+		}
+	}
+	if t.VNPU.MemoryAllocatableMiB < 0 || t.VNPU.MemoryCapacityMiB < 0 {
+		errs = append(errs, field.Invalid(p.Child("vnpu"), t.VNPU, "memory must not be negative"))
 	}
 	return append(errs, t.validateAnnotations(p)...)
 }
@@ -348,10 +398,10 @@ func (t DeviceType) validateAnnotations(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	a := p.Child("annotations")
 	switch t.Annotations.Extra {
-	case ExtraNone, ExtraCambricon, ExtraMthreads, ExtraKunlun, ExtraMetaxSGPU, ExtraAWSNeuron, ExtraEnflameDRS:
+	case ExtraNone, ExtraCambricon, ExtraMthreads, ExtraKunlun, ExtraMetaxSGPU, ExtraAWSNeuron, ExtraEnflameDRS, ExtraAscend:
 	default:
 		errs = append(errs, field.NotSupported(a.Child("extra"), t.Annotations.Extra,
-			[]ExtraAnnotations{ExtraNone, ExtraCambricon, ExtraMthreads, ExtraKunlun, ExtraMetaxSGPU, ExtraAWSNeuron, ExtraEnflameDRS}))
+			[]ExtraAnnotations{ExtraNone, ExtraCambricon, ExtraMthreads, ExtraKunlun, ExtraMetaxSGPU, ExtraAWSNeuron, ExtraEnflameDRS, ExtraAscend}))
 	}
 	switch t.Annotations.RegisterFormat {
 	case RegisterNone:
@@ -493,6 +543,7 @@ func (r Registry) Types() []DeviceType {
 // clone copies the row's slices, so a registry never shares them with a caller.
 func (t DeviceType) clone() DeviceType {
 	t.MemoryTiersMiB = slices.Clone(t.MemoryTiersMiB)
+	t.VNPU.Templates = slices.Clone(t.VNPU.Templates)
 	return t
 }
 
