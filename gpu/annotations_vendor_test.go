@@ -276,3 +276,39 @@ func TestNeuronCoresRoundTrip(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func FuzzDecodeNeuronUsage(f *testing.F) {
+	f.Add("trn-AWSNeuron-1,AWSNeuron,0,1:;trn-AWSNeuron-1,AWSNeuron,0,2:;")
+	f.Add(";trn-AWSNeuron-0,AWSNeuron,0,3:trn-AWSNeuron-2,AWSNeuron,0,3:;")
+	f.Add("trn-AWSNeuron-0,AWSNeuron,0,4:;")
+	f.Add("trn-AWSNeuron-9,AWSNeuron,0,2147483647:;x,y,-1,-1:")
+	reg := gpu.DefaultRegistry()
+	f.Fuzz(func(t *testing.T, v string) {
+		pod := twoApps(nil, nil)
+		pod.Annotations = map[string]string{"hami.io/vgpu-node": "trn", "hami.io/aws-neuron-devices-allocated": v}
+		u, err := gpu.DecodePodUsage(pod, reg)
+		if err != nil {
+			if len(invalidFields(err)) == 0 {
+				t.Fatalf("error without a named field: %v", err)
+			}
+			return
+		}
+		for _, a := range u.Allocations {
+			if a.Cores < 0 || int(a.Cores) > 64 {
+				t.Fatalf("cores %d of a mask %b", a.Cores, a.CoreMask)
+			}
+		}
+		devs, err := gpu.AddPodUsage(neuronNode().Devices, u)
+		if err != nil {
+			if len(invalidFields(err)) == 0 {
+				t.Fatalf("error without a named field: %v", err)
+			}
+			return
+		}
+		for _, d := range devs {
+			if d.CoresInUse>>uint(d.Cores) != 0 || d.UsedCores > d.Cores*int32(d.Used) {
+				t.Fatalf("device %s holds cores %b of %d, %d used", d.ID, d.CoresInUse, d.Cores, d.UsedCores)
+			}
+		}
+	})
+}

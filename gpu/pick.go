@@ -43,6 +43,14 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 	}
 	p.pairs = r.Rule == FitModulePairs && r.Nums > 1
 	order := deviceOrder(st.devs, typeDevs, r, req)
+	if r.Rule == FitLinkGraph {
+		picks, counts := p.chooseKunlunGraph(order)
+		if picks == nil {
+			return nil, renderReasons(counts, len(typeDevs))
+		}
+		p.picked = picks
+		return p.commit(), nil
+	}
 	for i := len(order) - 1; i >= 0 && (p.topology || p.pairs || p.need > 0); i-- {
 		if p.consider(order[i]) && st.devs[order[i]].Mode == ModeMIG {
 			// HAMi tries a MIG device again after taking an instance of it.

@@ -177,6 +177,11 @@ const (
 	// (HAMi's Ascend 910C, pkg/device/ascend/device.go, Fit and
 	// computeBestCombination910C).
 	FitModulePairs FitRule = "ModulePairs"
+	// FitLinkGraph gives whole, unused devices by HAMi's Kunlun link graph:
+	// 1, 2, 4 or 8 XPUs from one group of four, a linked pair or a joined
+	// set of four (HAMi's whole Kunlun XPU, pkg/device/kunlun/device.go Fit
+	// and topo.go graghSelect).
+	FitLinkGraph FitRule = "LinkGraph"
 )
 
 // VNPUConfig is the part of an Ascend chip's vNPU configuration the
@@ -378,9 +383,9 @@ func (t DeviceType) validateRules(p *field.Path) field.ErrorList {
 		if t.CountRule != CountOneDevice {
 			errs = append(errs, field.Invalid(p.Child("fitRule"), t.FitRule, "the SliceProfiles rule needs the OneDevice count rule"))
 		}
-	case FitModulePairs:
+	case FitModulePairs, FitLinkGraph:
 	default:
-		errs = append(errs, field.NotSupported(p.Child("fitRule"), t.FitRule, []FitRule{FitNVIDIA, FitSliceProfiles, FitModulePairs}))
+		errs = append(errs, field.NotSupported(p.Child("fitRule"), t.FitRule, []FitRule{FitNVIDIA, FitSliceProfiles, FitModulePairs, FitLinkGraph}))
 	}
 	for i, tp := range t.VNPU.Templates {
 		if tp.Name == "" || tp.MemoryMiB <= 0 || (i > 0 && tp.MemoryMiB < t.VNPU.Templates[i-1].MemoryMiB) {

@@ -17,7 +17,7 @@ package gpu
 func kunlunTypes() []DeviceType {
 	return []DeviceType{
 		{
-			Type: "kunlun", Count: "kunlunxin.com/xpu",
+			Type: "kunlun", Count: "kunlunxin.com/xpu", FitRule: FitLinkGraph,
 			Annotations: Annotations{
 				RegisterFormat: RegisterCapacity,
 				Capacity:       CapacityRule{Resource: "kunlunxin.com/xpu", PerDevice: 1, IDInfix: "kunlun", MemoryMiB: 98304, Cores: 100, Slots: 100, HalfNUMA: true},

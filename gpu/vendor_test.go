@@ -159,7 +159,7 @@ func TestVendorMetax(t *testing.T) {
 
 func TestVendorKunlun(t *testing.T) {
 	runVendorCases(t, "kunlun", []vendorCase{
-		{name: "whole XPU, cores 0", limits: []string{"kunlunxin.com/xpu", "4"}, want: &gpu.Request{Nums: 4, MemoryPercent: 100}},
+		{name: "whole XPU, cores 0", limits: []string{"kunlunxin.com/xpu", "4"}, want: &gpu.Request{Nums: 4, MemoryPercent: 100, Rule: gpu.FitLinkGraph}},
 	})
 	runVendorCases(t, "XPU", []vendorCase{
 		{name: "memory rounded up to the first tier", limits: []string{"kunlunxin.com/vxpu", "1", "kunlunxin.com/vxpu-memory", "20000"},

@@ -1,0 +1,95 @@
+package gpu_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/plancore/plancore/gpu"
+)
+
+// TestLinkGraphFit restates HAMi's whole-Kunlun Fit (graghSelect and
+// interconnect, pkg/device/kunlun/topo_test.go and the link tables) on a
+// node of eight XPUs. HAMi reads the wings off the policy-sorted list, so
+// used XPUs (scored higher) move: under the default spread order they come
+// first, under binpack last, and the wings shift with them.
+func TestLinkGraphFit(t *testing.T) {
+	cases := []struct {
+		name      string
+		nums      string
+		policy    string
+		used      []int
+		unhealthy []int
+		annos     map[string]string
+		want      string
+	}{
+		{name: "eight free XPUs, all eight", nums: "8", want: "0,1,2,3,4,5,6,7"},
+		{name: "seven free, eight asked", nums: "8", used: []int{0}, want: "1/8 NumaNotFit"},
+		{name: "one of eight free: the first of a full wing", nums: "1", want: "0"},
+		{name: "one, XPU 0 used: the wing of three", nums: "1", used: []int{0}, want: "1"},
+		{name: "one, XPU 4 used: spread moves it into the left wing", nums: "1", used: []int{4}, want: "0"},
+		{name: "one, XPU 4 used under binpack: the right wing of three", nums: "1", used: []int{4}, policy: "binpack", want: "5"},
+		{name: "four, the right wing used: the free wing", nums: "4", used: []int{4, 5, 6, 7}, want: "0,1,2,3"},
+		{name: "two across the groups: the linked pair 0-4", nums: "2", unhealthy: []int{1, 2, 3, 5, 6, 7}, want: "0,4"},
+		{name: "two not linked", nums: "2", unhealthy: []int{0, 1, 2, 5, 6, 7}, want: "1/8 NumaNotFit"},
+		{name: "four of four free across the groups", nums: "4", unhealthy: []int{1, 3, 5, 7}, want: "0,2,4,6"},
+		{name: "four of five free", nums: "4", unhealthy: []int{3, 6, 7}, want: "0,1,4,5"},
+		{name: "four of six free, leaving a linked pair", nums: "4", unhealthy: []int{3, 7}, want: "0,1,4,5"},
+		{name: "three is no shape", nums: "3", want: "1/8 NumaNotFit"},
+		{name: "the UUID selector leaves one XPU", nums: "1", annos: map[string]string{"baidu.com/use-gpuuuid": "w-kunlun-3"}, want: "3"},
+		{name: "a refused UUID is the reason", nums: "8", annos: map[string]string{"baidu.com/nouse-gpuuuid": "w-kunlun-6"}, want: "1/8 CardUuidMismatch"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			node := capacityNode("w", "kunlunxin.com/xpu", "8")
+			for _, i := range tc.used {
+				node.Devices[i].Used, node.Devices[i].UsedMemoryMiB = 1, 98304
+			}
+			for _, i := range tc.unhealthy {
+				node.Devices[i].Healthy = false
+			}
+			pod := podWith(nil, []corev1.Container{ctr("c", rl("kunlunxin.com/xpu", tc.nums))})
+			pod.Annotations = tc.annos
+			if tc.policy != "" {
+				pod.Annotations = map[string]string{"hami.io/gpu-scheduler-policy": tc.policy}
+			}
+			fr, err := gpu.FitRequestFromPod(pod, gpu.DefaultRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			nf, err := gpu.FitNode(node, fr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := nf.Message()
+			if nf.Fits {
+				var idx []string
+				for _, a := range nf.Containers[0].Devices {
+					if a.MemoryMiB != 98304 || a.Cores != 100 {
+						t.Fatalf("a whole XPU takes all of it: %+v", a)
+					}
+					idx = append(idx, strings.TrimPrefix(a.UUID, "w-kunlun-"))
+				}
+				got = strings.Join(idx, ",")
+			}
+			if got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	// A second pod on the XPUs the first took finds them used.
+	node := capacityNode("w", "kunlunxin.com/xpu", "8")
+	fr, err := gpu.FitRequestFromPod(podWith(nil, []corev1.Container{ctr("a", rl("kunlunxin.com/xpu", "4")), ctr("b", rl("kunlunxin.com/xpu", "4"))}), gpu.DefaultRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nf, err := gpu.FitNode(node, fr)
+	if err != nil || !nf.Fits {
+		t.Fatalf("%+v %v", nf, err)
+	}
+	if got := fmt.Sprint(nf.Containers[0].Devices[0].UUID, " ", nf.Containers[1].Devices[0].UUID); got != "w-kunlun-0 w-kunlun-4" {
+		t.Fatalf("two containers of four: first XPUs %s", got)
+	}
+}
