@@ -362,8 +362,8 @@ func (r FitRequest) validate(p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(qp.Child("memoryMiB"), q.MemoryMiB, "must not be negative"))
 		}
 		switch {
-		case q.Rule != FitNVIDIA && q.Rule != FitSliceProfiles && q.Rule != FitModulePairs && q.Rule != FitLinkGraph:
-			errs = append(errs, field.NotSupported(qp.Child("rule"), q.Rule, []FitRule{FitNVIDIA, FitSliceProfiles, FitModulePairs, FitLinkGraph}))
+		case !slices.Contains(fitRules(), q.Rule):
+			errs = append(errs, field.NotSupported(qp.Child("rule"), q.Rule, fitRules()))
 		case q.Slices < 0 || (q.Slices > 0 && q.Rule != FitSliceProfiles):
 			errs = append(errs, field.Invalid(qp.Child("slices"), q.Slices, "must be 0, or positive under the SliceProfiles rule"))
 		}

@@ -26,39 +26,66 @@ func kunlunQuads() [][4]int {
 // first joined set of four (with six free, one that leaves a linked pair);
 // 8 XPUs take indices 0..7 when all eight fit; any other count none. The
 // devices are found by their index. It returns the picks, or the reason
-// counts: the XPUs refused by the selectors, else one NumaNotFit.
+// counts: under mutex (shared XPUs) the used XPUs that would otherwise
+// fit, else the XPUs refused by the selectors, else one NumaNotFit. A whole
+// XPU is taken whole; a vXPU takes the request's memory and cores.
 func (p *picker) chooseKunlunGraph(order []int) ([]pick, reasonCounts) {
 	var counts reasonCounts
-	badUUID := 0
+	badUUID, busy := 0, 0
 	fits := make([]bool, len(order))
 	for pos, i := range order {
 		d := &p.st.devs[i]
 		switch {
 		case !p.sel.uuidOK(d.ID):
 			badUUID++
-		case d.Healthy && d.Used == 0:
-			fits[pos] = true
+		case p.r.Rule == FitLinkGraph:
+			fits[pos] = d.Healthy && d.Used == 0
+		case p.vxpuFits(d) && p.mutex && d.Used > 0:
+			busy++
+		default:
+			fits[pos] = p.vxpuFits(d)
 		}
 	}
 	idx := p.kunlunIndices(order, fits)
-	if len(idx) == 0 {
-		if badUUID > 0 {
-			counts[rCardUUIDMismatch] = badUUID
-		} else {
-			counts[rNumaNotFit] = 1
-		}
+	switch {
+	case len(idx) > 0:
+	case busy > 0:
+		counts[rExclusiveDeviceAllocateConflict] = busy
+		return nil, counts
+	case badUUID > 0:
+		counts[rCardUUIDMismatch] = badUUID
+		return nil, counts
+	default:
+		counts[rNumaNotFit] = 1
 		return nil, counts
 	}
 	picks := make([]pick, 0, len(idx))
 	for _, want := range idx {
 		for _, i := range order {
 			if d := p.st.devs[i]; d.Index == want {
-				picks = append(picks, pick{idx: i, mem: d.MemoryMiB, cores: d.Cores})
+				pk := pick{idx: i, mem: d.MemoryMiB, cores: d.Cores}
+				if p.r.Rule == FitLinkGraphShared {
+					pk.mem, pk.cores = p.r.MemoryMiB, p.r.Cores
+				}
+				picks = append(picks, pk)
 				break
 			}
 		}
 	}
 	return picks, counts
+}
+
+// vxpuFits is HAMi's FitVXPU: healthy, room for the request's memory, and
+// on a used device the same memory as the requests it serves (their
+// average).
+func (p *picker) vxpuFits(d *Device) bool {
+	switch {
+	case !d.Healthy || int64(p.r.MemoryMiB)+int64(d.UsedMemoryMiB) > int64(d.MemoryMiB):
+		return false
+	case d.Used == 0:
+		return true
+	}
+	return d.UsedMemoryMiB/d.Used == p.r.MemoryMiB
 }
 
 // kunlunIndices is graghSelect's choice of device indices.

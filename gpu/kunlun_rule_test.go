@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/plancore/plancore/gpu"
 )
@@ -91,5 +92,65 @@ func TestLinkGraphFit(t *testing.T) {
 	}
 	if got := fmt.Sprint(nf.Containers[0].Devices[0].UUID, " ", nf.Containers[1].Devices[0].UUID); got != "w-kunlun-0 w-kunlun-4" {
 		t.Fatalf("two containers of four: first XPUs %s", got)
+	}
+}
+
+// TestLinkGraphSharedFit restates HAMi's Kunlun vXPU Fit (vdevice.go Fit
+// and FitVXPU over graghSelect): a used vXPU is shared only by requests of
+// the same memory tier, mutex wants an unused one, and the wings are read
+// off the policy-sorted list as for whole XPUs.
+func TestLinkGraphSharedFit(t *testing.T) {
+	var devs []string
+	for i := range 8 {
+		devs = append(devs, fmt.Sprintf(`{"id":"xpu-%d","index":%d,"count":4,"devmem":98304,"devcore":100,"type":"P800","health":true}`, i, i))
+	}
+	node := func(used map[int]int32) gpu.Node {
+		n, err := gpu.DecodeNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "v", Annotations: map[string]string{
+			"hami.io/node-register-xpu": "[" + strings.Join(devs, ",") + "]"}}}, gpu.DefaultRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, mem := range used {
+			n.Devices[i].Used, n.Devices[i].UsedMemoryMiB, n.Devices[i].UsedCores = 1, mem, mem*100/98304
+		}
+		return n
+	}
+	everyUsed := map[int]int32{0: 24576, 1: 24576, 2: 24576, 3: 24576, 4: 24576, 5: 24576, 6: 24576, 7: 24576}
+	cases := []struct {
+		name  string
+		mem   string
+		mutex bool
+		used  map[int]int32
+		want  string
+	}{
+		{name: "a free node: the first of a full wing", mem: "20000", want: "xpu-0 24576 25"},
+		{name: "shared with a request of the same tier", mem: "24576", used: map[int]int32{0: 24576}, want: "xpu-0 24576 25"},
+		{name: "not with one of another tier: the wing of three", mem: "24576", used: map[int]int32{0: 49152}, want: "xpu-1 24576 25"},
+		{name: "mutex refuses the used ones", mem: "24576", mutex: true, used: everyUsed, want: "8/8 ExclusiveDeviceAllocateConflict"},
+		{name: "a full card shares with nobody", mem: "98304", used: everyUsed, want: "1/8 NumaNotFit"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := podWith(nil, []corev1.Container{ctr("c", rl("kunlunxin.com/vxpu", "1", "kunlunxin.com/vxpu-memory", tc.mem))})
+			if tc.mutex {
+				pod.Annotations = map[string]string{"hami.io/gpu-scheduler-policy": "mutex"}
+			}
+			fr, err := gpu.FitRequestFromPod(pod, gpu.DefaultRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			nf, err := gpu.FitNode(node(tc.used), fr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := nf.Message()
+			if nf.Fits {
+				a := nf.Containers[0].Devices[0]
+				got = fmt.Sprintf("%s %d %d", a.UUID, a.MemoryMiB, a.Cores)
+			}
+			if got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -43,7 +43,7 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 	}
 	p.pairs = r.Rule == FitModulePairs && r.Nums > 1
 	order := deviceOrder(st.devs, typeDevs, r, req)
-	if r.Rule == FitLinkGraph {
+	if r.Rule == FitLinkGraph || r.Rule == FitLinkGraphShared {
 		picks, counts := p.chooseKunlunGraph(order)
 		if picks == nil {
 			return nil, renderReasons(counts, len(typeDevs))

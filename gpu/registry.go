@@ -182,7 +182,18 @@ const (
 	// set of four (HAMi's whole Kunlun XPU, pkg/device/kunlun/device.go Fit
 	// and topo.go graghSelect).
 	FitLinkGraph FitRule = "LinkGraph"
+	// FitLinkGraphShared is FitLinkGraph for shared devices: a device fits
+	// when it is healthy, holds the request's memory, and every request it
+	// already serves asked the same memory (their average equals it); under
+	// mutex it must be unused (HAMi's Kunlun vXPU, vdevice.go Fit and
+	// FitVXPU).
+	FitLinkGraphShared FitRule = "LinkGraphShared"
 )
+
+// fitRules lists the fit rules.
+func fitRules() []FitRule {
+	return []FitRule{FitNVIDIA, FitSliceProfiles, FitModulePairs, FitLinkGraph, FitLinkGraphShared}
+}
 
 // VNPUConfig is the part of an Ascend chip's vNPU configuration the
 // scheduler reads (HAMi pkg/device/ascend/vnpu.go, VNPUConfig): the
@@ -383,9 +394,9 @@ func (t DeviceType) validateRules(p *field.Path) field.ErrorList {
 		if t.CountRule != CountOneDevice {
 			errs = append(errs, field.Invalid(p.Child("fitRule"), t.FitRule, "the SliceProfiles rule needs the OneDevice count rule"))
 		}
-	case FitModulePairs, FitLinkGraph:
+	case FitModulePairs, FitLinkGraph, FitLinkGraphShared:
 	default:
-		errs = append(errs, field.NotSupported(p.Child("fitRule"), t.FitRule, []FitRule{FitNVIDIA, FitSliceProfiles, FitModulePairs, FitLinkGraph}))
+		errs = append(errs, field.NotSupported(p.Child("fitRule"), t.FitRule, fitRules()))
 	}
 	for i, tp := range t.VNPU.Templates {
 		if tp.Name == "" || tp.MemoryMiB <= 0 || (i > 0 && tp.MemoryMiB < t.VNPU.Templates[i-1].MemoryMiB) {

@@ -28,7 +28,7 @@ func kunlunTypes() []DeviceType {
 		},
 		{
 			Type: "XPU", Count: "kunlunxin.com/vxpu", Memory: "kunlunxin.com/vxpu-memory",
-			MemoryRule: MemoryTiers, MemoryTiersMiB: []int32{24576, 49152, 98304}, LockName: LockNvidia,
+			MemoryRule: MemoryTiers, MemoryTiersMiB: []int32{24576, 49152, 98304}, LockName: LockNvidia, FitRule: FitLinkGraphShared,
 			Annotations: Annotations{
 				Register: "hami.io/node-register-xpu", RegisterFormat: RegisterJSON, Handshake: "hami.io/node-handshake-xpu",
 				ToAllocate: "hami.io/xpu-devices-to-allocate", Allocated: "hami.io/xpu-devices-allocated",

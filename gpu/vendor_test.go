@@ -163,14 +163,14 @@ func TestVendorKunlun(t *testing.T) {
 	})
 	runVendorCases(t, "XPU", []vendorCase{
 		{name: "memory rounded up to the first tier", limits: []string{"kunlunxin.com/vxpu", "1", "kunlunxin.com/vxpu-memory", "20000"},
-			want: &gpu.Request{Nums: 1, MemoryMiB: 24576, Cores: 25}},
+			want: &gpu.Request{Nums: 1, MemoryMiB: 24576, Cores: 25, Rule: gpu.FitLinkGraphShared}},
 		{name: "second tier", limits: []string{"kunlunxin.com/vxpu", "1", "kunlunxin.com/vxpu-memory", "24577"},
-			want: &gpu.Request{Nums: 1, MemoryMiB: 49152, Cores: 50}},
+			want: &gpu.Request{Nums: 1, MemoryMiB: 49152, Cores: 50, Rule: gpu.FitLinkGraphShared}},
 		{name: "above the last tier is the whole card", limits: []string{"kunlunxin.com/vxpu", "1", "kunlunxin.com/vxpu-memory", "200000"},
-			want: &gpu.Request{Nums: 1, MemoryMiB: 98304, Cores: 100}},
-		{name: "unset memory is the whole card", limits: []string{"kunlunxin.com/vxpu", "2"}, want: &gpu.Request{Nums: 2, MemoryMiB: 98304, Cores: 100}},
+			want: &gpu.Request{Nums: 1, MemoryMiB: 98304, Cores: 100, Rule: gpu.FitLinkGraphShared}},
+		{name: "unset memory is the whole card", limits: []string{"kunlunxin.com/vxpu", "2"}, want: &gpu.Request{Nums: 2, MemoryMiB: 98304, Cores: 100, Rule: gpu.FitLinkGraphShared}},
 		{name: "memory from requests", requests: []string{"kunlunxin.com/vxpu", "1", "kunlunxin.com/vxpu-memory", "49152"},
-			want: &gpu.Request{Nums: 1, MemoryMiB: 49152, Cores: 50}},
+			want: &gpu.Request{Nums: 1, MemoryMiB: 49152, Cores: 50, Rule: gpu.FitLinkGraphShared}},
 	})
 }
 
