@@ -264,23 +264,29 @@ type FilterChoice struct {
 
 // FilterAnnotations returns the pod annotations HAMi's Filter writes for
 // choice: hami.io/vgpu-node, hami.io/vgpu-time (Unix seconds) and, for each
-// vendor with a devices-to-allocate annotation, that annotation and its
-// devices-allocated twin holding the same "UUID,Type,mem,cores:" entries,
+// vendor, its devices-to-allocate annotation (where HAMi writes one) and its
+// devices-allocated one holding the same "UUID,Type,mem,cores:" entries,
 // containers separated by ";", init containers first (HAMi's
 // PatchAnnotations); NVIDIA's MIG instances in hami.io/vgpu-mig-allocations;
-// Cambricon's CAMBRICON_DSMLU_ASSIGNED and CAMBRICON_DSMLU_PROFILE.
+// and each row's vendor-specific annotations (Annotations.Extra): Cambricon's
+// CAMBRICON_DSMLU_*, Mthreads' gpu-index and predicate-time/-node, Kunlun's
+// BAIDU_COM_DEVICE_IDX, Metax's own JSON and predicate-time, AWS Neuron's
+// AWS_NEURON_IDS and NEURON_* (its cores written as masks of the device's
+// NeuronCores), Enflame's gcu-assigned* and assigned-containers, Ascend's
+// huawei.com/<chip> and predicate-time. Times are Now, in the unit HAMi
+// writes (Unix nanoseconds for the vendor annotations but Ascend's).
 //
 // As in HAMi, a vendor whose devices on the node register the vendor's own
-// type name as their model (whole-card vendors derived from capacity, for
-// instance) gets one entry per container of the pod, empty where the
-// container has none of its devices, and is written even when the pod asks
-// none of them; any other vendor (NVIDIA, whose models read "NVIDIA-...")
-// gets entries only for the containers holding its devices. Vendors HAMi
-// writes other annotations for (Kunlun, Enflame, AWS Neuron, Metax's
-// gpu-devices-allocated, AMD's and Mthreads' index annotations) get only
-// these. Invalid input (a nil pod, a zero Now, an empty node name, a
-// container or device the pod or node does not have) is named in a
-// *plancore.InvalidError wrapping ErrInvalidInput.
+// type name as their model (whole-card vendors derived from capacity, Metax
+// sGPUs, Enflame DRS, AWS Neuron, for instance) gets one entry per container
+// of the pod, empty where the container has none of its devices, and is
+// written even when the pod asks none of them (with the vendor-specific
+// annotations HAMi writes regardless: Metax's, Enflame's gcu-assigned and
+// time, Ascend's); any other vendor (NVIDIA, whose models read "NVIDIA-...") gets
+// entries only for the containers holding its devices. Invalid input (a nil
+// pod, a zero Now, an empty node name, a container or device the pod or node
+// does not have) is named in a *plancore.InvalidError wrapping
+// ErrInvalidInput.
 func FilterAnnotations(c FilterChoice) (map[string]string, error) {
 	if errs := c.validate(); len(errs) > 0 {
 		return nil, plancore.Invalid(ErrInvalidInput, errs)

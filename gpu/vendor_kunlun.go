@@ -3,17 +3,20 @@ package gpu
 // kunlunTypes are HAMi's two Kunlunxin rows.
 //
 // kunlun, a whole XPU (HAMi pkg/device/kunlun/device.go,
-// GenerateResourceRequests, InitKunlunDevice and GetNodeDevices): 100 % of
-// the memory and cores 0, no lock, no devices-to-allocate annotation (the
-// held devices are in hami.io/kunlun-allocated), devices derived from the
-// node's capacity of kunlunxin.com/xpu (100 slots, 98,304 MiB, the second
-// half on NUMA node 1).
+// GenerateResourceRequests, InitKunlunDevice, GetNodeDevices, Fit and
+// PatchAnnotations; topo.go): 100 % of the memory and cores 0, no lock, no
+// devices-to-allocate annotation (the held devices are in
+// hami.io/kunlun-allocated, the last container's indices in
+// BAIDU_COM_DEVICE_IDX), devices derived from the node's capacity of
+// kunlunxin.com/xpu (100 slots, 98,304 MiB, the second half on NUMA node
+// 1), unused XPUs given by the link graph (FitLinkGraph).
 //
 // XPU, a vXPU (HAMi pkg/device/kunlun/vdevice.go, GenerateResourceRequests,
 // trimMemory and InitKunlunVDevice): memory rounded up to 24,576, 49,152 or
 // 98,304 MiB, cores its share of 98,304 (an unset memory is the whole
 // card, cores 100), the shared lock, devices in HAMi's JSON register
-// hami.io/node-register-xpu.
+// hami.io/node-register-xpu, given by the link graph and shared only within
+// one memory tier (FitLinkGraphShared; vdevice.go Fit and FitVXPU).
 func kunlunTypes() []DeviceType {
 	return []DeviceType{
 		{
