@@ -145,7 +145,7 @@ func (t DeviceType) derive(q *quantityReader, req Request) (Request, bool) {
 			q.errs = append(q.errs, field.Invalid(coresPath, cores, fmt.Sprintf("must be at most %d or a multiple of it", per)))
 			return req, false
 		}
-		req.Nums, req.Cores, req.MemoryPercent = max(cores/per, 1), min(cores, per), 100
+		req.Nums, req.Cores, req.MemoryPercent, req.Rule = max(cores/per, 1), min(cores, per), 100, t.FitRule
 		return req, true
 	case t.CountRule == CountFromCores && nums > 0:
 		// A device-count request takes every core of each device: HAMi's

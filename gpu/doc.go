@@ -123,6 +123,10 @@
 //     where HAMi skips the vendor or the pod;
 //   - the topology-aware search stops at 100,000 combinations and keeps the
 //     first devices in walk order (HAMi enumerates them all);
+//   - HAMi's AWS Neuron run search finds free positions of its sorted list
+//     and takes the devices of those indices, which may be in use (or
+//     missing); plancore takes a run only when the devices it names are
+//     free, else tries the next;
 //   - numa-bind, the device cordon and topology-aware apply to NVIDIA only,
 //     as in HAMi; mutex applies to every vendor (HAMi's Enflame GCU and
 //     whole Kunlun XPU ignore it).
@@ -137,7 +141,8 @@
 // Each vendor's own Fit is a row's FitRule where it changes which devices
 // are chosen or refused: Enflame's DRS slice profiles (FitSliceProfiles),
 // Ascend 910C's whole modules (FitModulePairs), Kunlun's link graph for
-// whole XPUs and vXPUs (FitLinkGraph, FitLinkGraphShared), AMD's
+// whole XPUs and vXPUs (FitLinkGraph, FitLinkGraphShared), AWS Neuron's
+// runs of devices by instance type (FitNeuronRuns), AMD's
 // compute-unit share (CoresShareOfDevice); AWS Neuron's cores are bit masks
 // of the device's NeuronCores in its annotations (Annotations.CoreMask). The
 // other vendors are fitted with NVIDIA's checks, which HAMi's Hygon,
@@ -152,11 +157,10 @@
 //     the scheduler's in-memory jittery-QoS cache, none of which a Device
 //     carries; plancore fits Metax sGPU with NVIDIA's checks and ignores the
 //     metax-tech.com/sgpu-* pod annotations;
-//   - AWS Neuron's multi-device placement (graphSelect: contiguous free
-//     devices, aligned runs of 1, 4, 8 or 16 unless the node's
-//     node.kubernetes.io/instance-type names an Inferentia): plancore places
-//     several Neuron devices like NVIDIA's; and HAMi reads the cores per
-//     device off the first node it sees, plancore off each node;
+//   - AWS Neuron: HAMi reads the cores per device off the first node it
+//     sees, plancore off each node; HAMi's core masks cover two cores a
+//     device, plancore's as many as the device has (the same for every
+//     Neuron device HAMi supports);
 //   - Ascend 910's NetworkID topology (the register's custominfo) and the
 //     hami-core soft split (huawei.com/vnpu-mode: every NPU counts 100
 //     cores, ModeNotFit on a node without hami-vnpu-core); the vNPU template
@@ -189,7 +193,7 @@
 //	Mthreads                    capacity (mthreads.com/sgpu-core)       NVIDIA's              mthreads-vgpu-devices-allocated, mthreads.com/gpu-index, predicate-time/-node
 //	Enflame                     enflame.com/gcu-drs-capacity (JSON)     slice profiles        enflame-vgpu-devices-allocated, enflame.com/gcu-assigned*, gcu-request-size, assigned-containers
 //	GCU                         capacity (enflame.com/gcu)              NVIDIA's              enflame-gcu-devices-*
-//	AWSNeuron                   capacity (aws.amazon.com/neuron, -core) NVIDIA's, core masks  aws-neuron-devices-allocated, AWS_NEURON_IDS, NEURON_*, aws.amazon.com/predicate-node
+//	AWSNeuron                   capacity (aws.amazon.com/neuron, -core) runs, core masks      aws-neuron-devices-allocated, AWS_NEURON_IDS, NEURON_*, aws.amazon.com/predicate-node
 //	AMD                         hami.io/node-amd-register (JSON)        compute-unit share    amd-devices-* (entries typed by product)
 //	Vastai, Biren               hami.io/node-<x>-register (JSON)        NVIDIA's              <x>-devices-*
 package gpu

@@ -84,7 +84,13 @@ type Node struct {
 	// FitSliceProfiles type offer (Enflame DRS: "<n>g.<m>gb" names with the
 	// plugin's profile IDs), sorted by name.
 	SliceProfiles []SliceProfile
+	// InstanceType is the node's node.kubernetes.io/instance-type label, read
+	// by the FitNeuronRuns rule.
+	InstanceType string
 }
+
+// LabelInstanceType is the node label naming its cloud instance type.
+const LabelInstanceType = "node.kubernetes.io/instance-type"
 
 // SliceProfile is one slice profile of a node (Enflame DRS): its name,
 // "<slices>g.<memory GiB>gb", and the plugin's ID for it.
@@ -548,8 +554,9 @@ func nodeScore(n Node) float64 {
 
 // fitState is the mutable working copy of one node during a fit.
 type fitState struct {
-	devs       []Device
-	profiles   []SliceProfile
+	devs         []Device
+	profiles     []SliceProfile
+	instanceType string
 	quotaMem   int64
 	quotaCores int64
 }
@@ -568,7 +575,7 @@ func fitNode(n Node, req FitRequest) NodeFit {
 		out.Fits = true
 		return out
 	}
-	base := fitState{devs: n.Devices, profiles: n.SliceProfiles}
+	base := fitState{devs: n.Devices, profiles: n.SliceProfiles, instanceType: n.InstanceType}
 	app := base.clone()
 	var containers []ContainerAllocation
 	for start := 0; start < len(req.Requests); {

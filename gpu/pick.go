@@ -43,6 +43,16 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 	}
 	p.pairs = r.Rule == FitModulePairs && r.Nums > 1
 	order := deviceOrder(st.devs, typeDevs, r, req)
+	if r.Rule == FitNeuronRuns && r.Nums > 1 {
+		picks := p.chooseNeuronRun(order)
+		if picks == nil {
+			var counts reasonCounts
+			counts[rNumaNotFit] = 1
+			return nil, renderReasons(counts, len(typeDevs))
+		}
+		p.picked = picks
+		return p.commit(), nil
+	}
 	if r.Rule == FitLinkGraph || r.Rule == FitLinkGraphShared {
 		picks, counts := p.chooseKunlunGraph(order)
 		if picks == nil {

@@ -188,11 +188,17 @@ const (
 	// mutex it must be unused (HAMi's Kunlun vXPU, vdevice.go Fit and
 	// FitVXPU).
 	FitLinkGraphShared FitRule = "LinkGraphShared"
+	// FitNeuronRuns gives a request of more than one device a run of
+	// consecutive unused, healthy devices: any run on an Inferentia node
+	// (Node.InstanceType containing "inf" or "Inf"), elsewhere only runs of
+	// 1, 4, 8 or 16 starting at a multiple of their length (HAMi's AWS
+	// Neuron, pkg/device/awsneuron/device.go Fit and graphSelect).
+	FitNeuronRuns FitRule = "NeuronRuns"
 )
 
 // fitRules lists the fit rules.
 func fitRules() []FitRule {
-	return []FitRule{FitNVIDIA, FitSliceProfiles, FitModulePairs, FitLinkGraph, FitLinkGraphShared}
+	return []FitRule{FitNVIDIA, FitSliceProfiles, FitModulePairs, FitLinkGraph, FitLinkGraphShared, FitNeuronRuns}
 }
 
 // VNPUConfig is the part of an Ascend chip's vNPU configuration the
@@ -394,7 +400,7 @@ func (t DeviceType) validateRules(p *field.Path) field.ErrorList {
 		if t.CountRule != CountOneDevice {
 			errs = append(errs, field.Invalid(p.Child("fitRule"), t.FitRule, "the SliceProfiles rule needs the OneDevice count rule"))
 		}
-	case FitModulePairs, FitLinkGraph, FitLinkGraphShared:
+	case FitModulePairs, FitLinkGraph, FitLinkGraphShared, FitNeuronRuns:
 	default:
 		errs = append(errs, field.NotSupported(p.Child("fitRule"), t.FitRule, fitRules()))
 	}

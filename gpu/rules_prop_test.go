@@ -30,12 +30,19 @@ func genRulesNode(t *rapid.T) gpu.Node {
 	add("kunlun", rapid.SampledFrom([]int{0, 4, 8}).Draw(t, "kunlun"), 100, 98304, 100)
 	add("XPU", rapid.SampledFrom([]int{0, 4, 8}).Draw(t, "xpu"), 4, 98304, 100)
 	add("Ascend910C", rapid.IntRange(0, 8).Draw(t, "npu"), 4, 65536, 100)
+	add("AWSNeuron", rapid.IntRange(0, 8).Draw(t, "neuron"), 2, 0, 2)
+	n.InstanceType = rapid.SampledFrom([]string{"", "trn1.32xlarge", "inf2.48xlarge"}).Draw(t, "instance")
 	return n
 }
 
 // genRulesContainer is one container asking one of those types.
 func genRulesContainer(t *rapid.T, name string) corev1.Container {
-	switch rapid.IntRange(0, 4).Draw(t, "kind") {
+	switch rapid.IntRange(0, 5).Draw(t, "kind") {
+	case 5:
+		if rapid.Bool().Draw(t, "byDevice") {
+			return ctr(name, rl("aws.amazon.com/neuron", fmt.Sprint(rapid.IntRange(1, 4).Draw(t, "neurons"))))
+		}
+		return ctr(name, rl("aws.amazon.com/neuroncore", fmt.Sprint(rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(t, "neuroncores"))))
 	case 0:
 		return ctr(name, rl("enflame.com/drs-gcu", fmt.Sprint(rapid.SampledFrom([]int{1, 2, 3, 6}).Draw(t, "slices"))))
 	case 1:
@@ -53,11 +60,13 @@ func genRulesContainer(t *rapid.T, name string) corev1.Container {
 // under the vendor rules never gives a device more memory than it has left
 // (nor more cores, where the rule checks them), never gives a whole Kunlun
 // XPU that is in use, shares a vXPU only within one memory tier, and gives
-// a 910C request of several NPUs whole modules only.
+// a 910C request of several NPUs whole modules only; a run of Neuron
+// devices takes unused ones only (by the core check).
 // Seen failing with roomSlices' memory check removed (the 6g profile given
 // beside 1 MiB in use), with chooseModulePairs taking half modules (one NPU
-// of a module in a three-NPU request), and with the whole-XPU rule
-// ignoring use.
+// of a module in a three-NPU request), with the whole-XPU rule ignoring
+// use, and with HAMi's Neuron runs taken as indices unchecked (a used
+// device whose index a free run of positions names).
 func TestPropVendorRulesNeverOverassign(t *testing.T) {
 	reg := gpu.DefaultRegistry()
 	rapid.Check(t, func(t *rapid.T) {
@@ -96,7 +105,7 @@ func TestPropVendorRulesNeverOverassign(t *testing.T) {
 					t.Fatalf("%s: %d MiB given, %d of %d used", a.UUID, mem[a.UUID], d.UsedMemoryMiB, d.MemoryMiB)
 				}
 				switch d.Vendor {
-				case "Enflame", "Ascend910C":
+				case "Enflame", "Ascend910C", "AWSNeuron":
 					if int64(d.UsedCores)+cores[a.UUID] > int64(d.Cores) {
 						t.Fatalf("%s: %d cores given, %d of %d used", a.UUID, cores[a.UUID], d.UsedCores, d.Cores)
 					}

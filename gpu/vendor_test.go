@@ -203,12 +203,12 @@ func TestVendorEnflame(t *testing.T) {
 
 func TestVendorAWSNeuron(t *testing.T) {
 	runVendorCases(t, "AWSNeuron", []vendorCase{
-		{name: "devices take every core of each", limits: []string{"aws.amazon.com/neuron", "2"}, want: &gpu.Request{Nums: 2, MemoryPercent: 100, Cores: 2}},
-		{name: "devices win over cores", limits: []string{"aws.amazon.com/neuron", "1", "aws.amazon.com/neuroncore", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 2}},
-		{name: "one core on one device", limits: []string{"aws.amazon.com/neuroncore", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 1}},
-		{name: "four cores on two devices", limits: []string{"aws.amazon.com/neuroncore", "4"}, want: &gpu.Request{Nums: 2, MemoryPercent: 100, Cores: 2}},
+		{name: "devices take every core of each", limits: []string{"aws.amazon.com/neuron", "2"}, want: &gpu.Request{Nums: 2, MemoryPercent: 100, Cores: 2, Rule: gpu.FitNeuronRuns}},
+		{name: "devices win over cores", limits: []string{"aws.amazon.com/neuron", "1", "aws.amazon.com/neuroncore", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 2, Rule: gpu.FitNeuronRuns}},
+		{name: "one core on one device", limits: []string{"aws.amazon.com/neuroncore", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 1, Rule: gpu.FitNeuronRuns}},
+		{name: "four cores on two devices", limits: []string{"aws.amazon.com/neuroncore", "4"}, want: &gpu.Request{Nums: 2, MemoryPercent: 100, Cores: 2, Rule: gpu.FitNeuronRuns}},
 		{name: "three cores fill no devices", limits: []string{"aws.amazon.com/neuroncore", "3"}, badField: "resources.limits[aws.amazon.com/neuroncore]"},
-		{name: "two cores are one full device", requests: []string{"aws.amazon.com/neuroncore", "2"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 2}},
+		{name: "two cores are one full device", requests: []string{"aws.amazon.com/neuroncore", "2"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 2, Rule: gpu.FitNeuronRuns}},
 		{name: "zero cores ask nothing", limits: []string{"aws.amazon.com/neuroncore", "0"}},
 		{name: "negative cores", limits: []string{"aws.amazon.com/neuroncore", "-2"}, badField: "resources.limits[aws.amazon.com/neuroncore]"},
 	})
