@@ -557,8 +557,8 @@ type fitState struct {
 	devs         []Device
 	profiles     []SliceProfile
 	instanceType string
-	quotaMem   int64
-	quotaCores int64
+	quotaMem     int64
+	quotaCores   int64
 }
 
 func (s fitState) clone() fitState {

@@ -43,23 +43,8 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 	}
 	p.pairs = r.Rule == FitModulePairs && r.Nums > 1
 	order := deviceOrder(st.devs, typeDevs, r, req)
-	if r.Rule == FitNeuronRuns && r.Nums > 1 {
-		picks := p.chooseNeuronRun(order)
-		if picks == nil {
-			var counts reasonCounts
-			counts[rNumaNotFit] = 1
-			return nil, renderReasons(counts, len(typeDevs))
-		}
-		p.picked = picks
-		return p.commit(), nil
-	}
-	if r.Rule == FitLinkGraph || r.Rule == FitLinkGraphShared {
-		picks, counts := p.chooseKunlunGraph(order)
-		if picks == nil {
-			return nil, renderReasons(counts, len(typeDevs))
-		}
-		p.picked = picks
-		return p.commit(), nil
+	if allocs, rejections, done := p.chooseWhole(order, len(typeDevs)); done {
+		return allocs, rejections
 	}
 	for i := len(order) - 1; i >= 0 && (p.topology || p.pairs || p.need > 0); i-- {
 		if p.consider(order[i]) && st.devs[order[i]].Mode == ModeMIG {
@@ -84,6 +69,29 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 		return nil, renderReasons(p.counts, len(typeDevs))
 	}
 	return p.commit(), nil
+}
+
+// chooseWhole serves the rules that choose a set of devices at once
+// rather than walking them (Kunlun's link graph, AWS Neuron's runs of
+// several devices); done is false for the others.
+func (p *picker) chooseWhole(order []int, ofType int) (allocs []Allocation, rejections []Rejection, done bool) {
+	var picks []pick
+	var counts reasonCounts
+	switch {
+	case p.r.Rule == FitNeuronRuns && p.r.Nums > 1:
+		if picks = p.chooseNeuronRun(order); picks == nil {
+			counts[rNumaNotFit] = 1
+		}
+	case p.r.Rule == FitLinkGraph || p.r.Rule == FitLinkGraphShared:
+		picks, counts = p.chooseKunlunGraph(order)
+	default:
+		return nil, nil, false
+	}
+	if picks == nil {
+		return nil, renderReasons(counts, ofType), true
+	}
+	p.picked = picks
+	return p.commit(), nil, true
 }
 
 // picker is one request's walk over a node's devices, best candidate first.
