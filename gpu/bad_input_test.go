@@ -116,7 +116,7 @@ func TestBadInput(t *testing.T) {
 			func() error {
 				_, err := gpu.NewRegistry(
 					gpu.DeviceType{Type: "A", Count: "a.io/gpu", FitRule: "Tightest",
-						VNPU: gpu.VNPUConfig{Templates: []gpu.VNPUTemplate{{Name: "big", MemoryMiB: 2}, {Name: "small", MemoryMiB: 1}}, MemoryCapacityMiB: -1},
+						VNPU:        gpu.VNPUConfig{Templates: []gpu.VNPUTemplate{{Name: "big", MemoryMiB: 2}, {Name: "small", MemoryMiB: 1}}, MemoryCapacityMiB: -1},
 						Annotations: gpu.Annotations{Extra: "Everything", RegisterFormat: gpu.RegisterNeuron}},
 					gpu.DeviceType{Type: "B", Count: "b.io/gpu", FitRule: gpu.FitSliceProfiles})
 				return err
