@@ -109,7 +109,7 @@ func DecodeNode(node *corev1.Node, reg Registry) (Node, error) {
 	if node == nil {
 		return Node{}, plancore.Invalid(ErrInvalidDevice, field.ErrorList{field.Required(field.NewPath("node"), "a node is required")})
 	}
-	out := Node{Name: node.Name, InstanceType: node.Labels[LabelInstanceType]}
+	out := Node{Name: node.Name, InstanceType: node.Labels[LabelInstanceType], VNPUCore: node.Annotations[AnnoVNPUCore] == "true"}
 	var errs field.ErrorList
 	annos := field.NewPath("metadata", "annotations")
 	for _, t := range reg.types {

@@ -43,6 +43,11 @@ type Request struct {
 	CoresShare bool
 	// Rule is the type's fit rule (DeviceType.FitRule).
 	Rule FitRule
+	// SoftSplit is true for an Ascend request of a pod asking the hami-core
+	// soft split (huawei.com/vnpu-mode, read by FitRequestFromPod): the node
+	// must support it (Node.VNPUCore, else ModeNotFit) and every device
+	// counts 100 cores.
+	SoftSplit bool
 	// Slices is, under FitSliceProfiles, the exact profile size asked
 	// (Enflame's drs-gcu); 0 chooses the smallest profile holding MemoryMiB
 	// (HAMi's raw gcu-memory value: GiB, or MiB when above twice the

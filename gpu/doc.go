@@ -143,7 +143,8 @@
 // Ascend 910C's whole modules (FitModulePairs), Kunlun's link graph for
 // whole XPUs and vXPUs (FitLinkGraph, FitLinkGraphShared), AWS Neuron's
 // runs of devices by instance type (FitNeuronRuns), AMD's
-// compute-unit share (CoresShareOfDevice); AWS Neuron's cores are bit masks
+// compute-unit share (CoresShareOfDevice), Ascend's hami-core soft split
+// (Request.SoftSplit); AWS Neuron's cores are bit masks
 // of the device's NeuronCores in its annotations (Annotations.CoreMask). The
 // other vendors are fitted with NVIDIA's checks, which HAMi's Hygon,
 // Cambricon, Iluvatar, Mthreads, Vastai and Biren Fits follow closely.
@@ -161,12 +162,16 @@
 //     sees, plancore off each node; HAMi's core masks cover two cores a
 //     device, plancore's as many as the device has (the same for every
 //     Neuron device HAMi supports);
-//   - Ascend 910's NetworkID topology (the register's custominfo) and the
-//     hami-core soft split (huawei.com/vnpu-mode: every NPU counts 100
-//     cores, ModeNotFit on a node without hami-vnpu-core); the vNPU template
-//     a memory request is rounded up to is applied by HAMi's admission
+//   - Ascend 910's NetworkID topology (the register's custominfo), and the
+//     910C webhook's rounding of one NPU up to two; the vNPU template a
+//     memory request is rounded up to is applied by HAMi's admission
 //     webhook, which plancore does not run (pods read from a cluster already
-//     carry it), and named in huawei.com/<chip>;
+//     carry it), and named in huawei.com/<chip>. The hami-core soft split
+//     is modelled (Request.SoftSplit, Node.VNPUCore: ModeNotFit on a node
+//     without it, 100 cores an NPU); HAMi's global vnpus.hamiVnpuCore is
+//     taken as its chart's false for nodes without hami-vnpu-core;
+//   - HAMi's Ascend Fit has no quota check; plancore applies the quota to
+//     every type fitted with NVIDIA's checks;
 //   - Kunlun: HAMi checks both UUID selector pairs (baidu.com/... and
 //     hami.io/...-xpu-uuid) for both Kunlun types, plancore each type's own;
 //   - HAMi's random choices (map order): equal Enflame profiles, which whole

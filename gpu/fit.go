@@ -87,7 +87,16 @@ type Node struct {
 	// InstanceType is the node's node.kubernetes.io/instance-type label, read
 	// by the FitNeuronRuns rule.
 	InstanceType string
+	// VNPUCore is true when the node supports Ascend's hami-core soft split:
+	// its hami-vnpu-core annotation is "true". Without the annotation HAMi
+	// uses its global vnpus.hamiVnpuCore (false in its chart), as DecodeNode
+	// does; set it after decoding when that setting is true.
+	VNPUCore bool
 }
+
+// AnnoVNPUCore is the node annotation saying whether the node supports
+// Ascend's hami-core soft split.
+const AnnoVNPUCore = "hami-vnpu-core"
 
 // LabelInstanceType is the node label naming its cloud instance type.
 const LabelInstanceType = "node.kubernetes.io/instance-type"
@@ -557,6 +566,7 @@ type fitState struct {
 	devs         []Device
 	profiles     []SliceProfile
 	instanceType string
+	vnpuCore     bool
 	quotaMem     int64
 	quotaCores   int64
 }
@@ -575,7 +585,7 @@ func fitNode(n Node, req FitRequest) NodeFit {
 		out.Fits = true
 		return out
 	}
-	base := fitState{devs: n.Devices, profiles: n.SliceProfiles, instanceType: n.InstanceType}
+	base := fitState{devs: n.Devices, profiles: n.SliceProfiles, instanceType: n.InstanceType, vnpuCore: n.VNPUCore}
 	app := base.clone()
 	var containers []ContainerAllocation
 	for start := 0; start < len(req.Requests); {

@@ -150,3 +150,63 @@ func TestFilterAnnotationsAscend(t *testing.T) {
 		}},
 	})
 }
+
+// TestAscendSoftSplit restates HAMi's Ascend Fit under huawei.com/vnpu-mode
+// hami-core (device_test.go's hami-core cases): the node must say
+// hami-vnpu-core "true" (HAMi's chart default for nodes without it is
+// false), and every NPU then counts 100 cores instead of its AI cores.
+func TestAscendSoftSplit(t *testing.T) {
+	node := func(anno string, usedCores int32) gpu.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b3", Annotations: map[string]string{
+			"hami.io/node-register-Ascend910B3": `[{"id":"npu-0","count":4,"devmem":65536,"devcore":20,"type":"Ascend910B3","health":true},` +
+				`{"id":"npu-1","index":1,"count":4,"devmem":65536,"devcore":20,"type":"Ascend910B3","health":true}]`}}}
+		if anno != "" {
+			n.Annotations["hami-vnpu-core"] = anno
+		}
+		out, err := gpu.DecodeNode(n, gpu.DefaultRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range out.Devices {
+			out.Devices[i].Used, out.Devices[i].UsedCores = min(usedCores, 1), usedCores
+		}
+		return out
+	}
+	cases := []struct {
+		name, mode, nodeAnno, cores string
+		usedCores                   int32
+		want                        string
+	}{
+		{name: "hard split: 50 is more than 20 AI cores", cores: "50", want: "2/2 CardInsufficientCore"},
+		{name: "hami-core on a node without the annotation", mode: "hami-core", cores: "50", want: "1/2 ModeNotFit"},
+		{name: "hami-core on a node saying false", mode: "hami-core", nodeAnno: "false", cores: "50", want: "1/2 ModeNotFit"},
+		{name: "hami-core on a node saying true: 50 of 100", mode: "hami-core", nodeAnno: "true", cores: "50", want: "npu-1 50"},
+		{name: "hard split: 20 AI cores used exhaust the NPU", cores: "0", usedCores: 20, want: "2/2 CardComputeUnitsExhausted"},
+		{name: "hami-core: 20 of 100 used leaves room", mode: "hami-core", nodeAnno: "true", cores: "0", usedCores: 20, want: "npu-1 0"},
+		{name: "another mode is the hard split", mode: "vnpu", nodeAnno: "true", cores: "50", want: "2/2 CardInsufficientCore"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := podWith(nil, []corev1.Container{ctr("c", rl("huawei.com/Ascend910B3", "1", "huawei.com/Ascend910B3-memory", "16384", "huawei.com/Ascend910B3-core", tc.cores))})
+			if tc.mode != "" {
+				pod.Annotations = map[string]string{"huawei.com/vnpu-mode": tc.mode}
+			}
+			fr, err := gpu.FitRequestFromPod(pod, gpu.DefaultRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			nf, err := gpu.FitNode(node(tc.nodeAnno, tc.usedCores), fr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := nf.Message()
+			if nf.Fits {
+				a := nf.Containers[0].Devices[0]
+				got = fmt.Sprintf("%s %d", a.UUID, a.Cores)
+			}
+			if got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

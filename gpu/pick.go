@@ -31,6 +31,12 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 		need: r.Nums, picked: make([]pick, 0, min(int(r.Nums), len(typeDevs))), quotaMem: st.quotaMem, quotaCores: st.quotaCores, prevNUMA: -1,
 		mutex: req.Exclusive || slices.Contains(req.GPUPolicy, Mutex), topology: slices.Contains(req.GPUPolicy, TopologyAware) && r.Type == "NVIDIA",
 		numaBind: req.NUMABind && r.Type == "NVIDIA"}
+	if r.SoftSplit && !st.vnpuCore {
+		// HAMi's Ascend Fit refuses a hami-core pod on a node without it.
+		var counts reasonCounts
+		counts[rModeNotFit] = 1
+		return nil, renderReasons(counts, len(typeDevs))
+	}
 	if r.Rule == FitSliceProfiles {
 		prof, ok := selectSliceProfile(st.profiles, r)
 		if !ok {
@@ -196,17 +202,22 @@ func (p *picker) room(idx int) (pick, int) {
 	if p.r.CoresShare {
 		return p.roomShare(idx, mem)
 	}
+	total := d.Cores
+	if p.r.SoftSplit {
+		// HAMi's Ascend Fit counts 100 cores a device under hami-core.
+		total = 100
+	}
 	q := p.req.Quota
 	switch {
 	case (q.LimitMemory && p.quotaMem+int64(mem) > q.MemoryMiB) || (q.LimitCores && p.quotaCores+int64(p.cores) > q.Cores):
 		return pick{}, rResourceQuotaNotFit
 	case int64(d.MemoryMiB)-int64(d.UsedMemoryMiB) < int64(mem):
 		return pick{}, rCardInsufficientMemory
-	case int64(d.Cores)-int64(d.UsedCores) < int64(p.cores):
+	case int64(total)-int64(d.UsedCores) < int64(p.cores):
 		return pick{}, rCardInsufficientCore
-	case d.Cores == 100 && p.cores == 100 && d.Used > 0:
+	case total == 100 && p.cores == 100 && d.Used > 0:
 		return pick{}, rExclusiveDeviceAllocateConflict
-	case d.Cores != 0 && p.cores == 0 && d.UsedCores >= d.Cores:
+	case total != 0 && p.cores == 0 && d.UsedCores >= total:
 		return pick{}, rCardComputeUnitsExhausted
 	}
 	pk := pick{idx: idx, mem: mem, cores: p.cores}
