@@ -216,7 +216,8 @@ const (
 	// for the request has a free placement.
 	CardMigTopologyInfeasible ReasonCode = "CardMigTopologyInfeasible"
 	// ModeNotFit: no slice profile of the node matches the request
-	// (FitSliceProfiles, HAMi's Enflame DRS).
+	// (FitSliceProfiles, HAMi's Enflame DRS), or the node does not support
+	// the hami-core soft split an Ascend request asks (Request.SoftSplit).
 	ModeNotFit ReasonCode = "ModeNotFit"
 )
 
