@@ -56,6 +56,7 @@ func addOne(d *Device, a Allocation, p *field.Path) field.ErrorList {
 	d.Used = addSat32(d.Used, max(a.Slots, 1))
 	d.UsedMemoryMiB = addSat32(d.UsedMemoryMiB, a.MemoryMiB)
 	d.UsedCores = addSat32(d.UsedCores, a.Cores)
+	d.CoresInUse |= a.CoreMask
 	return nil
 }
 
@@ -79,6 +80,8 @@ func checkAllocation(d Device, a Allocation, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("cores"), a.Cores, "must not be negative"))
 	case a.Cores > d.Cores:
 		errs = append(errs, field.Invalid(p.Child("cores"), a.Cores, fmt.Sprintf("device %s has %d cores in all", d.ID, d.Cores)))
+	case d.Cores < 64 && a.CoreMask>>uint(max(d.Cores, 0)) != 0:
+		errs = append(errs, field.Invalid(p.Child("coreMask"), a.CoreMask, fmt.Sprintf("device %s has cores 0..%d only", d.ID, d.Cores-1)))
 	}
 	return errs
 }

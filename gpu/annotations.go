@@ -95,6 +95,13 @@ func FitRequestFromPod(pod *corev1.Pod, reg Registry) (FitRequest, error) {
 		return FitRequest{}, err
 	}
 	fr.Selectors = reg.selectors(a)
+	if a[AnnoAscendVNPUMode] == "hami-core" {
+		for i, q := range fr.Requests {
+			if t, ok := reg.Lookup(q.Type); ok && t.Annotations.Extra == ExtraAscend {
+				fr.Requests[i].SoftSplit = true
+			}
+		}
+	}
 	// What was read above is what Validate checks; this is a guard, not a
 	// second source of errors.
 	if err := fr.Validate(); err != nil {

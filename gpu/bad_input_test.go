@@ -110,6 +110,22 @@ func TestBadInput(t *testing.T) {
 					gpu.DeviceType{Type: "B", Count: "d.io/gpu"})
 				return err
 			}},
+		{"registry: the vendor-rule fields of one row at once", gpu.ErrInvalidRegistry,
+			[]string{"types[0].fitRule", "types[0].vnpu.templates[1]", "types[0].vnpu", "types[0].annotations.extra", "types[0].cores",
+				"types[1].fitRule"},
+			func() error {
+				_, err := gpu.NewRegistry(
+					gpu.DeviceType{Type: "A", Count: "a.io/gpu", FitRule: "Tightest",
+						VNPU:        gpu.VNPUConfig{Templates: []gpu.VNPUTemplate{{Name: "big", MemoryMiB: 2}, {Name: "small", MemoryMiB: 1}}, MemoryCapacityMiB: -1},
+						Annotations: gpu.Annotations{Extra: "Everything", RegisterFormat: gpu.RegisterNeuron}},
+					gpu.DeviceType{Type: "B", Count: "b.io/gpu", FitRule: gpu.FitSliceProfiles})
+				return err
+			}},
+		{"fit request: an unknown rule and slices outside the slice rule", gpu.ErrInvalidRequest,
+			[]string{"request.requests[0].rule", "request.requests[1].slices"},
+			func() error {
+				return gpu.FitRequest{Requests: []gpu.Request{{Container: "a", Type: "T", Nums: 1, Rule: "Tightest"}, {Container: "b", Type: "T", Nums: 1, Slices: 2}}}.Validate()
+			}},
 		{"registry With: a clash with a kept row and an empty name", gpu.ErrInvalidRegistry, []string{"types[0].count", "types[1].type"},
 			func() error {
 				_, err := gpu.DefaultRegistry().With(gpu.DeviceType{Type: "Dup", Count: "nvidia.com/gpu"}, gpu.DeviceType{Count: "z.io/x"})

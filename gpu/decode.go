@@ -109,13 +109,20 @@ func DecodeNode(node *corev1.Node, reg Registry) (Node, error) {
 	if node == nil {
 		return Node{}, plancore.Invalid(ErrInvalidDevice, field.ErrorList{field.Required(field.NewPath("node"), "a node is required")})
 	}
-	out := Node{Name: node.Name}
+	out := Node{Name: node.Name, InstanceType: node.Labels[LabelInstanceType], VNPUCore: node.Annotations[AnnoVNPUCore] == "true"}
 	var errs field.ErrorList
 	annos := field.NewPath("metadata", "annotations")
 	for _, t := range reg.types {
-		devs, bad := decodeRegister(node, t, annos)
-		errs = append(errs, bad...)
-		out.Devices = append(out.Devices, devs...)
+		if v, ok := node.Annotations[t.Annotations.Register]; ok && t.Annotations.RegisterFormat == RegisterEnflameDRS {
+			devs, profiles, bad := decodeEnflameDRS(node, t.Type, v, annos.Key(t.Annotations.Register))
+			errs = append(errs, bad...)
+			out.Devices = append(out.Devices, devs...)
+			out.SliceProfiles = append(out.SliceProfiles, profiles...)
+		} else {
+			devs, bad := decodeRegister(node, t, annos)
+			errs = append(errs, bad...)
+			out.Devices = append(out.Devices, devs...)
+		}
 		if h, ok := node.Annotations[t.Annotations.Handshake]; ok && t.Annotations.Handshake != "" {
 			hs, bad := decodeHandshake(node, t, h, annos.Key(t.Annotations.Handshake))
 			errs = append(errs, bad...)
@@ -149,8 +156,14 @@ func DecodeNode(node *corev1.Node, reg Registry) (Node, error) {
 // decodeRegister returns the devices of one type registered on node.
 func decodeRegister(node *corev1.Node, t DeviceType, annos *field.Path) ([]Device, field.ErrorList) {
 	a := t.Annotations
-	if a.RegisterFormat == RegisterCapacity {
+	switch a.RegisterFormat {
+	case RegisterEnflameDRS:
+		// Read by DecodeNode with the node's profiles.
+		return nil, nil
+	case RegisterCapacity:
 		return capacityDevices(node, t), nil
+	case RegisterNeuron:
+		return neuronDevices(node, t), nil
 	}
 	v, ok := node.Annotations[a.Register]
 	if !ok || a.Register == "" {
@@ -169,6 +182,13 @@ func decodeRegister(node *corev1.Node, t DeviceType, annos *field.Path) ([]Devic
 	}
 	for i := range devs {
 		devs[i].Vendor = t.Type
+		if a.RegisterFormat == RegisterMetaxSGPU {
+			// HAMi types every Metax sGPU by the vendor
+			// (convertMetaxSDeviceToHAMIDevice, the product model kept
+			// aside), which decides its device score and the padding of its
+			// Filter annotations; so does plancore.
+			devs[i].Model = t.Type
+		}
 		if a.RegisterCores > 0 {
 			devs[i].Cores = a.RegisterCores
 		}
@@ -312,7 +332,7 @@ func decodeMetaxRegister(s string, p *field.Path) ([]Device, field.ErrorList) {
 	}
 	out := make([]Device, len(list))
 	for i, m := range list {
-		out[i] = Device{ID: m.UUID, Index: i, Model: m.Model, Count: m.TotalDevCount, MemoryMiB: m.TotalVRam,
+		out[i] = Device{ID: m.UUID, Index: i, Count: m.TotalDevCount, MemoryMiB: m.TotalVRam,
 			Cores: m.TotalCompute, NUMA: int(m.Numa), Healthy: m.Healthy}
 	}
 	return out, nil
@@ -427,6 +447,8 @@ func EncodeNode(n Node, reg Registry) (map[string]string, error) {
 				fmt.Fprintf(&b, "%s,%d,%d,%d,%s,%d,%t,%d,%s:", d.ID, d.Count, d.MemoryMiB, d.Cores, d.Model, d.NUMA, d.Healthy, d.Index, d.Mode)
 			}
 			out[t.Annotations.Register] = b.String()
+		case RegisterEnflameDRS:
+			out[t.Annotations.Register] = encodeEnflameDRS(devs, n.SliceProfiles)
 		case RegisterMetaxSGPU:
 			list := make([]metaxDevice, len(devs))
 			for i, d := range devs {

@@ -69,7 +69,7 @@ func TestDecodeNode(t *testing.T) {
 			{ID: "DCU-0", Index: 0, Vendor: "DCU", Model: "DCU-Z100", Count: 4, MemoryMiB: 16384, Cores: 100, Healthy: true, Mode: "hami-core"},
 			{ID: "DCU-1", Index: 1, Vendor: "DCU", Model: "DCU-Z100", Count: 4, MemoryMiB: 16384, Cores: 100, NUMA: 1, Mode: "hami-core"},
 			mlu(0), mlu(1),
-			{ID: "MX-0", Index: 0, Vendor: "Metax-SGPU", Model: "C500", Count: 16, MemoryMiB: 65536, Cores: 100, NUMA: 1, Healthy: true},
+			{ID: "MX-0", Index: 0, Vendor: "Metax-SGPU", Model: "Metax-SGPU", Count: 16, MemoryMiB: 65536, Cores: 100, NUMA: 1, Healthy: true},
 			nv("GPU-a", 0, 0, false), nv("GPU-b", 1, 1, true), mig,
 		},
 		PairScores: []gpu.PairScore{{From: "GPU-a", To: "GPU-b", Score: 200}, {From: "GPU-b", To: "GPU-a", Score: 200}},
@@ -148,7 +148,9 @@ func TestNodeRoundTrip(t *testing.T) {
 			}
 			switch v {
 			case "Metax-SGPU":
-				d.Index = 0 // Metax's register carries no index or mode; the position is the index
+				// Metax's register carries no index or mode (the position is the
+				// index), and HAMi types its devices by the vendor, not the model.
+				d.Index, d.Model = 0, "Metax-SGPU"
 			case "DCU", "BI-V150":
 				d.Index, d.Mode = rapid.IntRange(0, 16).Draw(t, "index"), rapid.SampledFrom([]string{"hami-core", "mps"}).Draw(t, "mode")
 			default:
@@ -308,6 +310,12 @@ func TestFilterAnnotations(t *testing.T) {
 		"hami.io/cambricon-mlu-devices-allocated":   ";;n1-cambricon-mlu-1,MLU,512,20:;",
 		"CAMBRICON_DSMLU_ASSIGNED":                  "false",
 		"CAMBRICON_DSMLU_PROFILE":                   "1_20_2",
+		// HAMi types Metax sGPUs "Metax-SGPU": the node's Metax sGPU gets
+		// its (empty) entries and Metax's own JSON although the pod asks none.
+		"hami.io/metax-sgpu-devices-to-allocate": ";;;",
+		"hami.io/metax-sgpu-devices-allocated":   ";;;",
+		"metax-tech.com/gpu-devices-allocated":   "[[],[],[]]",
+		"metax-tech.com/predicate-time":          "1781431200000000000",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("annotations (-want +got):\n%s", diff)

@@ -41,6 +41,18 @@ type Request struct {
 	// compute units rather than of a 100-core card (the type's
 	// CoresShareOfDevice, HAMi's AMD).
 	CoresShare bool
+	// Rule is the type's fit rule (DeviceType.FitRule).
+	Rule FitRule
+	// SoftSplit is true for an Ascend request of a pod asking the hami-core
+	// soft split (huawei.com/vnpu-mode, read by FitRequestFromPod): the node
+	// must support it (Node.VNPUCore, else ModeNotFit) and every device
+	// counts 100 cores.
+	SoftSplit bool
+	// Slices is, under FitSliceProfiles, the exact profile size asked
+	// (Enflame's drs-gcu); 0 chooses the smallest profile holding MemoryMiB
+	// (HAMi's raw gcu-memory value: GiB, or MiB when above twice the
+	// largest profile's memory) and Cores.
+	Slices int32
 }
 
 // DetectRequests returns one Request per container and requested device type:
@@ -138,10 +150,16 @@ func (t DeviceType) derive(q *quantityReader, req Request) (Request, bool) {
 			q.errs = append(q.errs, field.Invalid(coresPath, cores, fmt.Sprintf("must be at most %d or a multiple of it", per)))
 			return req, false
 		}
-		req.Nums, req.Cores, req.MemoryPercent = max(cores/per, 1), min(cores, per), 100
+		req.Nums, req.Cores, req.MemoryPercent, req.Rule = max(cores/per, 1), min(cores, per), 100, t.FitRule
 		return req, true
 	case t.CountRule == CountFromCores && nums > 0:
-		coresSet = false // HAMi ignores the cores of a device-count request
+		// A device-count request takes every core of each device: HAMi's
+		// Coresreq is then the cores per device it read off the node
+		// (coresPerAWSNeuron), CoresPerDevice here.
+		cores, coresSet = t.CoresPerDevice, true
+	case t.CountRule == CountOneDevice && nums > 0 && t.FitRule == FitSliceProfiles:
+		// The count is the profile's size (HAMi's direct mode).
+		req.Slices, mem, memSet, nums, cores, coresSet = nums, 0, false, 1, 0, true
 	case t.CountRule == CountOneDevice && nums > 0:
 		// The count is the size of one slice (HAMi's direct mode).
 		mem, memSet, memText, nums, cores, coresSet = int64(nums), true, fmt.Sprint(nums), 1, 0, true
@@ -165,7 +183,7 @@ func (t DeviceType) derive(q *quantityReader, req Request) (Request, bool) {
 		q.errs = append(q.errs, field.Invalid(memPath, memText, "overflows int32 MiB"))
 		return req, false
 	}
-	req.Nums, req.CoresShare = nums, t.CoresShareOfDevice
+	req.Nums, req.CoresShare, req.Rule = nums, t.CoresShareOfDevice, t.FitRule
 	return newRequest(t, req, int32(mem), pct, cores, coresSet), true
 }
 

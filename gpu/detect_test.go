@@ -41,7 +41,7 @@ func TestDefaultRegistry(t *testing.T) {
 	for _, typ := range reg.Types() {
 		names = append(names, typ.Type)
 	}
-	want := []string{"AMD", "AWSNeuron", "Ascend310P", "Ascend910A", "Ascend910B2", "Ascend910B3", "Ascend910B4", "Ascend910B4-1",
+	want := []string{"AMD", "AWSNeuron", "Ascend310P", "Ascend910A", "Ascend910B2", "Ascend910B3", "Ascend910B4", "Ascend910B4-1", "Ascend910C",
 		"BI-V100", "BI-V150", "Biren", "DCU", "Enflame", "GCU",
 		"MLU", "MR-V100", "MR-V50", "Metax-GPU", "Metax-SGPU", "Mthreads", "NVIDIA", "Vastai", "XPU", "kunlun"}
 	if diff := cmp.Diff(want, names); diff != "" {

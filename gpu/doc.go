@@ -17,7 +17,9 @@
 // GiB unless the value has a unit), the cores of a whole-card request
 // (100 for Cambricon, Hygon, AMD, Metax; 0 for Vastai, Biren, Kunlun),
 // range checks (AMD's cores within 1..100), the annotations its plugin
-// registers devices in and its selectors.
+// registers devices in, its selectors, the vendor-specific annotations
+// Filter writes, and its fit rule where HAMi's Fit differs from NVIDIA's
+// (see Vendors below).
 //
 // Read a HAMi cluster, fit the pod onto candidate nodes (Filter), one
 // decision per snapshot of the nodes' usage, and write what HAMi's Filter
@@ -121,6 +123,10 @@
 //     where HAMi skips the vendor or the pod;
 //   - the topology-aware search stops at 100,000 combinations and keeps the
 //     first devices in walk order (HAMi enumerates them all);
+//   - HAMi's AWS Neuron run search finds free positions of its sorted list
+//     and takes the devices of those indices, which may be in use (or
+//     missing); plancore takes a run only when the devices it names are
+//     free, else tries the next;
 //   - numa-bind, the device cordon and topology-aware apply to NVIDIA only,
 //     as in HAMi; mutex applies to every vendor (HAMi's Enflame GCU and
 //     whole Kunlun XPU ignore it).
@@ -132,9 +138,67 @@
 // the lowest), the same device tried again for the next instance; no such
 // placement is the reason CardMigTopologyInfeasible.
 //
-// Not modelled: each vendor's own Fit beyond NVIDIA's checks and AMD's
-// compute-unit share (plancore fits the other vendors with NVIDIA's checks,
-// so Enflame's DRS slices, for instance, are compared as plain numbers), Enflame's and AWS Neuron's node
-// registers (build their devices by hand), and the vendor-specific
-// annotations those vendors' PatchAnnotations add.
+// Each vendor's own Fit is a row's FitRule where it changes which devices
+// are chosen or refused: Enflame's DRS slice profiles (FitSliceProfiles),
+// Ascend 910C's whole modules (FitModulePairs), Kunlun's link graph for
+// whole XPUs and vXPUs (FitLinkGraph, FitLinkGraphShared), AWS Neuron's
+// runs of devices by instance type (FitNeuronRuns), AMD's
+// compute-unit share (CoresShareOfDevice), Ascend's hami-core soft split
+// (Request.SoftSplit); AWS Neuron's cores are bit masks
+// of the device's NeuronCores in its annotations (Annotations.CoreMask). The
+// other vendors are fitted with NVIDIA's checks, which HAMi's Hygon,
+// Cambricon, Iluvatar, Mthreads, Vastai and Biren Fits follow closely.
+//
+// Not modelled, each a known difference:
+//
+//   - Metax sGPU's QoS and MetaLink topology (sdevice.go Fit, checkAppClass,
+//     checkDeviceQos, prioritizeExclusiveDevices, prioritizeOnlineDevices,
+//     ScoreNode): they need, per device, the online/offline app class of
+//     every pod on it, its QoS policy and link zone from the register, and
+//     the scheduler's in-memory jittery-QoS cache, none of which a Device
+//     carries; plancore fits Metax sGPU with NVIDIA's checks and ignores the
+//     metax-tech.com/sgpu-* pod annotations;
+//   - AWS Neuron: HAMi reads the cores per device off the first node it
+//     sees, plancore off each node; HAMi's core masks cover two cores a
+//     device, plancore's as many as the device has (the same for every
+//     Neuron device HAMi supports);
+//   - Ascend 910's NetworkID topology (the register's custominfo), and the
+//     910C webhook's rounding of one NPU up to two; the vNPU template a
+//     memory request is rounded up to is applied by HAMi's admission
+//     webhook, which plancore does not run (pods read from a cluster already
+//     carry it), and named in huawei.com/<chip>. The hami-core soft split
+//     is modelled (Request.SoftSplit, Node.VNPUCore: ModeNotFit on a node
+//     without it, 100 cores an NPU); HAMi's global vnpus.hamiVnpuCore is
+//     taken as its chart's false for nodes without hami-vnpu-core;
+//   - HAMi's Ascend Fit has no quota check; plancore applies the quota to
+//     every type fitted with NVIDIA's checks;
+//   - Kunlun: HAMi checks both UUID selector pairs (baidu.com/... and
+//     hami.io/...-xpu-uuid) for both Kunlun types, plancore each type's own;
+//   - HAMi's random choices (map order): equal Enflame profiles, which whole
+//     910C modules; plancore takes the first by name and in walk order;
+//   - Enflame's slices after a scheduler restart: HAMi re-reads a pod's
+//     allocation without its profile and counts one slot, as
+//     DecodePodUsage does; its in-memory cache counted the profile's slices.
+//
+// # Vendors
+//
+// One row (or rows) per vendor, each in vendor_<name>.go citing the HAMi
+// files it follows (pkg/device/<vendor>/):
+//
+//	type(s)                     register (DecodeNode)                   fit rule              Filter annotations beyond vgpu-node/-time
+//	NVIDIA                      hami.io/node-nvidia-register (JSON)     NVIDIA's, MIG         vgpu-devices-to-allocate/-allocated, vgpu-mig-allocations
+//	MLU                         capacity (cambricon.com/mlu.smlu.vcore) NVIDIA's              cambricon-mlu-devices-*, CAMBRICON_DSMLU_ASSIGNED/_PROFILE
+//	DCU                         hami.io/node-dcu-register (legacy)      NVIDIA's              dcu-devices-*
+//	Ascend310P … Ascend910C     hami.io/node-register-<chip> (JSON)     NVIDIA's; 910C pairs  <chip>-devices-*, huawei.com/<chip>, predicate-time
+//	BI-V100, BI-V150, MR-V…     hami.io/node-<chip>-register (legacy)   NVIDIA's              <chip>-devices-*
+//	Metax-GPU                   capacity (metax-tech.com/gpu)           NVIDIA's              metax-gpu-devices-*
+//	Metax-SGPU                  metax-tech.com/node-gpu-devices         NVIDIA's              metax-sgpu-devices-*, metax-tech.com/gpu-devices-allocated, predicate-time
+//	kunlun                      capacity (kunlunxin.com/xpu)            link graph            kunlun-allocated, BAIDU_COM_DEVICE_IDX
+//	XPU                         hami.io/node-register-xpu (JSON)        link graph, shared    xpu-devices-*
+//	Mthreads                    capacity (mthreads.com/sgpu-core)       NVIDIA's              mthreads-vgpu-devices-allocated, mthreads.com/gpu-index, predicate-time/-node
+//	Enflame                     enflame.com/gcu-drs-capacity (JSON)     slice profiles        enflame-vgpu-devices-allocated, enflame.com/gcu-assigned*, gcu-request-size, assigned-containers
+//	GCU                         capacity (enflame.com/gcu)              NVIDIA's              enflame-gcu-devices-*
+//	AWSNeuron                   capacity (aws.amazon.com/neuron, -core) runs, core masks      aws-neuron-devices-allocated, AWS_NEURON_IDS, NEURON_*, aws.amazon.com/predicate-node
+//	AMD                         hami.io/node-amd-register (JSON)        compute-unit share    amd-devices-* (entries typed by product)
+//	Vastai, Biren               hami.io/node-<x>-register (JSON)        NVIDIA's              <x>-devices-*
 package gpu

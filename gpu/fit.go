@@ -53,6 +53,13 @@ type Device struct {
 	MIGProfiles []MIGProfile
 	// MIGInUse are the slice ranges of the MIG instances already placed.
 	MIGInUse []MIGPlacement
+
+	// Minor is the device's minor number where its plugin registers one
+	// (Enflame DRS; empty means the index).
+	Minor string
+	// CoresInUse has bit i set when core i of the device is held, for a type
+	// whose allocations name cores by bit (Annotations.CoreMask, AWS Neuron).
+	CoresInUse uint64
 }
 
 // ModeMIG is the Mode of an NVIDIA device split into MIG instances.
@@ -73,6 +80,32 @@ type Node struct {
 	// Handshakes are the vendors' handshake annotations (DecodeNode); see
 	// DropStaleVendors.
 	Handshakes []Handshake
+	// SliceProfiles are the slice profiles the node's devices of a
+	// FitSliceProfiles type offer (Enflame DRS: "<n>g.<m>gb" names with the
+	// plugin's profile IDs), sorted by name.
+	SliceProfiles []SliceProfile
+	// InstanceType is the node's node.kubernetes.io/instance-type label, read
+	// by the FitNeuronRuns rule.
+	InstanceType string
+	// VNPUCore is true when the node supports Ascend's hami-core soft split:
+	// its hami-vnpu-core annotation is "true". Without the annotation HAMi
+	// uses its global vnpus.hamiVnpuCore (false in its chart), as DecodeNode
+	// does; set it after decoding when that setting is true.
+	VNPUCore bool
+}
+
+// AnnoVNPUCore is the node annotation saying whether the node supports
+// Ascend's hami-core soft split.
+const AnnoVNPUCore = "hami-vnpu-core"
+
+// LabelInstanceType is the node label naming its cloud instance type.
+const LabelInstanceType = "node.kubernetes.io/instance-type"
+
+// SliceProfile is one slice profile of a node (Enflame DRS): its name,
+// "<slices>g.<memory GiB>gb", and the plugin's ID for it.
+type SliceProfile struct {
+	Name string
+	ID   string
 }
 
 // Policy is a node or device ordering policy.
@@ -182,6 +215,10 @@ const (
 	// CardMigTopologyInfeasible: no MIG profile of the device large enough
 	// for the request has a free placement.
 	CardMigTopologyInfeasible ReasonCode = "CardMigTopologyInfeasible"
+	// ModeNotFit: no slice profile of the node matches the request
+	// (FitSliceProfiles, HAMi's Enflame DRS), or the node does not support
+	// the hami-core soft split an Ascend request asks (Request.SoftSplit).
+	ModeNotFit ReasonCode = "ModeNotFit"
 )
 
 // Reason codes of a node's and a plan's outcome.
@@ -240,6 +277,12 @@ type Allocation struct {
 	// device; a zero placement Size means none.
 	MIGProfile   string
 	MIGPlacement MIGPlacement
+	// SliceProfile names the slice profile given (FitSliceProfiles); Slots
+	// then holds its slices.
+	SliceProfile string
+	// CoreMask is the device's cores held, bit i for core i, for a type
+	// whose allocations name cores by bit (AWS Neuron); Cores is their count.
+	CoreMask uint64
 }
 
 // ContainerAllocation is what one container was given.
@@ -333,6 +376,12 @@ func (r FitRequest) validate(p *field.Path) field.ErrorList {
 		}
 		if q.MemoryMiB < 0 {
 			errs = append(errs, field.Invalid(qp.Child("memoryMiB"), q.MemoryMiB, "must not be negative"))
+		}
+		switch {
+		case !slices.Contains(fitRules(), q.Rule):
+			errs = append(errs, field.NotSupported(qp.Child("rule"), q.Rule, fitRules()))
+		case q.Slices < 0 || (q.Slices > 0 && q.Rule != FitSliceProfiles):
+			errs = append(errs, field.Invalid(qp.Child("slices"), q.Slices, "must be 0, or positive under the SliceProfiles rule"))
 		}
 		if q.MemoryPercent < 0 || q.MemoryPercent > 100 {
 			errs = append(errs, field.Invalid(qp.Child("memoryPercent"), q.MemoryPercent, "must be within 0..100"))
@@ -515,9 +564,12 @@ func nodeScore(n Node) float64 {
 
 // fitState is the mutable working copy of one node during a fit.
 type fitState struct {
-	devs       []Device
-	quotaMem   int64
-	quotaCores int64
+	devs         []Device
+	profiles     []SliceProfile
+	instanceType string
+	vnpuCore     bool
+	quotaMem     int64
+	quotaCores   int64
 }
 
 func (s fitState) clone() fitState {
@@ -534,7 +586,7 @@ func fitNode(n Node, req FitRequest) NodeFit {
 		out.Fits = true
 		return out
 	}
-	base := fitState{devs: n.Devices}
+	base := fitState{devs: n.Devices, profiles: n.SliceProfiles, instanceType: n.InstanceType, vnpuCore: n.VNPUCore}
 	app := base.clone()
 	var containers []ContainerAllocation
 	for start := 0; start < len(req.Requests); {

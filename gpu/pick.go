@@ -31,11 +31,36 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 		need: r.Nums, picked: make([]pick, 0, min(int(r.Nums), len(typeDevs))), quotaMem: st.quotaMem, quotaCores: st.quotaCores, prevNUMA: -1,
 		mutex: req.Exclusive || slices.Contains(req.GPUPolicy, Mutex), topology: slices.Contains(req.GPUPolicy, TopologyAware) && r.Type == "NVIDIA",
 		numaBind: req.NUMABind && r.Type == "NVIDIA"}
+	if r.SoftSplit && !st.vnpuCore {
+		// HAMi's Ascend Fit refuses a hami-core pod on a node without it.
+		var counts reasonCounts
+		counts[rModeNotFit] = 1
+		return nil, renderReasons(counts, len(typeDevs))
+	}
+	if r.Rule == FitSliceProfiles {
+		prof, ok := selectSliceProfile(st.profiles, r)
+		if !ok {
+			// HAMi's Enflame Fit refuses the request before any device.
+			var counts reasonCounts
+			counts[rModeNotFit] = 1
+			return nil, renderReasons(counts, len(typeDevs))
+		}
+		p.slice = prof
+	}
+	p.pairs = r.Rule == FitModulePairs && r.Nums > 1
 	order := deviceOrder(st.devs, typeDevs, r, req)
-	for i := len(order) - 1; i >= 0 && (p.topology || p.need > 0); i-- {
+	if allocs, rejections, done := p.chooseWhole(order, len(typeDevs)); done {
+		return allocs, rejections
+	}
+	for i := len(order) - 1; i >= 0 && (p.topology || p.pairs || p.need > 0); i-- {
 		if p.consider(order[i]) && st.devs[order[i]].Mode == ModeMIG {
 			// HAMi tries a MIG device again after taking an instance of it.
 			i++
+		}
+	}
+	if p.pairs {
+		if got := p.chooseModulePairs(); got != int(r.Nums) {
+			return nil, modulePairsReasons(p.counts, got, r.Nums)
 		}
 	}
 	if p.topology {
@@ -52,6 +77,29 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 	return p.commit(), nil
 }
 
+// chooseWhole serves the rules that choose a set of devices at once
+// rather than walking them (Kunlun's link graph, AWS Neuron's runs of
+// several devices); done is false for the others.
+func (p *picker) chooseWhole(order []int, ofType int) (allocs []Allocation, rejections []Rejection, done bool) {
+	var picks []pick
+	var counts reasonCounts
+	switch {
+	case p.r.Rule == FitNeuronRuns && p.r.Nums > 1:
+		if picks = p.chooseNeuronRun(order); picks == nil {
+			counts[rNumaNotFit] = 1
+		}
+	case p.r.Rule == FitLinkGraph || p.r.Rule == FitLinkGraphShared:
+		picks, counts = p.chooseKunlunGraph(order)
+	default:
+		return nil, nil, false
+	}
+	if picks == nil {
+		return nil, renderReasons(counts, ofType), true
+	}
+	p.picked = picks
+	return p.commit(), nil, true
+}
+
 // picker is one request's walk over a node's devices, best candidate first.
 type picker struct {
 	st                   *fitState
@@ -66,6 +114,8 @@ type picker struct {
 	quotaMem, quotaCores int64
 	mutex, topology      bool
 	numaBind             bool
+	pairs                bool
+	slice                sliceCandidate
 }
 
 // pick is one device slice a request takes.
@@ -75,6 +125,7 @@ type pick struct {
 	cores     int32
 	profile   string
 	placement MIGPlacement
+	slots     int32
 }
 
 // consider picks device idx, or counts why it was rejected.
@@ -93,7 +144,7 @@ func (p *picker) consider(idx int) bool {
 	p.picked = append(p.picked, pk)
 	p.quotaMem += int64(pk.mem)
 	p.quotaCores += int64(p.cores)
-	if !p.topology {
+	if !p.topology && !p.pairs {
 		p.need--
 	}
 	return true
@@ -145,8 +196,16 @@ func (p *picker) room(idx int) (pick, int) {
 	if mem == 0 {
 		mem = int32(int64(d.MemoryMiB) * int64(p.r.MemoryPercent) / 100)
 	}
+	if p.r.Rule == FitSliceProfiles {
+		return p.roomSlices(idx)
+	}
 	if p.r.CoresShare {
 		return p.roomShare(idx, mem)
+	}
+	total := d.Cores
+	if p.r.SoftSplit {
+		// HAMi's Ascend Fit counts 100 cores a device under hami-core.
+		total = 100
 	}
 	q := p.req.Quota
 	switch {
@@ -154,11 +213,11 @@ func (p *picker) room(idx int) (pick, int) {
 		return pick{}, rResourceQuotaNotFit
 	case int64(d.MemoryMiB)-int64(d.UsedMemoryMiB) < int64(mem):
 		return pick{}, rCardInsufficientMemory
-	case int64(d.Cores)-int64(d.UsedCores) < int64(p.cores):
+	case int64(total)-int64(d.UsedCores) < int64(p.cores):
 		return pick{}, rCardInsufficientCore
-	case d.Cores == 100 && p.cores == 100 && d.Used > 0:
+	case total == 100 && p.cores == 100 && d.Used > 0:
 		return pick{}, rExclusiveDeviceAllocateConflict
-	case d.Cores != 0 && p.cores == 0 && d.UsedCores >= d.Cores:
+	case total != 0 && p.cores == 0 && d.UsedCores >= total:
 		return pick{}, rCardComputeUnitsExhausted
 	}
 	pk := pick{idx: idx, mem: mem, cores: p.cores}
@@ -345,10 +404,13 @@ func (p *picker) commit() []Allocation {
 	allocs := make([]Allocation, len(p.picked))
 	for k, pk := range p.picked {
 		d := &p.st.devs[pk.idx]
-		d.Used++
+		d.Used = addSat32(d.Used, max(pk.slots, 1))
 		d.UsedMemoryMiB = addSat32(d.UsedMemoryMiB, pk.mem)
 		d.UsedCores = addSat32(d.UsedCores, pk.cores)
 		allocs[k] = Allocation{UUID: d.ID, Type: d.Vendor, MemoryMiB: pk.mem, Cores: pk.cores}
+		if pk.slots > 0 {
+			allocs[k].Slots, allocs[k].SliceProfile = pk.slots, pk.profile
+		}
 		if pk.placement.Size > 0 {
 			d.MIGInUse = append(slices.Clip(d.MIGInUse), pk.placement)
 			allocs[k].MIGProfile, allocs[k].MIGPlacement = pk.profile, pk.placement
@@ -376,6 +438,7 @@ const (
 	rCardComputeUnitsExhausted
 	rAllocatedCardsInsufficientRequest
 	rCardMigTopologyInfeasible
+	rModeNotFit
 )
 
 var reasonCodes = [...]ReasonCode{
@@ -392,6 +455,7 @@ var reasonCodes = [...]ReasonCode{
 	rCardComputeUnitsExhausted:         CardComputeUnitsExhausted,
 	rAllocatedCardsInsufficientRequest: AllocatedCardsInsufficientRequest,
 	rCardMigTopologyInfeasible:         CardMigTopologyInfeasible,
+	rModeNotFit:                        ModeNotFit,
 }
 
 func renderReasons(counts reasonCounts, total int) []Rejection {
@@ -401,8 +465,13 @@ func renderReasons(counts reasonCounts, total int) []Rejection {
 			out = append(out, Rejection{Code: reasonCodes[code], Count: n, Total: total})
 		}
 	}
-	slices.SortFunc(out, func(a, b Rejection) int { return cmp.Compare(a.String(), b.String()) })
+	sortRejections(out)
 	return out
+}
+
+// sortRejections orders rejections by their text, as HAMi's GenReason does.
+func sortRejections(out []Rejection) {
+	slices.SortFunc(out, func(a, b Rejection) int { return cmp.Compare(a.String(), b.String()) })
 }
 
 // deviceScore is HAMi's device score (policy.ComputeScore), in float32 as
@@ -416,7 +485,16 @@ func deviceScore(d Device, r Request, w Weights) float32 {
 		return 0
 	}
 	var req, cores, mem int32
-	if d.Model == r.Type {
+	switch {
+	case d.Model == r.Type && r.Rule == FitSliceProfiles:
+		// HAMi's Enflame request carries the slices as its memory in the
+		// direct mode (percentage 0) and a percentage of -1 by spec, which
+		// ComputeScore turns into minus a hundredth of the device's memory.
+		req, cores, mem = 1, r.Cores, r.Slices
+		if r.Slices == 0 {
+			mem = int32(-int64(d.MemoryMiB) / 100)
+		}
+	case d.Model == r.Type:
 		req, cores, mem = 1, r.Cores, r.MemoryMiB
 		if r.MemoryMiB == 0 {
 			mem = int32(int64(d.MemoryMiB) * int64(r.MemoryPercent) / 100)

@@ -85,6 +85,11 @@ type DeviceType struct {
 	// CoresPerDevice is the number of cores one device has, for
 	// CountFromCores (AWS Neuron: 2 NeuronCores per device).
 	CoresPerDevice int32
+	// FitRule is the type's own fit rule where HAMi's Fit for it differs
+	// from NVIDIA's checks; "" is NVIDIA's.
+	FitRule FitRule
+	// VNPU is an Ascend chip's vNPU configuration (HAMi's vnpus config).
+	VNPU VNPUConfig
 	// Annotations are the node and pod annotations of the type.
 	Annotations Annotations
 	// LockName is the node lock Bind must hold for this type; "" means none.
@@ -142,6 +147,118 @@ const (
 	// Count resource, as HAMi does for whole-card types without a register
 	// annotation: one device per unit, CapacitySlots slots each.
 	RegisterCapacity RegisterFormat = "Capacity"
+	// RegisterEnflameDRS is Enflame's JSON DRS capacity ({"devices":
+	// [{"index","minor","capacity"}],"profiles":{name:id}}): one device per
+	// entry with capacity slices, the memory of the largest profile, and
+	// the node's slice profiles (HAMi pkg/device/enflame/device.go,
+	// GetNodeDevices).
+	RegisterEnflameDRS RegisterFormat = "EnflameDRS"
+	// RegisterNeuron derives the devices from the node's capacity of the
+	// Count resource, each with the node's Cores capacity divided evenly
+	// (HAMi pkg/device/awsneuron/device.go, GetNodeDevices).
+	RegisterNeuron RegisterFormat = "Neuron"
+)
+
+// FitRule names a type's own fit rule.
+type FitRule string
+
+const (
+	// FitNVIDIA is NVIDIA's checks (the zero value), with CoresShareOfDevice
+	// for AMD.
+	FitNVIDIA FitRule = ""
+	// FitSliceProfiles fits one device of a slice profile of the node
+	// (Node.SliceProfiles): the request picks the profile, the device must
+	// hold the profile's memory and cores, and the allocation takes the
+	// profile's slices as slots (HAMi's Enflame DRS, pkg/device/enflame/
+	// device.go, Fit and selectProfileByRequest).
+	FitSliceProfiles FitRule = "SliceProfiles"
+	// FitModulePairs gives a request of more than one device whole modules
+	// of two devices (index/2), every fitting device considered first
+	// (HAMi's Ascend 910C, pkg/device/ascend/device.go, Fit and
+	// computeBestCombination910C).
+	FitModulePairs FitRule = "ModulePairs"
+	// FitLinkGraph gives whole, unused devices by HAMi's Kunlun link graph:
+	// 1, 2, 4 or 8 XPUs from one group of four, a linked pair or a joined
+	// set of four (HAMi's whole Kunlun XPU, pkg/device/kunlun/device.go Fit
+	// and topo.go graghSelect).
+	FitLinkGraph FitRule = "LinkGraph"
+	// FitLinkGraphShared is FitLinkGraph for shared devices: a device fits
+	// when it is healthy, holds the request's memory, and every request it
+	// already serves asked the same memory (their average equals it); under
+	// mutex it must be unused (HAMi's Kunlun vXPU, vdevice.go Fit and
+	// FitVXPU).
+	FitLinkGraphShared FitRule = "LinkGraphShared"
+	// FitNeuronRuns gives a request of more than one device a run of
+	// consecutive unused, healthy devices: any run on an Inferentia node
+	// (Node.InstanceType containing "inf" or "Inf"), elsewhere only runs of
+	// 1, 4, 8 or 16 starting at a multiple of their length (HAMi's AWS
+	// Neuron, pkg/device/awsneuron/device.go Fit and graphSelect).
+	FitNeuronRuns FitRule = "NeuronRuns"
+)
+
+// fitRules lists the fit rules.
+func fitRules() []FitRule {
+	return []FitRule{FitNVIDIA, FitSliceProfiles, FitModulePairs, FitLinkGraph, FitLinkGraphShared, FitNeuronRuns}
+}
+
+// VNPUConfig is the part of an Ascend chip's vNPU configuration the
+// scheduler reads (HAMi pkg/device/ascend/vnpu.go, VNPUConfig): the
+// templates a memory request is rounded up to, ascending by memory, and the
+// memory a request above them but within MemoryCapacityMiB gets.
+type VNPUConfig struct {
+	Templates            []VNPUTemplate
+	MemoryAllocatableMiB int32
+	MemoryCapacityMiB    int32
+}
+
+// VNPUTemplate is one vNPU template: its name and memory.
+type VNPUTemplate struct {
+	Name      string
+	MemoryMiB int32
+}
+
+// Template returns the template HAMi's trimMemory rounds mem up to: the
+// first with at least mem, "" with MemoryAllocatableMiB when mem is above
+// them but within MemoryCapacityMiB, "" and 0 when it is above that.
+func (c VNPUConfig) Template(mem int32) (string, int32) {
+	for _, t := range c.Templates {
+		if mem <= t.MemoryMiB {
+			return t.Name, t.MemoryMiB
+		}
+	}
+	if mem <= c.MemoryCapacityMiB {
+		return "", c.MemoryAllocatableMiB
+	}
+	return "", 0
+}
+
+// ExtraAnnotations names the vendor-specific pod annotations HAMi's
+// PatchAnnotations writes for a type beyond its devices-to-allocate and
+// devices-allocated pair.
+type ExtraAnnotations string
+
+const (
+	// ExtraNone: none (the zero value).
+	ExtraNone ExtraAnnotations = ""
+	// ExtraCambricon: CAMBRICON_DSMLU_ASSIGNED and CAMBRICON_DSMLU_PROFILE.
+	ExtraCambricon ExtraAnnotations = "Cambricon"
+	// ExtraMthreads: mthreads.com/gpu-index, predicate-time and predicate-node.
+	ExtraMthreads ExtraAnnotations = "Mthreads"
+	// ExtraKunlun: BAIDU_COM_DEVICE_IDX.
+	ExtraKunlun ExtraAnnotations = "Kunlun"
+	// ExtraMetaxSGPU: metax-tech.com/gpu-devices-allocated (Metax's JSON) and
+	// metax-tech.com/predicate-time.
+	ExtraMetaxSGPU ExtraAnnotations = "MetaxSGPU"
+	// ExtraAWSNeuron: AWS_NEURON_IDS, NEURON_RESOURCE_TYPE, NEURON_ALLOC_TIME,
+	// NEURON_ALLOCATED and aws.amazon.com/predicate-node.
+	ExtraAWSNeuron ExtraAnnotations = "AWSNeuron"
+	// ExtraAscend: huawei.com/<type> (the devices with their vNPU template)
+	// and predicate-time.
+	ExtraAscend ExtraAnnotations = "Ascend"
+	// ExtraEnflameDRS: enflame.com/gcu-assigned, -assigned-time,
+	// -assigned-index, -assigned-id, -assigned-minor, -request-size and
+	// assigned-containers.
+	ExtraEnflameDRS ExtraAnnotations = "EnflameDRS"
 )
 
 // Annotations are the names a type's device plugin and HAMi's scheduler
@@ -172,6 +289,11 @@ type Annotations struct {
 	// Capacity describes the devices a RegisterCapacity type derives from
 	// the node's capacity.
 	Capacity CapacityRule
+	// CoreMask: the cores of the type's allocation entries are a bit mask of
+	// the device's cores (bit i for core i), not a count (HAMi's AWS Neuron).
+	CoreMask bool
+	// Extra names the vendor-specific annotations Filter writes.
+	Extra ExtraAnnotations
 }
 
 // CapacityRule is how HAMi derives a whole-card type's devices from the
@@ -272,10 +394,44 @@ func (t DeviceType) validateRules(p *field.Path) field.ErrorList {
 	if t.CoresMax < 0 || t.CoresMin < 0 || (t.CoresMax > 0 && t.CoresMin > t.CoresMax) {
 		errs = append(errs, field.Invalid(p.Child("coresMax"), t.CoresMax, fmt.Sprintf("want 0 <= coresMin (%d) <= coresMax", t.CoresMin)))
 	}
+	switch t.FitRule {
+	case FitNVIDIA:
+	case FitSliceProfiles:
+		if t.CountRule != CountOneDevice {
+			errs = append(errs, field.Invalid(p.Child("fitRule"), t.FitRule, "the SliceProfiles rule needs the OneDevice count rule"))
+		}
+	case FitModulePairs, FitLinkGraph, FitLinkGraphShared, FitNeuronRuns:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("fitRule"), t.FitRule, fitRules()))
+	}
+	for i, tp := range t.VNPU.Templates {
+		if tp.Name == "" || tp.MemoryMiB <= 0 || (i > 0 && tp.MemoryMiB < t.VNPU.Templates[i-1].MemoryMiB) {
+			errs = append(errs, field.Invalid(p.Child("vnpu", "templates").Index(i), tp, "a template needs a name and a positive memory, ascending"))
+		}
+	}
+	if t.VNPU.MemoryAllocatableMiB < 0 || t.VNPU.MemoryCapacityMiB < 0 {
+		errs = append(errs, field.Invalid(p.Child("vnpu"), t.VNPU, "memory must not be negative"))
+	}
+	return append(errs, t.validateAnnotations(p)...)
+}
+
+// validateAnnotations reports the problems of the row's annotations.
+func (t DeviceType) validateAnnotations(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	a := p.Child("annotations")
+	switch t.Annotations.Extra {
+	case ExtraNone, ExtraCambricon, ExtraMthreads, ExtraKunlun, ExtraMetaxSGPU, ExtraAWSNeuron, ExtraEnflameDRS, ExtraAscend:
+	default:
+		errs = append(errs, field.NotSupported(a.Child("extra"), t.Annotations.Extra,
+			[]ExtraAnnotations{ExtraNone, ExtraCambricon, ExtraMthreads, ExtraKunlun, ExtraMetaxSGPU, ExtraAWSNeuron, ExtraEnflameDRS, ExtraAscend}))
+	}
 	switch t.Annotations.RegisterFormat {
 	case RegisterNone:
-	case RegisterJSON, RegisterLegacy, RegisterMetaxSGPU:
+	case RegisterNeuron:
+		if t.Cores == "" {
+			errs = append(errs, field.Required(p.Child("cores"), "the Neuron format reads the node's capacity of the Cores resource"))
+		}
+	case RegisterJSON, RegisterLegacy, RegisterMetaxSGPU, RegisterEnflameDRS:
 		if t.Annotations.Register == "" {
 			errs = append(errs, field.Required(a.Child("register"), "a register format needs the annotation it is read from"))
 		}
@@ -284,7 +440,7 @@ func (t DeviceType) validateRules(p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(a.Child("capacity"), c, "the Capacity format needs a resource, a positive perDevice and slots, and an ID infix"))
 		}
 	default:
-		errs = append(errs, field.NotSupported(a.Child("registerFormat"), t.Annotations.RegisterFormat, []RegisterFormat{RegisterNone, RegisterJSON, RegisterLegacy, RegisterMetaxSGPU, RegisterCapacity}))
+		errs = append(errs, field.NotSupported(a.Child("registerFormat"), t.Annotations.RegisterFormat, []RegisterFormat{RegisterNone, RegisterJSON, RegisterLegacy, RegisterMetaxSGPU, RegisterCapacity, RegisterEnflameDRS, RegisterNeuron}))
 	}
 	for _, n := range []struct{ name, v string }{{"register", t.Annotations.Register}, {"handshake", t.Annotations.Handshake},
 		{"toAllocate", t.Annotations.ToAllocate}, {"allocated", t.Annotations.Allocated}, {"useType", t.Annotations.UseType},
@@ -409,6 +565,7 @@ func (r Registry) Types() []DeviceType {
 // clone copies the row's slices, so a registry never shares them with a caller.
 func (t DeviceType) clone() DeviceType {
 	t.MemoryTiersMiB = slices.Clone(t.MemoryTiersMiB)
+	t.VNPU.Templates = slices.Clone(t.VNPU.Templates)
 	return t
 }
 

@@ -3,6 +3,7 @@ package gpu
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,7 +88,14 @@ func DecodePodUsage(pod *corev1.Pod, reg Registry) (PodUsage, error) {
 		// device's product name (HAMi's AMD writes it), so it is not checked.
 		for ci := range containers {
 			for di := range containers[ci] {
-				containers[ci][di].Type = t.Type
+				e := &containers[ci][di]
+				e.Type = t.Type
+				if t.Annotations.CoreMask {
+					// The cores are a mask of the device's cores (HAMi's AWS
+					// Neuron); HAMi's Fit counts its bits.
+					e.CoreMask = uint64(e.Cores)
+					e.Cores = int32(bits.OnesCount64(e.CoreMask))
+				}
 			}
 		}
 		raw[t.Type] = containers
@@ -159,11 +167,13 @@ func collapseUsage(raw map[string][][]Allocation, numInit int) []Allocation {
 				if ci < numInit {
 					cur := initPeak[k]
 					cur.MemoryMiB, cur.Cores, cur.Slots = max(cur.MemoryMiB, a.MemoryMiB), max(cur.Cores, a.Cores), 1
+					cur.CoreMask |= a.CoreMask
 					initPeak[k] = cur
 					continue
 				}
 				cur := appSum[k]
 				cur.MemoryMiB, cur.Cores, cur.Slots = addSat32(cur.MemoryMiB, a.MemoryMiB), addSat32(cur.Cores, a.Cores), cur.Slots+1
+				cur.CoreMask |= a.CoreMask
 				appSum[k] = cur
 			}
 		}
@@ -179,7 +189,7 @@ func collapseUsage(raw map[string][][]Allocation, numInit int) []Allocation {
 	for k := range keys {
 		i, a := initPeak[k], appSum[k]
 		out = append(out, Allocation{UUID: k.uuid, Type: k.typ, MemoryMiB: max(i.MemoryMiB, a.MemoryMiB),
-			Cores: max(i.Cores, a.Cores), Slots: max(i.Slots, a.Slots, 1)})
+			Cores: max(i.Cores, a.Cores), Slots: max(i.Slots, a.Slots, 1), CoreMask: i.CoreMask | a.CoreMask})
 	}
 	slices.SortFunc(out, func(a, b Allocation) int { return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.UUID, b.UUID)) })
 	return out
@@ -254,23 +264,29 @@ type FilterChoice struct {
 
 // FilterAnnotations returns the pod annotations HAMi's Filter writes for
 // choice: hami.io/vgpu-node, hami.io/vgpu-time (Unix seconds) and, for each
-// vendor with a devices-to-allocate annotation, that annotation and its
-// devices-allocated twin holding the same "UUID,Type,mem,cores:" entries,
+// vendor, its devices-to-allocate annotation (where HAMi writes one) and its
+// devices-allocated one holding the same "UUID,Type,mem,cores:" entries,
 // containers separated by ";", init containers first (HAMi's
 // PatchAnnotations); NVIDIA's MIG instances in hami.io/vgpu-mig-allocations;
-// Cambricon's CAMBRICON_DSMLU_ASSIGNED and CAMBRICON_DSMLU_PROFILE.
+// and each row's vendor-specific annotations (Annotations.Extra): Cambricon's
+// CAMBRICON_DSMLU_*, Mthreads' gpu-index and predicate-time/-node, Kunlun's
+// BAIDU_COM_DEVICE_IDX, Metax's own JSON and predicate-time, AWS Neuron's
+// AWS_NEURON_IDS and NEURON_* (its cores written as masks of the device's
+// NeuronCores), Enflame's gcu-assigned* and assigned-containers, Ascend's
+// huawei.com/<chip> and predicate-time. Times are Now, in the unit HAMi
+// writes (Unix nanoseconds for the vendor annotations but Ascend's).
 //
 // As in HAMi, a vendor whose devices on the node register the vendor's own
-// type name as their model (whole-card vendors derived from capacity, for
-// instance) gets one entry per container of the pod, empty where the
-// container has none of its devices, and is written even when the pod asks
-// none of them; any other vendor (NVIDIA, whose models read "NVIDIA-...")
-// gets entries only for the containers holding its devices. Vendors HAMi
-// writes other annotations for (Kunlun, Enflame, AWS Neuron, Metax's
-// gpu-devices-allocated, AMD's and Mthreads' index annotations) get only
-// these. Invalid input (a nil pod, a zero Now, an empty node name, a
-// container or device the pod or node does not have) is named in a
-// *plancore.InvalidError wrapping ErrInvalidInput.
+// type name as their model (whole-card vendors derived from capacity, Metax
+// sGPUs, Enflame DRS, AWS Neuron, for instance) gets one entry per container
+// of the pod, empty where the container has none of its devices, and is
+// written even when the pod asks none of them (with the vendor-specific
+// annotations HAMi writes regardless: Metax's, Enflame's gcu-assigned and
+// time, Ascend's); any other vendor (NVIDIA, whose models read "NVIDIA-...") gets
+// entries only for the containers holding its devices. Invalid input (a nil
+// pod, a zero Now, an empty node name, a container or device the pod or node
+// does not have) is named in a *plancore.InvalidError wrapping
+// ErrInvalidInput.
 func FilterAnnotations(c FilterChoice) (map[string]string, error) {
 	if errs := c.validate(); len(errs) > 0 {
 		return nil, plancore.Invalid(ErrInvalidInput, errs)
@@ -282,7 +298,7 @@ func FilterAnnotations(c FilterChoice) (map[string]string, error) {
 		byName[containerKey{ca.Container, ca.Init}] = ca
 	}
 	for _, t := range c.Registry.types {
-		if t.Annotations.ToAllocate == "" {
+		if t.Annotations.ToAllocate == "" && t.Annotations.Allocated == "" {
 			continue
 		}
 		padded := false
@@ -309,19 +325,24 @@ func FilterAnnotations(c FilterChoice) (map[string]string, error) {
 		if !holds && !padded {
 			continue
 		}
+		if t.Annotations.CoreMask {
+			list = withCoreMasks(list, c.Node)
+		}
 		enc := EncodeAllocations(list, t.Type)
 		if t.Annotations.EntryModel {
 			enc = encodeWithModels(list, c.Node)
 		}
-		out[t.Annotations.ToAllocate], out[t.Annotations.Allocated] = enc, enc
+		for _, key := range []string{t.Annotations.ToAllocate, t.Annotations.Allocated} {
+			if key != "" {
+				out[key] = enc
+			}
+		}
 		if t.Type == "NVIDIA" {
 			if mig := encodeMIG(list); mig != "" {
 				out[AnnoMIGAllocations] = mig
 			}
 		}
-		if t.Type == "MLU" {
-			cambriconAnnotations(out, list, c.Node)
-		}
+		vendorAnnotations(out, t, list, c)
 	}
 	return out, nil
 }

@@ -5,26 +5,56 @@ import corev1 "k8s.io/api/core/v1"
 // AscendChips returns the Ascend chips of the default registry (HAMi's chart,
 // vnpus.configs[].commonWord), one device type each.
 func AscendChips() []string {
-	return []string{"Ascend310P", "Ascend910A", "Ascend910B2", "Ascend910B3", "Ascend910B4", "Ascend910B4-1"}
+	return []string{"Ascend310P", "Ascend910A", "Ascend910B2", "Ascend910B3", "Ascend910B4", "Ascend910B4-1", "Ascend910C"}
+}
+
+// ascendVNPU is each chip's vNPU configuration in HAMi's chart
+// (charts/hami/templates/scheduler/device-configmap.yaml, vnpus.configs):
+// templates ascending by memory, then the allocatable and capacity memory.
+func ascendVNPU(chip string) VNPUConfig {
+	t := func(name string, mem int32) VNPUTemplate { return VNPUTemplate{Name: name, MemoryMiB: mem} }
+	switch chip {
+	case "Ascend910A":
+		return VNPUConfig{Templates: []VNPUTemplate{t("vir02", 2184), t("vir04", 4369), t("vir08", 8738), t("vir16", 17476)}, MemoryAllocatableMiB: 32768, MemoryCapacityMiB: 32768}
+	case "Ascend910B2":
+		return VNPUConfig{Templates: []VNPUTemplate{t("vir03_1c_8g", 8192), t("vir06_1c_16g", 16384), t("vir12_3c_32g", 32768)}, MemoryAllocatableMiB: 65536, MemoryCapacityMiB: 65536}
+	case "Ascend910B3", "Ascend910B4-1", "Ascend910C":
+		return VNPUConfig{Templates: []VNPUTemplate{t("vir05_1c_16g", 16384), t("vir10_3c_32g", 32768)}, MemoryAllocatableMiB: 65536, MemoryCapacityMiB: 65536}
+	case "Ascend910B4":
+		return VNPUConfig{Templates: []VNPUTemplate{t("vir05_1c_8g", 8192), t("vir10_3c_16g", 16384)}, MemoryAllocatableMiB: 32768, MemoryCapacityMiB: 32768}
+	case "Ascend310P":
+		return VNPUConfig{Templates: []VNPUTemplate{t("vir01", 3072), t("vir02", 6144), t("vir04", 12288)}, MemoryAllocatableMiB: 21527, MemoryCapacityMiB: 24576}
+	}
+	return VNPUConfig{}
 }
 
 // AscendType returns the registry row for one Ascend chip (HAMi
 // pkg/device/ascend/device.go, GenerateResourceRequests and InitDevices):
 // huawei.com/<chip>, huawei.com/<chip>-memory (MiB, memoryFactor 1) and
 // huawei.com/<chip>-core (0 when unset) under the shared lock; devices in
-// HAMi's JSON register hami.io/node-register-<chip>. The webhook rounds the
-// memory up to the chip's vNPU template before the scheduler sees the pod.
+// HAMi's JSON register hami.io/node-register-<chip>; the chip's vNPU
+// templates from HAMi's chart (empty for a chip it does not list). The
+// webhook rounds the memory up to a template before the scheduler sees the
+// pod; Filter names the template in huawei.com/<chip> (PatchAnnotations).
+// Ascend910C gives a request of more than one NPU whole modules of two
+// (FitModulePairs).
 func AscendType(chip string) DeviceType {
-	return DeviceType{
+	t := DeviceType{
 		Type:     chip,
 		Count:    corev1.ResourceName("huawei.com/" + chip),
 		Memory:   corev1.ResourceName("huawei.com/" + chip + "-memory"),
 		Cores:    corev1.ResourceName("huawei.com/" + chip + "-core"),
 		LockName: LockNvidia,
+		VNPU:     ascendVNPU(chip),
 		Annotations: Annotations{
 			Register: "hami.io/node-register-" + chip, RegisterFormat: RegisterJSON, Handshake: "hami.io/node-handshake-" + chip,
 			ToAllocate: "hami.io/" + chip + "-devices-to-allocate", Allocated: "hami.io/" + chip + "-devices-allocated",
 			UseUUID: "hami.io/use-" + chip + "-uuid", NoUseUUID: "hami.io/no-use-" + chip + "-uuid",
+			Extra: ExtraAscend,
 		},
 	}
+	if chip == "Ascend910C" {
+		t.FitRule = FitModulePairs
+	}
+	return t
 }

@@ -16,6 +16,7 @@ func cambriconType() DeviceType {
 			ToAllocate:     "hami.io/cambricon-mlu-devices-to-allocate", Allocated: "hami.io/cambricon-mlu-devices-allocated",
 			UseType: "cambricon.com/use-mlutype", NoUseType: "cambricon.com/nouse-mlutype",
 			UseUUID: "cambricon.com/use-gpuuuid", NoUseUUID: "cambricon.com/nouse-gpuuuid",
+			Extra: ExtraCambricon,
 		},
 	}
 }

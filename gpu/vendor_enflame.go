@@ -6,10 +6,13 @@ package gpu
 // GenerateResourceRequests and InitEnflameDevice): enflame.com/drs-gcu asks
 // for one device of that many slices (HAMi carries the slice count in
 // Memreq); without it, enflame.com/gcu-memory and enflame.com/gcu-core ask
-// for one device of that memory and cores. No lock, no devices-to-allocate
-// annotation (held devices in hami.io/enflame-vgpu-devices-allocated). Its
-// devices come from the JSON enflame.com/gcu-drs-capacity, which plancore
-// does not decode: build them by hand.
+// for one device of the smallest profile holding that memory and cores
+// (FitSliceProfiles, Fit and selectProfileByRequest). No lock, no
+// devices-to-allocate annotation (held devices in
+// hami.io/enflame-vgpu-devices-allocated; Filter also writes the
+// enflame.com/gcu-assigned-* annotations and assigned-containers). Its
+// devices and profiles come from the JSON enflame.com/gcu-drs-capacity
+// (GetNodeDevices).
 //
 // GCU, a whole card (HAMi pkg/device/enflame/gcu.go,
 // GenerateResourceRequests, InitGCUDevice and GetNodeDevices): 100 % of the
@@ -19,8 +22,9 @@ func enflameTypes() []DeviceType {
 	return []DeviceType{
 		{
 			Type: "Enflame", Count: "enflame.com/drs-gcu", Memory: "enflame.com/gcu-memory", Cores: "enflame.com/gcu-core",
-			CountRule: CountOneDevice,
+			CountRule: CountOneDevice, FitRule: FitSliceProfiles,
 			Annotations: Annotations{
+				Register: "enflame.com/gcu-drs-capacity", RegisterFormat: RegisterEnflameDRS, Extra: ExtraEnflameDRS,
 				Allocated: "hami.io/enflame-vgpu-devices-allocated",
 				UseUUID:   "enflame.com/use-gpuuuid", NoUseUUID: "enflame.com/nouse-gpuuuid",
 			},

@@ -31,6 +31,7 @@ func metaxTypes() []DeviceType {
 				Register: "metax-tech.com/node-gpu-devices", RegisterFormat: RegisterMetaxSGPU,
 				ToAllocate: "hami.io/metax-sgpu-devices-to-allocate", Allocated: "hami.io/metax-sgpu-devices-allocated",
 				UseUUID: "metax-tech.com/use-gpuuuid", NoUseUUID: "metax-tech.com/nouse-gpuuuid",
+				Extra: ExtraMetaxSGPU,
 			},
 		},
 	}

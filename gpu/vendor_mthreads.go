@@ -14,8 +14,11 @@ func mthreadsType() DeviceType {
 		Annotations: Annotations{
 			RegisterFormat: RegisterCapacity,
 			Capacity:       CapacityRule{Resource: "mthreads.com/sgpu-core", PerDevice: 16, IDInfix: "mthreads", Cores: 16, Slots: 100},
-			ToAllocate:     "hami.io/mthreads-vgpu-devices-to-allocate", Allocated: "hami.io/mthreads-vgpu-devices-allocated",
-			UseUUID: "mthreads.ai/use-gpuuuid", NoUseUUID: "mthreads.ai/nouse-gpuuuid",
+			// HAMi registers hami.io/mthreads-vgpu-devices-to-allocate but its
+			// PatchAnnotations never writes it: only the allocated one.
+			Allocated: "hami.io/mthreads-vgpu-devices-allocated",
+			UseUUID:   "mthreads.ai/use-gpuuuid", NoUseUUID: "mthreads.ai/nouse-gpuuuid",
+			Extra: ExtraMthreads,
 		},
 	}
 }

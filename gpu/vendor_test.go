@@ -159,18 +159,18 @@ func TestVendorMetax(t *testing.T) {
 
 func TestVendorKunlun(t *testing.T) {
 	runVendorCases(t, "kunlun", []vendorCase{
-		{name: "whole XPU, cores 0", limits: []string{"kunlunxin.com/xpu", "4"}, want: &gpu.Request{Nums: 4, MemoryPercent: 100}},
+		{name: "whole XPU, cores 0", limits: []string{"kunlunxin.com/xpu", "4"}, want: &gpu.Request{Nums: 4, MemoryPercent: 100, Rule: gpu.FitLinkGraph}},
 	})
 	runVendorCases(t, "XPU", []vendorCase{
 		{name: "memory rounded up to the first tier", limits: []string{"kunlunxin.com/vxpu", "1", "kunlunxin.com/vxpu-memory", "20000"},
-			want: &gpu.Request{Nums: 1, MemoryMiB: 24576, Cores: 25}},
+			want: &gpu.Request{Nums: 1, MemoryMiB: 24576, Cores: 25, Rule: gpu.FitLinkGraphShared}},
 		{name: "second tier", limits: []string{"kunlunxin.com/vxpu", "1", "kunlunxin.com/vxpu-memory", "24577"},
-			want: &gpu.Request{Nums: 1, MemoryMiB: 49152, Cores: 50}},
+			want: &gpu.Request{Nums: 1, MemoryMiB: 49152, Cores: 50, Rule: gpu.FitLinkGraphShared}},
 		{name: "above the last tier is the whole card", limits: []string{"kunlunxin.com/vxpu", "1", "kunlunxin.com/vxpu-memory", "200000"},
-			want: &gpu.Request{Nums: 1, MemoryMiB: 98304, Cores: 100}},
-		{name: "unset memory is the whole card", limits: []string{"kunlunxin.com/vxpu", "2"}, want: &gpu.Request{Nums: 2, MemoryMiB: 98304, Cores: 100}},
+			want: &gpu.Request{Nums: 1, MemoryMiB: 98304, Cores: 100, Rule: gpu.FitLinkGraphShared}},
+		{name: "unset memory is the whole card", limits: []string{"kunlunxin.com/vxpu", "2"}, want: &gpu.Request{Nums: 2, MemoryMiB: 98304, Cores: 100, Rule: gpu.FitLinkGraphShared}},
 		{name: "memory from requests", requests: []string{"kunlunxin.com/vxpu", "1", "kunlunxin.com/vxpu-memory", "49152"},
-			want: &gpu.Request{Nums: 1, MemoryMiB: 49152, Cores: 50}},
+			want: &gpu.Request{Nums: 1, MemoryMiB: 49152, Cores: 50, Rule: gpu.FitLinkGraphShared}},
 	})
 }
 
@@ -191,10 +191,10 @@ func TestVendorMthreads(t *testing.T) {
 
 func TestVendorEnflame(t *testing.T) {
 	runVendorCases(t, "Enflame", []vendorCase{
-		{name: "drs-gcu is one device of that many slices", limits: []string{"enflame.com/drs-gcu", "3"}, want: &gpu.Request{Nums: 1, MemoryMiB: 3}},
+		{name: "drs-gcu is one device of that many slices", limits: []string{"enflame.com/drs-gcu", "3"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Slices: 3, Rule: gpu.FitSliceProfiles}},
 		{name: "memory and cores without drs-gcu", limits: []string{"enflame.com/gcu-memory", "8192", "enflame.com/gcu-core", "25"},
-			want: &gpu.Request{Nums: 1, MemoryMiB: 8192, Cores: 25}},
-		{name: "a zero core value still asks one device", limits: []string{"enflame.com/gcu-core", "0"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100}},
+			want: &gpu.Request{Nums: 1, MemoryMiB: 8192, Cores: 25, Rule: gpu.FitSliceProfiles}},
+		{name: "a zero core value still asks one device", limits: []string{"enflame.com/gcu-core", "0"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Rule: gpu.FitSliceProfiles}},
 	})
 	runVendorCases(t, "GCU", []vendorCase{
 		{name: "whole card", limits: []string{"enflame.com/gcu", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 100}},
@@ -203,12 +203,12 @@ func TestVendorEnflame(t *testing.T) {
 
 func TestVendorAWSNeuron(t *testing.T) {
 	runVendorCases(t, "AWSNeuron", []vendorCase{
-		{name: "devices", limits: []string{"aws.amazon.com/neuron", "2"}, want: &gpu.Request{Nums: 2, MemoryPercent: 100}},
-		{name: "devices win over cores", limits: []string{"aws.amazon.com/neuron", "1", "aws.amazon.com/neuroncore", "2"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100}},
-		{name: "one core on one device", limits: []string{"aws.amazon.com/neuroncore", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 1}},
-		{name: "four cores on two devices", limits: []string{"aws.amazon.com/neuroncore", "4"}, want: &gpu.Request{Nums: 2, MemoryPercent: 100, Cores: 2}},
+		{name: "devices take every core of each", limits: []string{"aws.amazon.com/neuron", "2"}, want: &gpu.Request{Nums: 2, MemoryPercent: 100, Cores: 2, Rule: gpu.FitNeuronRuns}},
+		{name: "devices win over cores", limits: []string{"aws.amazon.com/neuron", "1", "aws.amazon.com/neuroncore", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 2, Rule: gpu.FitNeuronRuns}},
+		{name: "one core on one device", limits: []string{"aws.amazon.com/neuroncore", "1"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 1, Rule: gpu.FitNeuronRuns}},
+		{name: "four cores on two devices", limits: []string{"aws.amazon.com/neuroncore", "4"}, want: &gpu.Request{Nums: 2, MemoryPercent: 100, Cores: 2, Rule: gpu.FitNeuronRuns}},
 		{name: "three cores fill no devices", limits: []string{"aws.amazon.com/neuroncore", "3"}, badField: "resources.limits[aws.amazon.com/neuroncore]"},
-		{name: "two cores are one full device", requests: []string{"aws.amazon.com/neuroncore", "2"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 2}},
+		{name: "two cores are one full device", requests: []string{"aws.amazon.com/neuroncore", "2"}, want: &gpu.Request{Nums: 1, MemoryPercent: 100, Cores: 2, Rule: gpu.FitNeuronRuns}},
 		{name: "zero cores ask nothing", limits: []string{"aws.amazon.com/neuroncore", "0"}},
 		{name: "negative cores", limits: []string{"aws.amazon.com/neuroncore", "-2"}, badField: "resources.limits[aws.amazon.com/neuroncore]"},
 	})

@@ -53,7 +53,7 @@ var (
 		gpu.ReasonFailureRollback, gpu.ReasonForget, gpu.CardNotHealth, gpu.CardCordoned, gpu.CardTypeMismatch,
 		gpu.NumaNotFit, gpu.CardUUIDMismatch, gpu.CardTimeSlicingExhausted, gpu.ExclusiveDeviceAllocateConflict,
 		gpu.ResourceQuotaNotFit, gpu.CardInsufficientMemory, gpu.CardInsufficientCore, gpu.CardComputeUnitsExhausted,
-		gpu.AllocatedCardsInsufficientRequest, gpu.NodeInsufficientDevice, gpu.CardMigTopologyInfeasible, gpu.ReasonNodeFits,
+		gpu.AllocatedCardsInsufficientRequest, gpu.NodeInsufficientDevice, gpu.CardMigTopologyInfeasible, gpu.ModeNotFit, gpu.ReasonNodeFits,
 		gpu.ReasonNodeUnfit, gpu.ReasonNodeChosen, gpu.ReasonNoNodeFits)
 
 	expectationsReasons = set(expectations.ReasonUnseen, expectations.ReasonPresent, expectations.ReasonUnresolved,
