@@ -1,8 +1,29 @@
 package gpu_test
 
-import "github.com/plancore/plancore/gpu"
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/plancore/plancore/gpu"
+)
 
 // fit is Decide with default Options, the arguments spelled out as the tests read.
 func fit(nodes []gpu.Node, req gpu.FitRequest) (gpu.Plan, error) {
 	return gpu.Decide(gpu.Input{Nodes: nodes, Request: req}, gpu.Options{})
+}
+
+// fitPod reads pod's request with the default registry and fits it on node,
+// failing the test on an error of either step.
+func fitPod(t *testing.T, node gpu.Node, pod *corev1.Pod) gpu.NodeFit {
+	t.Helper()
+	fr, err := gpu.FitRequestFromPod(pod, gpu.DefaultRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nf, err := gpu.FitNode(node, fr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nf
 }

@@ -56,14 +56,7 @@ func TestLinkGraphFit(t *testing.T) {
 			if tc.policy != "" {
 				pod.Annotations = map[string]string{"hami.io/gpu-scheduler-policy": tc.policy}
 			}
-			fr, err := gpu.FitRequestFromPod(pod, gpu.DefaultRegistry())
-			if err != nil {
-				t.Fatal(err)
-			}
-			nf, err := gpu.FitNode(node, fr)
-			if err != nil {
-				t.Fatal(err)
-			}
+			nf := fitPod(t, node, pod)
 			got := nf.Message()
 			if nf.Fits {
 				var idx []string
@@ -135,14 +128,7 @@ func TestLinkGraphSharedFit(t *testing.T) {
 			if tc.mutex {
 				pod.Annotations = map[string]string{"hami.io/gpu-scheduler-policy": "mutex"}
 			}
-			fr, err := gpu.FitRequestFromPod(pod, gpu.DefaultRegistry())
-			if err != nil {
-				t.Fatal(err)
-			}
-			nf, err := gpu.FitNode(node(tc.used), fr)
-			if err != nil {
-				t.Fatal(err)
-			}
+			nf := fitPod(t, node(tc.used), pod)
 			got := nf.Message()
 			if nf.Fits {
 				a := nf.Containers[0].Devices[0]

@@ -74,14 +74,7 @@ func TestNeuronRunsFit(t *testing.T) {
 			if tc.policy != "" {
 				pod.Annotations = map[string]string{"hami.io/gpu-scheduler-policy": tc.policy}
 			}
-			fr, err := gpu.FitRequestFromPod(pod, gpu.DefaultRegistry())
-			if err != nil {
-				t.Fatal(err)
-			}
-			nf, err := gpu.FitNode(node, fr)
-			if err != nil {
-				t.Fatal(err)
-			}
+			nf := fitPod(t, node, pod)
 			got := nf.Message()
 			if nf.Fits {
 				var idx []string

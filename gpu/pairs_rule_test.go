@@ -64,14 +64,7 @@ func TestModulePairsFit(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := podWith(nil, []corev1.Container{ctr("c", rl("huawei.com/Ascend910C", tc.nums))})
-			fr, err := gpu.FitRequestFromPod(pod, gpu.DefaultRegistry())
-			if err != nil {
-				t.Fatal(err)
-			}
-			nf, err := gpu.FitNode(tc.node(t), fr)
-			if err != nil {
-				t.Fatal(err)
-			}
+			nf := fitPod(t, tc.node(t), pod)
 			got := nf.Message()
 			if nf.Fits {
 				var ids []string
@@ -191,14 +184,7 @@ func TestAscendSoftSplit(t *testing.T) {
 			if tc.mode != "" {
 				pod.Annotations = map[string]string{"huawei.com/vnpu-mode": tc.mode}
 			}
-			fr, err := gpu.FitRequestFromPod(pod, gpu.DefaultRegistry())
-			if err != nil {
-				t.Fatal(err)
-			}
-			nf, err := gpu.FitNode(node(tc.nodeAnno, tc.usedCores), fr)
-			if err != nil {
-				t.Fatal(err)
-			}
+			nf := fitPod(t, node(tc.nodeAnno, tc.usedCores), pod)
 			got := nf.Message()
 			if nf.Fits {
 				a := nf.Containers[0].Devices[0]

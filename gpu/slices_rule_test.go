@@ -89,14 +89,7 @@ func TestSliceProfileFit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := podWith(nil, []corev1.Container{ctr("c", rl(tc.limits...))})
 			pod.Annotations = tc.annos
-			fr, err := gpu.FitRequestFromPod(pod, gpu.DefaultRegistry())
-			if err != nil {
-				t.Fatal(err)
-			}
-			nf, err := gpu.FitNode(tc.node(t), fr)
-			if err != nil {
-				t.Fatal(err)
-			}
+			nf := fitPod(t, tc.node(t), pod)
 			got := nf.Message()
 			if nf.Fits {
 				a := nf.Containers[0].Devices[0]
