@@ -209,7 +209,13 @@ func (s *nodeState) ack(now time.Time, a Ack, o Options) AckStatus {
 	if !s.hb.known || a.Epoch != s.hb.epoch {
 		return AckEpochMismatch
 	}
-	if _, ok := s.findAcked(a.RID); ok {
+	if i, ok := s.findAcked(a.RID); ok {
+		if !o.Unfenced && s.acked[i].seq != a.Seq {
+			// The rid was acknowledged for another acceptance (another Seq):
+			// this acceptance's lease is gone with it, and a node that has
+			// since finished the job must not start it again uncounted.
+			return AckExpired
+		}
 		return AckDuplicate
 	}
 	if i, ok := s.findPending(a.RID); ok {

@@ -155,6 +155,18 @@ func TestSumAccounting(t *testing.T) {
 			{at: ms(300), op: "reserve", rid: "j2", max: 4, want: "full", load: 4},
 			{at: ms(2000), op: "hb", ep: 1, seq: 13, run: 4, want: "applied", load: 4},
 		}},
+		{"counter-example E: a second acceptance of an acked job does not start it again (fenced)", capacity.Options{}, []step{
+			{op: "hb", ep: 1, seq: 1, run: 0, want: "applied", load: 0},
+			{op: "reserve", rid: "j8", max: 3, want: "ok", load: 1},
+			// The node accepts j8 at seq 4 and acks it: it runs, then finishes.
+			{at: ms(100), op: "ack", rid: "j8", ep: 1, seq: 4, want: "ok", load: 1},
+			// A retried ACK of the same acceptance may start (or keep) it.
+			{at: ms(150), op: "ack", rid: "j8", ep: 1, seq: 4, want: "duplicate", load: 1},
+			{at: ms(200), op: "hb", ep: 1, seq: 8, run: 0, want: "applied", load: 0},
+			// The same job delivered again and accepted at seq 9: it must not
+			// start, since nothing counts it any more.
+			{at: ms(300), op: "ack", rid: "j8", ep: 1, seq: 9, want: "expired", load: 0},
+		}},
 		{"counter-example D: a late ACK after expiry is refused (fenced)", capacity.Options{}, []step{
 			{op: "hb", ep: 1, seq: 1, run: 3, want: "applied", load: 3},
 			{op: "reserve", rid: "j1", max: 4, want: "ok", load: 4},

@@ -174,8 +174,10 @@ type AckStatus string
 const (
 	// AckOK moved the pending lease to the acknowledged set. Start the job.
 	AckOK AckStatus = "ok"
-	// AckDuplicate means the rid was already acknowledged. Start the job (if
-	// not already running).
+	// AckDuplicate means the rid was already acknowledged with this Seq (a
+	// retried ACK). Start the job (if not already running). Fenced, an ACK of
+	// an acknowledged rid with another Seq (a second acceptance of the same
+	// job) is AckExpired.
 	AckDuplicate AckStatus = "duplicate"
 	// AckEpochMismatch means the epoch differs from the stored heartbeat's (or
 	// there is none). Nothing changed; the node must not start the job.

@@ -24,6 +24,11 @@ if not n.known or n.epoch ~= tonumber(ARGV[2]) then
 end
 if h and h <= 0 then
   purge(key, n)
+  if ARGV[4] == '1' and -h ~= tonumber(ARGV[3]) then
+    -- Acknowledged for another acceptance (another seq): this one's lease
+    -- is gone with it, and the job must not start again uncounted.
+    return ACK_EXPIRED
+  end
   return ACK_DUPLICATE
 end
 local status = ACK_OK
