@@ -54,10 +54,17 @@ func requesterOf(p gpu.PodRef) lock.Requester {
 	return lock.Requester{Namespace: p.Namespace, Name: p.Name, UID: p.UID}
 }
 
-// GetPod implements gpu.BindExecutor.
+// GetPod implements gpu.BindExecutor. A pod the cache does not hold yet is
+// read from the API server: the scheduler asks to bind a pod it has seen, and
+// an informer cache may not have caught up with a pod created a moment ago.
 func (e *BindExecutor) GetPod(ctx context.Context, ref gpu.PodRef) (*corev1.Pod, error) {
 	var p corev1.Pod
-	if err := e.reader().Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &p); err != nil {
+	key := client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
+	err := e.reader().Get(ctx, key, &p)
+	if apierrors.IsNotFound(err) && e.Reader != nil {
+		err = e.Client.Get(ctx, key, &p)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return &p, nil

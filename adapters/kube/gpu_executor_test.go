@@ -221,3 +221,27 @@ func TestBindBurst(t *testing.T) {
 	}
 	t.Logf("%d pods bound to one node in %v (%.1f binds/s)", n, time.Since(start), n/time.Since(start).Seconds())
 }
+
+// emptyCache is a reader whose informer has not seen anything yet.
+type emptyCache struct{ client.Reader }
+
+func (emptyCache) Get(_ context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+	return apierrors.NewNotFound(corev1.Resource("pods"), key.Name)
+}
+
+// A pod the cache has not caught up with is read from the API server; a pod
+// that does not exist anywhere is still NotFound. Fails when GetPod trusts
+// the cache's NotFound.
+func TestBindExecutorGetPodBehindACache(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	p := newGPUPod(t, env, ns, "fresh")
+	e := &kube.BindExecutor{Client: env.Client, Reader: emptyCache{}}
+	got, err := e.GetPod(context.Background(), ref(p))
+	if err != nil || got.UID != p.UID {
+		t.Fatalf("GetPod of a pod the cache has not seen: %v, %v", got, err)
+	}
+	if _, err := e.GetPod(context.Background(), gpu.PodRef{Namespace: ns, Name: "absent"}); !apierrors.IsNotFound(err) {
+		t.Fatalf("GetPod of a missing pod: %v, want NotFound", err)
+	}
+}
