@@ -10,7 +10,7 @@ import (
 )
 
 // The seed's formula, max(current, reserved), lets five reservations onto a
-// node with M = 5 that already runs three jobs (the spec's counter-example A);
+// node with M = 5 that already runs three jobs (counter-example A of the ledger's tests);
 // plancore's default accounting admits two.
 func ExampleNodeLedger() {
 	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)

@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts in testd
 
 // TestGoldenTranscripts renders fixed scenarios and compares them byte for
 // byte with testdata/*.txt (go test -run Golden -update rewrites them): the
-// spec's counter-examples replayed through the simulation under the seed's
+// known counter-examples replayed through the simulation under the seed's
 // and plancore's accounting, and a selection with every exclusion reason.
 func TestGoldenTranscripts(t *testing.T) {
 	ctx := context.Background()

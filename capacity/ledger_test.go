@@ -72,7 +72,7 @@ func runSteps(t *testing.T, o capacity.Options, steps []step) {
 }
 
 // TestSeedMaxReproducesTheSeed replays the seed's own behaviour in the
-// compatibility mode, including the spec's counter-examples A and B, in which
+// compatibility mode, including counter-examples A and B, in which
 // it admits more jobs than the node has slots.
 func TestSeedMaxReproducesTheSeed(t *testing.T) {
 	seed := capacity.Options{Accounting: capacity.SeedMax}
@@ -125,7 +125,7 @@ func TestSeedMaxReproducesTheSeed(t *testing.T) {
 }
 
 // TestSumAccounting covers plancore's default accounting, including the
-// spec's counter-examples A to D, which it must refuse.
+// counter-examples A to D, which it must refuse.
 func TestSumAccounting(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -72,7 +72,7 @@ func TestPropertyNeverOversells(t *testing.T) {
 	}
 }
 
-// TestKnownBadAccountingIsCaught is the spec's required known-bad check: the
+// TestKnownBadAccountingIsCaught is the known-bad check: the
 // same generator, pointed at the seed's accounting (with and without client
 // clocks) and at "sum, but release on ACK", must find an oversell. A
 // generator that cannot break these cannot vouch for the default.

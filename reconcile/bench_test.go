@@ -65,7 +65,7 @@ func BenchmarkBaselineScan10kPods(b *testing.B) {
 	_ = n
 }
 
-// BenchmarkLabelPass10k is the spec's baseline: one pass reading the cluster,
+// BenchmarkLabelPass10k is the baseline: one pass reading the cluster,
 // group, node-type, replica-name and replica-index labels of every pod.
 func BenchmarkLabelPass10k(b *testing.B) {
 	s := benchCluster(false, false)

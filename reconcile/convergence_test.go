@@ -22,7 +22,7 @@ type convergenceParams struct {
 	L, T, E int
 }
 
-// bound is the spec's B = 2(L+T) + E + 4 rounds.
+// bound is B = 2(L+T) + E + 4 rounds.
 func (c convergenceParams) bound() int { return 2*(c.L+c.T) + c.E + 4 }
 
 // worstConvergence is the slowest convergence any case took, reported at the end.

@@ -50,7 +50,7 @@ func ExampleDecide() {
 	// outcome  ok (no requeue)
 }
 
-// The spec's worked example 5: the autoscaler names pod2 and a pod that is
+// A worked example: the autoscaler names pod2 and a pod that is
 // gone. KubeRay sends a DELETE for both and picks pod1 by list order;
 // plancore deletes only its member and picks the top-ranked surplus pod.
 func ExampleDecide_workersToDelete() {

@@ -74,7 +74,7 @@ type scriptCall struct {
 // concurrently) with EVALSHA, or EVALSHA_RO when ro is set, then resends
 // with EVAL (EVAL_RO) in a second pipeline exactly the calls answered
 // NOSCRIPT. A pipeline cannot reload a script between its commands, which is
-// why the spec has Cluster batches use EVAL; but each NOSCRIPT reply proves
+// why pipelined scripts are often sent with EVAL; but each NOSCRIPT reply proves
 // that its own command did not run, and a batch's calls touch disjoint slots,
 // so resending only those is as safe as EVAL for all and spares the 10 KB
 // script text on every call while the cache is warm: on three local shards,
@@ -241,11 +241,8 @@ func (s *CapacityStore) reserveBatchCluster(ctx context.Context, items []capacit
 	var errs []error
 	for g, cmd := range cmds {
 		out := part[:len(groups[g])]
-		v, err := cmd.Int64Slice()
-		if err == nil {
-			committed[g], err = parseBatch(v, out)
-		}
-		if err != nil {
+		var err error
+		if committed[g], err = parseBatch(cmd, out); err != nil {
 			errs = append(errs, fmt.Errorf("slot %d: %w", slots[g], err))
 			continue
 		}

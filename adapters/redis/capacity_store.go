@@ -37,18 +37,20 @@ func capacityScript(name string) *goredis.Script {
 }
 
 // capacityStandalone builds a script that does without the library: the
-// hot single reserve, written out flat.
+// hot reserves, written out flat. It does not call
+// redis.replicate_commands(): since Redis 5 scripts replicate their effects
+// by default, and the scripts need Redis 7 (EVALSHA_RO) anyway.
 func capacityStandalone(name string) *goredis.Script {
 	body, err := capacityLua.ReadFile("lua/capacity_" + name + ".lua")
 	if err != nil {
 		panic(err) // embedded at build time: cannot fail
 	}
-	return goredis.NewScript("redis.replicate_commands()\n" + string(body))
+	return goredis.NewScript(string(body))
 }
 
 var (
 	capReserve      = capacityStandalone("reserve")
-	capReserveBatch = capacityScript("reserve_batch")
+	capReserveBatch = capacityStandalone("reserve_batch")
 	capAck          = capacityScript("ack")
 	capRelease      = capacityScript("release")
 	capHeartbeat    = capacityScript("heartbeat")
@@ -168,8 +170,8 @@ type CapacityStore struct {
 	// Script arguments that never change, boxed once: every interface
 	// conversion of a string or a large int is an allocation, and Reserve is
 	// the hot path.
-	acctArg, hbtoArg, ttlArg, maxArg any
-	reloads                          atomic.Uint64
+	acctArg, hbtoArg, ttlArg, maxArg, negMaxArg any
+	reloads                                     atomic.Uint64
 	// waitN and waitMS are WAIT's arguments; waitN 0 means no WAIT.
 	waitN, waitMS int64
 }
@@ -192,7 +194,7 @@ func NewCapacityStore(ctx context.Context, c goredis.Scripter, o CapacityStoreOp
 	if o.Accounting == capacity.SeedMax {
 		s.acct = "max"
 	}
-	s.acctArg, s.hbtoArg, s.ttlArg, s.maxArg = s.acct, msArg(s.opts.HeartbeatTimeout), msArg(s.opts.TTL), s.opts.MaxJobs
+	s.acctArg, s.hbtoArg, s.ttlArg, s.maxArg, s.negMaxArg = s.acct, msArg(s.opts.HeartbeatTimeout), msArg(s.opts.TTL), s.opts.MaxJobs, -s.opts.MaxJobs
 	if cc, ok := c.(*goredis.ClusterClient); ok {
 		s.pipe = cc
 	} else if o.Cluster {
@@ -267,7 +269,7 @@ func noScript(err error) bool {
 	return err != nil && (errors.Is(err, goredis.ErrNoScript) || goredis.HasErrorPrefix(err, "NOSCRIPT"))
 }
 
-// ScriptReloads is the spec's script_reloads_total: how many calls found
+// ScriptReloads is the script_reloads_total counter: how many calls found
 // their script missing from the server's cache and sent it again. A rising
 // count means restarts, failovers or script-cache evictions.
 func (s *CapacityStore) ScriptReloads() uint64 { return s.reloads.Load() }
@@ -340,18 +342,31 @@ func (s *CapacityStore) Reserve(ctx context.Context, r capacity.Reservation) (ca
 	}
 	keys := s.keys(r.Node)
 	var v []int64
+	var limit any = r.Max
+	if r.Max == 0 {
+		limit = s.negMaxArg // the node's limit, else the store's default
+	}
+	var args []any
+	switch {
+	case s.acct != "sum":
+		args = []any{r.RID, limit, s.ttl(r.TTL), s.hbtoArg, s.now(), r.Running}
+	case s.clock != nil:
+		args = []any{r.RID, limit, s.ttl(r.TTL), s.hbtoArg, s.now()}
+	default:
+		args = []any{r.RID, limit, s.ttl(r.TTL), s.hbtoArg} // on TIME
+	}
+	var reply string
 	if s.waitN == 0 {
-		v, err = s.run(ctx, capReserve, keys, r.RID, r.Max, s.ttl(r.TTL), s.hbtoArg,
-			s.acctArg, r.Running, s.now(), s.maxArg).Int64Slice()
+		reply, err = s.run(ctx, capReserve, keys, args...).Text()
 	} else {
-		call := scriptCall{capReserve, keys, []any{r.RID, r.Max, s.ttl(r.TTL), s.hbtoArg, s.acctArg, r.Running, s.now(), s.maxArg}}
-		v, err = s.runWaited(ctx, []scriptCall{call})[0].Int64Slice()
+		reply, err = s.runWaited(ctx, []scriptCall{{capReserve, keys, args}})[0].Text()
+	}
+	if err == nil {
+		var buf [5]int64
+		v, err = parseInts(reply, buf[:0], 5)
 	}
 	if err != nil {
 		return capacity.ReserveResult{}, unavailable("reserve", err)
-	}
-	if len(v) != 5 {
-		return capacity.ReserveResult{}, unavailable("reserve", fmt.Errorf("reply of %d values", len(v)))
 	}
 	return reserveResult(v), nil
 }
@@ -428,27 +443,29 @@ func (s *CapacityStore) ReserveBatch(ctx context.Context, items []capacity.Reser
 		return s.reserveBatchCluster(ctx, items, mode)
 	}
 	keys, args := s.batchCall(items, mode)
-	var v []int64
+	var cmd *goredis.Cmd
 	if s.waitN == 0 {
-		v, err = s.run(ctx, capReserveBatch, keys, args...).Int64Slice()
+		cmd = s.run(ctx, capReserveBatch, keys, args...)
 	} else {
-		v, err = s.runWaited(ctx, []scriptCall{{capReserveBatch, keys, args}})[0].Int64Slice()
-	}
-	if err != nil {
-		return capacity.BatchResult{}, unavailable("reserve batch", err)
+		cmd = s.runWaited(ctx, []scriptCall{{capReserveBatch, keys, args}})[0]
 	}
 	res := capacity.BatchResult{Items: make([]capacity.ReserveResult, len(items))}
-	if res.Committed, err = parseBatch(v, res.Items); err != nil {
+	if res.Committed, err = parseBatch(cmd, res.Items); err != nil {
 		return capacity.BatchResult{}, unavailable("reserve batch", err)
 	}
 	return res, nil
 }
 
-// parseBatch reads a reserve_batch reply into out, one result per item, and
-// returns its committed flag.
-func parseBatch(v []int64, out []capacity.ReserveResult) (bool, error) {
-	if len(v) != 1+5*len(out) {
-		return false, fmt.Errorf("reply of %d values for %d items", len(v), len(out))
+// parseBatch reads a reserve_batch reply (committed, then five numbers per
+// item) into out, one result per item, and returns its committed flag.
+func parseBatch(cmd *goredis.Cmd, out []capacity.ReserveResult) (bool, error) {
+	reply, err := cmd.Text()
+	if err != nil {
+		return false, err
+	}
+	v, err := parseInts(reply, make([]int64, 0, 1+5*len(out)), 1+5*len(out))
+	if err != nil {
+		return false, err
 	}
 	for i := range out {
 		out[i] = reserveResult(v[1+5*i : 6+5*i])
@@ -456,8 +473,28 @@ func parseBatch(v []int64, out []capacity.ReserveResult) (bool, error) {
 	return v[0] == 1, nil
 }
 
+// parseInts appends to dst the want space-separated decimal integers of a
+// script's reply. The reserve scripts answer with one string rather than an
+// array because Redis turns a Lua table into a reply at several times the
+// cost of a string.
+func parseInts(reply string, dst []int64, want int) ([]int64, error) {
+	for f := range strings.SplitSeq(reply, " ") {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("malformed reply %q: %w", reply, err)
+		}
+		dst = append(dst, n)
+	}
+	if len(dst) != want {
+		return nil, fmt.Errorf("reply of %d values, want %d", len(dst), want)
+	}
+	return dst, nil
+}
+
 // batchCall builds the keys and arguments of one reserve_batch script call
-// over items.
+// over items, in the most compact of the script's three forms that holds
+// them: every argument costs the server a string to parse and another to
+// build in Lua, a good part of a small command.
 func (s *CapacityStore) batchCall(items []capacity.Reservation, mode capacity.BatchMode) ([]string, []any) {
 	modeArg := "all"
 	if mode == capacity.Partial {
@@ -466,14 +503,13 @@ func (s *CapacityStore) batchCall(items []capacity.Reservation, mode capacity.Ba
 	// Nodes are numbered in order of first appearance; a linear scan beats a
 	// map for the usual batch of a few distinct nodes.
 	nodes := make([]string, 0, len(items))
-	var index map[string]int
-	args := make([]any, 0, 5+5*len(items))
-	args = append(args, s.now(), s.hbtoArg, s.acctArg, modeArg, s.maxArg)
-	var lastMax, lastTTL, lastRunning any
+	index := make([]int, len(items)) // each item's node, 1-based
+	var byID map[string]int
+	uniform := true // every item has the first one's max, TTL and running
 	for i, it := range items {
 		n := -1
-		if index != nil {
-			if j, ok := index[it.Node]; ok {
+		if byID != nil {
+			if j, ok := byID[it.Node]; ok {
 				n = j
 			}
 		} else {
@@ -483,27 +519,50 @@ func (s *CapacityStore) batchCall(items []capacity.Reservation, mode capacity.Ba
 			n = len(nodes)
 			nodes = append(nodes, it.Node)
 			switch {
-			case index != nil:
-				index[it.Node] = n
+			case byID != nil:
+				byID[it.Node] = n
 			case len(nodes) > 16:
-				index = make(map[string]int, len(items))
+				byID = make(map[string]int, len(items))
 				for j, id := range nodes {
-					index[id] = j
+					byID[id] = j
 				}
 			}
 		}
-		// Items of one batch mostly share M, TTL and running: box each value
-		// once.
-		if i == 0 || it.Max != items[i-1].Max {
-			lastMax = it.Max
+		index[i] = n + 1
+		first := items[0]
+		uniform = uniform && it.Max == first.Max && it.TTL == first.TTL && it.Running == first.Running
+	}
+	args := make([]any, 0, 9+5*len(items))
+	args = append(args, s.now(), s.hbtoArg, s.acctArg, modeArg, s.maxArg)
+	switch first := items[0]; {
+	case uniform && len(nodes) == len(items):
+		// Item q on node q: the rids alone.
+		args = append(args, "each", first.Max, s.ttl(first.TTL), first.Running)
+		for _, it := range items {
+			args = append(args, it.RID)
 		}
-		if i == 0 || it.TTL != items[i-1].TTL {
-			lastTTL = s.ttl(it.TTL)
+	case uniform:
+		args = append(args, "same", first.Max, s.ttl(first.TTL), first.Running)
+		for i, it := range items {
+			args = append(args, index[i], it.RID)
 		}
-		if i == 0 || it.Running != items[i-1].Running {
-			lastRunning = it.Running
+	default:
+		args = append(args, "full")
+		// Items of one batch mostly share M, TTL and running: box each
+		// value once.
+		var lastMax, lastTTL, lastRunning any
+		for i, it := range items {
+			if i == 0 || it.Max != items[i-1].Max {
+				lastMax = it.Max
+			}
+			if i == 0 || it.TTL != items[i-1].TTL {
+				lastTTL = s.ttl(it.TTL)
+			}
+			if i == 0 || it.Running != items[i-1].Running {
+				lastRunning = it.Running
+			}
+			args = append(args, index[i], it.RID, lastMax, lastTTL, lastRunning)
 		}
-		args = append(args, n+1, it.RID, lastMax, lastTTL, lastRunning)
 	}
 	return s.appendKeys(make([]string, 0, len(nodes)), nodes...), args
 }

@@ -345,9 +345,19 @@ func batchMatchesMemoryStore(t *testing.T, c goredis.Scripter, cluster bool) []s
 	for _, s := range stores {
 		seedBatchNodes(ctx, t, s)
 	}
-	for round, mode := range []capacity.BatchMode{capacity.AllOrNothing, capacity.Partial, capacity.Partial} {
+	// Rounds 0-2 send the script its 'full' form (items with their own
+	// limits), round 3 its 'same' form (one limit, nodes repeated), round 4
+	// its 'each' form (one limit, each item on its own node).
+	for round, tc := range []struct {
+		form string
+		mode capacity.BatchMode
+	}{{"full", capacity.AllOrNothing}, {"full", capacity.Partial}, {"full", capacity.Partial}, {"same", capacity.Partial}, {"each", capacity.Partial}} {
 		now = now.Add(time.Second)
-		compareBatch(ctx, t, stores, round, mode)
+		items := batchItems(round, tc.form)
+		if got := redis.BatchForm(rs, items); got != tc.form {
+			t.Fatalf("round %d: the batch went in the %q form, want %q", round, got, tc.form)
+		}
+		compareBatch(ctx, t, stores, round, items, tc.mode)
 	}
 	var nodes []string
 	for i := range 24 {
@@ -387,13 +397,32 @@ func seedBatchNodes(ctx context.Context, t *testing.T, s capacity.SlotStore) {
 	}
 }
 
-// batchItems is round's batch: 48 items over the 24 nodes, with a rid
-// repeated on another node, the held and acked rids, and a rid twice.
-func batchItems(round int) []capacity.Reservation {
+// batchItems is round's batch in the script's given form. 'full': 48 items
+// over the 24 nodes with limits of their own, a rid repeated on another
+// node, the held and acked rids, and a rid twice. 'same': those items, all
+// with limit 2. 'each': one item of limit 2 on each of the 24 nodes, the
+// held and acked rids among them.
+func batchItems(round int, form string) []capacity.Reservation {
 	var items []capacity.Reservation
+	if form == "each" {
+		for n := range 24 {
+			it := capacity.Reservation{Node: batchNode(n), RID: fmt.Sprintf("r%d-%d", round, n), Max: 2}
+			switch n {
+			case 1:
+				it.RID = "held"
+			case 2:
+				it.RID = "acked"
+			}
+			items = append(items, it)
+		}
+		return items
+	}
 	for k := range 48 {
 		n := (k * 7) % 24
 		it := capacity.Reservation{Node: batchNode(n), RID: fmt.Sprintf("r%d-%d", round, k), Max: 1 + n%5}
+		if form == "same" {
+			it.Max = 2
+		}
 		switch k % 9 {
 		case 3:
 			it.RID = fmt.Sprintf("r%d-%d", round, k-1) // the previous item's rid, on another node
@@ -408,11 +437,11 @@ func batchItems(round int) []capacity.Reservation {
 }
 
 // compareBatch runs round's batch on both stores and compares every answer.
-func compareBatch(ctx context.Context, t *testing.T, stores []capacity.SlotStore, round int, mode capacity.BatchMode) {
+func compareBatch(ctx context.Context, t *testing.T, stores []capacity.SlotStore, round int, items []capacity.Reservation, mode capacity.BatchMode) {
 	var got [2]capacity.BatchResult
 	for i, s := range stores {
 		var err error
-		if got[i], err = s.ReserveBatch(ctx, batchItems(round), mode); err != nil {
+		if got[i], err = s.ReserveBatch(ctx, items, mode); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -565,5 +594,41 @@ func TestCapacityStoreStateBoundedByLimit(t *testing.T) {
 	t.Logf("filled a node of M = %d in %v", capacity.MaxLimit, time.Since(start))
 	if _, err := big.Reserve(ctx, capacity.Reservation{Node: "big", RID: "x", Max: 80_000}); !errors.Is(err, capacity.ErrInvalidInput) {
 		t.Fatalf("a limit of 80,000: %v, want ErrInvalidInput", err)
+	}
+}
+
+// TestCapacityStoreReadsEarlierState: a node state written by an earlier
+// revision of the scripts, which kept the heartbeat's seq as a string, still
+// reads: its acked job counts against M, a reserve and a batch answer, and
+// the next heartbeat and ACK apply. (Comparing the seq without converting it
+// makes every call on such a node a script error.)
+func TestCapacityStoreReadsEarlierState(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	c := srv.Client()
+	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
+	s := newStore(t, c, redis.CapacityStoreOptions{Options: capacity.Options{HeartbeatTimeout: time.Hour},
+		Clock: fake.ClockFunc(func() time.Time { return now })})
+	ms := now.UnixMilli()
+	// Heartbeat epoch 1 seq 5, running 0, M 2, an acked job at seq 6 that
+	// the heartbeat has not counted; seq written as the string "5".
+	err := c.Eval(ctx, `redis.call('HSET', KEYS[1], '', cmsgpack.pack(ARGV[1] + 3600000, '1', '5', 0, ARGV[1] + 0, 2, ARGV[1] + 3600000, ARGV[1] + 7200000, '- - - 0'), 'old', '-6') return 1`,
+		[]string{"{n:old}"}, ms).Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Reserve(ctx, capacity.Reservation{Node: "old", RID: "a"})
+	if err != nil || r.Status != capacity.ReserveOK || r.Load != 2 || r.Epoch != 1 {
+		t.Fatalf("reserve on an earlier state: %+v, %v; want ok at load 2 (the acked job counts), epoch 1", r, err)
+	}
+	b, err := s.ReserveBatch(ctx, []capacity.Reservation{{Node: "old", RID: "b"}}, capacity.Partial)
+	if err != nil || b.Items[0].Status != capacity.ReserveFull {
+		t.Fatalf("batch on an earlier state: %+v, %v; want full", b, err)
+	}
+	if st, err := s.Ack(ctx, capacity.Ack{Node: "old", RID: "a", Epoch: 1, Seq: 7}); err != nil || st != capacity.AckOK {
+		t.Fatalf("ack on an earlier state: %v, %v", st, err)
+	}
+	if st, err := s.Heartbeat(ctx, "old", capacity.Heartbeat{Epoch: 1, Seq: 8, Running: 2, Max: 2}); err != nil || st != capacity.HeartbeatApplied {
+		t.Fatalf("heartbeat on an earlier state: %v, %v", st, err)
 	}
 }

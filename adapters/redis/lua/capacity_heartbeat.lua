@@ -40,5 +40,5 @@ if keep > 0 and ax < hx then
   ax = hx
 end
 local kx = lives(key, n, now, math.max(hx, ax)) or n.kx
-redis.call('HSET', key, '', cmsgpack.pack(hx, ARGV[1], ARGV[2], tonumber(ARGV[3]), now, tonumber(ARGV[4]), ax, kx, ARGV[5]))
+redis.call('HSET', key, '', cmsgpack.pack(hx, ARGV[1], s, tonumber(ARGV[3]), now, tonumber(ARGV[4]), ax, kx, ARGV[5]))
 return {HB_APPLIED, 0, 0}

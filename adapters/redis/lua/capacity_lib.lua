@@ -7,8 +7,9 @@
 --                hx epoch seq running recv max ax kx usage
 --                (hx: when the heartbeat lapses, 0 = none; ax: when the acked
 --                entries lapse; kx: how long the key is known to live; all
---                store ms; epoch and seq are strings of digits, so that
---                they stay exact; usage is 'cpu mem gpu hasgpu' as the
+--                store ms; epoch is a string of digits, which the reserves
+--                answer with as it is; seq a number, exact as the store
+--                refuses values above 2^53-1; usage is 'cpu mem gpu hasgpu' as the
 --                heartbeat gave them). MessagePack keeps the numbers as
 --                numbers: decoding them is several times cheaper than
 --                matching words and converting each with tonumber, which
@@ -126,7 +127,7 @@ end
 local function state(n, ax, kx)
   local p = n.w
   if not p then
-    return cmsgpack.pack(0, '0', '0', 0, 0, 0, ax, kx, '- - - 0')
+    return cmsgpack.pack(0, '0', 0, 0, 0, 0, ax, kx, '- - - 0')
   end
   return cmsgpack.pack(p[1], p[2], p[3], p[4], p[5], p[6], ax, kx, p[9])
 end

@@ -11,7 +11,7 @@ for i = 1, #KEYS do
   local w = ''
   if n.known then
     local p = n.w
-    w = ms(p[1]) .. ' ' .. p[2] .. ' ' .. p[3] .. ' ' .. ms(p[4]) .. ' ' .. ms(p[5]) .. ' ' .. ms(p[6]) .. ' ' ..
+    w = ms(p[1]) .. ' ' .. p[2] .. ' ' .. ms(p[3]) .. ' ' .. ms(p[4]) .. ' ' .. ms(p[5]) .. ' ' .. ms(p[6]) .. ' ' ..
       ms(p[7]) .. ' ' .. ms(p[8]) .. ' ' .. p[9]
   end
   out[i] = {w, n.live, n.unc}

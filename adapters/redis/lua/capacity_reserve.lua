@@ -1,23 +1,30 @@
 -- capacity_reserve.lua: reserve one slot. One key, and on the accept path
 -- two commands: HGETALL, then one HSET (plus HDEL when leases lapsed, PEXPIRE
--- when the lease outlives what the key is known to live). The node's hash is
--- read as capacity_lib.lua describes; this script does not include the
--- library and is written out flat, without tables or closures, because it is
--- the hot path: a call's server time is mostly fixed overhead. The tests hold
--- it to the same answers as capacity_reserve_batch.lua, MemoryStore and the
+-- when the lease outlives what the key is known to live).
+-- The node's hash is read as capacity_lib.lua describes; this script does
+-- not include the library and is written out flat, without tables or
+-- closures, because it is the hot path: a call's server time is mostly fixed
+-- overhead, so every argument, C call and string conversion counts
+-- (arithmetic converts a numeric string at half the cost of tonumber, and
+-- string.format at half the cost of concatenation). The tests hold it to
+-- the same answers as capacity_reserve_batch.lua, MemoryStore and the
 -- ledger.
 -- KEYS: the node's hash.
--- ARGV: rid, max (0 = the node's), ttl_ms, heartbeat_timeout_ms, accounting
---       ('sum' or 'max'), running (the caller's copy, read only by 'max'),
---       now_ms ('' = TIME), the store's default max.
--- Returns status, epoch, lease expiry, effective load, earliest pending expiry
--- (statuses as in capacity_lib.lua).
-local now
-if ARGV[7] ~= '' then
-  now = tonumber(ARGV[7])
+-- ARGV: rid; max (positive: the caller's limit; else the node's, or -max
+--       when the node states none: the store's default); ttl_ms;
+--       heartbeat_timeout_ms; now_ms (absent or '' = TIME); and only in the
+--       seed's 'max' accounting the caller's running count (without this
+--       sixth value the accounting is 'sum').
+-- Returns one string of five numbers, space-separated: status, epoch, lease
+-- expiry, effective load, earliest pending expiry (statuses as in
+-- capacity_lib.lua).
+local now = ARGV[5]
+if now and now ~= '' then
+  now = now + 0
 else
   local t = redis.call('TIME')
-  now = t[1] * 1000 + math.floor(t[2] / 1000)
+  local us = t[2] + 0
+  now = t[1] * 1000 + (us - us % 1000) / 1000
 end
 local key, rid = KEYS[1], ARGV[1]
 local a = redis.call('HGETALL', key)
@@ -28,7 +35,7 @@ for i = 1, #a, 2 do
   if f == '' then
     w = a[i + 1]
   else
-    local v = tonumber(a[i + 1])
+    local v = a[i + 1] + 0
     if v > now then
       live = live + 1
       if first == 0 or v < first then
@@ -57,19 +64,18 @@ for i = 1, #a, 2 do
     end
   end
 end
-local known, epoch, seq, run, recv, hmax, ax, kx = false, 0, '0', 0, 0, 0, 0, 0
+local known, epoch, seq, run, recv, hmax, ax, kx = false, 0, 0, 0, 0, 0, 0, 0
 if w then
-  -- The state's first eight values (capacity_lib.lua); epoch and seq are
-  -- strings, seq converted only when acked entries are counted.
+  -- The state's first eight values (capacity_lib.lua).
   local _, hx, e, s, r, rc, m, x, k = cmsgpack.unpack_limit(w, 8)
   ax, kx = x, k
   if hx > 0 and now <= hx then
-    known, epoch, seq, run, recv, hmax = true, tonumber(e), s, r, rc, m
+    known, epoch, seq, run, recv, hmax = true, e, s, r, rc, m
   end
 end
 local unc = 0
 if na > 0 then
-  seq = tonumber(seq)
+  seq = seq + 0 -- a string in states written by earlier revisions
   if now > ax then
     -- The acked entries outlived their lifetime: they go.
     for x = 1, na do
@@ -91,18 +97,18 @@ if na > 0 then
     end
   end
 end
-local sum, ttl = ARGV[5] ~= 'max', tonumber(ARGV[3])
-local maxj = tonumber(ARGV[2])
+local running = ARGV[6]
+local sum, ttl = not running, ARGV[3] + 0
+local maxj = ARGV[2] + 0
 if hmax > 0 and maxj > 0 and hmax ~= maxj then
   maxj = -1
 elseif hmax > 0 then
   maxj = hmax
-elseif maxj == 0 then
-  maxj = tonumber(ARGV[8])
+elseif maxj < 0 then
+  maxj = -maxj
 end
-local running = 0
 if not sum then
-  running = tonumber(ARGV[6])
+  running = running + 0
 end
 local eff
 if sum then
@@ -120,7 +126,7 @@ elseif held then
   end
 elseif sum and not known then
   status = 4 -- UNKNOWN_NODE
-elseif sum and now - recv > tonumber(ARGV[4]) then
+elseif sum and now - recv > ARGV[4] + 0 then
   status = 5 -- STALE_HEARTBEAT
 elseif eff >= maxj then
   status, earliest = 3, first -- FULL
@@ -136,14 +142,7 @@ if nd > 0 then
   redis.call('HDEL', key, unpack(dead, 1, nd))
 end
 if status == 1 then
-  -- A ms time prints exactly as '%.14g' (Lua's own number format) until
-  -- the year 5138; string.format is slower.
-  local exps
-  if expiry < 1e14 then
-    exps = expiry .. ''
-  else
-    exps = string.format('%d', expiry)
-  end
+  local exps = string.format('%d', expiry)
   if expiry + 60000 > kx then
     -- The lease would outlive the key: extend it, only ever forward, and
     -- note the new end in the state so that the next minute's calls skip it.
@@ -154,11 +153,16 @@ if status == 1 then
       local hx, e, s, r, rc, m, x, _, u = cmsgpack.unpack(w)
       st = cmsgpack.pack(hx, e, s, r, rc, m, x, kx, u)
     else
-      st = cmsgpack.pack(0, '0', '0', 0, 0, 0, 0, kx, '- - - 0')
+      st = cmsgpack.pack(0, '0', 0, 0, 0, 0, 0, kx, '- - - 0')
     end
     redis.call('HSET', key, rid, exps, '', st)
   else
     redis.call('HSET', key, rid, exps)
   end
+  -- One string, not an array: Redis turns a Lua table into a reply at
+  -- several times the cost of a string. It is joined from the strings at
+  -- hand (the epoch as stored, the expiry as written), since every number
+  -- printed is a sprintf: the reply costs one, for the load.
+  return '1 ' .. epoch .. ' ' .. exps .. ' ' .. eff .. ' 0'
 end
-return {status, epoch, expiry, eff, earliest}
+return string.format('%d %s %d %d %d', status, epoch, expiry, eff, earliest)

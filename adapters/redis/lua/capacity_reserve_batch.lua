@@ -1,26 +1,63 @@
 -- capacity_reserve_batch.lua: reserve several slots, decided in order, in one
 -- atomic call. TIME once; each node's hash is read once (HGETALL) into flat
 -- per-node arrays (no table per node: a call's server time is mostly fixed
--- overhead per node); the items are decided in Lua against them; each
--- node's grants are then written with one HSET, and its lapsed leases
--- deleted with one HDEL. A refused all-or-nothing batch writes no grant.
--- The node's hash is read as capacity_lib.lua describes.
+-- overhead per node and per argument); the items are decided in Lua against
+-- them; each node's grants are then written with one HSET, and its lapsed
+-- leases deleted with one HDEL. A refused
+-- all-or-nothing batch writes no grant. The node's hash is read as
+-- capacity_lib.lua describes; like capacity_reserve.lua, this script does
+-- not include the library (whose closures each call would build again).
 -- KEYS: the hash of each distinct node.
 -- ARGV: now_ms ('' = TIME), heartbeat_timeout_ms, accounting, mode
 --       ('all' = all or nothing, 'partial'), the store's default max, then
---       per item five values: node index (1-based), rid, max (0 = the
---       node's), ttl_ms, running.
--- Returns committed (1/0), then five values per item as capacity_reserve.
-local now = clock(ARGV[1])
-local hbto, sum, mode, defmax = tonumber(ARGV[2]), ARGV[3] ~= 'max', ARGV[4], tonumber(ARGV[5])
+--       the items in one of three forms, so that a batch whose items share
+--       their limit, TTL and running count (as most do) sends no value
+--       twice:
+--       'each' max ttl_ms running, then one value per item: its rid; item
+--              q is on node q (every item on its own node, in key order).
+--       'same' max ttl_ms running, then two values per item: node index
+--              (1-based), rid.
+--       'full' then five values per item: node index, rid, max (0 = the
+--              node's), ttl_ms, running.
+-- Returns one string: committed (1/0), then five numbers per item as
+-- capacity_reserve.lua answers, all space-separated.
+local now = ARGV[1]
+if now ~= '' then
+  now = now + 0
+else
+  local t = redis.call('TIME')
+  local us = t[2] + 0
+  now = t[1] * 1000 + (us - us % 1000) / 1000
+end
+local hbto, sum, mode, defmax = ARGV[2] + 0, ARGV[3] ~= 'max', ARGV[4], ARGV[5] + 0
 local nodes = #KEYS
+-- Each item's node index and rid, and in the 'full' form its own max, TTL
+-- and running as strings (converted when they differ from the previous
+-- item's).
+local js, rids, maxs, ttls, runs = {}, {}, false, false, false
+local form, items = ARGV[6], 0
+if form == 'full' then
+  maxs, ttls, runs = {}, {}, {}
+  for i = 7, #ARGV, 5 do
+    items = items + 1
+    js[items], rids[items], maxs[items], ttls[items], runs[items] = ARGV[i] + 0, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  end
+elseif form == 'same' then
+  for i = 10, #ARGV, 2 do
+    items = items + 1
+    js[items], rids[items] = ARGV[i] + 0, ARGV[i + 1]
+  end
+else
+  for i = 10, #ARGV do
+    items = items + 1
+    js[items], rids[items] = items, ARGV[i]
+  end
+end
 -- The rids each node is asked for: one[j] when it is asked for one, else
 -- the set want[j].
--- js holds each item's node index, converted once.
-local one, want, js = {}, {}, {}
-for i = 6, #ARGV, 5 do
-  local j, rid = tonumber(ARGV[i]), ARGV[i + 1]
-  js[#js + 1] = j
+local one, want = {}, {}
+for q = 1, items do
+  local j, rid = js[q], rids[q]
   local o = one[j]
   if not o then
     one[j] = rid
@@ -33,13 +70,14 @@ for i = 6, #ARGV, 5 do
     w[rid] = true
   end
 end
--- A string argument or value repeated from the previous item or node (the
--- same epoch, max and TTL, as a batch usually has) is converted once: each
--- tonumber costs as much as a small command.
-local le, lepoch = false, 0
--- Node j's state, one array per field.
-local KNOWN, EPOCH, RUN, RECV, HMAX, LIVE, FIRST, UNC, KX, AX, W, DEAD, ND, FOUND, LAST =
-  {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
+-- A string argument repeated from the previous item (the same max and TTL,
+-- as a batch usually has) is converted once: each conversion costs a good
+-- part of a small command.
+-- Node j's state, one array per field: BASE is the heartbeat's running
+-- count plus the acked jobs it has not counted, RECV the heartbeat's receive
+-- time or false when no live heartbeat is known, DEAD the fields to delete
+-- or false.
+local EPOCH, BASE, RECV, HMAX, LIVE, FIRST, KX, W, DEAD, FOUND, LAST = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
 for j = 1, nodes do
   local a = redis.call('HGETALL', KEYS[j])
   local rid, wj = one[j], want[j]
@@ -49,7 +87,7 @@ for j = 1, nodes do
     if f == '' then
       w = a[i + 1]
     else
-      local v = tonumber(a[i + 1])
+      local v = a[i + 1] + 0
       if v > 0 and v <= now then
         nd = nd + 1
         if nd == 1 then
@@ -80,22 +118,18 @@ for j = 1, nodes do
       end
     end
   end
-  local known, epoch, seq, run, recv, hmax, ax, kx = false, 0, '0', 0, 0, 0, 0, 0
+  local known, epoch, seq, run, recv, hmax, ax, kx = false, 0, 0, 0, 0, 0, 0, 0
   if w then
-    -- The state's first eight values (capacity_lib.lua); epoch and seq are
-    -- strings, seq converted only when acked entries are counted.
+    -- The state's first eight values (capacity_lib.lua).
     local _, hx, e, s, r, rc, m, x, k = cmsgpack.unpack_limit(w, 8)
     ax, kx = x, k
     if hx > 0 and now <= hx then
-      if e ~= le then
-        le, lepoch = e, tonumber(e)
-      end
-      known, epoch, seq, run, recv, hmax = true, lepoch, s, r, rc, m
+      known, epoch, seq, run, recv, hmax = true, e, s, r, rc, m
     end
   end
   local unc = 0
   if na > 0 then
-    seq = tonumber(seq)
+    seq = seq + 0 -- a string in states written by earlier revisions
     if now > ax then
       -- The acked entries outlived their lifetime: they go.
       for x = 1, na do
@@ -117,17 +151,23 @@ for j = 1, nodes do
       end
     end
   end
-  KNOWN[j], EPOCH[j], RUN[j], RECV[j], HMAX[j], LIVE[j], FIRST[j], UNC[j], KX[j], AX[j], W[j], DEAD[j], ND[j], FOUND[j], LAST[j] =
-    known, epoch, run, recv, hmax, live, first, unc, kx, ax, w, dead, nd, found, 0
+  EPOCH[j], BASE[j], RECV[j], HMAX[j], LIVE[j], FIRST[j], KX[j], W[j], DEAD[j], FOUND[j], LAST[j] =
+    epoch, run + unc, known and recv, hmax, live, first, kx, w, dead, found, 0
 end
-local out, k, refused, q = {1}, 1, false, 0
+local out, k, refused = {1}, 1, false
 local lmaxs, lmax, lttls, lexpiry, lexps = false, 0, false, 0, ''
+if not maxs then
+  -- The 'each' and 'same' forms: one max, TTL and running for all items.
+  lmax = ARGV[7] + 0
+end
 local grants = {}
-for i = 6, #ARGV, 5 do
-  q = q + 1
-  local j, rid, maxs = js[q], ARGV[i + 1], ARGV[i + 2]
-  if maxs ~= lmaxs then
-    lmaxs, lmax = maxs, tonumber(maxs)
+for q = 1, items do
+  local j, rid = js[q], rids[q]
+  if maxs then
+    local m = maxs[q]
+    if m ~= lmaxs then
+      lmaxs, lmax = m, m + 0
+    end
   end
   local maxj, hm = lmax, HMAX[j]
   if hm > 0 and maxj > 0 and hm ~= maxj then
@@ -139,13 +179,13 @@ for i = 6, #ARGV, 5 do
   end
   local running = 0
   if not sum then
-    running = tonumber(ARGV[i + 4])
+    running = (runs and runs[q] or ARGV[9]) + 0
   end
   local found = FOUND[j]
   local h = found and found[rid]
   local eff
   if sum then
-    eff = RUN[j] + LIVE[j] + UNC[j]
+    eff = BASE[j] + LIVE[j]
   else
     eff = math.max(running, LIVE[j])
   end
@@ -157,21 +197,17 @@ for i = 6, #ARGV, 5 do
     if h > 0 then
       expiry = h
     end
-  elseif sum and not KNOWN[j] then
+  elseif sum and not RECV[j] then
     status = 4 -- UNKNOWN_NODE
   elseif sum and now - RECV[j] > hbto then
     status = 5 -- STALE_HEARTBEAT
   elseif eff >= maxj then
     status, earliest = 3, FIRST[j] -- FULL
   else
-    local ttls = ARGV[i + 3]
-    if ttls ~= lttls then
-      lttls, lexpiry = ttls, now + tonumber(ttls)
-      if lexpiry < 1e14 then
-        lexps = lexpiry .. '' -- '%.14g' is exact for ms times until the year 5138
-      else
-        lexps = string.format('%d', lexpiry)
-      end
+    local t = ttls and ttls[q] or ARGV[8]
+    if t ~= lttls then
+      lttls, lexpiry = t, now + t
+      lexps = string.format('%d', lexpiry)
     end
     status, expiry = 1, lexpiry -- OK
     LIVE[j] = LIVE[j] + 1
@@ -206,7 +242,12 @@ for i = 6, #ARGV, 5 do
   if status ~= 1 and status ~= 2 then
     refused = true
   end
-  out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = status, EPOCH[j], expiry, eff, earliest
+  if status == 1 then
+    -- The strings at hand, as capacity_reserve.lua answers.
+    out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = '1', EPOCH[j], lexps, eff, '0'
+  else
+    out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = status, EPOCH[j], expiry, eff, earliest
+  end
   k = k + 5
 end
 if refused and mode == 'all' then
@@ -215,8 +256,8 @@ if refused and mode == 'all' then
 end
 for j = 1, nodes do
   local key, g = KEYS[j], grants[j]
-  if ND[j] > 0 then
-    redis.call('HDEL', key, unpack(DEAD[j], 1, ND[j]))
+  if DEAD[j] then
+    redis.call('HDEL', key, unpack(DEAD[j]))
   end
   if g then
     if LAST[j] + 60000 > KX[j] then
@@ -230,10 +271,15 @@ for j = 1, nodes do
         local hx, e, s, r, rc, m, x, _, u = cmsgpack.unpack(w)
         g[#g + 1] = cmsgpack.pack(hx, e, s, r, rc, m, x, kx, u)
       else
-        g[#g + 1] = cmsgpack.pack(0, '0', '0', 0, 0, 0, 0, kx, '- - - 0')
+        g[#g + 1] = cmsgpack.pack(0, '0', 0, 0, 0, 0, 0, kx, '- - - 0')
       end
     end
     redis.call('HSET', key, unpack(g))
   end
 end
-return out
+-- One string, not an array: Redis turns a Lua table into a reply at several
+-- times the cost of a string. table.concat prints a number as '%.14g' (a
+-- sprintf each, which is why a grant's values are strings already), exact
+-- for these: statuses, loads and ms times (until the year 5138); epochs are
+-- the heartbeats' own strings.
+return table.concat(out, ' ')
