@@ -250,7 +250,7 @@ func excludeReasons(n NodeLoad, dup bool, now time.Time, o Options) []Reason {
 func invalidNode(n NodeLoad, o Options) string {
 	m := nodeLimit(n, o)
 	switch {
-	case len(validateNodeID(field.NewPath("id"), n.ID)) > 0 || m <= 0:
+	case len(validateNodeID("id", n.ID)) > 0 || m <= 0:
 		return fmt.Sprintf("invalid node (id %q, max %d)", n.ID, m)
 	case m > MaxCount || n.Running > MaxCount || n.Pending > MaxCount || n.AckedUncounted > MaxCount:
 		return fmt.Sprintf("invalid node (max %d, running %d, pending %d, acked %d: a count above %d)", m, n.Running, n.Pending, n.AckedUncounted, MaxCount)

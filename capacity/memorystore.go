@@ -287,7 +287,7 @@ func (s *MemoryStore) Release(ctx context.Context, node, rid string) (bool, erro
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
-	if err := plancore.Invalid(ErrInvalidInput, append(validateNodeID(field.NewPath("node"), node), validateRID(rid)...)); err != nil {
+	if err := plancore.Invalid(ErrInvalidInput, append(validateNodeID("node", node), validateRID(rid)...)); err != nil {
 		return false, err
 	}
 	var ok bool

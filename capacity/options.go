@@ -233,16 +233,18 @@ func satAdd(a, b int) int {
 // brace would move the key to another cluster slot. The error wraps
 // ErrInvalidInput and names the field path "node".
 func ValidateNodeID(id string) error {
-	return plancore.Invalid(ErrInvalidInput, validateNodeID(field.NewPath("node"), id))
+	return plancore.Invalid(ErrInvalidInput, validateNodeID("node", id))
 }
 
-func validateNodeID(path *field.Path, id string) field.ErrorList {
+// validateNodeID checks a node id, reported under the field name; the path
+// is built only for an error, since every reserve checks its node.
+func validateNodeID(name, id string) field.ErrorList {
 	if id == "" {
-		return field.ErrorList{field.Required(path, "a node id is required")}
+		return field.ErrorList{field.Required(field.NewPath(name), "a node id is required")}
 	}
 	for i := 0; i < len(id); i++ {
 		if id[i] == '{' || id[i] == '}' {
-			return field.ErrorList{field.Invalid(path, id, "must not contain a brace")}
+			return field.ErrorList{field.Invalid(field.NewPath(name), id, "must not contain a brace")}
 		}
 	}
 	return nil

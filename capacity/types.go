@@ -38,7 +38,7 @@ type Reservation struct {
 // With o.ClampToOne, a zero or negative Max and TTL become 1 (job, second)
 // instead. Every SlotStore resolves its reservations this way.
 func (r Reservation) Resolve(o Options) (Reservation, error) {
-	errs := validateNodeID(field.NewPath("node"), r.Node)
+	errs := validateNodeID("node", r.Node)
 	r, more := r.resolveNoNode(o.WithDefaults())
 	return r, plancore.Invalid(ErrInvalidInput, append(errs, more...))
 }
@@ -165,7 +165,7 @@ type Ack struct {
 
 // Validate reports a bad node id and an empty rid, wrapping ErrInvalidInput.
 func (a Ack) Validate() error {
-	return plancore.Invalid(ErrInvalidInput, append(validateNodeID(field.NewPath("node"), a.Node), validateRID(a.RID)...))
+	return plancore.Invalid(ErrInvalidInput, append(validateNodeID("node", a.Node), validateRID(a.RID)...))
 }
 
 // AckStatus is the answer to an ACK.

@@ -171,6 +171,7 @@ type CapacityStore struct {
 	// conversion of a string or a large int is an allocation, and Reserve is
 	// the hot path.
 	acctArg, hbtoArg, ttlArg, maxArg, negMaxArg any
+	lastTTL                                     atomic.Pointer[boxedTTL]
 	reloads                                     atomic.Uint64
 	// waitN and waitMS are WAIT's arguments; waitN 0 means no WAIT.
 	waitN, waitMS int64
@@ -307,12 +308,24 @@ func (s *CapacityStore) appendKeys(dst []string, nodes ...string) []string {
 	return dst
 }
 
-// ttl is the TTL argument of a script, boxed once for the default TTL.
+// ttl is the TTL argument of a script, boxed once for the default TTL and
+// for the last other TTL asked for (callers mostly use one or two).
 func (s *CapacityStore) ttl(d time.Duration) any {
 	if d == s.opts.TTL {
 		return s.ttlArg
 	}
-	return msArg(d)
+	if b := s.lastTTL.Load(); b != nil && b.d == d {
+		return b.arg
+	}
+	b := &boxedTTL{d, msArg(d)}
+	s.lastTTL.Store(b)
+	return b.arg
+}
+
+// boxedTTL is a TTL and its script argument.
+type boxedTTL struct {
+	d   time.Duration
+	arg any
 }
 
 func (s *CapacityStore) now() string {
@@ -494,43 +507,17 @@ func parseInts(reply string, dst []int64, want int) ([]int64, error) {
 // batchCall builds the keys and arguments of one reserve_batch script call
 // over items, in the most compact of the script's three forms that holds
 // them: every argument costs the server a string to parse and another to
-// build in Lua, a good part of a small command.
+// build in Lua, a good part of a small command. items is never empty:
+// ReserveBatch answers an empty batch itself.
 func (s *CapacityStore) batchCall(items []capacity.Reservation, mode capacity.BatchMode) ([]string, []any) {
 	modeArg := "all"
 	if mode == capacity.Partial {
 		modeArg = "partial"
 	}
-	// Nodes are numbered in order of first appearance; a linear scan beats a
-	// map for the usual batch of a few distinct nodes.
-	nodes := make([]string, 0, len(items))
-	index := make([]int, len(items)) // each item's node, 1-based
-	var byID map[string]int
+	nodes, index := numberNodes(items)
 	uniform := true // every item has the first one's max, TTL and running
-	for i, it := range items {
-		n := -1
-		if byID != nil {
-			if j, ok := byID[it.Node]; ok {
-				n = j
-			}
-		} else {
-			n = slices.Index(nodes, it.Node)
-		}
-		if n < 0 {
-			n = len(nodes)
-			nodes = append(nodes, it.Node)
-			switch {
-			case byID != nil:
-				byID[it.Node] = n
-			case len(nodes) > 16:
-				byID = make(map[string]int, len(items))
-				for j, id := range nodes {
-					byID[id] = j
-				}
-			}
-		}
-		index[i] = n + 1
-		first := items[0]
-		uniform = uniform && it.Max == first.Max && it.TTL == first.TTL && it.Running == first.Running
+	for _, it := range items[1:] {
+		uniform = uniform && it.Max == items[0].Max && it.TTL == items[0].TTL && it.Running == items[0].Running
 	}
 	args := make([]any, 0, 9+5*len(items))
 	args = append(args, s.now(), s.hbtoArg, s.acctArg, modeArg, s.maxArg)
@@ -565,6 +552,41 @@ func (s *CapacityStore) batchCall(items []capacity.Reservation, mode capacity.Ba
 		}
 	}
 	return s.appendKeys(make([]string, 0, len(nodes)), nodes...), args
+}
+
+// numberNodes returns the distinct nodes of items in order of first
+// appearance and each item's node number in that list, 1-based as Lua
+// counts. A linear scan beats a map for the usual batch of a few distinct
+// nodes; past 16 a map takes over.
+func numberNodes(items []capacity.Reservation) (nodes []string, index []int) {
+	nodes = make([]string, 0, len(items))
+	index = make([]int, len(items))
+	var byID map[string]int
+	for i, it := range items {
+		n := -1
+		if byID != nil {
+			if j, ok := byID[it.Node]; ok {
+				n = j
+			}
+		} else {
+			n = slices.Index(nodes, it.Node)
+		}
+		if n < 0 {
+			n = len(nodes)
+			nodes = append(nodes, it.Node)
+			switch {
+			case byID != nil:
+				byID[it.Node] = n
+			case len(nodes) > 16:
+				byID = make(map[string]int, len(items))
+				for j, id := range nodes {
+					byID[id] = j
+				}
+			}
+		}
+		index[i] = n + 1
+	}
+	return nodes, index
 }
 
 // Ack commits a node's ACK; see capacity.SlotStore.
