@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -58,8 +59,9 @@ var (
 	capScripts      = []*goredis.Script{capReserve, capReserveBatch, capAck, capRelease, capHeartbeat, capLoads}
 )
 
-// CapacityReserveSHA is the SHA1 of the reserve script, for tools such as
-// redis-benchmark that call it with EVALSHA.
+// CapacityReserveSHA is the SHA1 of the reserve script, for SCRIPT EXISTS in
+// monitoring and for tools that call it with EVALSHA, with the arguments
+// lua/capacity_reserve.lua lists (the second is binary MessagePack).
 func CapacityReserveSHA() string { return capReserve.Hash() }
 
 // maxExact is the largest integer a Lua number (a double) holds exactly; the
@@ -170,9 +172,10 @@ type CapacityStore struct {
 	// Script arguments that never change, boxed once: every interface
 	// conversion of a string or a large int is an allocation, and Reserve is
 	// the hot path.
-	acctArg, hbtoArg, ttlArg, maxArg, negMaxArg any
-	lastTTL                                     atomic.Pointer[boxedTTL]
-	reloads                                     atomic.Uint64
+	acctArg, hbtoArg, ttlArg, maxArg any
+	lastTTL                          atomic.Pointer[boxedTTL]
+	lastParams                       atomic.Pointer[boxedParams]
+	reloads                          atomic.Uint64
 	// waitN and waitMS are WAIT's arguments; waitN 0 means no WAIT.
 	waitN, waitMS int64
 }
@@ -195,7 +198,7 @@ func NewCapacityStore(ctx context.Context, c goredis.Scripter, o CapacityStoreOp
 	if o.Accounting == capacity.SeedMax {
 		s.acct = "max"
 	}
-	s.acctArg, s.hbtoArg, s.ttlArg, s.maxArg, s.negMaxArg = s.acct, msArg(s.opts.HeartbeatTimeout), msArg(s.opts.TTL), s.opts.MaxJobs, -s.opts.MaxJobs
+	s.acctArg, s.hbtoArg, s.ttlArg, s.maxArg = s.acct, msArg(s.opts.HeartbeatTimeout), msArg(s.opts.TTL), s.opts.MaxJobs
 	if cc, ok := c.(*goredis.ClusterClient); ok {
 		s.pipe = cc
 	} else if o.Cluster {
@@ -328,6 +331,42 @@ type boxedTTL struct {
 	arg any
 }
 
+// reserveParams is the reserve script's second argument: its limit (limit,
+// or when that is 0 the store's default negated, meaning "the node's, else
+// this"), TTL and heartbeat timeout in ms, as three MessagePack integers,
+// boxed once for the last limit and TTL asked for (callers mostly use one).
+func (s *CapacityStore) reserveParams(limit int, ttl time.Duration) any {
+	if p := s.lastParams.Load(); p != nil && p.limit == limit && p.ttl == ttl {
+		return p.arg
+	}
+	n := int64(limit)
+	if limit == 0 {
+		n = -int64(s.opts.MaxJobs)
+	}
+	p := &boxedParams{limit, ttl, msgpackInts(n, ttl.Milliseconds(), s.opts.HeartbeatTimeout.Milliseconds())}
+	s.lastParams.Store(p)
+	return p.arg
+}
+
+// boxedParams is a limit and TTL and their reserve script argument.
+type boxedParams struct {
+	limit int
+	ttl   time.Duration
+	arg   any
+}
+
+// msgpackInts encodes each value as a MessagePack int64 (0xd3 and eight
+// bytes, big-endian), which cmsgpack.unpack returns as Lua numbers: exact,
+// since every value here is far below 2^53.
+func msgpackInts(vals ...int64) string {
+	b := make([]byte, 0, 9*len(vals))
+	for _, v := range vals {
+		b = append(b, 0xd3)
+		b = binary.BigEndian.AppendUint64(b, uint64(v))
+	}
+	return string(b)
+}
+
 func (s *CapacityStore) now() string {
 	if s.clock == nil {
 		return ""
@@ -355,18 +394,15 @@ func (s *CapacityStore) Reserve(ctx context.Context, r capacity.Reservation) (ca
 	}
 	keys := s.keys(r.Node)
 	var v []int64
-	var limit any = r.Max
-	if r.Max == 0 {
-		limit = s.negMaxArg // the node's limit, else the store's default
-	}
+	params := s.reserveParams(r.Max, r.TTL)
 	var args []any
 	switch {
 	case s.acct != "sum":
-		args = []any{r.RID, limit, s.ttl(r.TTL), s.hbtoArg, s.now(), r.Running}
+		args = []any{r.RID, params, s.now(), r.Running}
 	case s.clock != nil:
-		args = []any{r.RID, limit, s.ttl(r.TTL), s.hbtoArg, s.now()}
+		args = []any{r.RID, params, s.now()}
 	default:
-		args = []any{r.RID, limit, s.ttl(r.TTL), s.hbtoArg} // on TIME
+		args = []any{r.RID, params} // on TIME
 	}
 	var reply string
 	if s.waitN == 0 {

@@ -10,15 +10,17 @@
 -- the same answers as capacity_reserve_batch.lua, MemoryStore and the
 -- ledger.
 -- KEYS: the node's hash.
--- ARGV: rid; max (positive: the caller's limit; else the node's, or -max
---       when the node states none: the store's default); ttl_ms;
---       heartbeat_timeout_ms; now_ms (absent or '' = TIME); and only in the
---       seed's 'max' accounting the caller's running count (without this
---       sixth value the accounting is 'sum').
+-- ARGV: rid; the numbers max (positive: the caller's limit; else the
+--       node's, or -max when the node states none: the store's default),
+--       ttl_ms and heartbeat_timeout_ms as three MessagePack integers in one
+--       string (one C call decodes them, where converting three decimal
+--       strings costs three strtod); now_ms (absent or '' = TIME); and only
+--       in the seed's 'max' accounting the caller's running count (without
+--       this fourth value the accounting is 'sum').
 -- Returns one string of five numbers, space-separated: status, epoch, lease
 -- expiry, effective load, earliest pending expiry (statuses as in
 -- capacity_lib.lua).
-local now = ARGV[5]
+local now = ARGV[3]
 if now and now ~= '' then
   now = now + 0
 else
@@ -97,9 +99,9 @@ if na > 0 then
     end
   end
 end
-local running = ARGV[6]
-local sum, ttl = not running, ARGV[3] + 0
-local maxj = ARGV[2] + 0
+local running = ARGV[4]
+local sum = not running
+local maxj, ttl, hbto = cmsgpack.unpack(ARGV[2])
 if hmax > 0 and maxj > 0 and hmax ~= maxj then
   maxj = -1
 elseif hmax > 0 then
@@ -126,7 +128,7 @@ elseif held then
   end
 elseif sum and not known then
   status = 4 -- UNKNOWN_NODE
-elseif sum and now - recv > ARGV[4] + 0 then
+elseif sum and now - recv > hbto then
   status = 5 -- STALE_HEARTBEAT
 elseif eff >= maxj then
   status, earliest = 3, first -- FULL
