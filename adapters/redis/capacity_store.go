@@ -522,8 +522,8 @@ func parseBatch(cmd *goredis.Cmd, out []capacity.ReserveResult) (bool, error) {
 	return v[0] == 1, nil
 }
 
-// parseInts appends to dst the want space-separated decimal integers of a
-// script's reply. The reserve scripts answer with one string rather than an
+// parseInts reads the want space-separated decimal integers of a script's
+// reply into dst, which must be empty (it lends its capacity). The reserve scripts answer with one string rather than an
 // array because Redis turns a Lua table into a reply at several times the
 // cost of a string.
 func parseInts(reply string, dst []int64, want int) ([]int64, error) {

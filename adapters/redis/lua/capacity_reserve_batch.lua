@@ -21,6 +21,8 @@
 --              node's), ttl_ms, running.
 -- Returns one string: committed (1/0), then five numbers per item as
 -- capacity_reserve.lua answers, all space-separated.
+-- The clock as in capacity_reserve.lua (and capacity_lib.lua's clock),
+-- written out here so that this script needs no closure.
 local now = ARGV[1]
 if now ~= '' then
   now = now + 0
