@@ -10,8 +10,8 @@ import (
 )
 
 // The seed's formula, max(current, reserved), lets five reservations onto a
-// node with M = 5 that already runs three jobs (counter-example A of the ledger's tests);
-// plancore's default accounting admits two.
+// node with M = 5 that already runs three jobs (counter-example A of the
+// ledger's tests); plancore's default accounting admits two.
 func ExampleNodeLedger() {
 	now := time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC)
 	for _, acct := range []capacity.Accounting{capacity.SeedMax, capacity.Sum} {

@@ -3,10 +3,10 @@
 -- per-node arrays (no table per node: a call's server time is mostly fixed
 -- overhead per node and per argument); the items are decided in Lua against
 -- them; each node's grants are then written with one HSET, and its lapsed
--- leases deleted with one HDEL. A refused
--- all-or-nothing batch writes no grant. The node's hash is read as
--- capacity_lib.lua describes; like capacity_reserve.lua, this script does
--- not include the library (whose closures each call would build again).
+-- leases deleted with one HDEL. A refused all-or-nothing batch writes no
+-- grant. The node's hash is read as capacity_lib.lua describes; like
+-- capacity_reserve.lua, this script does not include the library (whose
+-- closures each call would build again).
 -- KEYS: the hash of each distinct node.
 -- ARGV: now_ms ('' = TIME), heartbeat_timeout_ms, accounting, mode
 --       ('all' = all or nothing, 'partial'), the store's default max, then
@@ -72,9 +72,6 @@ for q = 1, items do
     w[rid] = true
   end
 end
--- A string argument repeated from the previous item (the same max and TTL,
--- as a batch usually has) is converted once: each conversion costs a good
--- part of a small command.
 -- Node j's state, one array per field: BASE is the heartbeat's running
 -- count plus the acked jobs it has not counted, RECV the heartbeat's receive
 -- time or false when no live heartbeat is known, DEAD the fields to delete
@@ -157,6 +154,8 @@ for j = 1, nodes do
     epoch, run + unc, known and recv, hmax, live, first, kx, w, dead, found, 0
 end
 local out, k, refused = {1}, 1, false
+-- A max or TTL repeated from the previous item (as a batch usually has) is
+-- converted once: each conversion costs a good part of a small command.
 local lmaxs, lmax, lttls, lexpiry, lexps = false, 0, false, 0, ''
 if not maxs then
   -- The 'each' and 'same' forms: one max, TTL and running for all items.
