@@ -76,16 +76,19 @@ func TestBadInput(t *testing.T) {
 		}, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".minReplicas", g0 + ".maxReplicas"}},
 		{name: "MaxInt32 replicas × 2 hosts", edit: func(s *reconcile.Snapshot) {
 			g := &s.Cluster.Spec.WorkerGroups[0]
-			g.Replicas, g.MaxReplicas, g.NumOfHosts = i32(math.MaxInt32), nil, 2
+			g.Replicas, g.MaxReplicas, g.NumOfHosts = i32(math.MaxInt32), i32(math.MaxInt32), 2
 		}, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".replicas"}},
 		{name: "min replicas × hosts past MaxInt32", edit: func(s *reconcile.Snapshot) {
 			g := &s.Cluster.Spec.WorkerGroups[0]
-			g.Replicas, g.MinReplicas, g.MaxReplicas, g.NumOfHosts = nil, i32(math.MaxInt32/2), nil, 3
+			g.Replicas, g.MinReplicas, g.MaxReplicas, g.NumOfHosts = nil, i32(math.MaxInt32/2), i32(math.MaxInt32), 3
 		}, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".minReplicas"}},
 		{name: "MaxInt32 replicas × 1 host is legal", edit: func(s *reconcile.Snapshot) {
-			s.Cluster.Spec.WorkerGroups[0].Replicas, s.Cluster.Spec.WorkerGroups[0].MaxReplicas = i32(math.MaxInt32), nil
+			s.Cluster.Spec.WorkerGroups[0].Replicas, s.Cluster.Spec.WorkerGroups[0].MaxReplicas = i32(math.MaxInt32), i32(math.MaxInt32)
 		}},
-		{name: "min > max is planned (min wins)", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.WorkerGroups[0].MinReplicas = i32(20) }},
+		// KubeRay's helper lets min win over max, but its controller refuses
+		// such a spec before it reconciles pods.
+		{name: "min > max is refused", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.WorkerGroups[0].MinReplicas = i32(20) },
+			kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".minReplicas"}},
 		{name: "unknown upgrade strategy", edit: func(s *reconcile.Snapshot) {
 			s.Cluster.Spec.UpgradeStrategy = &reconcile.UpgradeStrategy{Type: sptr("Rolling")}
 		}, kind: reconcile.ErrInvalidInput, fields: []string{"spec.upgradeStrategy.type"}},
@@ -339,9 +342,9 @@ func validLabel(k, v string) string {
 // as KubeRay creates every missing pod in one pass; a caller's cap still holds.
 func TestKubeRayV170CreatesEveryMissingPod(t *testing.T) {
 	g := group("big", 2000)
-	g.MaxReplicas = nil
+	g.MaxReplicas = i32(math.MaxInt32)
 	tpu := mhGroup("tpu", 300, 4)
-	tpu.MaxReplicas = nil
+	tpu.MaxReplicas = i32(math.MaxInt32)
 	s := snap(cluster(g, tpu), withHead()...)
 	p := mustDecide(t, s, reconcile.KubeRayV170())
 	if p.Groups[0].Place != 2000 || p.Groups[1].Place != 1200 || p.Outcome.RequeueAfter != 0 {

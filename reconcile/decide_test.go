@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -264,9 +265,9 @@ func TestWorkers(t *testing.T) {
 	gateOff := opts()
 	gateOff.Gates.MultiHostIndexing = reconcile.GateOff
 	runChain(t, []chainCase{
-		{name: "example 1: clamp, min wins over max", snap: func() reconcile.Snapshot {
+		{name: "example 1: replicas below min gives min", snap: func() reconcile.Snapshot {
 			g := group("small", 1)
-			g.MinReplicas, g.MaxReplicas = i32(5), i32(2)
+			g.MinReplicas, g.MaxReplicas = i32(5), i32(10)
 			return snap(cluster(g), withHead()...)
 		}, want: []string{"create small rc-small-worker-* #0 ScaleUp", "create small rc-small-worker-* #1 ScaleUp", "create small rc-small-worker-* #2 ScaleUp",
 			"create small rc-small-worker-* #3 ScaleUp", "create small rc-small-worker-* #4 ScaleUp"}, outcome: "ok"},
@@ -413,9 +414,9 @@ func TestMultiHost(t *testing.T) {
 // a huge replica count never puts millions of pods into one plan.
 func TestBurstReplicas(t *testing.T) {
 	g := group("big", 2000000000)
-	g.MaxReplicas = nil
+	g.MaxReplicas = i32(math.MaxInt32)
 	tpu := mhGroup("tpu", 1000, 4)
-	tpu.MaxReplicas = nil
+	tpu.MaxReplicas = i32(math.MaxInt32)
 	p, err := reconcile.Decide(snap(cluster(g, tpu), withHead()...), opts())
 	if err != nil {
 		t.Fatal(err)

@@ -254,10 +254,13 @@ func (w *wireRayCluster) cluster() Cluster {
 		Spec: ClusterSpec{
 			RayVersion:              w.Spec.RayVersion,
 			EnableInTreeAutoscaling: w.Spec.EnableInTreeAutoscaling,
-			HeadGroup:               HeadGroup{RayStartParams: w.Spec.HeadGroupSpec.RayStartParams, Template: w.Spec.HeadGroupSpec.Template},
+			HeadGroup:               HeadGroup{RayStartParams: w.Spec.HeadGroupSpec.RayStartParams, Template: w.Spec.HeadGroupSpec.Template, Labels: w.Spec.HeadGroupSpec.Labels, Resources: w.Spec.HeadGroupSpec.Resources},
 			Suspend:                 w.Spec.Suspend,
 			UpgradeStrategy:         w.Spec.UpgradeStrategy,
 		},
+	}
+	if a := w.Spec.AutoscalerOptions; a != nil {
+		c.Spec.AutoscalerOptions = &AutoscalerOptions{Version: a.Version, IdleTimeoutSeconds: a.IdleTimeoutSeconds, Env: a.Env}
 	}
 	if ft := w.Spec.GcsFaultToleranceOptions; ft != nil {
 		c.Spec.GcsFaultToleranceOptions = &GcsFaultToleranceOptions{RedisAddress: ft.RedisAddress, ExternalStorageNamespace: ft.ExternalStorageNamespace}
@@ -267,6 +270,7 @@ func (w *wireRayCluster) cluster() Cluster {
 			GroupName: g.GroupName, Replicas: g.Replicas, MinReplicas: g.MinReplicas, MaxReplicas: g.MaxReplicas,
 			NumOfHosts: g.NumOfHosts, Suspend: g.Suspend, ScaleStrategy: g.ScaleStrategy,
 			RayStartParams: g.RayStartParams, Template: g.Template, Labels: g.Labels,
+			Resources: g.Resources, IdleTimeoutSeconds: g.IdleTimeoutSeconds, Priority: g.Priority,
 		})
 	}
 	return c

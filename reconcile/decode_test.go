@@ -122,10 +122,16 @@ func checkDecodedSpec(t *testing.T, sp reconcile.ClusterSpec) {
 	}
 	gpu, cpu := sp.WorkerGroups[0], sp.WorkerGroups[1]
 	if gpu.GroupName != "gpu" || *gpu.Replicas != 2 || *gpu.MinReplicas != 1 || *gpu.MaxReplicas != 4 || gpu.NumOfHosts != 2 ||
-		len(gpu.ScaleStrategy.WorkersToDelete) != 1 || gpu.RayStartParams == nil {
+		len(gpu.ScaleStrategy.WorkersToDelete) != 1 || gpu.RayStartParams == nil || gpu.IdleTimeoutSeconds == nil || *gpu.IdleTimeoutSeconds != 120 {
 		t.Errorf("gpu group = %+v", gpu)
 	}
-	if cpu.Suspend == nil || !*cpu.Suspend {
+	if a := sp.AutoscalerOptions; a == nil || a.Version == nil || *a.Version != "v2" || a.IdleTimeoutSeconds == nil || *a.IdleTimeoutSeconds != 60 {
+		t.Errorf("autoscalerOptions = %+v", a)
+	}
+	if sp.HeadGroup.Labels["tier"] != "head" {
+		t.Errorf("head group labels = %v", sp.HeadGroup.Labels)
+	}
+	if cpu.Suspend == nil || *cpu.Suspend {
 		t.Errorf("cpu group suspend = %v", cpu.Suspend)
 	}
 }

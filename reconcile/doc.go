@@ -88,8 +88,16 @@
 //   - replicas × numOfHosts past MaxInt32 is refused, where KubeRay
 //     multiplies in int32 and wraps.
 //
-// KubeRay's webhook rules (minReplicas and maxReplicas required without
-// autoscaling, min ≤ max, no group suspend with autoscaling) are left to the
-// caller's admission, as in KubeRay's pod logic: Decide plans such specs with
-// min winning over max.
+// Decide refuses, as invalid input, every spec KubeRay v1.7's RayCluster
+// controller refuses before it reconciles pods (its ValidateRayClusterMetadata,
+// ValidateRayClusterSpec, ValidateRayClusterUpgradeOptions and
+// ValidateRayClusterStatus): minReplicas and maxReplicas required without
+// autoscaling, min ≤ max, no group suspend with autoscaling, a DNS-1035 name
+// of at most 53 characters, and the resource, label, fault tolerance and
+// autoscaler v2 rules; KubeRay reports the first and plans nothing, Decide
+// names them all. The rules on fields Cluster does not carry (authOptions,
+// networkPolicy, tlsOptions, historyServerOptions, the GCS storage backend)
+// and the ones behind operator feature gates (a suspended worker group needs
+// RayJobDeletionPolicy, on by default in v1.7) are not checked: plancore
+// reads them as their defaults.
 package reconcile

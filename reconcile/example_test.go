@@ -129,7 +129,7 @@ func ExampleStatus() {
 	one := int32(1)
 	c := reconcile.Cluster{Name: "demo", Namespace: "ml", UID: "uid-demo", Spec: reconcile.ClusterSpec{
 		HeadGroup:    reconcile.HeadGroup{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "ray", Image: "rayproject/ray:2.41.0"}}}}},
-		WorkerGroups: []reconcile.WorkerGroup{{GroupName: "cpu", Replicas: &one, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "ray", Image: "rayproject/ray:2.41.0"}}}}}},
+		WorkerGroups: []reconcile.WorkerGroup{{GroupName: "cpu", Replicas: &one, MinReplicas: &one, MaxReplicas: &one, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "ray", Image: "rayproject/ray:2.41.0"}}}}}},
 	}}
 	pod := func(name, nodeType string) corev1.Pod {
 		return corev1.Pod{

@@ -122,10 +122,12 @@ func (d *decider) buildPod(ps podSpec) (*corev1.Pod, error) {
 	for k, v := range pod.Labels {
 		labels[k] = v
 	}
+	groupLabels := c.Spec.HeadGroup.Labels
 	if !ps.head {
-		for k, v := range ps.group.Labels {
-			labels[k] = v
-		}
+		groupLabels = ps.group.Labels
+	}
+	for k, v := range groupLabels {
+		labels[k] = v
 	}
 	labels[LabelCluster] = c.Name
 	labels[LabelNodeType] = nodeType

@@ -137,7 +137,7 @@ func TestStatusConditions(t *testing.T) {
 func TestStatusCounts(t *testing.T) {
 	gpuWorker := group("gpu", 3)
 	gpuWorker.NumOfHosts = 2
-	gpuWorker.MinReplicas, gpuWorker.MaxReplicas = i32(1), nil
+	gpuWorker.MinReplicas, gpuWorker.MaxReplicas = i32(1), i32(math.MaxInt32)
 	gpuWorker.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
 		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), "nvidia.com/gpu": resource.MustParse("1")},

@@ -69,6 +69,20 @@ type ClusterSpec struct {
 	WorkerGroups             []WorkerGroup             `json:"workerGroupSpecs,omitempty"`
 	Suspend                  *bool                     `json:"suspend,omitempty"`
 	UpgradeStrategy          *UpgradeStrategy          `json:"upgradeStrategy,omitempty"`
+	// AutoscalerOptions carries the autoscaler settings KubeRay's controller
+	// checks before it reconciles pods (the version, the idle timeout and the
+	// autoscaler container's environment).
+	AutoscalerOptions *AutoscalerOptions `json:"autoscalerOptions,omitempty"`
+}
+
+// AutoscalerOptions is the part of KubeRay's autoscalerOptions that its
+// controller validates.
+type AutoscalerOptions struct {
+	// Version is "v1" or "v2"; "v2" turns on autoscaler v2 rules (restart
+	// policy Never, worker idle timeouts).
+	Version            *string         `json:"version,omitempty"`
+	IdleTimeoutSeconds *int32          `json:"idleTimeoutSeconds,omitempty"`
+	Env                []corev1.EnvVar `json:"env,omitempty"`
 }
 
 // GcsFaultToleranceOptions enables GCS fault tolerance when present.
@@ -89,6 +103,12 @@ type HeadGroup struct {
 	// defaulting), as in KubeRay.
 	RayStartParams map[string]string      `json:"rayStartParams"`
 	Template       corev1.PodTemplateSpec `json:"template"`
+	// Labels are merged over the template's labels on the head pod (the
+	// group's win), as KubeRay v1.7 merges headGroupSpec.labels.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Resources are Ray resources; KubeRay refuses them beside resource
+	// flags in RayStartParams.
+	Resources map[string]string `json:"resources,omitempty"`
 }
 
 // WorkerGroup is one worker group spec.
@@ -107,6 +127,13 @@ type WorkerGroup struct {
 	Template       corev1.PodTemplateSpec `json:"template"`
 	// Labels are merged over the template's labels (the group's win).
 	Labels map[string]string `json:"labels,omitempty"`
+	// Resources are Ray resources; KubeRay refuses them beside resource
+	// flags in RayStartParams.
+	Resources map[string]string `json:"resources,omitempty"`
+	// IdleTimeoutSeconds and Priority are autoscaler v2 settings; KubeRay
+	// refuses them without it (Priority also before Ray 2.56.0).
+	IdleTimeoutSeconds *int32 `json:"idleTimeoutSeconds,omitempty"`
+	Priority           *int32 `json:"priority,omitempty"`
 }
 
 // ScaleStrategy holds the autoscaler's explicit deletions.

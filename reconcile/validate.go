@@ -128,12 +128,16 @@ func fnv(h uint64, s string) uint64 {
 // wrapping ErrInvalidInput: fields from which no valid pod can be built
 // (names, containers, template and group labels, numOfHosts negative or
 // above MaxNumOfHosts), replica counts that are negative or whose product with
-// numOfHosts passes MaxInt32, and an unknown upgrade strategy. numOfHosts 0
-// means 1. Decide refuses exactly what Validate refuses. The rules KubeRay's
-// webhook adds on top (minReplicas and maxReplicas required without
-// autoscaling, min ≤ max, no group suspend with autoscaling) are left to the
-// caller's admission: Decide plans such specs as KubeRay's pod logic does
-// (nil bounds are 0 and MaxInt32, and min wins over max).
+// numOfHosts passes MaxInt32, an unknown upgrade strategy, and every rule
+// KubeRay v1.7's controller checks before it reconciles pods: a name of at
+// most MaxClusterNameLength characters that is a DNS-1035 label;
+// minReplicas and maxReplicas both set without autoscaling, and min ≤ max;
+// no suspended worker group with autoscaling; Ray resources and labels given
+// once; the GCS fault tolerance and autoscaler v2 settings consistent; no
+// upgrade strategy on a cluster a RayJob or RayService created; and not both
+// RayClusterSuspending and RayClusterSuspended. KubeRay stops at the first and
+// creates nothing; Validate names them all. numOfHosts 0 means 1. Decide
+// refuses exactly what Validate refuses.
 func (c Cluster) Validate() error {
 	return plancore.Invalid(ErrInvalidInput, validateCluster(&c))
 }
@@ -146,8 +150,8 @@ func validateCluster(c *Cluster) field.ErrorList {
 	case c.Name == "":
 		errs = append(errs, field.Required(meta.Child("name"), ""))
 	default:
-		if msgs := validation.IsValidLabelValue(c.Name); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(meta.Child("name"), c.Name, "not a valid label value: "+strings.Join(msgs, "; ")))
+		if nameErrs, bad := validateClusterName(c.Name); bad {
+			errs = append(errs, nameErrs...)
 		} else if !validGeneratedName(podNamePrefix(c.Name, NodeTypeHead, true)) {
 			errs = append(errs, generatedNameError(meta.Child("name"), c.Name, podNamePrefix(c.Name, NodeTypeHead, true)))
 		}
@@ -180,7 +184,7 @@ func validateCluster(c *Cluster) field.ErrorList {
 			errs = append(errs, field.NotSupported(spec.Child("upgradeStrategy", "type"), *us.Type, []string{UpgradeRecreate, UpgradeNone}))
 		}
 	}
-	return errs
+	return append(errs, validateControllerRules(c)...)
 }
 
 // groupPath is the path of worker group i, built only for an error: Decide

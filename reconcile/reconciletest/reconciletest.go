@@ -130,20 +130,31 @@ func ptr[T any](v T) *T { return &v }
 
 // drawCluster draws the cluster of a Snapshot: groups and a cluster state.
 func drawCluster(t *rapid.T, maxGroups int) reconcile.Cluster {
+	// Only specs KubeRay's controller reconciles: without autoscaling both
+	// bounds are set and min ≤ max; with it, no group is suspended.
+	autoscaling := rapid.Bool().Draw(t, "autoscaling")
 	var groups []reconcile.WorkerGroup
 	for i := range rapid.IntRange(0, maxGroups).Draw(t, "groups") {
 		g := Group(fmt.Sprintf("g%d", i), 0)
 		g.NumOfHosts = rapid.Int32Range(0, 4).Draw(t, "hosts")
 		g.Replicas = optI32(t, "replicas", 0, 5)
-		g.MinReplicas = optI32(t, "min", 0, 4)
-		g.MaxReplicas = optI32(t, "max", 0, 6)
-		if rapid.IntRange(0, 5).Draw(t, "suspend") == 0 {
-			g.Suspend = ptr(true)
+		if autoscaling {
+			g.MinReplicas = optI32(t, "min", 0, 4)
+			g.MaxReplicas = optI32(t, "max", 0, 6)
+		} else {
+			g.MinReplicas = ptr(rapid.Int32Range(0, 4).Draw(t, "min"))
+			g.MaxReplicas = ptr(rapid.Int32Range(0, 6).Draw(t, "max"))
+			if rapid.IntRange(0, 5).Draw(t, "suspend") == 0 {
+				g.Suspend = ptr(true)
+			}
+		}
+		if g.MinReplicas != nil && g.MaxReplicas != nil && *g.MinReplicas > *g.MaxReplicas {
+			g.MinReplicas, g.MaxReplicas = g.MaxReplicas, g.MinReplicas
 		}
 		groups = append(groups, g)
 	}
 	c := NewCluster(groups...)
-	if rapid.Bool().Draw(t, "autoscaling") {
+	if autoscaling {
 		c.Spec.EnableInTreeAutoscaling = ptr(true)
 	}
 	switch rapid.IntRange(0, 9).Draw(t, "clusterState") {
