@@ -246,9 +246,7 @@ func (ap *applier) do(a *Action, i int, res *ActionResult, rep *Report) error {
 			return fmt.Errorf("%w: action %d has no DeleteAll", ErrInvalidPlan, i)
 		}
 		res.Target = a.DeleteAll.SelectorString()
-		err := exec.DeleteAllOf(ctx, a.DeleteAll.Namespace, a.DeleteAll.Selector)
-		res.Status = classify(expectations.Create, err, false, false)
-		return err
+		return ap.deleteAllOf(a, res)
 	case KindDeletePod:
 		if a.Delete == nil {
 			return fmt.Errorf("%w: action %d has no Delete", ErrInvalidPlan, i)
@@ -301,6 +299,38 @@ func (ap *applier) deleteOne(a *Action) (CallStatus, error) {
 		err = nil // NotFound on a delete that tolerates it: done
 	}
 	return st, errors.Join(err, ferr)
+}
+
+// deleteAllOf sends a DeleteAllOf, recording a delete expectation for each
+// pod the plan saw it remove before the call and concluding them after it.
+// If a record cannot be begun, the call is not made and the records already
+// begun are concluded as not attempted.
+func (ap *applier) deleteAllOf(a *Action, res *ActionResult) error {
+	d := a.DeleteAll
+	tickets := make([]expectations.Ticket, 0, len(a.Expect))
+	for k := range a.Expect {
+		tk, recorded, err := ap.begin(a, k, a.Expect[k].Pod, "", "")
+		if err != nil {
+			errs := []error{err}
+			for _, t := range tickets {
+				if ferr := ap.o.Expectations.Finish(ap.now(), t, expectations.CallNotAttempted, t.Record.Pod, ""); ferr != nil {
+					errs = append(errs, fmt.Errorf("%w: concluding delete %s: %w", ErrExpectation, t.Record.Pod, ferr))
+				}
+			}
+			res.Status = CallFailed
+			return errors.Join(errs...)
+		}
+		if recorded {
+			tickets = append(tickets, tk)
+		}
+	}
+	err := ap.exec.DeleteAllOf(ap.ctx, d.Namespace, d.Selector)
+	res.Status = classify(expectations.Create, err, false, false)
+	errs := []error{err}
+	for _, t := range tickets {
+		errs = append(errs, ap.finish(t, expectations.Delete, err, false, t.Record.Pod, ""))
+	}
+	return errors.Join(errs...)
 }
 
 // applier carries one Apply call's state.

@@ -181,14 +181,26 @@ func TestApplyExpectationOps(t *testing.T) {
 	if n := e.tracker.Len(); n != 0 {
 		t.Fatalf("tracker holds %d items after the drop", n)
 	}
-	// Recreate clears the cluster.
+	// Recreate clears the cluster's records, then records the deletion of
+	// the pods its DeleteAllOf removes.
 	if _, err := e.tracker.Record(t0, expectations.Record{Owner: owner, Group: "small", Action: expectations.Create, Pod: "w2"}); err != nil {
 		t.Fatal(err)
 	}
-	rc := snap(recreateCluster(), head("h", annotate(reconcile.AnnotationRecreateHash, "OLD")))
+	h := head("h", annotate(reconcile.AnnotationRecreateHash, "OLD"))
+	rc := snap(recreateCluster(), h)
 	e.apply(mustDecide(t, rc, opts()), false)
-	if n := e.tracker.Len(); n != 0 {
-		t.Fatalf("tracker holds %d items after Recreate", n)
+	if n := e.tracker.Len(); n != 1 {
+		t.Fatalf("tracker holds %d items after Recreate, want the head's delete", n)
+	}
+	res, _ := e.tracker.Check(t0, owner, reconcile.HeadGroupKey, expectations.NewView([]corev1.Pod{h}))
+	if res.Satisfied || len(res.Pending) != 1 || res.Pending[0].Pod != "h" || res.Pending[0].Action != expectations.Delete {
+		t.Fatalf("after Recreate: %s", res)
+	}
+	// A lagging informer still shows the head: the next pass waits instead of
+	// sending the DeleteAllOf again.
+	rc.Expectations = e.tracker.Snapshot()
+	if p := mustDecide(t, rc, opts()); len(p.Actions) != 0 || p.ExpectationOps.ClearCluster {
+		t.Fatalf("second pass over a lagging informer: %v, clear %t", p.Actions, p.ExpectationOps.ClearCluster)
 	}
 }
 

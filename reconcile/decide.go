@@ -24,6 +24,11 @@ const maxActionsHint = 4096
 // requeueAfterError is the anchor's outer-loop delay after a requeue error.
 const requeueAfterError = 2 * time.Second
 
+// requeueForStatus is the wake-up of a plan that waits on the caller's own
+// status write (Outcome.AwaitsStatus): a loop driven by watch events sees that
+// write at once; one that is not comes back after this.
+const requeueForStatus = time.Second
+
 // Formation retry backoff: 2s·2^attempts, capped (KubeRay #4540).
 const (
 	formationBackoffBase = 2 * time.Second
@@ -469,31 +474,66 @@ func (d *decider) suspend() bool {
 	specSuspend := c.Spec.Suspend != nil && *c.Spec.Suspend
 	gate := d.o.statusConditions()
 	if status == ConditionSuspending || (!gate && specSuspend) {
-		d.deleteAll("", Reason{Code: ReasonSuspendDeleteAll, Message: "suspending: deleting every pod of the cluster"},
-			map[string]string{LabelCluster: c.Name}, d.activeAll, FailedDeleteAllPods, nil)
-		d.stopChain("suspend", Reason{Code: ReasonSuspendDeleteAll, Message: "cluster is suspending"}, false)
+		switch {
+		case d.activeAll > 0:
+			if !d.deleteAll("", Reason{Code: ReasonSuspendDeleteAll, Message: "suspending: deleting every pod of the cluster"},
+				map[string]string{LabelCluster: c.Name}, d.activeAll, FailedDeleteAllPods, nil) {
+				d.stopChain("suspend", Reason{Code: ReasonExpectationsPending,
+					Message: "cluster is suspending: waiting for the pods already being deleted to be observed"}, false)
+				d.awaitStatus()
+				return true
+			}
+			d.stopChain("suspend", Reason{Code: ReasonSuspendDeleteAll, Message: "cluster is suspending"}, false)
+			if status == ConditionSuspending {
+				// Status says RayClusterSuspended once the pods are gone.
+				d.awaitStatus()
+			}
+		default:
+			// Status turns Suspending into Suspended once no pod is left; a
+			// terminating pod's end is an event too.
+			d.stopChain("suspend", Reason{Code: ReasonSuspendDeleteAll, Message: "cluster is suspending"}, false)
+			d.awaitStatus()
+		}
 		return true
 	}
 	if gate {
 		if status == ConditionSuspended {
 			d.stopChain("suspend", Reason{Code: ReasonSuspended, Message: "cluster is suspended"}, false)
+			if c.Spec.Suspend != nil && !specSuspend {
+				// Resuming: Status clears RayClusterSuspended.
+				d.awaitStatus()
+			}
 			return true
 		}
 		if specSuspend {
 			d.stopChain("suspend", Reason{Code: ReasonSuspendRequested, Message: "spec.suspend is true; waiting for the RayClusterSuspending condition"}, false)
+			d.awaitStatus()
 			return true
 		}
 	}
 	return false
 }
 
-// deleteAll plans a DeleteAllOf when at least one matching pod is active.
-func (d *decider) deleteAll(group string, r Reason, sel map[string]string, active int, fr FailureReason, ctr *Counters) {
-	if active == 0 {
-		return
+// awaitStatus marks a plan whose next step needs the condition this pass's
+// Status computes, and wakes the caller after requeueForStatus.
+func (d *decider) awaitStatus() {
+	d.plan.Outcome.AwaitsStatus = true
+	d.addHint(requeueForStatus)
+}
+
+// deleteAll plans a DeleteAllOf when at least one matching pod is active
+// and the cluster has no pending expectation: a DeleteAllOf the informer has
+// not shown yet, or a create it has not shown, whose pod an earlier
+// DeleteAllOf may already have removed (it acts on the API server, not the
+// informer). It reports whether it did; when it did not, the expectations'
+// deadline is the wake-up.
+func (d *decider) deleteAll(group string, r Reason, sel map[string]string, active int, fr FailureReason, ctr *Counters) bool {
+	if active == 0 || len(d.pending) > 0 {
+		return false
 	}
 	d.plan.Actions = append(d.plan.Actions, Action{
 		Kind: KindDeleteAllOf, Group: group, Reason: r, FailureReason: fr,
+		Expect:    d.deleteAllExpects(sel),
 		DeleteAll: &DeleteAllOf{Namespace: d.s.Cluster.Namespace, Selector: sel, Active: active},
 	})
 	if ctr != nil {
@@ -501,6 +541,39 @@ func (d *decider) deleteAll(group string, r Reason, sel map[string]string, activ
 	} else {
 		d.plan.Totals.DeleteAll += active
 	}
+	return true
+}
+
+// deleteAllExpects lists a delete expectation for every active pod a
+// DeleteAllOf with selector sel removes, each under its own group and sorted
+// by group and pod, so that the passes after it wait for the informer to
+// show them gone instead of sending the DeleteAllOf again.
+func (d *decider) deleteAllExpects(sel map[string]string) []Expect {
+	var expects []Expect
+	c := &d.s.Cluster
+	for i := range d.s.Pods {
+		p := &d.s.Pods[i]
+		if p.Namespace != c.Namespace || d.flags[i]&flagTerminating != 0 || !matches(p.Labels, sel) {
+			continue
+		}
+		g := p.Labels[LabelGroup]
+		if p.Labels[LabelNodeType] == NodeTypeHead {
+			g = HeadGroupKey
+		}
+		expects = append(expects, Expect{Group: g, Kind: ExpectDelete, Pod: p.Name, Seen: true})
+	}
+	slices.SortFunc(expects, func(a, b Expect) int { return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Pod, b.Pod)) })
+	return expects
+}
+
+// matches reports whether labels carry every key and value of sel.
+func matches(labels, sel map[string]string) bool {
+	for k, v := range sel {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 // ---- Recreate ----
@@ -526,10 +599,17 @@ func (d *decider) recreate() bool {
 		return false
 	}
 	if v := h.Annotations[AnnotationRecreateHash]; v != "" && v != d.hash {
-		d.deleteAll("", Reason{Code: ReasonRecreateSpecChanged,
+		// The records of the old spec's pods are cleared with the call; once
+		// the call is made, its own delete records stand until the informer
+		// shows the pods gone, and keep it from being sent again.
+		if d.deleteAll("", Reason{Code: ReasonRecreateSpecChanged,
 			Message: fmt.Sprintf("spec hash changed from %s to %s: recreating every pod", v, d.hash)},
-			map[string]string{LabelCluster: c.Name}, d.activeAll, FailedDeleteAllPods, nil)
-		d.plan.ExpectationOps.ClearCluster = true
+			map[string]string{LabelCluster: c.Name}, d.activeAll, FailedDeleteAllPods, nil) {
+			d.plan.ExpectationOps.ClearCluster = true
+		}
+		// The pods of the new spec are created in a later pass, once these
+		// are gone: wake the caller even without a watch event.
+		d.addHint(requeueAfterError)
 		d.stopChain("recreate", Reason{Code: ReasonRecreateSpecChanged, Message: "recreating pods for the new spec"}, false)
 		return true
 	}

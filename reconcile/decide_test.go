@@ -64,25 +64,32 @@ func TestSuspend(t *testing.T) {
 	gateOff.Gates.StatusConditions = reconcile.GateOff
 	runChain(t, []chainCase{
 		{name: "suspending deletes all", snap: suspending(withHead(worker("w1", "small"))...),
-			want: []string{"delete-all ray.io/cluster=rc SuspendDeleteAll"}, outcome: "ok @suspend cluster is suspending"},
+			want: []string{"delete-all ray.io/cluster=rc SuspendDeleteAll"}, outcome: "requeue @suspend cluster is suspending"},
+		// The plans that wait on the caller's status write wake it up.
 		{name: "suspending with only terminating pods sends nothing", snap: suspending(head("h", terminatingPod())),
-			want: nil, outcome: "ok @suspend cluster is suspending"},
+			want: nil, outcome: "requeue @suspend cluster is suspending"},
 		{name: "suspending ignores other clusters' pods", snap: func() reconcile.Snapshot {
 			s := suspending()()
 			other := worker("x", "small")
 			other.Labels[reconcile.LabelCluster] = "other"
 			s.Pods = append(s.Pods, other)
 			return s
-		}, want: nil, outcome: "ok @suspend cluster is suspending"},
+		}, want: nil, outcome: "requeue @suspend cluster is suspending"},
 		{name: "gate off and spec.suspend deletes all", snap: specSuspend, opts: gateOff,
 			want: []string{"delete-all ray.io/cluster=rc SuspendDeleteAll"}, outcome: "ok @suspend cluster is suspending"},
 		{name: "gate on and spec.suspend waits for Suspending", snap: specSuspend,
-			want: nil, outcome: "ok @suspend spec.suspend is true; waiting for the RayClusterSuspending condition"},
+			want: nil, outcome: "requeue @suspend spec.suspend is true; waiting for the RayClusterSuspending condition"},
 		{name: "suspended does nothing even when spec.suspend is false", snap: func() reconcile.Snapshot {
 			c := cluster(group("small", 1))
 			c.Conditions = []metav1.Condition{cond(reconcile.ConditionSuspending, metav1.ConditionFalse), cond(reconcile.ConditionSuspended, metav1.ConditionTrue)}
 			return snap(c)
 		}, want: nil, outcome: "ok @suspend cluster is suspended"},
+		{name: "suspended with spec.suspend false waits for the status to clear Suspended", snap: func() reconcile.Snapshot {
+			c := cluster(group("small", 1))
+			c.Spec.Suspend = bptr(false)
+			c.Conditions = []metav1.Condition{cond(reconcile.ConditionSuspended, metav1.ConditionTrue)}
+			return snap(c)
+		}, want: nil, outcome: "requeue @suspend cluster is suspended"},
 		{name: "gate off ignores the Suspended condition", snap: func() reconcile.Snapshot {
 			c := cluster(group("small", 1))
 			c.Conditions = []metav1.Condition{cond(reconcile.ConditionSuspended, metav1.ConditionTrue)}
@@ -115,13 +122,13 @@ func TestRecreate(t *testing.T) {
 		{name: "other operator version: patch and go on", snap: headWith("v1.6.0", "OLDHASH"),
 			want: []string{"patch rc-head-aaaaa RecreateVersionSkip"}, outcome: "ok"},
 		{name: "hash changed: delete all", snap: headWith("v1.7.0", "OLDHASH"),
-			want: []string{"delete-all ray.io/cluster=rc RecreateSpecChanged"}, outcome: "ok @recreate recreating pods for the new spec"},
+			want: []string{"delete-all ray.io/cluster=rc RecreateSpecChanged"}, outcome: "requeue @recreate recreating pods for the new spec"},
 		{name: "same hash: nothing", snap: headWith("v1.7.0", hash), want: nil, outcome: "ok"},
 		{name: "empty hash annotation: nothing", snap: headWith("", ""), want: nil, outcome: "ok"},
 		{name: "terminating old head with old hash: nothing active to delete", snap: func() reconcile.Snapshot {
 			return snap(recreateCluster(), head("rc-head-aaaaa", annotate(reconcile.AnnotationKubeRayVersion, "v1.7.0"),
 				annotate(reconcile.AnnotationRecreateHash, "OLDHASH"), terminatingPod()))
-		}, want: nil, outcome: "ok @recreate recreating pods for the new spec"},
+		}, want: nil, outcome: "requeue @recreate recreating pods for the new spec"},
 		{name: "upgrade strategy None never recreates", snap: func() reconcile.Snapshot {
 			s := headWith("v1.7.0", "OLDHASH")()
 			s.Cluster.Spec.UpgradeStrategy.Type = sptr(reconcile.UpgradeNone)

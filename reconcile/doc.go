@@ -87,6 +87,15 @@
 //     ReplicaSet controller's burst, where KubeRay has no cap;
 //   - replicas × numOfHosts past MaxInt32 is refused, where KubeRay
 //     multiplies in int32 and wraps.
+//   - a DeleteAllOf (suspend, Recreate) records a delete expectation for each
+//     pod it removes and waits for the informer to show them gone, where
+//     KubeRay sends it again on every pass while its informer lags; a
+//     suspending cluster turns Suspended only once no create or delete it
+//     sent is in flight (KubeRay can leave a head it created a moment before
+//     running);
+//   - a plan that waits on the caller's own status write (suspend, resume)
+//     or on pods to go (Recreate) carries a wake-up (Outcome.AwaitsStatus,
+//     RequeueAfter), so a loop that no watch event drives does not stall.
 //
 // Decide refuses, as invalid input, every spec KubeRay v1.7's RayCluster
 // controller refuses before it reconciles pods (its ValidateRayClusterMetadata,

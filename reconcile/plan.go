@@ -301,6 +301,12 @@ type Outcome struct {
 	// StoppedAt names the stage where the chain stopped ("suspend",
 	// "recreate", "head", "group <name>"), or "".
 	StoppedAt string `json:",omitempty"`
+	// AwaitsStatus says the next step waits on a condition the caller's own
+	// status write of this pass sets or clears (RayClusterSuspending,
+	// RayClusterSuspended): write Status's result BEFORE the next pass.
+	// RequeueAfter is then set too, so a loop that is not driven by watch
+	// events does not stall here.
+	AwaitsStatus bool `json:",omitempty"`
 }
 
 // Counters count what was decided for a group or the whole cluster. They add

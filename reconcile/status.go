@@ -13,6 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore/expectations"
 )
 
 // ClusterState is a RayCluster's status.state.
@@ -121,7 +124,11 @@ func Status(in StatusInput, o Options) (ClusterStatus, error) {
 		st.State, st.Reason = StateReady, ""
 	}
 	if gate {
-		if err := setPodConditions(&st.Conditions, c, pods, now); err != nil {
+		inFlight, err := callsInFlight(&in.Snapshot)
+		if err != nil {
+			return ClusterStatus{}, err
+		}
+		if err := setPodConditions(&st.Conditions, c, pods, inFlight, now); err != nil {
 			return ClusterStatus{}, err
 		}
 	}
@@ -348,7 +355,7 @@ func sumGPUs(l corev1.ResourceList) resource.Quantity {
 // setPodConditions sets HeadPodReady, RayClusterProvisioned and the suspend
 // conditions as KubeRay's calculateStatus does with its status-conditions
 // gate on.
-func setPodConditions(conds *[]metav1.Condition, c *Cluster, pods []*corev1.Pod, now metav1.Time) error {
+func setPodConditions(conds *[]metav1.Condition, c *Cluster, pods []*corev1.Pod, inFlight bool, now metav1.Time) error {
 	head, err := headPod(c, pods)
 	if err != nil {
 		return err
@@ -377,7 +384,10 @@ func setPodConditions(conds *[]metav1.Condition, c *Cluster, pods []*corev1.Pod,
 	specSuspend := c.Spec.Suspend != nil && *c.Spec.Suspend
 	switch suspend {
 	case ConditionSuspending:
-		if len(pods) == 0 {
+		// A create or delete still in flight may have a pod the informer has
+		// not shown yet: suspended only once none is (KubeRay flips on the
+		// informer's word alone and can leave a fresh head running).
+		if len(pods) == 0 && !inFlight {
 			set(ConditionProvisioned, metav1.ConditionFalse, ReasonPodsProvisioning, "RayCluster has been suspended")
 			set(ConditionSuspending, metav1.ConditionFalse, ConditionSuspending, "")
 			set(ConditionSuspended, metav1.ConditionTrue, ConditionSuspended, "")
@@ -395,6 +405,34 @@ func setPodConditions(conds *[]metav1.Condition, c *Cluster, pods []*corev1.Pod,
 		}
 	}
 	return nil
+}
+
+// callsInFlight reports whether the snapshot's expectations hold a create or
+// delete of the cluster that its pods do not settle yet.
+func callsInFlight(s *Snapshot) (bool, error) {
+	st := s.Expectations
+	if st == nil {
+		return false, nil
+	}
+	owner := expectations.Owner{Namespace: s.Cluster.Namespace, Name: s.Cluster.Name, UID: s.Cluster.UID}
+	groups := st.Groups(owner)
+	if len(groups) == 0 {
+		return false, nil
+	}
+	view, err := st.ViewFor(owner, s.Pods)
+	if err != nil {
+		return false, plancore.Invalid(ErrInvalidInput, field.ErrorList{field.Invalid(field.NewPath("expectations"), owner.String(), err.Error())})
+	}
+	for _, g := range groups {
+		res, err := st.Check(s.Now, owner, g, view)
+		if err != nil {
+			return false, plancore.Invalid(ErrInvalidInput, field.ErrorList{field.Invalid(field.NewPath("expectations"), g, err.Error())})
+		}
+		if !res.Satisfied {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // suspendStatus is the first of RayClusterSuspending and RayClusterSuspended
