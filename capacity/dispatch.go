@@ -97,8 +97,8 @@ func Dispatch(ctx context.Context, store SlotStore, p Plan, rid string, o Dispat
 	if err := o.Validate(); err != nil {
 		return DispatchResult{}, err
 	}
-	if store == nil {
-		return DispatchResult{}, fmt.Errorf("%w: %w", ErrInvalidInput, ErrNilStore)
+	if plancore.IsNil(store) {
+		return DispatchResult{}, ErrNilStore
 	}
 	if err := plancore.Invalid(ErrInvalidInput, validateRID(rid)); err != nil {
 		return DispatchResult{}, err

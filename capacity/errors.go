@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/plancore/plancore"
 )
 
 // ErrInvalidInput is wrapped by every error about a bad argument: an empty node
@@ -39,7 +41,7 @@ var ErrStoreUnavailable = errors.New("capacity: slot store unavailable")
 // ErrNilStore is wrapped (with ErrInvalidInput) by Dispatch given no store,
 // and by every method of a zero MemoryStore (not made by NewMemoryStore) or
 // of a CountingStore without a Store.
-var ErrNilStore = errors.New("capacity: nil or zero slot store")
+var ErrNilStore = plancore.SubError("capacity: nil or zero slot store", ErrInvalidInput)
 
 // nilStore is the SlotStore of a CountingStore without one: every call is an
 // error, never a panic.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/plancore/plancore"
 )
 
 // Executor turns a plan into calls against a cluster. Methods MUST be
@@ -57,8 +59,8 @@ type Report struct {
 // ErrNilExecutor and ErrInvalidInput, and nothing is done.
 func Apply(ctx context.Context, plan Plan, exec Executor) (Report, error) {
 	var rep Report
-	if exec == nil {
-		return rep, fmt.Errorf("%w: %w", ErrInvalidInput, ErrNilExecutor)
+	if plancore.IsNil(exec) {
+		return rep, ErrNilExecutor
 	}
 	var first error
 	step := func(kind ActionKind, name string, do func() error) {

@@ -1,6 +1,10 @@
 package dag
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/plancore/plancore"
+)
 
 // ErrInvalidInput is wrapped by every error about unusable input: a snapshot
 // Decide refuses (zero Now, a previous phase that is no workflow phase, two
@@ -15,7 +19,7 @@ var ErrInvalidOptions = errors.New("dag: invalid options")
 
 // ErrNilExecutor is returned (wrapped with ErrInvalidInput) by Apply when it
 // is given no executor.
-var ErrNilExecutor = errors.New("dag: nil executor")
+var ErrNilExecutor = plancore.SubError("dag: nil executor", ErrInvalidInput)
 
 // ErrSyntax is wrapped by every error of ParseDepends.
 var ErrSyntax = errors.New("dag: depends expression syntax error")

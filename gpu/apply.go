@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/lock"
 )
 
@@ -65,7 +66,7 @@ type Waiter interface {
 // A contended lock's change channel is taken before the Lock call, so a
 // release between the refusal and the Wait still wakes the retry.
 func ApplyBind(ctx context.Context, in BindInput, exec BindExecutor, w Waiter) (Outcome, error) {
-	if exec == nil || w == nil {
+	if plancore.IsNil(exec) || plancore.IsNil(w) {
 		return Outcome{Err: ErrNilExecutor, ReturnGoError: true}, ErrNilExecutor
 	}
 	in.Now = w.Now()

@@ -3,6 +3,8 @@ package lock
 import (
 	"context"
 	"fmt"
+
+	"github.com/plancore/plancore"
 )
 
 // Store keeps lock values and performs the conditional writes decisions ask
@@ -73,7 +75,7 @@ func Apply(ctx context.Context, p Plan, s Store) (Report, error) {
 	if !p.Kind.Writes() {
 		return Report{}, nil
 	}
-	if s == nil {
+	if plancore.IsNil(s) {
 		return Report{}, fmt.Errorf("lock %s: %s: %w", p.Key, p.Kind, ErrNilStore)
 	}
 	r := Result{Op: OpCompareAndSwap, Key: p.Key}

@@ -170,7 +170,7 @@ func Apply(ctx context.Context, p Plan, exec Executor) (Report, error) {
 // nil exec (ErrNilExecutor) or, with Expectations, a plan without ClusterUID
 // (ErrInvalidPlan) is refused before anything is done.
 func (o Applier) Apply(ctx context.Context, p Plan, exec Executor) (Report, error) {
-	if exec == nil {
+	if plancore.IsNil(exec) {
 		return Report{}, ErrNilExecutor
 	}
 	if o.Expectations != nil && p.ClusterUID == "" {

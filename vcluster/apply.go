@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/plancore/plancore"
 )
 
 // Executor writes plans out: records to storage and to every worker. Each
@@ -78,7 +80,7 @@ func (r *Report) record(id string, a WriteAction, err error) error {
 // nothing; a nil exec is an error wrapping ErrNilExecutor.
 func Apply(ctx context.Context, p Plan, exec Executor) (Report, error) {
 	var rep Report
-	if exec == nil {
+	if plancore.IsNil(exec) {
 		return rep, ErrNilExecutor
 	}
 	if p.Refusal != nil || len(p.Flush) == 0 {

@@ -27,7 +27,7 @@ var (
 	// ErrInvalidInput, so errors.Is(err, ErrInvalidInput) holds too.
 	ErrNotFound = fmt.Errorf("%w: not found", ErrInvalidInput)
 	// ErrNilExecutor is returned by Apply when it is given no executor.
-	ErrNilExecutor = errors.New("vcluster: nil executor")
+	ErrNilExecutor = plancore.SubError("vcluster: nil executor", ErrInvalidInput)
 	// ErrPlanMismatch is returned by State.Apply when a plan does not fit the
 	// state it is applied to (a node is not where a move says it is): the
 	// plan was made from a different state. Apply returns it for a plan that
