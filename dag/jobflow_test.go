@@ -193,8 +193,8 @@ spec:
 `, []string{"metadata.labelz", "spec.flow", "spec.flows[0].dependsOn.target", "spec.flows[1].dependsOn.probe.taskStatusList[0].count"}},
 		{"case matters", `{"spec": {"Flows": [{"Name": "a"}]}}`, []string{"spec.Flows"}},
 		{"another kind", `{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}`, []string{"apiVersion", "kind"}},
-		{"wrong type", `{"spec": {"flows": [{"name": 3}]}}`, []string{"spec.flows.name"}},
-		{"not an object", `[1, 2]`, []string{"<nil>"}},
+		{"wrong type", `{"spec": {"flows": [{"name": 3}]}}`, []string{"spec.flows[0].name"}},
+		{"not an object", `[1, 2]`, []string{"jobFlow"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -80,7 +80,7 @@ func TestDecodeRayClusterRefusals(t *testing.T) {
 			[]string{"apiVersion", "kind"}},
 		{"duplicate field", []byte(`{"apiVersion":"ray.io/v1","kind":"RayCluster","metadata":{"name":"a","name":"b"}}`),
 			[]string{"metadata.name"}},
-		{"wrong type", edit("    replicas: 2\n", "    replicas: two\n"), []string{"rayCluster"}},
+		{"wrong type", edit("    replicas: 2\n", "    replicas: two\n"), []string{"spec.workerGroupSpecs[0].replicas"}},
 		{"not YAML", []byte("apiVersion: [\n"), []string{"rayCluster"}},
 		{"too large", []byte(strings.Repeat(" ", reconcile.MaxRayClusterBytes+1)), []string{"rayCluster"}},
 	}
