@@ -201,6 +201,9 @@ func (w *wireRayCluster) cluster() Cluster {
 	if ft := w.Spec.GcsFaultToleranceOptions; ft != nil {
 		c.Spec.GcsFaultToleranceOptions = &GcsFaultToleranceOptions{RedisAddress: ft.RedisAddress, ExternalStorageNamespace: ft.ExternalStorageNamespace}
 	}
+	if n := len(w.Spec.WorkerGroupSpecs); n > 0 {
+		c.Spec.WorkerGroups = make([]WorkerGroup, 0, n) // groups are large: grow once
+	}
 	for _, g := range w.Spec.WorkerGroupSpecs {
 		c.Spec.WorkerGroups = append(c.Spec.WorkerGroups, WorkerGroup{
 			GroupName: g.GroupName, Replicas: g.Replicas, MinReplicas: g.MinReplicas, MaxReplicas: g.MaxReplicas,
