@@ -366,12 +366,13 @@ func (p *planner) recreateRetained(d *defaultPass) {
 
 // waitInvalid explains why each undecided flow of an invalid spec waits.
 func (p *planner) waitInvalid(d *defaultPass) {
+	ix := p.indexInvalid()
 	for i := range p.g.n {
 		f := &d.fs[i]
 		if p.g.dup[i] || f.outcome != OutcomeNone || f.job != nil {
 			continue
 		}
-		f.reasons = append(f.reasons, p.invalidReasons(i)...)
+		f.reasons = append(f.reasons, p.invalidReasons(i, ix)...)
 	}
 }
 
@@ -671,33 +672,56 @@ func (p *planner) depReason(a atom, fs []fstate) Reason {
 	return dependencyReason(atomText, state)
 }
 
-// invalidReasons explains why a flow of an invalid spec waits.
-func (p *planner) invalidReasons(i int) []Reason {
-	var rs []Reason
-	for _, is := range p.g.issues {
+// invalidIndex says, per flow, which error issues explain its wait, so that
+// every flow's reasons are found in one pass over the issues.
+type invalidIndex struct {
+	// cycle[i] is the index in g.issues of the cycle flow i is on, or -1.
+	cycle []int32
+	// unknown[i] lists the indices of flow i's unknown-target issues.
+	unknown map[int][]int32
+}
+
+func (p *planner) indexInvalid() invalidIndex {
+	g := p.g
+	ix := invalidIndex{cycle: make([]int32, g.n), unknown: map[int][]int32{}}
+	for i := range ix.cycle {
+		ix.cycle[i] = -1
+	}
+	for k, is := range g.issues {
 		if is.Severity != SeverityError {
 			continue
 		}
-		switch {
-		case is.Kind == IssueCycle && contains(is.Members, p.g.names[i]):
-			rs = append(rs, cycleReason(is.Message))
-		case is.Flow == i && is.Kind == IssueUnknownTarget:
-			rs = append(rs, unknownTargetReason(is.Message))
+		switch is.Kind {
+		case IssueCycle:
+			for _, m := range is.Members {
+				if t, ok := g.index[m]; ok && ix.cycle[t] < 0 {
+					ix.cycle[t] = int32(k)
+				}
+			}
+		case IssueUnknownTarget:
+			ix.unknown[is.Flow] = append(ix.unknown[is.Flow], int32(k))
 		}
+	}
+	return ix
+}
+
+// invalidReasons explains why a flow of an invalid spec waits. A flow on a
+// cycle points at the cycle's one issue, which lists the cycle, rather than
+// copying it: every member copying a cycle through n flows would make the
+// plan's size grow with n².
+func (p *planner) invalidReasons(i int, ix invalidIndex) []Reason {
+	var rs []Reason
+	if k := ix.cycle[i]; k >= 0 {
+		is := &p.g.issues[k]
+		rs = append(rs, cycleReason(fmt.Sprintf("on the %d-flow cycle of %s", len(is.Members), is.Field)))
+	}
+	for _, k := range ix.unknown[i] {
+		rs = append(rs, unknownTargetReason(p.g.issues[k].Message))
 	}
 	if len(rs) == 0 {
 		rs = append(rs, invalidSpecReason("the workflow spec is invalid"))
 	}
 	return rs
-}
-
-func contains(s []string, x string) bool {
-	for _, y := range s {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // mainSucceeded is the main part's outcome, Argo's leaf rule: only the

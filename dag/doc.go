@@ -35,7 +35,11 @@
 // admission webhooks. RenderMermaid and RenderDOT draw the graph with the
 // state of every flow. DecodeJobFlow reads a whole JobFlow object (YAML or
 // JSON, Volcano's field names, plancore's extensions named plancore<Field>)
-// and refuses unknown fields by path; EncodeJobFlow writes one back.
+// and refuses unknown fields, duplicate keys and wrong-typed values by path,
+// all at once, at a cost bounded by MaxJobFlowBytes (an alias bomb is
+// refused before it is expanded); EncodeJobFlow writes one back. A flow on
+// a cycle waits with a Cycle reason pointing at the cycle's one issue, which
+// lists the cycle.
 //
 // Every waiting flow's Reason and every action's Reason carries a ReasonCode
 // (Dependency, Backoff, Parallelism, Probe, ...; DependenciesMet, Retry,

@@ -3,6 +3,7 @@ package dag
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -304,7 +305,9 @@ func (g *graph) readTargets(i int, d *DependsOn, sc *depScratch) {
 	if d.Probe != nil {
 		tres = resProbe
 	}
-	var unknown []string
+	// unknown holds the flow's unknown targets seen so far, made only when
+	// there is one: a set, so that many unknown targets cost linear time.
+	var unknown map[string]struct{}
 	for k, t := range d.Targets {
 		dupT := false
 		ti, known := g.index[t]
@@ -312,10 +315,11 @@ func (g *graph) readTargets(i int, d *DependsOn, sc *depScratch) {
 			dupT = sc.tstamp[ti] == int32(i)
 			sc.tstamp[ti] = int32(i)
 		} else {
-			for _, u := range unknown {
-				dupT = dupT || u == t
+			if unknown == nil {
+				unknown = map[string]struct{}{}
 			}
-			unknown = append(unknown, t)
+			_, dupT = unknown[t]
+			unknown[t] = struct{}{}
 		}
 		if dupT {
 			g.add(Issue{Kind: IssueDuplicateTarget, Severity: SeverityWarning, Flow: i, Field: fmt.Sprintf("%s.dependsOn.targets[%d]", g.field(i), k), Target: k, Value: t,
@@ -680,15 +684,13 @@ func (g *graph) reportCycle(members []int32, comp []int32, c int32) {
 	for k, p := range path {
 		names[k] = g.names[p]
 	}
-	ordered := make([]bool, g.n)
-	for _, m := range members {
-		ordered[m] = true
-	}
-	var mem []string
-	for i := range g.n {
-		if ordered[i] && comp[i] == c {
-			mem = append(mem, g.names[i])
-		}
+	// Members in spec order, sorted rather than marked in an array of every
+	// flow, so that many small cycles cost linear time.
+	sorted := slices.Clone(members)
+	slices.Sort(sorted)
+	mem := make([]string, len(sorted))
+	for k, m := range sorted {
+		mem[k] = g.names[m]
 	}
 	g.add(Issue{Kind: IssueCycle, Flow: int(min), Field: g.field(int(min)) + ".dependsOn", Target: -1, Value: g.names[min], Members: mem,
 		Message: "cycle: " + strings.Join(names, " -> ")})

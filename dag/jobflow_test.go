@@ -193,8 +193,11 @@ spec:
 `, []string{"metadata.labelz", "spec.flow", "spec.flows[0].dependsOn.target", "spec.flows[1].dependsOn.probe.taskStatusList[0].count"}},
 		{"case matters", `{"spec": {"Flows": [{"Name": "a"}]}}`, []string{"spec.Flows"}},
 		{"another kind", `{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}`, []string{"apiVersion", "kind"}},
-		{"wrong type", `{"spec": {"flows": [{"name": 3}]}}`, []string{"spec.flows.name"}},
-		{"not an object", `[1, 2]`, []string{"<nil>"}},
+		{"wrong type", `{"spec": {"flows": [{"name": 3}]}}`, []string{"spec.flows[0].name"}},
+		{"not an object", `[1, 2]`, []string{"jobFlow"}},
+		{"a bad duration and timestamp, by path", `{"spec": {"flows": [{"name": "a", "plancoreRetry": {"backoff": {"duration": "soon"}}}]},
+			"status": {"jobStatusList": [{"name": "x", "startTimestamp": "yesterday"}]}}`,
+			[]string{"spec.flows[0].plancoreRetry.backoff.duration", "status.jobStatusList[0].startTimestamp"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,7 +216,12 @@ spec:
 // FuzzDecodeJobFlow: the decoder never panics, and whatever it accepts
 // survives encode -> decode unchanged.
 func FuzzDecodeJobFlow(f *testing.F) {
-	for _, s := range []string{jobFlowChainYAML, jobFlowProbeYAML, jobFlowPatchJSON, `{}`, `spec: {flows: [{name: a, patch: " {} "}]}`} {
+	for _, s := range []string{jobFlowChainYAML, jobFlowProbeYAML, jobFlowPatchJSON, `{}`, `spec: {flows: [{name: a, patch: " {} "}]}`,
+		// An alias bomb in small, duplicate keys, a second document, an
+		// alias inside its own anchor, a bad duration.
+		"spec: {flows: [{name: &a xxxxxxxx, dependsOn: {targets: [*a, *a, *a, *a]}}]}",
+		"spec: {flows: [{name: a, name: b}]}", `{"spec": {"flows": [], "flows": []}}`,
+		"kind: JobFlow\n---\nkind: JobFlow\n", "spec: &a {flows: *a}", "spec: {flows: [{name: a, plancoreRetry: {backoff: {duration: soon}}}]}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

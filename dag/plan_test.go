@@ -380,7 +380,7 @@ func TestDefaultRules(t *testing.T) {
 		{"one step: a Completed job releases its dependents at once", chain, []dag.Job{job("a", C)}, summary{Phase: "Running", Write: true, Create: []string{"jf-b"},
 			Blocked: []string{"c: Dependency b.Succeeded: NotCreated"}}},
 		{"a cycle fails the workflow, no creates", wf(fl("a", "b"), fl("b", "a"), fl("c")), nil, summary{Phase: "Failed", Write: true,
-			Blocked: []string{"a: Cycle: cycle: a -> b -> a", "b: Cycle: cycle: a -> b -> a", "c: InvalidSpec: the workflow spec is invalid"}}},
+			Blocked: []string{"a: Cycle: on the 2-flow cycle of flows[0].dependsOn", "b: Cycle: on the 2-flow cycle of flows[0].dependsOn", "c: InvalidSpec: the workflow spec is invalid"}}},
 		{"unknown target", wf(fl("a", "zz")), nil, summary{Phase: "Failed", Write: true, Blocked: []string{`a: UnknownTarget: flow "a": no flow named "zz"`}}},
 		{"zero flows succeed in the first plan", wf(), nil, summary{Phase: "Succeed", Write: true}},
 		{"extra labelled jobs are orphans, never counted", withPhase(chain, dag.PhaseRunning), []dag.Job{job("a", C), job("b", C), job("c", C), job("old", dag.JobPhaseFailed)}, summary{Phase: "Succeed", Write: true}},

@@ -1,18 +1,12 @@
 package reconcile
 
 import (
-	"bytes"
-	"fmt"
-	"strings"
-
 	"github.com/plancore/plancore"
+	"github.com/plancore/plancore/internal/wire"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
-	kjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 )
 
 // RayClusterAPIVersion and RayClusterKind identify the objects
@@ -22,8 +16,10 @@ const (
 	RayClusterKind       = "RayCluster"
 )
 
-// MaxRayClusterBytes bounds the documents DecodeRayCluster reads: well above
-// the API server's 1.5 MiB object limit, so no stored object is refused.
+// MaxRayClusterBytes bounds the documents DecodeRayCluster reads, as written
+// and, for YAML, as the JSON they expand to once aliases are resolved: the
+// API server's 3 MiB request limit, well above its 1.5 MiB object limit, so
+// no stored object is refused.
 const MaxRayClusterBytes = 3 << 20
 
 // DecodeRayCluster reads one ray.io/v1 RayCluster, as YAML or JSON, into the
@@ -32,79 +28,22 @@ const MaxRayClusterBytes = 3 << 20
 // fields plancore does not use (autoscalerOptions, headService, networkPolicy,
 // ...) are accepted and dropped, and any other field is refused with its path
 // (spec.workerGroupSpecs[0].replicaz), all of them at once, as are a wrong
-// apiVersion or kind, duplicate fields and values of the wrong type. The
+// apiVersion or kind, duplicate keys, values of the wrong type
+// (spec.workerGroupSpecs[1].replicas: must be an integer) and unreadable
+// timestamps and quantities, each by its path. The error is a
+// *plancore.InvalidError wrapping ErrInvalidInput.
+//
+// Its cost is bounded by the document's size: a document over
+// MaxRayClusterBytes, or whose YAML aliases expand past it (an alias bomb),
+// is refused before it is expanded, as is a second YAML document. The
 // result is not checked further: Decide validates the cluster.
 func DecodeRayCluster(data []byte) (Cluster, ClusterStatus, error) {
-	if len(data) > MaxRayClusterBytes {
-		return Cluster{}, ClusterStatus{}, plancore.Invalid(ErrInvalidInput, field.ErrorList{
-			field.TooLong(field.NewPath("rayCluster"), "", MaxRayClusterBytes)})
-	}
-	js := data
-	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
-		var err error
-		if js, err = yaml.YAMLToJSONStrict(data); err != nil {
-			return Cluster{}, ClusterStatus{}, plancore.Invalid(ErrInvalidInput, field.ErrorList{
-				field.Invalid(field.NewPath("rayCluster"), "", "not YAML or JSON: "+err.Error())})
-		}
-	}
 	var w wireRayCluster
-	strict, err := kjson.UnmarshalStrict(js, &w, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
-	if err != nil {
-		return Cluster{}, ClusterStatus{}, plancore.Invalid(ErrInvalidInput, field.ErrorList{
-			field.Invalid(field.NewPath("rayCluster"), "", err.Error())})
-	}
-	var errs field.ErrorList
-	for _, e := range strict {
-		errs = append(errs, strictFieldError(e))
-	}
-	if w.APIVersion != RayClusterAPIVersion {
-		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), w.APIVersion, []string{RayClusterAPIVersion}))
-	}
-	if w.Kind != RayClusterKind {
-		errs = append(errs, field.NotSupported(field.NewPath("kind"), w.Kind, []string{RayClusterKind}))
-	}
-	if len(errs) > 0 {
+	if errs := wire.Decode(data, &w, wire.Options{MaxBytes: MaxRayClusterBytes, Root: "rayCluster",
+		APIVersion: RayClusterAPIVersion, Kind: RayClusterKind}); len(errs) > 0 {
 		return Cluster{}, ClusterStatus{}, plancore.Invalid(ErrInvalidInput, errs)
 	}
 	return w.cluster(), w.Status.status(), nil
-}
-
-// strictFieldError turns one of sigs.k8s.io/json's strict errors (unknown or
-// duplicate field, with its dotted path) into a field error on that path.
-func strictFieldError(err error) *field.Error {
-	msg := err.Error()
-	for _, kind := range []string{"unknown field ", "duplicate field "} {
-		if rest, ok := strings.CutPrefix(msg, kind); ok {
-			path := strings.Trim(rest, `"`)
-			if kind == "unknown field " {
-				return field.Forbidden(fieldPath(path), "unknown field")
-			}
-			return field.Duplicate(fieldPath(path), "")
-		}
-	}
-	return field.Invalid(field.NewPath("rayCluster"), "", msg)
-}
-
-// fieldPath parses a dotted JSON path with [i] indices ("spec.workerGroupSpecs[0].x").
-func fieldPath(dotted string) *field.Path {
-	var p *field.Path
-	for _, part := range strings.Split(dotted, ".") {
-		name, idx, _ := strings.Cut(part, "[")
-		if p == nil {
-			p = field.NewPath(name)
-		} else {
-			p = p.Child(name)
-		}
-		for idx != "" {
-			var i int
-			n, _ := fmt.Sscanf(idx, "%d]", &i)
-			if n == 1 {
-				p = p.Index(i)
-			}
-			_, idx, _ = strings.Cut(idx, "[")
-		}
-	}
-	return p
 }
 
 // The wire form of KubeRay v1.7's RayCluster. Every field KubeRay defines is
@@ -264,6 +203,9 @@ func (w *wireRayCluster) cluster() Cluster {
 	}
 	if ft := w.Spec.GcsFaultToleranceOptions; ft != nil {
 		c.Spec.GcsFaultToleranceOptions = &GcsFaultToleranceOptions{RedisAddress: ft.RedisAddress, ExternalStorageNamespace: ft.ExternalStorageNamespace}
+	}
+	if n := len(w.Spec.WorkerGroupSpecs); n > 0 {
+		c.Spec.WorkerGroups = make([]WorkerGroup, 0, n) // groups are large: grow once
 	}
 	for _, g := range w.Spec.WorkerGroupSpecs {
 		c.Spec.WorkerGroups = append(c.Spec.WorkerGroups, WorkerGroup{

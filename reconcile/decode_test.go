@@ -80,7 +80,15 @@ func TestDecodeRayClusterRefusals(t *testing.T) {
 			[]string{"apiVersion", "kind"}},
 		{"duplicate field", []byte(`{"apiVersion":"ray.io/v1","kind":"RayCluster","metadata":{"name":"a","name":"b"}}`),
 			[]string{"metadata.name"}},
-		{"wrong type", edit("    replicas: 2\n", "    replicas: two\n"), []string{"rayCluster"}},
+		{"wrong type", edit("    replicas: 2\n", "    replicas: two\n"), []string{"spec.workerGroupSpecs[0].replicas"}},
+		{"every wrong type beside unknown and duplicate fields", edit("    replicas: 2\n", "    replicas: two\n    minReplicas: 1.5\n    suspend: maybe\n    groupName: [x]\n    extra: 1\n"),
+			// Duplicates in document order (the later one is named), then the
+			// rest; the last of duplicate values is the one checked.
+			[]string{"spec.workerGroupSpecs[0].groupName", "spec.workerGroupSpecs[0].minReplicas",
+				"spec.workerGroupSpecs[0].extra", "spec.workerGroupSpecs[0].groupName", "spec.workerGroupSpecs[0].replicas", "spec.workerGroupSpecs[0].suspend"}},
+		{"a bad timestamp and quantity, by path", []byte(`{"apiVersion":"ray.io/v1","kind":"RayCluster","status":{"stateTransitionTimes":{"ready":"not a time"}},` +
+			`"spec":{"headGroupSpec":{"template":{"spec":{"containers":[{"name":"a","resources":{"limits":{"cpu":"two"}}}]}}}}}`),
+			[]string{"spec.headGroupSpec.template.spec.containers[0].resources.limits.cpu", "status.stateTransitionTimes.ready"}},
 		{"not YAML", []byte("apiVersion: [\n"), []string{"rayCluster"}},
 		{"too large", []byte(strings.Repeat(" ", reconcile.MaxRayClusterBytes+1)), []string{"rayCluster"}},
 	}
@@ -98,6 +106,13 @@ func FuzzDecodeRayCluster(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"ray.io/v1","kind":"RayCluster","spec":{"workerGroupSpecs":[{"groupName":"g","numOfHosts":-1}]}}`))
 	f.Add([]byte("apiVersion: ray.io/v1\nkind: RayCluster\nspec: {headGroupSpec: {template: {spec: {containers: [{name: a}]}}}}\n"))
 	f.Add([]byte(`{"status":{"stateTransitionTimes":{"ready":"not a time"}}}`))
+	// An alias bomb in small, duplicate keys (YAML and JSON), a second
+	// document, an alias inside its own anchor.
+	f.Add([]byte("apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: &a xxxxxxxx, labels: {a: *a, b: *a, c: *a}}\n"))
+	f.Add([]byte("apiVersion: ray.io/v1\nkind: RayCluster\nkind: RayCluster\n"))
+	f.Add([]byte(`{"apiVersion":"ray.io/v1","apiVersion":"ray.io/v1"}`))
+	f.Add([]byte("apiVersion: ray.io/v1\n---\nkind: RayCluster\n"))
+	f.Add([]byte("metadata: &a {labels: *a}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, _, err := reconcile.DecodeRayCluster(data)
 		if err != nil {
