@@ -46,6 +46,7 @@ local ax = now + tonumber(ARGV[5])
 if n.na > 0 and n.ax > ax then
   ax = n.ax
 end
-local kx = lives(key, n, now, ax) or n.kx
-redis.call('HSET', key, rid, '-' .. ARGV[3], '', state(n, ax, kx))
+local newkx = lives(n, ax)
+redis.call('HSET', key, rid, '-' .. ARGV[3], '', state(n, ax, newkx or n.kx))
+expire(key, now, newkx)
 return status

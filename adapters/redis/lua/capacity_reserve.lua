@@ -149,7 +149,6 @@ if status == 1 then
     -- The lease would outlive the key: extend it, only ever forward, and
     -- note the new end in the state so that the next minute's calls skip it.
     kx = expiry + 120000
-    redis.call('PEXPIRE', key, kx - now)
     local st
     if w then
       local hx, e, s, r, rc, m, x, _, u = cmsgpack.unpack(w)
@@ -158,6 +157,9 @@ if status == 1 then
       st = cmsgpack.pack(0, '0', 0, 0, 0, 0, 0, kx, '- - - 0')
     end
     redis.call('HSET', key, rid, exps, '', st)
+    -- After the HSET: on a node Redis has not seen, the HSET creates the
+    -- key, and a PEXPIRE before it would do nothing.
+    redis.call('PEXPIRE', key, kx - now)
   else
     redis.call('HSET', key, rid, exps)
   end

@@ -256,7 +256,7 @@ if refused and mode == 'all' then
   grants = {}
 end
 for j = 1, nodes do
-  local key, g = KEYS[j], grants[j]
+  local key, g, kx = KEYS[j], grants[j], false
   if DEAD[j] then
     redis.call('HDEL', key, unpack(DEAD[j]))
   end
@@ -264,8 +264,7 @@ for j = 1, nodes do
     if LAST[j] + 60000 > KX[j] then
       -- The leases would outlive the key: extend it, only ever forward, and
       -- note the new end in the state.
-      local kx = LAST[j] + 120000
-      redis.call('PEXPIRE', key, kx - now)
+      kx = LAST[j] + 120000
       local w = W[j]
       g[#g + 1] = ''
       if w then
@@ -276,6 +275,11 @@ for j = 1, nodes do
       end
     end
     redis.call('HSET', key, unpack(g))
+    if kx then
+      -- After the HSET, which creates the key of a node Redis has not
+      -- seen: a PEXPIRE before it would do nothing.
+      redis.call('PEXPIRE', key, kx - now)
+    end
   end
 end
 -- One string, not an array: Redis turns a Lua table into a reply at several
