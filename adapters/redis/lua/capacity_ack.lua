@@ -29,6 +29,10 @@ if h and h <= 0 then
     -- is gone with it, and the job must not start again uncounted.
     return ACK_EXPIRED
   end
+  -- Written again as it is, so that a WAIT after this call covers it: a
+  -- retry after a WAIT that fell short must not answer DUPLICATE for an
+  -- ACK the replicas have not received.
+  redis.call('HSET', key, rid, string.format('-%d', -h))
   return ACK_DUPLICATE
 end
 local status = ACK_OK

@@ -240,7 +240,25 @@ for q = 1, items do
       grants[j] = {rid, exps}
     end
   end
-  if status ~= 1 and status ~= 2 then
+  if status == 2 then
+    -- Written again as it is (a lease's expiry, or an acked job's negated
+    -- seq), so that a WAIT after this call covers it: a retry after a WAIT
+    -- that fell short must not answer DUPLICATE (a grant) for a lease the
+    -- replicas have not received.
+    local v
+    if h > 0 then
+      v = string.format('%d', h)
+    else
+      v = string.format('-%d', -h)
+    end
+    local g = grants[j]
+    if g then
+      g[#g + 1] = rid
+      g[#g + 1] = v
+    else
+      grants[j] = {rid, v}
+    end
+  elseif status ~= 1 then
     refused = true
   end
   if status == 1 then
