@@ -20,9 +20,10 @@ import (
 // and answer only once every replica of the primary has the write. WAIT
 // covers every write of the replication stream up to the connection's last
 // one, since a replica applies the stream in order. What "every replica"
-// means is learned from ROLE, which lists the replicas the primary streams
-// to (those still in their initial sync are not listed, and cannot be
-// promoted with a consistent data set anyway):
+// means is learned from ROLE, which lists the replicas that finished their
+// initial sync and are streamed to (one still syncing is not listed, so it
+// does not make calls fail while it loads; it has no consistent data set to
+// be promoted with until it is online):
 //
 //   - After a granting write the pipeline sends WAIT <n> <timeout> and then
 //     ROLE, where n is the number of replicas last seen. The write is

@@ -109,13 +109,47 @@ type failoverRig struct {
 	locks            *redis.LockStore
 	locker           *lock.Locker
 
-	phase  atomic.Int32 // 0 before the hold, 1 during, 2 after the kill
-	failed atomic.Int64
-	seq    atomic.Int64
-	mu     sync.Mutex
-	grants []capGrant
-	held   []lockGrant
-	hold   int // grants acknowledged during the hold
+	phase     atomic.Int32     // 0 before the hold, 1 during, 2 after the kill
+	nextPhase [2]chan struct{} // closed as phase 0 and 1 end
+	failed    atomic.Int64
+	answered  atomic.Int64 // calls answered (granted or refused) after the kill
+	seq       atomic.Int64
+	mu        sync.Mutex
+	grants    []capGrant
+	held      []lockGrant
+	hold      int       // grants acknowledged during the hold
+	perPhase  [3][2]int // grants acknowledged in each phase: reservations, locks
+}
+
+// foQuota bounds the grants of the phases before the kill, so that neither
+// the nodes nor the lock keys are full before the failover however fast or
+// slow the machine.
+const foQuota = 40
+
+// paced blocks a worker of kind (0 reservations, 1 locks) while the current
+// phase has used its quota of that kind, and reports false when the load
+// stops.
+func (r *failoverRig) paced(kind int, stop <-chan struct{}) bool {
+	p := r.phase.Load()
+	r.mu.Lock()
+	full := p < 2 && r.perPhase[p][kind] >= foQuota
+	r.mu.Unlock()
+	if !full {
+		return true
+	}
+	select {
+	case <-stop:
+		return false
+	case <-r.nextPhase[p]:
+		return true
+	}
+}
+
+// advance ends the current phase.
+func (r *failoverRig) advance() {
+	p := r.phase.Load()
+	r.phase.Store(p + 1)
+	close(r.nextPhase[p])
 }
 
 // failoverProc is a redis-server the test started, stopped by its pid.
@@ -141,7 +175,7 @@ func startProc(t *testing.T, extra ...string) *failoverProc {
 
 func startFailoverRig(t *testing.T, acceptLoss bool) *failoverRig {
 	ctx := context.Background()
-	r := &failoverRig{t: t, acceptLoss: acceptLoss}
+	r := &failoverRig{t: t, acceptLoss: acceptLoss, nextPhase: [2]chan struct{}{make(chan struct{}), make(chan struct{})}}
 	// Redis 7 delays a diskless initial sync by 5 s for more replicas to join.
 	r.primary = startProc(t, "--repl-diskless-sync-delay", "0")
 	r.link = startReplLink(t, r.primary.addr)
@@ -221,19 +255,19 @@ func (r *failoverRig) run() failoverCounts {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.lockerLoop(uint64(g), stop) }()
 	}
-	r.waitFor("load before the hold", func(caps, locks, _, _ int) bool { return caps >= 30 && locks >= 10 })
+	r.waitFor("load before the hold", func(caps, locks, _, _ int) bool { return caps >= 10 && locks >= 10 })
 	// Hold replication: what the primary sends the replica from now on is lost.
 	r.link.hold.Store(true)
-	r.phase.Store(1)
+	r.advance()
 	if r.acceptLoss {
 		r.waitFor("grants during the hold", func(_, _, hold, _ int) bool { return hold >= 15 })
 	} else {
 		time.Sleep(600 * time.Millisecond) // the real servers' WAIT timeouts run out meanwhile
 	}
 	r.primary.kill()
-	r.phase.Store(2)
+	r.advance()
 	r.promote()
-	r.waitFor("load after the failover", func(_, _, _, after int) bool { return after >= 5 })
+	r.waitFor("load after the failover", func(int, int, int, int) bool { return r.answered.Load() >= 5 })
 	close(stop)
 	wg.Wait()
 	r.sweep()
@@ -275,7 +309,7 @@ func (r *failoverRig) waitFor(what string, cond func(caps, locks, hold, after in
 
 func (r *failoverRig) reserver(g uint64, stop <-chan struct{}) {
 	rnd := rand.New(rand.NewPCG(g, 1))
-	for {
+	for r.paced(0, stop) {
 		select {
 		case <-stop:
 			return
@@ -297,6 +331,9 @@ func (r *failoverRig) reserve(node, rid string) (full bool) {
 		r.failed.Add(1)
 		return false
 	}
+	if phase == 2 {
+		r.answered.Add(1)
+	}
 	if res.Status != capacity.ReserveOK {
 		return res.Status == capacity.ReserveFull
 	}
@@ -304,15 +341,13 @@ func (r *failoverRig) reserve(node, rid string) (full bool) {
 	defer r.mu.Unlock()
 	// A grant counts as before the kill if its call started before it.
 	r.grants = append(r.grants, capGrant{node: node, rid: rid, preKill: phase < 2})
-	if phase == 1 && r.phase.Load() == 1 {
-		r.hold++
-	}
+	r.granted(phase, 0)
 	return false
 }
 
 func (r *failoverRig) lockerLoop(g uint64, stop <-chan struct{}) {
 	rnd := rand.New(rand.NewPCG(g, 2))
-	for {
+	for r.paced(1, stop) {
 		select {
 		case <-stop:
 			return
@@ -331,8 +366,12 @@ func (r *failoverRig) acquire(key int, release bool) bool {
 	req := lock.Requester{Namespace: "failover", Name: "p" + strconv.FormatInt(r.seq.Add(1), 10)}
 	req.UID = req.Name
 	gr, err := r.locker.Acquire(ctx, foLockKey(key), req)
+	refused := errors.Is(err, lock.ErrContention) || errors.Is(err, lock.ErrHolderUnknown)
+	if phase == 2 && (err == nil || refused) {
+		r.answered.Add(1)
+	}
 	if err != nil {
-		if !errors.Is(err, lock.ErrContention) && !errors.Is(err, lock.ErrHolderUnknown) {
+		if !refused {
 			r.failed.Add(1)
 		}
 		return false
@@ -340,9 +379,7 @@ func (r *failoverRig) acquire(key int, release bool) bool {
 	r.mu.Lock()
 	i := len(r.held)
 	r.held = append(r.held, lockGrant{key: key, epoch: gr.Record().Epoch, at: time.Now()})
-	if phase == 1 && r.phase.Load() == 1 {
-		r.hold++
-	}
+	r.granted(phase, 1)
 	r.mu.Unlock()
 	if !release || phase != 0 {
 		return true
@@ -356,11 +393,19 @@ func (r *failoverRig) acquire(key int, release bool) bool {
 	return true
 }
 
+// granted counts a grant of kind whose call started in phase; r.mu is held.
+func (r *failoverRig) granted(phase int32, kind int) {
+	r.perPhase[phase][kind]++
+	if phase == 1 && r.phase.Load() == 1 {
+		r.hold++
+	}
+}
+
 // sweep fills every node on the promoted replica and tries every lock key
 // once more, so that whatever the failover lost is granted again.
 func (r *failoverRig) sweep() {
 	for i := range foNodes {
-		for k := 0; k < 2*foMax && !r.reserve(foNode(i), "sweep-"+strconv.Itoa(i)+"-"+strconv.Itoa(k)); k++ {
+		for k := 0; k < 20 && !r.reserve(foNode(i), "sweep-"+strconv.Itoa(i)+"-"+strconv.Itoa(k)); k++ {
 		}
 	}
 	for k := range foLockKeys {
