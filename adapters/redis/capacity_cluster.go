@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/plancore/plancore/capacity"
 	goredis "github.com/redis/go-redis/v9"
@@ -84,15 +85,23 @@ type scriptCall struct {
 // reply or error.
 func (s *CapacityStore) runPipelined(ctx context.Context, calls []scriptCall, ro bool) []*goredis.Cmd {
 	cmds := make([]*goredis.Cmd, len(calls))
-	s.runOn(ctx, s.pipe, calls, cmds, ro, false)
+	s.runOn(ctx, s.pipe, calls, cmds, ro, waitSpec{}, "")
 	return cmds
 }
 
 // runOn is runPipelined on p, writing each call's command into cmds. With
-// wait set, each pipeline ends with WAIT, which covers the writes of its own
-// connection (a pipeline uses one), and every call of a pipeline whose WAIT
-// saw fewer than WaitReplicas acknowledgements gets that as its error.
-func (s *CapacityStore) runOn(ctx context.Context, pl pipeliner, calls []scriptCall, cmds []*goredis.Cmd, ro, wait bool) {
+// w.on, each pipeline ends with WAIT (and ROLE), which covers the writes of
+// its own connection (a pipeline uses one), and every call of a pipeline
+// whose WAIT saw too few acknowledgements gets that as its error; addr is
+// the shard the replicas ROLE lists are recorded for ("" when p is the
+// store's standalone client).
+func (s *CapacityStore) runOn(ctx context.Context, pl pipeliner, calls []scriptCall, cmds []*goredis.Cmd, ro bool, w waitSpec, addr string) {
+	runOn(ctx, pl, calls, cmds, ro, w, addr, s.rw, &s.reloads)
+}
+
+// runOn is CapacityStore.runOn for any store: rw records the replicas seen,
+// reloads counts the calls resent on NOSCRIPT.
+func runOn(ctx context.Context, pl pipeliner, calls []scriptCall, cmds []*goredis.Cmd, ro bool, w waitSpec, addr string, rw *replicaWait, reloads *atomic.Uint64) {
 	send := func(idx []int, sha bool) {
 		p := pl.Pipeline()
 		for _, i := range idx {
@@ -108,17 +117,11 @@ func (s *CapacityStore) runOn(ctx context.Context, pl pipeliner, calls []scriptC
 				cmds[i] = c.sc.Eval(ctx, p, c.keys, c.args...)
 			}
 		}
-		var w *goredis.Cmd
-		if wait {
-			w = p.Do(ctx, "WAIT", s.waitN, s.waitMS)
-		}
+		wait, role := sendWait(ctx, p, w)
 		_, _ = p.Exec(ctx) // each command carries its own error
-		if w == nil {
-			return
-		}
-		n, err := w.Int64()
-		if err == nil && n < s.waitN {
-			err = fmt.Errorf("WAIT: %d of %d replicas acknowledged within %dms", n, s.waitN, s.waitMS)
+		n, err := waitResult(w, wait, role)
+		if n >= 0 {
+			rw.saw(addr, n)
 		}
 		if err != nil {
 			for _, i := range idx {
@@ -142,21 +145,23 @@ func (s *CapacityStore) runOn(ctx context.Context, pl pipeliner, calls []scriptC
 	if len(again) == 0 {
 		return
 	}
-	s.reloads.Add(uint64(len(again)))
+	reloads.Add(uint64(len(again)))
 	send(again, false)
 }
 
-// runWaited runs calls and WAIT (WaitReplicas) on the shard that owns their
-// keys: on Cluster, calls are split by their shard's primary, each shard's
-// pipeline ends with its own WAIT, and the shards run concurrently. A shard
-// that cannot be found fails its calls, and so does a MOVED reply during a
-// resharding (these pipelines go to one primary and do not follow
-// redirects): closed, and the caller may retry the same rids.
-func (s *CapacityStore) runWaited(ctx context.Context, calls []scriptCall) []*goredis.Cmd {
+// runWaited runs calls and WAIT on the shard that owns their keys: on a
+// standalone or Sentinel client all in one pipeline ending with w's WAIT; on
+// Cluster, calls are split by their shard's primary, each shard's pipeline
+// ends with its own WAIT (with that shard's replica count, see
+// replicaWait.shard), and the shards run concurrently. A shard that cannot
+// be found fails its calls, and so does a MOVED reply during a resharding
+// (these pipelines go to one primary and do not follow redirects): closed,
+// and the caller may retry the same rids.
+func (s *CapacityStore) runWaited(ctx context.Context, calls []scriptCall, w waitSpec) []*goredis.Cmd {
 	cmds := make([]*goredis.Cmd, len(calls))
 	cc, ok := s.c.(*goredis.ClusterClient)
 	if !ok {
-		s.runOn(ctx, s.c.(pipeliner), calls, cmds, false, true)
+		s.runOn(ctx, s.c.(pipeliner), calls, cmds, false, w, "")
 		return cmds
 	}
 	var order []*goredis.Client
@@ -184,7 +189,8 @@ func (s *CapacityStore) runWaited(ctx context.Context, calls []scriptCall) []*go
 		go func() {
 			defer wg.Done()
 			out := make([]*goredis.Cmd, len(sub))
-			s.runOn(ctx, m, sub, out, false, true)
+			addr := m.Options().Addr
+			s.runOn(ctx, m, sub, out, false, s.rw.shard(addr), addr)
 			for k, i := range idx {
 				cmds[i] = out[k]
 			}
@@ -228,11 +234,16 @@ func (s *CapacityStore) reserveBatchCluster(ctx context.Context, items []capacit
 		keys, args := s.batchCall(sub[start:], mode)
 		calls[g] = scriptCall{capReserveBatch, keys, args}
 	}
+	w, err := s.waitFor(ctx)
+	if err != nil {
+		s.rw.failed()
+		return capacity.BatchResult{}, unavailable("reserve batch", err)
+	}
 	var cmds []*goredis.Cmd
-	if s.waitN == 0 {
+	if !w.on {
 		cmds = s.runPipelined(ctx, calls, false)
 	} else {
-		cmds = s.runWaited(ctx, calls)
+		cmds = s.runWaited(ctx, calls, w)
 	}
 
 	res := capacity.BatchResult{Committed: true, Items: make([]capacity.ReserveResult, len(items))}
@@ -250,6 +261,9 @@ func (s *CapacityStore) reserveBatchCluster(ctx context.Context, items []capacit
 			res.Items[i] = out[k]
 		}
 		res.Committed = res.Committed && committed[g]
+	}
+	if len(errs) > 0 {
+		s.rw.failed()
 	}
 	if len(errs) == 0 && res.Committed {
 		return res, nil

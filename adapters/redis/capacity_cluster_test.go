@@ -660,7 +660,8 @@ func TestCapacityStoreWaitReplicas(t *testing.T) {
 			t.Fatalf("batch without the replica: %+v, %v", b, err)
 		}
 	}
-	// Without WaitReplicas the same store answers at once.
+	// With the default (every replica ROLE lists) and the replica gone, a
+	// store answers at once.
 	if r, err := newStore(t, primary.Client(), redis.CapacityStoreOptions{}).Reserve(ctx, capacity.Reservation{Node: "n1", RID: "x", Max: 100}); err != nil || r.Status != capacity.ReserveOK {
 		t.Fatalf("reserve without WAIT: %v, %v", r, err)
 	}

@@ -82,20 +82,32 @@ type CapacityStoreOptions struct {
 	// rejects cross-slot scripts. Such a client must also offer
 	// Pipeline() goredis.Pipeliner, as *goredis.Client does.
 	Cluster bool
-	// WaitReplicas, when above zero, follows every Reserve and ReserveBatch
-	// call with WAIT WaitReplicas WaitTimeout on the connection that ran it,
-	// in the same pipeline (one round trip), and turns a call that fewer
-	// replicas acknowledged in time into an error wrapping
-	// capacity.ErrStoreUnavailable: an unknown outcome, after which retrying
-	// the same rid is safe and a lease that was written expires after its TTL
-	// or on Release. Off by default. WAIT narrows the window in which a
-	// failover loses a lease; it does not make Redis linearizable (a replica
-	// that acknowledged may still lose the promotion race), so nodes keep
-	// their hard limit. On Cluster each shard's calls wait on that shard.
+	// WaitReplicas is how many replicas must have every grant (Reserve,
+	// ReserveBatch) and ACK before the store answers: 0, the default, means
+	// every replica the primary streams to, learned from ROLE (see
+	// AcceptLossOnFailover); above zero, exactly that many, whatever ROLE
+	// says. Each such call ends with WAIT on the connection that wrote, in
+	// the same pipeline (one round trip), and a call that fewer replicas
+	// acknowledged within WaitTimeout fails with an error wrapping
+	// capacity.ErrStoreUnavailable: an unknown outcome, never a lease, after
+	// which retrying the same rid is safe (its lease, if written, answers
+	// DUPLICATE once it has reached the replicas) and a lease that was
+	// written expires after its TTL or on Release. On Cluster each shard's
+	// calls wait on that shard. Heartbeats and releases do not wait: losing
+	// one in a failover refuses a node until its next heartbeat, or counts
+	// a slot that is free, both closed.
 	WaitReplicas int
-	// WaitTimeout bounds each WAIT; zero means 100ms when WaitReplicas is
-	// set. It must be at least 1ms, since WAIT with 0 blocks forever.
+	// WaitTimeout bounds each WAIT; zero means 100ms. It must be at least
+	// 1ms, since WAIT with 0 blocks forever.
 	WaitTimeout time.Duration
+	// AcceptLossOnFailover turns the waiting off: the store answers as soon
+	// as the primary has written, and a failover to a replica that had not
+	// yet received a grant loses it, so the promoted replica grants the same
+	// slots again and nodes are asked for more than M jobs (their own hard
+	// limit then refuses the surplus). Set it only for a primary without
+	// replicas that will never fail over, or where a lost grant is
+	// acceptable; it cannot be combined with WaitReplicas.
+	AcceptLossOnFailover bool
 	// Clock, when set, makes every script use this client clock instead of
 	// Redis TIME. It reproduces the seed, whose script takes the client's now,
 	// and lets tests hit exact TTL boundaries. Leave it nil in production:
@@ -119,6 +131,9 @@ func (o CapacityStoreOptions) Validate() error {
 	}
 	if o.WaitReplicas < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("waitReplicas"), o.WaitReplicas, "must not be negative"))
+	}
+	if o.AcceptLossOnFailover && o.WaitReplicas > 0 {
+		errs = append(errs, field.Invalid(field.NewPath("waitReplicas"), o.WaitReplicas, "cannot be combined with acceptLossOnFailover, which sends no WAIT"))
 	}
 	if o.WaitTimeout != 0 && o.WaitTimeout < time.Millisecond {
 		errs = append(errs, field.Invalid(field.NewPath("waitTimeout"), o.WaitTimeout, "must be at least 1ms (WAIT 0 would block forever)"))
@@ -176,8 +191,8 @@ type CapacityStore struct {
 	lastTTL                          atomic.Pointer[boxedTTL]
 	lastParams                       atomic.Pointer[boxedParams]
 	reloads                          atomic.Uint64
-	// waitN and waitMS are WAIT's arguments; waitN 0 means no WAIT.
-	waitN, waitMS int64
+	// rw decides the WAIT that follows grants and ACKs (durability.go).
+	rw *replicaWait
 }
 
 var _ capacity.SlotStore = (*CapacityStore)(nil)
@@ -208,14 +223,14 @@ func NewCapacityStore(ctx context.Context, c goredis.Scripter, o CapacityStoreOp
 		}
 		s.pipe = p
 	}
-	if o.WaitReplicas > 0 {
+	s.rw = newReplicaWait(o.WaitReplicas, o.WaitTimeout, o.AcceptLossOnFailover)
+	if s.rw.mode != waitNone {
 		if _, ok := c.(pipeliner); !ok {
-			return nil, fmt.Errorf("%w: WaitReplicas is set but the client %T cannot pipeline", capacity.ErrInvalidOptions, c)
+			return nil, fmt.Errorf("%w: the client %T cannot pipeline, which waiting for replicas (WAIT on the connection that wrote) needs; set AcceptLossOnFailover to go without", capacity.ErrInvalidOptions, c)
 		}
-		s.waitN, s.waitMS = int64(o.WaitReplicas), 100
-		if o.WaitTimeout != 0 {
-			s.waitMS = o.WaitTimeout.Milliseconds()
-		}
+	}
+	if err := s.lookAtReplicas(ctx); err != nil {
+		return nil, err
 	}
 	if err := s.LoadScripts(ctx); err != nil {
 		return nil, err
@@ -257,6 +272,63 @@ func (s *CapacityStore) run(ctx context.Context, sc *goredis.Script, keys []stri
 		return sc.Eval(ctx, s.c, keys, args...)
 	}
 	return r
+}
+
+// write runs one call of a script that grants (reserve, batch, ack), with the
+// WAIT the store's policy asks for (durability.go): on a primary seen
+// without replicas, and with AcceptLossOnFailover, it is run alone.
+func (s *CapacityStore) write(ctx context.Context, sc *goredis.Script, keys []string, args []any) *goredis.Cmd {
+	w, err := s.waitFor(ctx)
+	var cmd *goredis.Cmd
+	switch {
+	case err != nil:
+		cmd = goredis.NewCmd(ctx)
+		cmd.SetErr(err)
+	case !w.on:
+		cmd = s.run(ctx, sc, keys, args...)
+	default:
+		cmd = s.runWaited(ctx, []scriptCall{{sc, keys, args}}, w)[0]
+	}
+	if cmd.Err() != nil {
+		s.rw.failed()
+	}
+	return cmd
+}
+
+// waitFor returns the WAIT of the next granting call: on a
+// *goredis.ClusterClient only whether to wait, as each shard's pipeline
+// waits with its own count (runWaited).
+func (s *CapacityStore) waitFor(ctx context.Context) (waitSpec, error) {
+	if _, ok := s.c.(*goredis.ClusterClient); ok {
+		return waitSpec{on: s.rw.mode != waitNone}, nil
+	}
+	return s.rw.standalone(ctx, s.c)
+}
+
+// lookAtReplicas learns, when the store waits for every replica, how many
+// replicas its primary (on Cluster, each shard's primary) streams to.
+func (s *CapacityStore) lookAtReplicas(ctx context.Context) error {
+	if s.rw.mode != waitAll {
+		return nil
+	}
+	cc, ok := s.c.(*goredis.ClusterClient)
+	if !ok {
+		if err := s.rw.look(ctx, s.c); err != nil {
+			return unavailable("replica check", fmt.Errorf("%w (grant ROLE, set WaitReplicas, or set AcceptLossOnFailover)", err))
+		}
+		return nil
+	}
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *goredis.Client) error {
+		n, err := replicasOf(m.Do(ctx, "ROLE"))
+		if err == nil {
+			s.rw.saw(m.Options().Addr, n)
+		}
+		return err
+	})
+	if err != nil {
+		return unavailable("replica check", err)
+	}
+	return nil
 }
 
 // runRO is run with EVALSHA_RO and EVAL_RO, which a replica may serve.
@@ -404,12 +476,7 @@ func (s *CapacityStore) Reserve(ctx context.Context, r capacity.Reservation) (ca
 	default:
 		args = []any{r.RID, params} // on TIME
 	}
-	var reply string
-	if s.waitN == 0 {
-		reply, err = s.run(ctx, capReserve, keys, args...).Text()
-	} else {
-		reply, err = s.runWaited(ctx, []scriptCall{{capReserve, keys, args}})[0].Text()
-	}
+	reply, err := s.write(ctx, capReserve, keys, args).Text()
 	if err == nil {
 		var buf [5]int64
 		v, err = parseInts(reply, buf[:0], 5)
@@ -492,12 +559,7 @@ func (s *CapacityStore) ReserveBatch(ctx context.Context, items []capacity.Reser
 		return s.reserveBatchCluster(ctx, items, mode)
 	}
 	keys, args := s.batchCall(items, mode)
-	var cmd *goredis.Cmd
-	if s.waitN == 0 {
-		cmd = s.run(ctx, capReserveBatch, keys, args...)
-	} else {
-		cmd = s.runWaited(ctx, []scriptCall{{capReserveBatch, keys, args}})[0]
-	}
+	cmd := s.write(ctx, capReserveBatch, keys, args)
 	res := capacity.BatchResult{Items: make([]capacity.ReserveResult, len(items))}
 	if res.Committed, err = parseBatch(cmd, res.Items); err != nil {
 		return capacity.BatchResult{}, unavailable("reserve batch", err)
@@ -640,8 +702,8 @@ func (s *CapacityStore) Ack(ctx context.Context, a capacity.Ack) (capacity.AckSt
 	if s.opts.Unfenced {
 		fenced = "0"
 	}
-	v, err := s.run(ctx, capAck, s.keys(a.Node), a.RID, strconv.FormatUint(a.Epoch, 10), strconv.FormatUint(a.Seq, 10),
-		fenced, msArg(s.opts.Lifetime), s.acctArg, s.now()).Int64()
+	v, err := s.write(ctx, capAck, s.keys(a.Node), []any{a.RID, strconv.FormatUint(a.Epoch, 10), strconv.FormatUint(a.Seq, 10),
+		fenced, msArg(s.opts.Lifetime), s.acctArg, s.now()}).Int64()
 	if err != nil {
 		return "", unavailable("ack", err)
 	}

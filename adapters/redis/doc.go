@@ -9,6 +9,42 @@
 // own TIME, never the client's clock. When Redis cannot be reached the stores
 // fail closed: an error, never a "yes".
 //
+// # Failover
+//
+// Redis replicates asynchronously, so a failover loses the writes a replica
+// had not received. By default the capacity store (Reserve, ReserveBatch,
+// Ack) and the lock store (acquire, steal, release, and a Get that finds a
+// lock) follow each such write with WAIT on the connection that wrote, in
+// the same pipeline, and answer only once every replica the primary streams
+// to (as ROLE lists them) has it; fewer in time is an error, an unknown
+// outcome, never a grant. The lock's epoch high-water mark is written by the
+// same script as the lock, so a promoted replica holds every epoch the store
+// acknowledged and never issues one again. What each deployment gets:
+//
+//   - One primary without replicas: acknowledged grants survive everything
+//     but the loss of its data (run it with persistence where lock epochs
+//     must survive a restart). The store sends no WAIT and no ROLE per call;
+//     it asks ROLE again at most once a second and after a failed call, so a
+//     replica that attaches is waited for at most a second later (durability.go
+//     says why that window is the price of a free call).
+//   - A primary with replicas, Sentinel: acknowledged grants survive the
+//     crash of the primary and the promotion of any replica connected when
+//     they were made. Each call also sends ROLE, so a replica that attaches
+//     while others are connected is waited for from the next call, and one
+//     that leaves costs a call one WaitTimeout.
+//   - Redis Cluster: the same per shard, each shard's calls waiting for that
+//     shard's replicas, with ROLE on every call.
+//   - AcceptLossOnFailover (any deployment): no WAIT; a failover can grant
+//     the same slots twice and a lock to two holders with one epoch.
+//
+// WAIT cannot help when a replica is promoted while cut off from the
+// primary (a partition, Sentinel split brain): ROLE no longer lists it, so it
+// is not waited for. Setting WaitReplicas to the deployment's replica count
+// makes the stores fail closed while one is away instead. Whatever the store
+// says, a node never runs more than M jobs: capacity.NodeGate's hard limit
+// refuses the surplus of a lost grant. Heartbeats and releases do not wait:
+// losing one refuses a node until its next heartbeat, or counts a free slot.
+//
 // # Deadlines
 //
 // With go-redis's default options a command ignores its context's deadline

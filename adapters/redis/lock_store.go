@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/lock"
 )
 
@@ -19,9 +22,12 @@ var (
 	lockCASSource string
 	//go:embed lua/lock_cad.lua
 	lockCADSource string
+	//go:embed lua/lock_get.lua
+	lockGetSource string
 
 	lockCASScript = goredis.NewScript(lockCASSource)
 	lockCADScript = goredis.NewScript(lockCADSource)
+	lockGetScript = goredis.NewScript(lockGetSource)
 )
 
 // LockStoreOptions configures a LockStore. The zero value means the
@@ -44,12 +50,46 @@ type LockStoreOptions struct {
 	ServerTTL time.Duration
 	// Lock are the lock options the store is used with, to check ServerTTL.
 	Lock lock.Options
+	// WaitReplicas is how many replicas must have every write (acquire,
+	// steal, release) and every lock value Get returns before the store
+	// answers: 0, the default, means every replica the primary streams to,
+	// as ROLE lists them on each call; above zero, exactly that many. Each
+	// call ends with WAIT on the connection that wrote, in the same pipeline
+	// (one round trip); a call that fewer replicas acknowledged within
+	// WaitTimeout fails with an error (not a conflict), an unknown outcome
+	// after which lock.Locker re-reads. So a lock and its fencing epoch that
+	// the store acknowledged are on every replica, and a replica promoted in
+	// a failover neither hands the lock to a second holder nor issues that
+	// epoch again. On Cluster each call waits on its key's shard.
+	WaitReplicas int
+	// WaitTimeout bounds each WAIT; zero means 100ms. It must be at least
+	// 1ms, since WAIT with 0 blocks forever.
+	WaitTimeout time.Duration
+	// AcceptLossOnFailover turns the waiting off: a failover to a replica
+	// that had not yet received a grant loses it, and the promoted replica
+	// may give the lock to a second holder with the same fencing epoch. It
+	// cannot be combined with WaitReplicas.
+	AcceptLossOnFailover bool
 }
 
 // Validate reports a ServerTTL that could expire a lock the decision would
-// still protect.
+// still protect, and waiting options out of range (as a
+// *plancore.InvalidError wrapping lock.ErrInvalidOptions).
 func (o LockStoreOptions) Validate() error {
 	if err := o.Lock.Validate(); err != nil {
+		return err
+	}
+	var errs field.ErrorList
+	if o.WaitReplicas < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("waitReplicas"), o.WaitReplicas, "must not be negative"))
+	}
+	if o.AcceptLossOnFailover && o.WaitReplicas > 0 {
+		errs = append(errs, field.Invalid(field.NewPath("waitReplicas"), o.WaitReplicas, "cannot be combined with acceptLossOnFailover, which sends no WAIT"))
+	}
+	if o.WaitTimeout != 0 && o.WaitTimeout < time.Millisecond {
+		errs = append(errs, field.Invalid(field.NewPath("waitTimeout"), o.WaitTimeout, "must be at least 1ms (WAIT 0 would block forever)"))
+	}
+	if err := plancore.Invalid(lock.ErrInvalidOptions, errs); err != nil {
 		return err
 	}
 	if o.ServerTTL < 0 {
@@ -82,11 +122,21 @@ func (o LockStoreOptions) Validate() error {
 // acquirers wake on a release.
 //
 // Redlock's quorum over several primaries is out of scope; unlike Redlock, the
-// epoch gives consumers a fencing token. Epochs survive releases but not the
-// loss of Redis's data: run Redis with persistence where fencing matters.
+// epoch gives consumers a fencing token. Epochs survive releases, and by
+// default failovers: the epoch high-water mark is written by the same script
+// as the lock, and the store answers only once every replica has both
+// (WaitReplicas), so a promoted replica's high-water mark is at least every
+// epoch the store has acknowledged and it never issues one again. Epochs do
+// not survive the loss of every copy of Redis's data (a restart without
+// persistence): run Redis with persistence where fencing matters.
 type LockStore struct {
 	client goredis.UniversalClient
 	opts   LockStoreOptions
+	rw     *replicaWait
+	// looked holds the addresses ("" for a client of one primary) whose
+	// replicas a call has already learned with ROLE.
+	looked  sync.Map
+	reloads atomic.Uint64
 
 	mu      sync.Mutex
 	sub     *goredis.PubSub
@@ -108,10 +158,57 @@ func NewLockStore(client goredis.UniversalClient, opts LockStoreOptions) (*LockS
 	if err := CheckDeadlines(client); err != nil {
 		return nil, fmt.Errorf("%w: %w", lock.ErrInvalidOptions, err)
 	}
+	if _, ring := client.(*goredis.Ring); ring && !opts.AcceptLossOnFailover {
+		return nil, fmt.Errorf("%w: a *goredis.Ring has no primary to WAIT on; use a client of one primary, Sentinel or Cluster, or set AcceptLossOnFailover", lock.ErrInvalidOptions)
+	}
 	if opts.KeyPrefix == "" {
 		opts.KeyPrefix = "plancore:lock:"
 	}
-	return &LockStore{client: client, opts: opts, waiters: map[string]chan struct{}{}}, nil
+	return &LockStore{client: client, opts: opts, waiters: map[string]chan struct{}{},
+		rw: newReplicaWait(opts.WaitReplicas, opts.WaitTimeout, opts.AcceptLossOnFailover)}, nil
+}
+
+// run calls sc on keys, followed, unless the store accepts losses on
+// failover, by WAIT and ROLE in the same pipeline on the primary that owns
+// the keys (see durability.go), so its writes are on every replica before
+// it answers. Unlike the capacity store's hot path, every call asks ROLE:
+// lock calls are few, and so a replica that attaches is waited for from
+// the first call after it, with no window.
+func (s *LockStore) run(ctx context.Context, sc *goredis.Script, keys []string, args ...any) *goredis.Cmd {
+	if s.rw == nil || s.client == nil {
+		cmd := goredis.NewCmd(ctx)
+		cmd.SetErr(fmt.Errorf("%w: LockStore not made by NewLockStore", lock.ErrNilStore))
+		return cmd
+	}
+	if s.rw.mode == waitNone {
+		return sc.Run(ctx, s.client, keys, args...)
+	}
+	var pl pipeliner = s.client
+	addr := ""
+	if cc, ok := s.client.(*goredis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, keys[0])
+		if err != nil {
+			cmd := goredis.NewCmd(ctx)
+			cmd.SetErr(err)
+			return cmd
+		}
+		pl, addr = m, m.Options().Addr
+	}
+	if _, ok := s.looked.Load(addr); !ok && s.rw.mode == waitAll {
+		// The first call on this primary learns its replicas first, so
+		// that it does not fail for having waited for none.
+		n, err := replicasOf(pl.(doer).Do(ctx, "ROLE"))
+		if err != nil {
+			cmd := goredis.NewCmd(ctx)
+			cmd.SetErr(err)
+			return cmd
+		}
+		s.rw.saw(addr, n)
+		s.looked.Store(addr, true)
+	}
+	cmds := make([]*goredis.Cmd, 1)
+	runOn(ctx, pl, []scriptCall{{sc, keys, args}}, cmds, false, s.rw.shard(addr), addr, s.rw, &s.reloads)
+	return cmds[0]
 }
 
 // Key returns the Redis key of a lock. Distinct lock keys always give
@@ -130,7 +227,16 @@ func (s *LockStore) Get(ctx context.Context, key lock.Key) (lock.Observation, er
 		return lock.Observation{}, err
 	}
 	k := s.Key(key)
-	vals, err := s.client.MGet(ctx, k, k+":epoch").Result()
+	var vals []any
+	var err error
+	if s.rw != nil && s.rw.mode == waitNone {
+		vals, err = s.client.MGet(ctx, k, k+":epoch").Result()
+	} else {
+		vals, err = s.run(ctx, lockGetScript, []string{k, k + ":epoch"}).Slice()
+		if err == nil && len(vals) != 2 {
+			err = fmt.Errorf("reply of %d values", len(vals))
+		}
+	}
 	if err != nil {
 		return lock.Observation{}, fmt.Errorf("redis: get lock %s: %w", key, err)
 	}
@@ -161,7 +267,7 @@ func (s *LockStore) CompareAndSwap(ctx context.Context, key lock.Key, pre lock.P
 		present = "1"
 	}
 	k := s.Key(key)
-	res, err := lockCASScript.Run(ctx, s.client, []string{k, k + ":epoch"},
+	res, err := s.run(ctx, lockCASScript, []string{k, k + ":epoch"},
 		present, pre.Raw, lock.Encode(rec, lock.FormatExtended),
 		strconv.FormatUint(rec.Epoch-1, 10), strconv.FormatUint(rec.Epoch, 10),
 		strconv.FormatInt(s.opts.ServerTTL.Milliseconds(), 10), s.channel()).Int()
@@ -185,7 +291,7 @@ func (s *LockStore) CompareAndDelete(ctx context.Context, key lock.Key, pre lock
 	if !pre.Present {
 		return fmt.Errorf("%w: %s: nothing to delete under %s", lock.ErrConflict, key, pre)
 	}
-	res, err := lockCADScript.Run(ctx, s.client, []string{s.Key(key)}, pre.Raw, s.channel()).Int()
+	res, err := s.run(ctx, lockCADScript, []string{s.Key(key)}, pre.Raw, s.channel()).Int()
 	if err != nil {
 		return fmt.Errorf("redis: compare-and-delete lock %s: %w", key, err)
 	}

@@ -29,6 +29,10 @@ if h and h <= 0 then
     -- is gone with it, and the job must not start again uncounted.
     return ACK_EXPIRED
   end
+  -- Written again as it is, so that a WAIT after this call covers it: a
+  -- retry after a WAIT that fell short must not answer DUPLICATE for an
+  -- ACK the replicas have not received.
+  redis.call('HSET', key, rid, string.format('-%d', -h))
   return ACK_DUPLICATE
 end
 local status = ACK_OK
@@ -46,6 +50,7 @@ local ax = now + tonumber(ARGV[5])
 if n.na > 0 and n.ax > ax then
   ax = n.ax
 end
-local kx = lives(key, n, now, ax) or n.kx
-redis.call('HSET', key, rid, '-' .. ARGV[3], '', state(n, ax, kx))
+local newkx = lives(n, ax)
+redis.call('HSET', key, rid, '-' .. ARGV[3], '', state(n, ax, newkx or n.kx))
+expire(key, now, newkx)
 return status

@@ -39,6 +39,7 @@ local ax = n.ax
 if keep > 0 and ax < hx then
   ax = hx
 end
-local kx = lives(key, n, now, math.max(hx, ax)) or n.kx
-redis.call('HSET', key, '', cmsgpack.pack(hx, ARGV[1], s, tonumber(ARGV[3]), now, tonumber(ARGV[4]), ax, kx, ARGV[5]))
+local newkx = lives(n, math.max(hx, ax))
+redis.call('HSET', key, '', cmsgpack.pack(hx, ARGV[1], s, tonumber(ARGV[3]), now, tonumber(ARGV[4]), ax, newkx or n.kx, ARGV[5]))
+expire(key, now, newkx)
 return {HB_APPLIED, 0, 0}

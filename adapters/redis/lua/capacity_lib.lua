@@ -139,16 +139,23 @@ local function purge(key, n)
   end
 end
 
--- lives makes key live until at least until (store ms): when that is past
--- what n's state records (kx), it sets the key's TTL to until plus a minute
--- of slack, so that the next minute's calls skip it, and returns the new kx
--- for the caller to store; else it returns false. kx only grows, so a key's
--- lifetime is only ever extended.
-local function lives(key, n, now, until_ms)
+-- lives returns the key's new known lifetime (kx, store ms) when it must
+-- live until at least until_ms and n's state records less: until plus a
+-- minute of slack, so that the next minute's calls skip it; else false. kx
+-- only grows, so a key's lifetime is only ever extended. The caller writes
+-- the returned kx into the state and then calls expire: AFTER the write,
+-- since on a node Redis has not seen that write creates the key, and a
+-- PEXPIRE on a missing key does nothing (the key would never expire).
+local function lives(n, until_ms)
   if until_ms <= n.kx then
     return false
   end
-  local kx = until_ms + 60000
-  redis.call('PEXPIRE', key, kx - now)
-  return kx
+  return until_ms + 60000
+end
+
+-- expire sets key's TTL to end at kx (from lives), if kx is set.
+local function expire(key, now, kx)
+  if kx then
+    redis.call('PEXPIRE', key, kx - now)
+  end
 end

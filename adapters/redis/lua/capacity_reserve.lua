@@ -31,7 +31,7 @@ end
 local key, rid = KEYS[1], ARGV[1]
 local a = redis.call('HGETALL', key)
 local w, held, live, first, nd, na = false, false, 0, 0, 0, 0
-local dead, aseq, afield
+local dead, aseq, afield, hraw
 for i = 1, #a, 2 do
   local f = a[i]
   if f == '' then
@@ -44,7 +44,7 @@ for i = 1, #a, 2 do
         first = v
       end
       if f == rid then
-        held = v
+        held, hraw = v, a[i + 1]
       end
     elseif v > 0 then
       nd = nd + 1
@@ -61,7 +61,7 @@ for i = 1, #a, 2 do
         aseq[na], afield[na] = -v, f
       end
       if f == rid then
-        held = v
+        held, hraw = v, a[i + 1]
       end
     end
   end
@@ -143,13 +143,19 @@ end
 if nd > 0 then
   redis.call('HDEL', key, unpack(dead, 1, nd))
 end
+if status == 2 then
+  -- Written again as it is, so that this call replicates something: the
+  -- WAIT that follows covers the connection's last write, and a retry after
+  -- a WAIT that fell short must not answer DUPLICATE (a grant) for a lease
+  -- the replicas have not received.
+  redis.call('HSET', key, rid, hraw)
+end
 if status == 1 then
   local exps = string.format('%d', expiry)
   if expiry + 60000 > kx then
     -- The lease would outlive the key: extend it, only ever forward, and
     -- note the new end in the state so that the next minute's calls skip it.
     kx = expiry + 120000
-    redis.call('PEXPIRE', key, kx - now)
     local st
     if w then
       local hx, e, s, r, rc, m, x, _, u = cmsgpack.unpack(w)
@@ -158,6 +164,9 @@ if status == 1 then
       st = cmsgpack.pack(0, '0', 0, 0, 0, 0, 0, kx, '- - - 0')
     end
     redis.call('HSET', key, rid, exps, '', st)
+    -- After the HSET: on a node Redis has not seen, the HSET creates the
+    -- key, and a PEXPIRE before it would do nothing.
+    redis.call('PEXPIRE', key, kx - now)
   else
     redis.call('HSET', key, rid, exps)
   end

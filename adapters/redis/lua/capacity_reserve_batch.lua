@@ -240,7 +240,25 @@ for q = 1, items do
       grants[j] = {rid, exps}
     end
   end
-  if status ~= 1 and status ~= 2 then
+  if status == 2 then
+    -- Written again as it is (a lease's expiry, or an acked job's negated
+    -- seq), so that a WAIT after this call covers it: a retry after a WAIT
+    -- that fell short must not answer DUPLICATE (a grant) for a lease the
+    -- replicas have not received.
+    local v
+    if h > 0 then
+      v = string.format('%d', h)
+    else
+      v = string.format('-%d', -h)
+    end
+    local g = grants[j]
+    if g then
+      g[#g + 1] = rid
+      g[#g + 1] = v
+    else
+      grants[j] = {rid, v}
+    end
+  elseif status ~= 1 then
     refused = true
   end
   if status == 1 then
@@ -256,7 +274,7 @@ if refused and mode == 'all' then
   grants = {}
 end
 for j = 1, nodes do
-  local key, g = KEYS[j], grants[j]
+  local key, g, kx = KEYS[j], grants[j], false
   if DEAD[j] then
     redis.call('HDEL', key, unpack(DEAD[j]))
   end
@@ -264,8 +282,7 @@ for j = 1, nodes do
     if LAST[j] + 60000 > KX[j] then
       -- The leases would outlive the key: extend it, only ever forward, and
       -- note the new end in the state.
-      local kx = LAST[j] + 120000
-      redis.call('PEXPIRE', key, kx - now)
+      kx = LAST[j] + 120000
       local w = W[j]
       g[#g + 1] = ''
       if w then
@@ -276,6 +293,11 @@ for j = 1, nodes do
       end
     end
     redis.call('HSET', key, unpack(g))
+    if kx then
+      -- After the HSET, which creates the key of a node Redis has not
+      -- seen: a PEXPIRE before it would do nothing.
+      redis.call('PEXPIRE', key, kx - now)
+    end
   end
 end
 -- One string, not an array: Redis turns a Lua table into a reply at several
