@@ -17,6 +17,7 @@
 package plancore
 
 import (
+	"errors"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -71,3 +72,51 @@ func (e *InvalidError) Fields() []string {
 	}
 	return out
 }
+
+// Join returns one *InvalidError that names every problem of errs in order,
+// when each non-nil err is or wraps an *InvalidError (options and input
+// checked together, say). Its Kind matches every joined kind, so
+// errors.Is(err, core.ErrInvalidOptions) and errors.Is(err,
+// core.ErrInvalidInput) both hold while errors.As finds one list of every
+// field. If any err is of another kind, Join is errors.Join(errs...); with
+// no non-nil err it is nil.
+func Join(errs ...error) error {
+	var joined *InvalidError
+	var kinds kindSet
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		var inv *InvalidError
+		if !errors.As(err, &inv) {
+			return errors.Join(errs...)
+		}
+		if joined == nil {
+			joined = &InvalidError{}
+		}
+		kinds = append(kinds, inv.Kind)
+		joined.Errors = append(joined.Errors, inv.Errors...)
+	}
+	if joined == nil {
+		return nil
+	}
+	if len(kinds) == 1 {
+		joined.Kind = kinds[0]
+	} else {
+		joined.Kind = kinds
+	}
+	return joined
+}
+
+// kindSet is the Kind of a joined InvalidError: it is each of its kinds.
+type kindSet []error
+
+func (k kindSet) Error() string {
+	msgs := make([]string, len(k))
+	for i, e := range k {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, ", ")
+}
+
+func (k kindSet) Unwrap() []error { return k }

@@ -2,6 +2,8 @@ package plancore_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,5 +40,28 @@ func TestInvalidNamesEveryField(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Error() = %q, missing %q", err.Error(), want)
 		}
+	}
+}
+
+// TestJoin: options and input problems in one *InvalidError, matching both
+// kinds; a plain error among them falls back to errors.Join.
+func TestJoin(t *testing.T) {
+	errOpts, errIn := errors.New("core: invalid options"), errors.New("core: invalid input")
+	opts := plancore.Invalid(errOpts, field.ErrorList{field.Invalid(field.NewPath("ttl"), -1, "must not be negative")})
+	in := plancore.Invalid(errIn, field.ErrorList{field.Required(field.NewPath("now"), ""), field.Required(field.NewPath("node"), "")})
+	err := plancore.Join(opts, nil, fmt.Errorf("planning: %w", in))
+	var inv *plancore.InvalidError
+	if !errors.As(err, &inv) || !errors.Is(err, errOpts) || !errors.Is(err, errIn) {
+		t.Fatalf("Join = %v: As %t", err, errors.As(err, &inv))
+	}
+	if got := inv.Fields(); !slices.Equal(got, []string{"ttl", "now", "node"}) {
+		t.Errorf("fields = %v", got)
+	}
+	if plancore.Join(nil, nil) != nil || plancore.Join(nil, in) == nil {
+		t.Error("Join of nothing must be nil, of one error that error")
+	}
+	plain := errors.New("io")
+	if j := plancore.Join(in, plain); !errors.Is(j, plain) || !errors.Is(j, errIn) {
+		t.Errorf("Join with a plain error = %v", j)
 	}
 }

@@ -54,7 +54,7 @@ func TestVClusterApplyRetriesAfterAFailedFlush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"t": 3}}, Revision: 1}, vcluster.Options{})
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"t": 3}}, Revision: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestVClusterApplyRetriesAfterAFailedFlush(t *testing.T) {
 	}
 
 	// Removal: the record is deleted and workers drop the cluster.
-	p, err = vcluster.PlanRemove(vcluster.RemoveInput{State: next, ID: "serve"}, vcluster.Options{})
+	p, err = vcluster.PlanRemove(vcluster.RemoveInput{State: next, ID: "serve"})
 	if err != nil {
 		t.Fatal(err)
 	}

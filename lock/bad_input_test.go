@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -362,5 +363,20 @@ func TestHAMiPreset(t *testing.T) {
 	}
 	if p, _ := planRelease(junk, podA, o); p.Kind != lock.Release {
 		t.Errorf("comma-less release under HAMi() = %v, want Release", p)
+	}
+}
+
+// TestReleaseRefusalKeepsHAMiWording: a release HAMi refuses (its nil pod,
+// here an empty requester) keeps HAMi's "cannot release node lock" prefix
+// and still names every field in a *plancore.InvalidError.
+func TestReleaseRefusalKeepsHAMiWording(t *testing.T) {
+	in := lock.ReleaseInput{Observation: lock.Observation{Key: lock.Key{Name: lock.HAMiLockName, Node: "node-1"}}}
+	_, err := lock.PlanRelease(in, lock.HAMi())
+	var inv *plancore.InvalidError
+	if err == nil || !strings.HasPrefix(err.Error(), "cannot release node lock: ") || !errors.As(err, &inv) || !errors.Is(err, lock.ErrInvalidInput) {
+		t.Fatalf("release by an empty requester: %v", err)
+	}
+	if got := inv.Fields(); !slices.Equal(got, []string{"requester.namespace", "requester.name"}) {
+		t.Errorf("fields = %v", got)
 	}
 }

@@ -1,7 +1,7 @@
 package lock
 
 import (
-	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -76,13 +76,7 @@ func (in AcquireInput) validate() field.ErrorList {
 
 // validateBoth validates input errors and options, options first.
 func validateBoth(inErrs field.ErrorList, o Options) error {
-	if err := o.Validate(); err != nil {
-		if len(inErrs) > 0 {
-			return errors.Join(err, plancore.Invalid(ErrInvalidInput, inErrs))
-		}
-		return err
-	}
-	return plancore.Invalid(ErrInvalidInput, inErrs)
+	return plancore.Join(o.Validate(), plancore.Invalid(ErrInvalidInput, inErrs))
 }
 
 // assess validates the inputs and reads the observation.
@@ -361,13 +355,17 @@ func (in ReleaseInput) validate() field.ErrorList {
 //     unless Options.LegacyReleasableByAnyone (HAMi #2054), and then only
 //     the value first read (ReleaseInput.FirstRead).
 //
+// Invalid input is refused with HAMi's "cannot release node lock: " before
+// the *plancore.InvalidError that names every field.
+//
 // A Release must be applied as one compare-and-delete of the observed value
 // and version; on conflict, re-read and plan again, so a lock re-stamped by
 // the same owner is still released and one taken by someone else is kept. A
 // release never lowers the key's epoch high-water mark.
 func PlanRelease(in ReleaseInput, o Options) (Plan, error) {
 	if err := validateBoth(in.validate(), o); err != nil {
-		return Plan{}, err
+		// HAMi's ReleaseNodeLock words a release it refuses (a nil pod) so.
+		return Plan{}, fmt.Errorf("cannot release node lock: %w", err)
 	}
 	obs := in.Observation
 	p := Plan{Kind: NoOp, Key: obs.Key}

@@ -119,7 +119,8 @@ func TestBadInput(t *testing.T) {
 			s.Cluster.Name, s.Now = "", time.Time{}
 			s.Cluster.Spec.WorkerGroups[1].Replicas = i32(-5)
 		}, kind: reconcile.ErrInvalidInput, fields: []string{"metadata.name", "spec.workerGroupSpecs[1].replicas", "now"}},
-		{name: "options: no operator version", opts: func(o *reconcile.Options) { o.OperatorVersion = "" }, kind: reconcile.ErrInvalidOptions, fields: []string{"operatorVersion"}},
+		// The zero Options are the documented defaults (DefaultOperatorVersion).
+		{name: "options: no operator version is the default", opts: func(o *reconcile.Options) { o.OperatorVersion = "" }},
 		{name: "options: unknown name mode", opts: func(o *reconcile.Options) { o.NameMode = "Random" }, kind: reconcile.ErrInvalidOptions, fields: []string{"nameMode"}},
 		{name: "options: unknown gate value", opts: func(o *reconcile.Options) { o.Gates.StatusConditions = "Maybe" }, kind: reconcile.ErrInvalidOptions, fields: []string{"gates.statusConditions"}},
 		{name: "options: negative burst", opts: func(o *reconcile.Options) { o.BurstReplicas = -1 }, kind: reconcile.ErrInvalidOptions, fields: []string{"burstReplicas"}},

@@ -219,3 +219,25 @@ func TestHeadGroupLabels(t *testing.T) {
 		t.Errorf("head pod labels = %v", got)
 	}
 }
+
+// TestZeroOptionsAndPresetCompat: Options{} plans with the documented
+// defaults (the head carries DefaultOperatorVersion), and the KubeRay preset's
+// Compat alone is KubeRay-exact, burst included: every missing pod in one
+// pass, where the defaults create DefaultBurstReplicas.
+func TestZeroOptionsAndPresetCompat(t *testing.T) {
+	p := mustDecide(t, snap(cluster(group("a", 0))), reconcile.Options{})
+	if got := p.Actions[0].Create.Pod.Annotations[reconcile.AnnotationKubeRayVersion]; got != reconcile.DefaultOperatorVersion {
+		t.Errorf("head's operator version = %q, want %q", got, reconcile.DefaultOperatorVersion)
+	}
+	big := group("big", 2000)
+	big.MaxReplicas = i32(2000)
+	s := snap(cluster(big), withHead()...)
+	var o reconcile.Options
+	if p := mustDecide(t, s, o); p.Groups[0].Place != reconcile.DefaultBurstReplicas {
+		t.Errorf("defaults placed %d, want %d", p.Groups[0].Place, reconcile.DefaultBurstReplicas)
+	}
+	o.Compat = reconcile.KubeRayV170().Compat
+	if p := mustDecide(t, s, o); p.Groups[0].Place != 2000 {
+		t.Errorf("with KubeRayV170().Compat alone placed %d, want all 2000 as KubeRay", p.Groups[0].Place)
+	}
+}

@@ -167,7 +167,7 @@ func (d *decider) sizeActions() {
 		est += gap + d.mayDelGroup[i]
 	}
 	if est > 0 {
-		// The hint is bounded: with NoBurstLimit a huge replica count must
+		// The hint is bounded: with no burst cap (Compat.UnlimitedBurst) a huge replica count must
 		// not turn into one huge allocation before any pod is built.
 		d.plan.Actions = make([]Action, 0, min(est, len(d.s.Pods)+maxActionsHint)+1)
 	}
@@ -587,14 +587,14 @@ func (d *decider) recreate() bool {
 	// KubeRay takes the first head listed (an arbitrary order); plancore the
 	// first by name. Terminating heads are included, as in KubeRay.
 	h := d.pod(d.heads[0])
-	if v := h.Annotations[AnnotationKubeRayVersion]; v != "" && v != d.o.OperatorVersion {
+	if v := h.Annotations[AnnotationKubeRayVersion]; v != "" && v != d.o.operatorVersion() {
 		// KubeRay hides this as an Update inside a predicate.
 		d.plan.Actions = append(d.plan.Actions, Action{
 			Kind: KindPatchPodAnnotations, Group: "",
 			Reason: Reason{Code: ReasonRecreateVersionSkip, Pods: []string{h.Name},
-				Message: fmt.Sprintf("head %s was created by KubeRay %s, not %s: adopting the current spec hash instead of recreating", h.Name, v, d.o.OperatorVersion)},
+				Message: fmt.Sprintf("head %s was created by KubeRay %s, not %s: adopting the current spec hash instead of recreating", h.Name, v, d.o.operatorVersion())},
 			Patch: &PatchPodAnnotations{Namespace: h.Namespace, Name: h.Name, UID: h.UID, ResourceVersion: h.ResourceVersion,
-				Set: map[string]string{AnnotationRecreateHash: d.hash, AnnotationKubeRayVersion: d.o.OperatorVersion}},
+				Set: map[string]string{AnnotationRecreateHash: d.hash, AnnotationKubeRayVersion: d.o.operatorVersion()}},
 		})
 		return false
 	}

@@ -114,14 +114,23 @@ type Compat struct {
 	// default a pod whose controller is another RayCluster incarnation (a
 	// different UID) is ignored.
 	MatchByLabelsOnly bool
+	// UnlimitedBurst restores creating every missing pod in one pass when
+	// Options.BurstReplicas is zero: KubeRay has no cap, so a group scaled to
+	// a huge replica count puts that many pods into one plan. A BurstReplicas
+	// the caller sets still holds.
+	UnlimitedBurst bool
 }
 
-// Options configure Decide. The zero value means the documented defaults,
-// except OperatorVersion, which is required.
+// Options configure Decide. The zero value means the documented defaults:
+// operator version DefaultOperatorVersion, both gates at KubeRay's defaults,
+// GenerateName pod names, a burst of DefaultBurstReplicas and a formation
+// timeout of DefaultGroupFormationTimeout.
 type Options struct {
 	Gates Gates
 	// OperatorVersion is KUBERAY_VERSION: it is written to the head's
 	// ray.io/kuberay-version annotation and compared by the Recreate check.
+	// Empty means DefaultOperatorVersion; set it to the version your operator
+	// reports, so heads it created are not taken for another operator's.
 	OperatorVersion string
 	// RandomPodDelete is ENABLE_RANDOM_POD_DELETE, parsed by the caller: with
 	// autoscaling on, the reconciler may still delete surplus pods.
@@ -142,9 +151,14 @@ type Options struct {
 	// Zero means 500. KubeRay has no cap: a group scaled to a huge replica
 	// count would otherwise put that many pods into one plan.
 	BurstReplicas int
-	// Compat restores KubeRay behaviours; see AnchorV170.
+	// Compat restores KubeRay behaviours; KubeRayV170().Compat is all of
+	// them, and assigning it alone makes pod reconciliation KubeRay-exact.
 	Compat Compat
 }
+
+// DefaultOperatorVersion is OperatorVersion's default: the KubeRay release
+// whose pod reconciliation plancore follows.
+const DefaultOperatorVersion = "v1.7.0"
 
 // DefaultBurstReplicas is BurstReplicas' default.
 const DefaultBurstReplicas = 500
@@ -153,15 +167,16 @@ const DefaultBurstReplicas = 500
 const DefaultGroupFormationTimeout = 10 * time.Minute
 
 // KubeRayV170 returns the options that reproduce KubeRay v1.7.0's pod
-// reconciliation exactly, defects included: OperatorVersion "v1.7.0", every
-// Compat switch on, and no burst cap (KubeRay creates every missing pod in one
-// pass, so a group scaled to a huge replica count puts that many pods into one
-// plan). A caller may still set BurstReplicas or change any field afterwards.
+// reconciliation exactly, defects included: OperatorVersion "v1.7.0" and every
+// Compat switch on, UnlimitedBurst among them (KubeRay creates every missing
+// pod in one pass). Every behaviour of the preset is in its Compat, so
+// assigning only o.Compat = KubeRayV170().Compat is KubeRay-exact too. A
+// caller may still set BurstReplicas or change any field afterwards.
 func KubeRayV170() Options {
 	return Options{
 		OperatorVersion: "v1.7.0",
-		BurstReplicas:   NoBurstLimit,
 		Compat: Compat{
+			UnlimitedBurst:                    true,
 			ZeroHostsMeansZeroPods:            true,
 			BlindWorkersToDelete:              true,
 			CountTerminatingPods:              true,
@@ -183,9 +198,6 @@ const NoBurstLimit = math.MaxInt32
 // wrapping ErrInvalidOptions.
 func (o Options) Validate() error {
 	var errs field.ErrorList
-	if o.OperatorVersion == "" {
-		errs = append(errs, field.Required(field.NewPath("operatorVersion"), "KUBERAY_VERSION, for example v1.7.0"))
-	}
 	switch o.NameMode {
 	case "", NameModeGenerateName, NameModeDerived:
 	default:
@@ -215,10 +227,21 @@ func (o Options) statusConditions() bool  { return o.Gates.StatusConditions.Enab
 func (o Options) multiHostIndexing() bool { return o.Gates.MultiHostIndexing.Enabled(true) }
 func (o Options) derivedNames() bool      { return o.NameMode == NameModeDerived }
 func (o Options) burst() int {
-	if o.BurstReplicas == 0 {
-		return DefaultBurstReplicas
+	switch {
+	case o.BurstReplicas > 0:
+		return o.BurstReplicas
+	case o.Compat.UnlimitedBurst:
+		return NoBurstLimit
 	}
-	return o.BurstReplicas
+	return DefaultBurstReplicas
+}
+
+// operatorVersion is OperatorVersion or its default.
+func (o Options) operatorVersion() string {
+	if o.OperatorVersion == "" {
+		return DefaultOperatorVersion
+	}
+	return o.OperatorVersion
 }
 
 func (o Options) formationTimeout() time.Duration {

@@ -151,7 +151,7 @@ func (d *decider) buildPod(ps podSpec) (*corev1.Pod, error) {
 	}
 	if ps.head {
 		pod.Annotations[AnnotationRecreateHash] = d.hash
-		pod.Annotations[AnnotationKubeRayVersion] = d.o.OperatorVersion
+		pod.Annotations[AnnotationKubeRayVersion] = d.o.operatorVersion()
 		pod.Annotations[AnnotationFTEnabled] = strconv.FormatBool(ftEnabled(c))
 	}
 	for k, v := range d.o.PodDefaults.Annotations {

@@ -76,14 +76,19 @@ func (r *Report) record(id string, a WriteAction, err error) error {
 // job record is never published ahead of its write, and returns it (joined
 // with the context's error when cancelled) with the report of what was
 // attempted; every call is idempotent, so the caller retries by applying the
-// same plan again. Apply never re-plans. A refused or empty plan writes
-// nothing; a nil exec is an error wrapping ErrNilExecutor.
+// same plan again. Apply never re-plans. An empty plan writes nothing; a
+// refused plan writes nothing and is an error wrapping ErrRefusedPlan (the
+// caller asked to write a plan that says it cannot act); a nil exec is an
+// error wrapping ErrNilExecutor.
 func Apply(ctx context.Context, p Plan, exec Executor) (Report, error) {
 	var rep Report
 	if plancore.IsNil(exec) {
 		return rep, ErrNilExecutor
 	}
-	if p.Refusal != nil || len(p.Flush) == 0 {
+	if p.Refusal != nil {
+		return rep, fmt.Errorf("%w: %s", ErrRefusedPlan, p.Refusal)
+	}
+	if len(p.Flush) == 0 {
 		return rep, nil
 	}
 	if p.After.Primary.ID != PrimaryID {

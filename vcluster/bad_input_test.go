@@ -6,7 +6,9 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/plancore/plancore/fake"
 	"github.com/plancore/plancore/internal/invalidtest"
 
 	"github.com/google/go-cmp/cmp"
@@ -37,7 +39,7 @@ func TestBadInput(t *testing.T) {
 	o := vcluster.Options{}
 	create := func(req vcluster.Request, rev uint64) func() (vcluster.Plan, error) {
 		return func() (vcluster.Plan, error) {
-			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: rev}, o)
+			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: rev})
 		}
 	}
 	tests := []struct {
@@ -68,37 +70,37 @@ func TestBadInput(t *testing.T) {
 			Clusters: map[string]map[string]vcluster.Bounds{"vc": {"t0": {Min: 2, Max: 1}}},
 		}}, 2), vcluster.ErrInvalidInput, []string{"request.limits.clusters[vc][t0]", "request.limits.minFree[t0]"}},
 		{"job: empty name and missing parent", func() (vcluster.Plan, error) {
-			return vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "nope"}}, o)
+			return vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "nope"}})
 		}, vcluster.ErrInvalidInput, []string{"request.job", "request.parent"}},
 		{"job: MaxInt replicas", func() (vcluster.Plan, error) {
-			return vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: vcluster.PrimaryID, Job: "j", ReplicaSets: vcluster.ReplicaSet{"t0": math.MaxInt}}}, o)
+			return vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: vcluster.PrimaryID, Job: "j", ReplicaSets: vcluster.ReplicaSet{"t0": math.MaxInt}}})
 		}, vcluster.ErrInvalidInput, []string{"request.replicaSets[t0]"}},
-		{"remove: empty id", func() (vcluster.Plan, error) { return vcluster.PlanRemove(vcluster.RemoveInput{State: s}, o) },
+		{"remove: empty id", func() (vcluster.Plan, error) { return vcluster.PlanRemove(vcluster.RemoveInput{State: s}) },
 			vcluster.ErrInvalidInput, []string{"id"}},
 		{"remove: missing cluster", func() (vcluster.Plan, error) {
-			return vcluster.PlanRemove(vcluster.RemoveInput{State: s, ID: "nope"}, o)
+			return vcluster.PlanRemove(vcluster.RemoveInput{State: s, ID: "nope"})
 		},
 			vcluster.ErrNotFound, []string{"id"}},
 		{"remove nodes: empty id and nil nodes", func() (vcluster.Plan, error) {
-			return vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s}, o)
+			return vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s})
 		}, vcluster.ErrInvalidInput, []string{"id", "nodes"}},
 		{"remove nodes: revision exhausted", func() (vcluster.Plan, error) {
-			return vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: "max", Nodes: s.Members("max")}, o)
+			return vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: "max", Nodes: s.Members("max")})
 		}, vcluster.ErrInvalidInput, []string{"revision"}},
 		{"replenish: unknown scope", func() (vcluster.Plan, error) {
 			return vcluster.PlanReplenish(vcluster.ReplenishInput{State: s, Cluster: "nope"}, o)
 		}, vcluster.ErrNotFound, []string{"cluster"}},
 		{"scale: negative budget and unknown cluster", func() (vcluster.Plan, error) {
-			return vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: vcluster.ScaleRequest{MaxMoves: -1, Demand: map[string]vcluster.ReplicaSet{"nope": {}}}}, o)
+			return vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: vcluster.ScaleRequest{MaxMoves: -1, Demand: map[string]vcluster.ReplicaSet{"nope": {}}}})
 		}, vcluster.ErrInvalidInput, []string{"request.maxMoves", "request.demand[nope]"}},
 		{"scale: MaxInt demand", func() (vcluster.Plan, error) {
-			return vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: vcluster.ScaleRequest{Demand: map[string]vcluster.ReplicaSet{"vc": {"t0": math.MaxInt}}}}, o)
+			return vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: vcluster.ScaleRequest{Demand: map[string]vcluster.ReplicaSet{"vc": {"t0": math.MaxInt}}}})
 		}, vcluster.ErrInvalidInput, []string{"request.demand[vc][t0]"}},
 		{"scale: MaxInt MaxMoves is legal", func() (vcluster.Plan, error) {
-			return vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: vcluster.ScaleRequest{MaxMoves: math.MaxInt, Demand: map[string]vcluster.ReplicaSet{"vc": {"t0": 3}}}}, o)
+			return vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: vcluster.ScaleRequest{MaxMoves: math.MaxInt, Demand: map[string]vcluster.ReplicaSet{"vc": {"t0": 3}}}})
 		}, nil, nil},
 		{"options: negative swaps and percent above 100", func() (vcluster.Plan, error) {
-			return vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{MaxSwaps: -1, MaxSwapsPercent: 101})
+			return vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{MaxSwaps: -1, MaxSwapsPercent: 101})
 		}, vcluster.ErrInvalidOptions, []string{"maxSwaps", "maxSwapsPercent"}},
 		{"options: MinInt percent", func() (vcluster.Plan, error) {
 			return vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{MaxSwapsPercent: math.MinInt})
@@ -106,17 +108,18 @@ func TestBadInput(t *testing.T) {
 		{"options: MaxInt swaps is legal", func() (vcluster.Plan, error) {
 			return vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{MaxSwaps: math.MaxInt})
 		}, nil, nil},
-		{"zero state", func() (vcluster.Plan, error) { return vcluster.PlanGC(vcluster.GCInput{}, o) },
+		{"zero state", func() (vcluster.Plan, error) { return vcluster.PlanGC(vcluster.GCInput{}) },
 			vcluster.ErrInvalidInput, []string{"state.primary"}},
-		{"node in two buckets", func() (vcluster.Plan, error) { return vcluster.PlanGC(vcluster.GCInput{State: twoBuckets}, o) },
+		{"node in two buckets", func() (vcluster.Plan, error) { return vcluster.PlanGC(vcluster.GCInput{State: twoBuckets}) },
 			vcluster.ErrInvalidInput, []string{"state.logical[vc].buckets[t0][NIL][0]"}},
-		{"node key holds another node", func() (vcluster.Plan, error) { return vcluster.PlanGC(vcluster.GCInput{State: badKey}, o) },
+		{"node key holds another node", func() (vcluster.Plan, error) { return vcluster.PlanGC(vcluster.GCInput{State: badKey}) },
 			vcluster.ErrInvalidInput, []string{"state.nodes[zz].id", "state.nodes[zz]"}},
 		{"recover: garbage is legal", func() (vcluster.Plan, error) {
 			return vcluster.PlanRecover(vcluster.RecoverInput{
 				Nodes:   []vcluster.Node{{}, {ID: "a", Template: "t", Alive: true}, {ID: "a", Template: "u"}},
 				Records: []vcluster.Record{{}, {ID: "x", Revision: math.MaxUint64, Nodes: map[string]vcluster.RecordNode{"": {}, "a": {}}}, {ID: "y##"}},
-			}, o)
+			})
+
 		}, nil, nil},
 	}
 	for _, tc := range tests {
@@ -179,7 +182,7 @@ func TestBadEvents(t *testing.T) {
 // TestApplyNilExecutor: a nil executor is an error, never a panic.
 func TestApplyNilExecutor(t *testing.T) {
 	s := mustState(t, nodesOf("n", "t0", 2))
-	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc", ReplicaSets: vcluster.ReplicaSet{"t0": 1}}, Revision: 1}, vcluster.Options{})
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc", ReplicaSets: vcluster.ReplicaSet{"t0": 1}}, Revision: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +226,7 @@ func TestPropertyExtremeValues(t *testing.T) {
 			if c, ok := s.Logical["vc"]; ok {
 				req.Revision = c.Revision
 			}
-			p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: rev}, vcluster.Options{})
+			p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: rev})
 			s = checkExtreme(t, s, p, err, round, "request.replicaSets[t0]", "request.revision")
 
 			budget := rapid.SampledFrom(extremeInts).Draw(t, "maxMoves")
@@ -233,7 +236,8 @@ func TestPropertyExtremeValues(t *testing.T) {
 				sp, err = vcluster.PlanScale(vcluster.ScaleInput{State: s, Revision: rev, Request: vcluster.ScaleRequest{
 					MaxMoves: budget, Demand: map[string]vcluster.ReplicaSet{"vc": {"t0": demand}},
 					Limits: vcluster.Limits{MinFree: vcluster.ReplicaSet{"t0": rapid.SampledFrom(extremeInts).Draw(t, "minFree")}},
-				}}, vcluster.Options{})
+				}})
+
 				s = checkExtreme(t, s, sp, err, round, "request.maxMoves", "request.demand[vc][t0]", "request.demand[vc]", "request.limits.minFree[t0]")
 				for tpl, n := range sp.Launch {
 					if n < 0 {
@@ -340,4 +344,29 @@ func sorted(ids []string) []string {
 	out := append([]string(nil), ids...)
 	slices.Sort(out)
 	return out
+}
+
+// TestApplyRefusesARefusal: a refused plan is not Empty, and Apply refuses
+// to write it (ErrRefusedPlan) instead of returning nil as for "nothing to
+// do"; a plan with nothing to do is Empty and writes nothing without error.
+func TestApplyRefusesARefusal(t *testing.T) {
+	s, err := vcluster.NewState(exampleNodes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "big", ReplicaSets: vcluster.ReplicaSet{"8c16g": 99}}, Revision: 1})
+	if err != nil || !refused.Refused() || refused.Empty() || refused.Acts() {
+		t.Fatalf("refused = %v (empty %t, acts %t), %v", refused.Refusal, refused.Empty(), refused.Acts(), err)
+	}
+	store := fake.NewVClusterStore(fake.NewWorld(1, time.Unix(0, 0)))
+	if _, err := vcluster.Apply(context.Background(), refused, store); !errors.Is(err, vcluster.ErrRefusedPlan) {
+		t.Errorf("Apply(refused) = %v, want ErrRefusedPlan", err)
+	}
+	idle, err := vcluster.PlanGC(vcluster.GCInput{State: s})
+	if err != nil || !idle.Empty() {
+		t.Fatalf("GC of a fresh state = %s, %v; want an empty plan", idle, err)
+	}
+	if rep, err := vcluster.Apply(context.Background(), idle, store); err != nil || len(rep.Flushed) != 0 {
+		t.Errorf("Apply(empty) = %+v, %v", rep, err)
+	}
 }

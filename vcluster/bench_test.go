@@ -31,15 +31,15 @@ func bigState(tb testing.TB, dead int) vcluster.State {
 	rev := uint64(0)
 	for i := range 20 {
 		rev++
-		p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: fmt.Sprintf("ind-%02d", i), ReplicaSets: per(150)}, Revision: rev}, vcluster.Options{})
+		p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: fmt.Sprintf("ind-%02d", i), ReplicaSets: per(150)}, Revision: rev})
 		s = step(tb, s, p, err)
 		rev++
 		id := fmt.Sprintf("div-%02d", i)
-		p, err = vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: id, Divisible: true, ReplicaSets: per(200)}, Revision: rev}, vcluster.Options{})
+		p, err = vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: id, Divisible: true, ReplicaSets: per(200)}, Revision: rev})
 		s = step(tb, s, p, err)
 		for j := range 3 {
 			rev++
-			p, err := vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: id, Job: fmt.Sprintf("job-%d", j), ReplicaSets: per(50)}, Revision: rev}, vcluster.Options{})
+			p, err := vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: id, Job: fmt.Sprintf("job-%d", j), ReplicaSets: per(50)}, Revision: rev})
 			s = step(tb, s, p, err)
 		}
 	}
@@ -95,7 +95,7 @@ func BenchmarkReplenish10k(b *testing.B) {
 			break
 		}
 		rounds++
-		if cur, err = cur.Apply(p); err != nil {
+		if cur, err = cur.Next(p); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -119,7 +119,7 @@ func BenchmarkCreate(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: 1}, vcluster.Options{}); err != nil {
+		if _, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: 1}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -136,7 +136,7 @@ func BenchmarkApplyReplenish10k(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := s.Apply(p); err != nil {
+		if _, err := s.Next(p); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -150,7 +150,7 @@ func BenchmarkRecover10k(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		_, _ = vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}, vcluster.Options{})
+		_, _ = vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records})
 	}
 }
 
@@ -163,7 +163,7 @@ func BenchmarkGC10k(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{}); err != nil {
+		if _, err := vcluster.PlanGC(vcluster.GCInput{State: s}); err != nil {
 			b.Fatal(err)
 		}
 	}

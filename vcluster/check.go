@@ -22,7 +22,7 @@ func CheckState(s State) error { return checkInvariants(s) }
 //
 //   - a refused plan carries OutOfResource or UnsafeToRemove, changes nothing
 //     and leaves After equal to before;
-//   - a plan applies to before (State.Apply), and the result keeps CheckState;
+//   - a plan applies to before (State.Next), and the result keeps CheckState;
 //   - every move, create, remove, purge and revision has a reason code and
 //     message;
 //   - busy safety: no alive busy node leaves an indivisible cluster or a job
@@ -40,12 +40,12 @@ func CheckPlan(before State, p Plan) error {
 		if r.Reason.Code != ReasonOutOfResource && r.Reason.Code != ReasonUnsafeToRemove {
 			return fmt.Errorf("refusal code %q", r.Reason.Code)
 		}
-		if !p.Empty() || !reflect.DeepEqual(p.After, before) {
+		if p.Acts() || !reflect.DeepEqual(p.After, before) {
 			return fmt.Errorf("a refused plan changes something")
 		}
 		return nil
 	}
-	next, err := before.Apply(p)
+	next, err := before.Next(p)
 	if err != nil {
 		return fmt.Errorf("the plan does not apply: %w", err)
 	}

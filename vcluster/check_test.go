@@ -12,7 +12,8 @@ import (
 func TestCheckPlanCatchesBrokenPlans(t *testing.T) {
 	s := mustState(t, nodesOf("c", "8c16g", 4), nodesOf("g", "gpu", 2))
 	plan, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s,
-		Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"8c16g": 2}}, Revision: 1}, vcluster.Options{})
+		Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"8c16g": 2}}, Revision: 1})
+
 	if err != nil || plan.Refused() {
 		t.Fatalf("plan %v, %v", plan, err)
 	}

@@ -151,10 +151,7 @@ func nextRevision(rev, current uint64) uint64 { return max(rev, current+1) }
 // flushed, and is published when indivisible. Invalid input (the anchor's
 // InvalidArgument) is an error wrapping ErrInvalidInput; o is not read by
 // this planner but validated.
-func PlanCreateOrUpdate(in CreateOrUpdateInput, o Options) (Plan, error) {
-	if err := o.Validate(); err != nil {
-		return Plan{}, err
-	}
+func PlanCreateOrUpdate(in CreateOrUpdateInput) (Plan, error) {
 	if err := in.Validate(); err != nil {
 		return Plan{}, err
 	}
@@ -267,7 +264,7 @@ func zeroTemplates(req Request, cur Cluster, exists bool) []string {
 // always fits the state it was made from; a mismatch is a bug reported as an
 // error wrapping ErrPlanMismatch.
 func finish(s State, p Plan) (Plan, error) {
-	after, err := s.Apply(p)
+	after, err := s.Next(p)
 	if err != nil {
 		return Plan{}, err
 	}

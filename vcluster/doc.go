@@ -18,7 +18,8 @@
 // # Usage
 //
 // Keep the current State; plan a change with one of the PlanX functions,
-// each of the form PlanX(in XInput, o Options) (Plan, error); write the plan
+// each of the form PlanX(in XInput) (Plan, error) (PlanReplenish, the one
+// planner with options, takes Options too); write the plan
 // out through an Executor with Apply (package fake has an in-memory one,
 // adapters/redis a Redis one); keep plan.After as the next state:
 //
@@ -27,7 +28,7 @@
 //		State:    s,
 //		Request:  vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"8c16g": 8}},
 //		Revision: rev,
-//	}, vcluster.AntRay())
+//	})
 //	switch {
 //	case err != nil: // invalid input: errors.Is(err, vcluster.ErrInvalidInput)
 //	case plan.Refused(): // plan.Refusal.Reason, .Recommend, .FailedNodes

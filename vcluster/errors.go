@@ -28,7 +28,11 @@ var (
 	ErrNotFound = fmt.Errorf("%w: not found", ErrInvalidInput)
 	// ErrNilExecutor is returned by Apply when it is given no executor.
 	ErrNilExecutor = plancore.SubError("vcluster: nil executor", ErrInvalidInput)
-	// ErrPlanMismatch is returned by State.Apply when a plan does not fit the
+	// ErrRefusedPlan is returned by Apply for a refused plan: a refusal is an
+	// answer to act on (retry with Refusal.Recommend, drain the busy nodes),
+	// not a plan to write.
+	ErrRefusedPlan = errors.New("vcluster: the plan is a refusal")
+	// ErrPlanMismatch is returned by State.Next when a plan does not fit the
 	// state it is applied to (a node is not where a move says it is): the
 	// plan was made from a different state. Apply returns it for a plan that
 	// no planning function made.
@@ -91,7 +95,12 @@ func (r Reason) String() string { return string(r.Code) + ": " + r.Message }
 
 // Refusal is a planning call that cannot act now: the input is valid, but
 // there are not enough nodes to add or the nodes or cluster cannot be given
-// back safely. A refused plan moves nothing (all-or-nothing).
+// back safely. A refused plan moves nothing (all-or-nothing), and Apply
+// refuses it (ErrRefusedPlan) so that it is never taken for an empty one.
+//
+// A refusal carries no wake-up: the planners read no clock, and what lifts a
+// refusal is a change of the state (a node joins or turns idle, a job
+// ends), which the caller sees as an event and plans again on.
 type Refusal struct {
 	// Reason is ReasonOutOfResource or ReasonUnsafeToRemove, with the
 	// anchor's message.

@@ -27,7 +27,7 @@ func ExamplePlanCreateOrUpdate() {
 	plan, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{
 		ID:          "serve",
 		ReplicaSets: vcluster.ReplicaSet{"8c16g": 4},
-	}, Revision: 1}, vcluster.Options{})
+	}, Revision: 1})
 
 	if err != nil {
 		fmt.Println(err)
@@ -55,18 +55,18 @@ func ExamplePlanCreateOrUpdate() {
 // nothing and says what could be done.
 func ExampleRefusal() {
 	s, _ := vcluster.NewState(exampleNodes())
-	plan, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "big", ReplicaSets: vcluster.ReplicaSet{"8c16g": 9}}, Revision: 1}, vcluster.Options{})
+	plan, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "big", ReplicaSets: vcluster.ReplicaSet{"8c16g": 9}}, Revision: 1})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	if r := plan.Refusal; r != nil {
-		fmt.Println(r.Reason.Code, plan.Empty())
+		fmt.Println(r.Reason.Code, "acts:", plan.Acts(), "empty:", plan.Empty())
 		fmt.Println(r.Reason.Message)
 		fmt.Println("recommend", r.Recommend)
 	}
 	// Output:
-	// OutOfResource true
+	// OutOfResource acts: false empty: false
 	// No enough nodes to add to the virtual cluster. The replica sets that gcs can add at most are shown below. Use it as a suggestion to adjust your request or cluster.
 	// recommend {8c16g: 6}
 }
@@ -74,7 +74,7 @@ func ExampleRefusal() {
 // Invalid input is an error naming every field at fault.
 func ExampleErrInvalidInput() {
 	s, _ := vcluster.NewState(exampleNodes())
-	_, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "a##b", ReplicaSets: vcluster.ReplicaSet{"8c16g": -1}}}, vcluster.Options{})
+	_, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "a##b", ReplicaSets: vcluster.ReplicaSet{"8c16g": -1}}})
 	var inv *plancore.InvalidError
 	if errors.As(err, &inv) {
 		fmt.Println(errors.Is(err, vcluster.ErrInvalidInput), inv.Fields())
@@ -87,8 +87,8 @@ func ExampleErrInvalidInput() {
 // plan; the dead nodes leave the model.
 func ExamplePlanReplenish() {
 	s, _ := vcluster.NewState(exampleNodes())
-	plan, _ := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"8c16g": 3}}, Revision: 1}, vcluster.Options{})
-	s, _ = s.Apply(plan)
+	plan, _ := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"8c16g": 3}}, Revision: 1})
+	s, _ = s.Next(plan)
 	s, _ = s.SetNode("n0", false, false)
 	s, _ = s.SetNode("n2", false, false)
 	plan, _ = vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{})
@@ -108,10 +108,10 @@ func ExamplePlanReplenish() {
 // parent's bucket named after it.
 func ExamplePlanCreateJobCluster() {
 	s, _ := vcluster.NewState(exampleNodes())
-	plan, _ := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "train", Divisible: true, ReplicaSets: vcluster.ReplicaSet{"8c16g": 4}}, Revision: 1}, vcluster.Options{})
-	s, _ = s.Apply(plan)
-	plan, _ = vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "train", Job: "job1", ReplicaSets: vcluster.ReplicaSet{"8c16g": 2}}, Revision: 2}, vcluster.Options{})
-	s, _ = s.Apply(plan)
+	plan, _ := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "train", Divisible: true, ReplicaSets: vcluster.ReplicaSet{"8c16g": 4}}, Revision: 1})
+	s, _ = s.Next(plan)
+	plan, _ = vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "train", Job: "job1", ReplicaSets: vcluster.ReplicaSet{"8c16g": 2}}, Revision: 2})
+	s, _ = s.Next(plan)
 	fmt.Print(s)
 	// Output:
 	// nodes 6 (dead 0, busy 0)
@@ -136,7 +136,7 @@ func ExamplePlanRecover() {
 			"n0": {Template: "8c16g", Hostname: "host-0"}, "n5": {Template: "8c16g", Hostname: "host-5"},
 		}},
 	}
-	plan, _ := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}, vcluster.Options{})
+	plan, _ := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records})
 	s := plan.After
 	fmt.Print(plan)
 	fmt.Println("train", s.Members("train"))

@@ -40,12 +40,12 @@ func step(t testing.TB, s vcluster.State, p vcluster.Plan, err error) vcluster.S
 	if p.Refused() {
 		t.Fatalf("plan refused: %s", p.Refusal)
 	}
-	next, err := s.Apply(p)
+	next, err := s.Next(p)
 	if err != nil {
 		t.Fatalf("apply: %v\nplan:\n%s", err, p)
 	}
 	if !reflect.DeepEqual(next, p.After) {
-		t.Fatalf("plan.After differs from State.Apply of the plan:\n%s\nafter:\n%s", next, p.After)
+		t.Fatalf("plan.After differs from State.Next of the plan:\n%s\nafter:\n%s", next, p.After)
 	}
 	if err := checkInvariants(next); err != nil {
 		t.Fatalf("invariants after plan:\n%s\n%v", p, err)
@@ -59,13 +59,13 @@ func create(t testing.TB, s vcluster.State, id string, divisible bool, rs vclust
 	if c, ok := s.Logical[id]; ok {
 		req.Revision = c.Revision
 	}
-	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: rev}, vcluster.Options{})
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: rev})
 	return step(t, s, p, err)
 }
 
 func createJob(t testing.TB, s vcluster.State, parent, job string, rs vcluster.ReplicaSet, rev uint64) vcluster.State {
 	t.Helper()
-	p, err := vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: parent, Job: job, ReplicaSets: rs}, Revision: rev}, vcluster.Options{})
+	p, err := vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: parent, Job: job, ReplicaSets: rs}, Revision: rev})
 	return step(t, s, p, err)
 }
 
@@ -116,7 +116,7 @@ func asInvalid(t testing.TB, err error) *plancore.InvalidError {
 // refuse (an error, or a plan that acts).
 func asRefusal(t testing.TB, p vcluster.Plan, err error) *vcluster.Refusal {
 	t.Helper()
-	if err != nil || p.Refusal == nil || !p.Empty() {
+	if err != nil || p.Refusal == nil || p.Acts() || p.Empty() {
 		t.Fatalf("want a refused empty plan, got error %v, plan:\n%s", err, p)
 	}
 	return p.Refusal
@@ -125,7 +125,7 @@ func asRefusal(t testing.TB, p vcluster.Plan, err error) *vcluster.Refusal {
 // recoverPlan runs PlanRecover with the default options and returns the
 // recovered state and the plan; PlanRecover refuses no input.
 func recoverPlan(table []vcluster.Node, records []vcluster.Record) (vcluster.State, vcluster.Plan) {
-	p, err := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}, vcluster.Options{})
+	p, err := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records})
 	if err != nil {
 		panic(err)
 	}

@@ -66,10 +66,7 @@ func (in CreateJobClusterInput) validate() field.ErrorList {
 //
 // The anchor skips negative counts silently and accepts an empty job name;
 // both are invalid input here.
-func PlanCreateJobCluster(in CreateJobClusterInput, o Options) (Plan, error) {
-	if err := o.Validate(); err != nil {
-		return Plan{}, err
-	}
+func PlanCreateJobCluster(in CreateJobClusterInput) (Plan, error) {
 	if err := in.Validate(); err != nil {
 		return Plan{}, err
 	}
@@ -154,10 +151,7 @@ func (in RemoveInput) validate() field.ErrorList {
 //
 // A cluster in use (State.InUse) is a Refusal with ReasonUnsafeToRemove; for
 // a job cluster the anchor returns a generic Invalid status instead.
-func PlanRemove(in RemoveInput, o Options) (Plan, error) {
-	if err := o.Validate(); err != nil {
-		return Plan{}, err
-	}
+func PlanRemove(in RemoveInput) (Plan, error) {
 	if err := in.Validate(); err != nil {
 		return Plan{}, err
 	}
@@ -223,10 +217,7 @@ func (in GCInput) Validate() error { return in.State.Validate() }
 // cluster, in job id order. A job cluster that still holds detached objects
 // or busy nodes is kept and collected by a later call (the anchor's lazy
 // destruction). Revisions never change.
-func PlanGC(in GCInput, o Options) (Plan, error) {
-	if err := o.Validate(); err != nil {
-		return Plan{}, err
-	}
+func PlanGC(in GCInput) (Plan, error) {
 	if err := in.Validate(); err != nil {
 		return Plan{}, err
 	}
@@ -295,10 +286,7 @@ func (in RemoveNodesInput) validate() field.ErrorList {
 // bucket id; it did not bump the revision and dereferenced null for a missing
 // cluster. Here only undivided nodes are eligible, the cluster gets revision
 // max(in.Revision, current+1), and a missing or job id is ErrNotFound.
-func PlanRemoveNodes(in RemoveNodesInput, o Options) (Plan, error) {
-	if err := o.Validate(); err != nil {
-		return Plan{}, err
-	}
+func PlanRemoveNodes(in RemoveNodesInput) (Plan, error) {
 	if err := in.Validate(); err != nil {
 		return Plan{}, err
 	}

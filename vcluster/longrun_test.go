@@ -52,7 +52,7 @@ func withoutDeadPrimary(t *testing.T, s vcluster.State) vcluster.State {
 			}
 		}
 	}
-	out, err := s.Apply(p)
+	out, err := s.Next(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestLongRandomRun(t *testing.T) {
 			s = next
 			continue
 		}
-		if p.Empty() {
+		if !p.Acts() {
 			if _, err := o.Plan(s); err != nil {
 				refusals++
 			}

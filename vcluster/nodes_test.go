@@ -83,7 +83,7 @@ func TestPropertyStatesStayValues(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if s, err = s.Apply(p); err != nil {
+				if s, err = s.Next(p); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -59,7 +59,7 @@ func checkOp(s vcluster.State, o vclustertest.Op) (vcluster.State, vcluster.Plan
 		default:
 			return vcluster.State{}, p, fmt.Errorf("%s: refusal code %q", o.Desc, p.Refusal.Reason.Code)
 		}
-		if !p.Empty() || !reflect.DeepEqual(p.After, s) {
+		if p.Acts() || p.Empty() || !reflect.DeepEqual(p.After, s) {
 			return vcluster.State{}, p, fmt.Errorf("%s: refused with a non-empty plan or another state", o.Desc)
 		}
 		if err := checkRecommend(s, o, p.Refusal); err != nil {
@@ -67,7 +67,7 @@ func checkOp(s vcluster.State, o vclustertest.Op) (vcluster.State, vcluster.Plan
 		}
 		return s, p, nil
 	}
-	next, err := s.Apply(p)
+	next, err := s.Next(p)
 	if err != nil {
 		return vcluster.State{}, p, fmt.Errorf("%s: apply: %w\n%s", o.Desc, err, p)
 	}
@@ -250,7 +250,7 @@ func checkRecommend(s vcluster.State, o vclustertest.Op, e *vcluster.Refusal) er
 			rebuilt.ReplicaSets[t] = cur[t] - n
 		}
 	}
-	if p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: rebuilt, Revision: 1 << 40}, vcluster.Options{}); err != nil || p.Refused() {
+	if p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: rebuilt, Revision: 1 << 40}); err != nil || p.Refused() {
 		return fmt.Errorf("%s: all-or-nothing: the request rebuilt from Recommend %v fails: %v %v", o.Desc, e.Recommend, err, p.Refusal)
 	}
 	return nil

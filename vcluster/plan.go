@@ -135,7 +135,7 @@ type Plan struct {
 	Creates []Creation
 	// Removes are the clusters the plan deletes; they are empty after the
 	// Moves. An id absent from the state (a stored record being deleted by
-	// PlanRecover) is a no-op for State.Apply.
+	// PlanRecover) is a no-op for State.Next.
 	Removes []Removal
 	// Purge are dead nodes that leave the model, State.Nodes included. They
 	// are in the primary's undivided bucket once Moves are applied.
@@ -181,10 +181,15 @@ func (p Plan) Removed(id string) bool {
 // Refused reports whether p is a refusal.
 func (p Plan) Refused() bool { return p.Refusal != nil }
 
-// Empty reports whether p changes nothing and writes nothing.
-func (p Plan) Empty() bool {
-	return len(p.Moves) == 0 && len(p.Creates) == 0 && len(p.Removes) == 0 &&
-		len(p.Purge) == 0 && len(p.Revisions) == 0 && len(p.Flush) == 0 && len(p.Publish) == 0
+// Empty reports whether p is no refusal and changes and writes nothing: the
+// "nothing to do" of a planner. A refused plan is never Empty.
+func (p Plan) Empty() bool { return p.Refusal == nil && !p.Acts() }
+
+// Acts reports whether p moves, creates, removes, purges or revises
+// anything, or writes a record. A refused plan never acts.
+func (p Plan) Acts() bool {
+	return len(p.Moves) > 0 || len(p.Creates) > 0 || len(p.Removes) > 0 ||
+		len(p.Purge) > 0 || len(p.Revisions) > 0 || len(p.Flush) > 0 || len(p.Publish) > 0
 }
 
 // Delta is the net change of one cluster's membership in a plan.

@@ -160,7 +160,7 @@ func TestPropertyRecoverRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s, err = s.Apply(p); err != nil {
+		if s, err = s.Next(p); err != nil {
 			t.Fatal(err)
 		}
 		table := rapid.Permutation(tableOf(s)).Draw(t, "table")
@@ -304,7 +304,7 @@ func TestPropertyRecoverCutBetweenFlushes(t *testing.T) {
 		if err != nil {
 			return
 		}
-		s1, err := s0.Apply(p)
+		s1, err := s0.Next(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -367,8 +367,8 @@ func TestPropertyRemoveNodesOrder(t *testing.T) {
 			return
 		}
 		ids := rapid.SliceOfN(rapid.SampledFrom(members), 1, 5).Draw(t, "ids")
-		p1, err1 := vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: id, Nodes: ids, Revision: 7}, vcluster.Options{})
-		p2, err2 := vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: id, Nodes: rapid.Permutation(ids).Draw(t, "perm"), Revision: 7}, vcluster.Options{})
+		p1, err1 := vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: id, Nodes: ids, Revision: 7})
+		p2, err2 := vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: id, Nodes: rapid.Permutation(ids).Draw(t, "perm"), Revision: 7})
 		if !reflect.DeepEqual(p1, p2) || fmt.Sprint(err1) != fmt.Sprint(err2) {
 			t.Fatalf("order matters:\n%s %v\n%s %v", p1, err1, p2, err2)
 		}
@@ -401,7 +401,7 @@ func TestPropertyScaleDownDeadFirst(t *testing.T) {
 		}
 		req := vcluster.Request{ID: id, Divisible: c.Kind == vcluster.Divisible, Revision: c.Revision, ReplicaSets: rs}
 		if _, _, err := checkOp(s, vclustertest.Op{Desc: "scale down " + id, Target: id, Request: &req, Plan: func(s vcluster.State) (vcluster.Plan, error) {
-			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: 99}, vcluster.Options{})
+			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: 99})
 		}}); err != nil {
 			t.Fatal(err)
 		}

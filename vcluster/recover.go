@@ -23,7 +23,7 @@ func (in RecoverInput) Validate() error { return nil }
 // PlanRecover rebuilds the hierarchy after a control-plane restart from the
 // node table and the stored records (the anchor's PrimaryCluster::Initialize)
 // and returns the plan that brings storage in line with it; the plan's After
-// is the recovered state. It already includes every repair: State.Apply of
+// is the recovered state. It already includes every repair: State.Next of
 // the plan on it changes nothing, and Apply(ctx, plan, exec) writes the
 // repaired records.
 //
@@ -51,10 +51,7 @@ func (in RecoverInput) Validate() error { return nil }
 // Revisions come from the records unchanged (the anchor resets them to the
 // load time). Detached counts and JobDead flags are the caller's to restore
 // from its own tables.
-func PlanRecover(in RecoverInput, o Options) (Plan, error) {
-	if err := o.Validate(); err != nil {
-		return Plan{}, err
-	}
+func PlanRecover(in RecoverInput) (Plan, error) {
 	if err := in.Validate(); err != nil {
 		return Plan{}, err
 	}

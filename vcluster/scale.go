@@ -143,10 +143,7 @@ func (in ScaleInput) validate() field.ErrorList {
 // nodes above MaxFree are offered in Plan.Release. Every resized cluster
 // gets revision max(in.Revision, current+1). A demand for an unknown or job
 // cluster is an error wrapping ErrNotFound.
-func PlanScale(in ScaleInput, o Options) (Plan, error) {
-	if err := o.Validate(); err != nil {
-		return Plan{}, err
-	}
+func PlanScale(in ScaleInput) (Plan, error) {
 	if err := in.Validate(); err != nil {
 		return Plan{}, err
 	}
@@ -198,7 +195,8 @@ func (sc *scaler) resize(id string, grow bool) error {
 	// The target is already within bounds as far as nodes allow, so only
 	// the reserve is passed on.
 	p, err := PlanCreateOrUpdate(CreateOrUpdateInput{State: sc.cur, Revision: sc.rev, Request: Request{ID: id, Divisible: c.Kind == Divisible,
-		ReplicaSets: target, Revision: c.Revision, Limits: Limits{MinFree: sc.req.Limits.MinFree}}}, Options{})
+		ReplicaSets: target, Revision: c.Revision, Limits: Limits{MinFree: sc.req.Limits.MinFree}}})
+
 	if err != nil {
 		return err
 	}

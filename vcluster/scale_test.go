@@ -34,12 +34,12 @@ func TestLimitsRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: tc.req, Revision: 2}, vcluster.Options{})
+			p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: tc.req, Revision: 2})
 			checkErr(t, p, err, tc.want)
 		})
 	}
 	// The recommendation respects the reserve: asking for it succeeds.
-	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc", Revision: 1, ReplicaSets: vcluster.ReplicaSet{"t0": 3}, Limits: vcluster.Limits{MinFree: vcluster.ReplicaSet{"t0": 2}}}, Revision: 2}, vcluster.Options{})
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc", Revision: 1, ReplicaSets: vcluster.ReplicaSet{"t0": 3}, Limits: vcluster.Limits{MinFree: vcluster.ReplicaSet{"t0": 2}}}, Revision: 2})
 	s = step(t, s, p, err)
 	if got := len(bucketOf(s, vcluster.PrimaryID, "t0", vcluster.Undivided)); got != 2 {
 		t.Fatalf("primary keeps %d, want the reserve of 2", got)
@@ -57,7 +57,7 @@ func TestPlanScale(t *testing.T) {
 		MaxFree:  vcluster.ReplicaSet{"t0": 1},
 	}
 	// web wants 9: clamped to 6, so 4 more, from 8 free minus the reserve.
-	sp, err := vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: vcluster.ScaleRequest{Demand: map[string]vcluster.ReplicaSet{"web": {"t0": 9}}, Limits: limits}, Revision: 5}, vcluster.Options{})
+	sp, err := vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: vcluster.ScaleRequest{Demand: map[string]vcluster.ReplicaSet{"web": {"t0": 9}}, Limits: limits}, Revision: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestPlanScale(t *testing.T) {
 	}
 	// Demand beyond what the primary holds: take what is there above the
 	// reserve and launch the rest.
-	sp, err = vcluster.PlanScale(vcluster.ScaleInput{State: next, Request: vcluster.ScaleRequest{Demand: map[string]vcluster.ReplicaSet{"ml": {"gpu": 4}, "web": {"t0": 0}}, Limits: limits, MaxMoves: 3}, Revision: 6}, vcluster.Options{})
+	sp, err = vcluster.PlanScale(vcluster.ScaleInput{State: next, Request: vcluster.ScaleRequest{Demand: map[string]vcluster.ReplicaSet{"ml": {"gpu": 4}, "web": {"t0": 0}}, Limits: limits, MaxMoves: 3}, Revision: 6})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestPlanScale(t *testing.T) {
 	if got := after.ReplicaSet("web"); !cmp.Equal(got, vcluster.ReplicaSet{"t0": 3}) || !sp.Truncated {
 		t.Errorf("web %v truncated %v", got, sp.Truncated)
 	}
-	if _, err := vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: vcluster.ScaleRequest{Demand: map[string]vcluster.ReplicaSet{"nope": {}}}, Revision: 1}, vcluster.Options{}); err == nil {
+	if _, err := vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: vcluster.ScaleRequest{Demand: map[string]vcluster.ReplicaSet{"nope": {}}}, Revision: 1}); err == nil {
 		t.Error("unknown cluster accepted")
 	}
 }
@@ -124,7 +124,7 @@ func TestPropertyScale(t *testing.T) {
 			var sp vcluster.Plan
 			_, _, err := checkOp(s, vclustertest.Op{Desc: "scale", Plan: func(s vcluster.State) (vcluster.Plan, error) {
 				var err error
-				sp, err = vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: req, Revision: 1000}, vcluster.Options{})
+				sp, err = vcluster.PlanScale(vcluster.ScaleInput{State: s, Request: req, Revision: 1000})
 				return sp, err
 			}, Target: "*"})
 			return sp, s, err
@@ -135,7 +135,7 @@ func TestPropertyScale(t *testing.T) {
 		if req.MaxMoves > 0 && len(sp.Moves) > req.MaxMoves {
 			t.Fatalf("%d moves with MaxMoves %d", len(sp.Moves), req.MaxMoves)
 		}
-		next, err := s.Apply(sp)
+		next, err := s.Next(sp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +163,7 @@ func TestPropertyScale(t *testing.T) {
 		if sp.Truncated {
 			return
 		}
-		again, err := vcluster.PlanScale(vcluster.ScaleInput{State: next, Request: req, Revision: 1001}, vcluster.Options{})
+		again, err := vcluster.PlanScale(vcluster.ScaleInput{State: next, Request: req, Revision: 1001})
 		if err != nil {
 			t.Fatal(err)
 		}

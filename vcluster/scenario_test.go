@@ -38,7 +38,7 @@ func TestExample1Buckets(t *testing.T) {
 	if rs["0"] != 15 || rs["1"] != 10 || rs["2"] != 20 {
 		t.Errorf("primary replica set %v", rs)
 	}
-	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", ReplicaSets: vcluster.ReplicaSet{"1": 1}}, Revision: 3}, vcluster.Options{})
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", ReplicaSets: vcluster.ReplicaSet{"1": 1}}, Revision: 3})
 	if e := asRefusal(t, p, err); e.Reason.Code != vcluster.ReasonOutOfResource || !cmp.Equal(e.Recommend, vcluster.ReplicaSet{"1": 0}) {
 		t.Errorf("got %v, want OutOfResource recommending {1: 0}", err)
 	}
@@ -48,30 +48,30 @@ func TestExample1Buckets(t *testing.T) {
 // and revisions assigned when the caller's clock is behind.
 func TestExample2RecommendationsAndRevisions(t *testing.T) {
 	s := mustState(t, nodesOf("s", "4c8g", 1), nodesOf("l", "8c16g", 1))
-	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", ReplicaSets: vcluster.ReplicaSet{"4c8g": 2, "8c16g": 1}}, Revision: 10}, vcluster.Options{})
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", ReplicaSets: vcluster.ReplicaSet{"4c8g": 2, "8c16g": 1}}, Revision: 10})
 	if e := asRefusal(t, p, err); e.Reason.Code != vcluster.ReasonOutOfResource || !cmp.Equal(e.Recommend, vcluster.ReplicaSet{"4c8g": 1, "8c16g": 1}) {
 		t.Fatalf("got %v", err)
 	}
-	p, err = vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", ReplicaSets: vcluster.ReplicaSet{"4c8g": 1}}, Revision: 10}, vcluster.Options{})
+	p, err = vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", ReplicaSets: vcluster.ReplicaSet{"4c8g": 1}}, Revision: 10})
 	s = step(t, s, p, err)
 	r1 := s.Logical["vc1"].Revision
 	if r1 != 10 {
 		t.Fatalf("revision %d, want 10", r1)
 	}
-	_, err = vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", Revision: 0, ReplicaSets: vcluster.ReplicaSet{"4c8g": 1}}, Revision: 11}, vcluster.Options{})
+	_, err = vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", Revision: 0, ReplicaSets: vcluster.ReplicaSet{"4c8g": 1}}, Revision: 11})
 	if e := asInvalid(t, err); e.Errors[0].Detail != "The revision (0) is expired, the latest revision of the virtual cluster vc1 is 10" {
 		t.Fatalf("got %v", err)
 	}
 	before := s.Clone()
-	p, err = vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", Revision: r1, ReplicaSets: vcluster.ReplicaSet{"4c8g": 2, "8c16g": 2}}, Revision: 12}, vcluster.Options{})
-	if e := asRefusal(t, p, err); e.Reason.Code != vcluster.ReasonOutOfResource || !cmp.Equal(e.Recommend, vcluster.ReplicaSet{"4c8g": 0, "8c16g": 1}) || !p.Empty() {
+	p, err = vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", Revision: r1, ReplicaSets: vcluster.ReplicaSet{"4c8g": 2, "8c16g": 2}}, Revision: 12})
+	if e := asRefusal(t, p, err); e.Reason.Code != vcluster.ReasonOutOfResource || !cmp.Equal(e.Recommend, vcluster.ReplicaSet{"4c8g": 0, "8c16g": 1}) || p.Acts() {
 		t.Fatalf("got %v", err)
 	}
 	if diff := cmp.Diff(before, s); diff != "" || s.Logical["vc1"].Revision != r1 {
 		t.Fatalf("vc1 changed:\n%s", diff)
 	}
 	// A successful update with a caller clock behind still moves forward.
-	p, err = vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", Revision: r1, ReplicaSets: vcluster.ReplicaSet{"4c8g": 1}}, Revision: 3}, vcluster.Options{})
+	p, err = vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc1", Revision: r1, ReplicaSets: vcluster.ReplicaSet{"4c8g": 1}}, Revision: 3})
 	s = step(t, s, p, err)
 	if got := s.Logical["vc1"].Revision; got != 11 {
 		t.Fatalf("revision after a no-op update with rev 3 = %d, want 11", got)
@@ -137,7 +137,7 @@ func mustKillServe(t *testing.T) vcluster.State {
 func TestExample4FallbackSwapIsConsistent(t *testing.T) {
 	s := mustState(t, nodesOf("n", "t0", 6))
 	s = create(t, s, "P", true, vcluster.ReplicaSet{"t0": 6}, 1)
-	p, err := vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "P", Job: "J", ReplicaSets: vcluster.ReplicaSet{"t0": 4}, Prefer: []string{"n03", "n04", "n05", "n06"}}, Revision: 2}, vcluster.Options{})
+	p, err := vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "P", Job: "J", ReplicaSets: vcluster.ReplicaSet{"t0": 4}, Prefer: []string{"n03", "n04", "n05", "n06"}}, Revision: 2})
 	s = step(t, s, p, err)
 	// Prefer picked n03..n05 and then the lowest id left, n00.
 	if diff := cmp.Diff(map[string][]string{"t0": {"n00", "n03", "n04", "n05"}}, members(s, "P##J")); diff != "" {
@@ -159,7 +159,7 @@ func TestExample4FallbackSwapIsConsistent(t *testing.T) {
 		t.Errorf("publish (-want +got):\n%s", diff)
 	}
 	// Removing J later gives P exactly its 6 nodes back.
-	p, err = vcluster.PlanRemove(vcluster.RemoveInput{State: s, ID: "P##J"}, vcluster.Options{})
+	p, err = vcluster.PlanRemove(vcluster.RemoveInput{State: s, ID: "P##J"})
 	s = step(t, s, p, err)
 	if got := s.ReplicaSet("P"); !cmp.Equal(got, vcluster.ReplicaSet{"t0": 6}) {
 		t.Errorf("P replica set %v, want {t0: 6}", got)
@@ -223,7 +223,7 @@ func TestScaleDownReturnsDeadNodesFirst(t *testing.T) {
 	s = create(t, s, "vc", false, vcluster.ReplicaSet{"t0": 5}, 1)
 	s = kill(t, s, "n04", "n02")
 	s, _ = s.SetNode("n00", true, true)
-	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc", Revision: 1, ReplicaSets: vcluster.ReplicaSet{"t0": 2}}, Revision: 2}, vcluster.Options{})
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc", Revision: 1, ReplicaSets: vcluster.ReplicaSet{"t0": 2}}, Revision: 2})
 	s = step(t, s, p, err)
 	// Dead n02 and n04 first, then the lowest idle id n01; busy n00 stays.
 	if diff := cmp.Diff(map[string][]string{"t0": {"n00", "n03"}}, members(s, "vc")); diff != "" {
@@ -235,7 +235,7 @@ func TestRemoveNodes(t *testing.T) {
 	s := mustState(t, nodesOf("n", "t0", 4))
 	s = create(t, s, "vc", false, vcluster.ReplicaSet{"t0": 3}, 4)
 	s = kill(t, s, "n01")
-	p, err := vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: "vc", Nodes: []string{"n02", "n01", "n02"}, Revision: 1}, vcluster.Options{})
+	p, err := vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: "vc", Nodes: []string{"n02", "n01", "n02"}, Revision: 1})
 	s = step(t, s, p, err)
 	if diff := cmp.Diff(map[string][]string{"t0": {"n00"}}, members(s, "vc")); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -261,7 +261,7 @@ func TestGCRemovesDeadJobsNotInUse(t *testing.T) {
 		s, _ = s.SetJobDead(id, true)
 	}
 	s, _ = s.SetDetached("P##b", 1)
-	p, err := vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{})
+	p, err := vcluster.PlanGC(vcluster.GCInput{State: s})
 	s = step(t, s, p, err)
 	if diff := cmp.Diff([]string{"P##a", vcluster.PrimaryID + "##c"}, removedIDs(p)); diff != "" {
 		t.Errorf("removes (-want +got):\n%s", diff)
@@ -274,7 +274,7 @@ func TestGCRemovesDeadJobsNotInUse(t *testing.T) {
 	}
 	// The detached actor goes away: the next GC collects it.
 	s, _ = s.SetDetached("P##b", 0)
-	p, err = vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{})
+	p, err = vcluster.PlanGC(vcluster.GCInput{State: s})
 	s = step(t, s, p, err)
 	if len(s.Jobs) != 0 || !cmp.Equal(s.ReplicaSet("P"), vcluster.ReplicaSet{"t0": 4}) {
 		t.Errorf("jobs %v, P %v", s.Jobs, s.ReplicaSet("P"))

@@ -6,7 +6,8 @@ import (
 	"slices"
 )
 
-// Apply returns the state p leads to from s. It copies only the clusters p
+// Next returns the state p leads to from s, without IO: the pure half of
+// applying a plan (Apply writes the records). It copies only the clusters p
 // touches (and the node table only when p purges nodes); everything else is
 // shared with s, which is never modified. (A plan made by a planning
 // function already carries this state in p.After.)
@@ -14,7 +15,7 @@ import (
 // A plan made from s always applies. A plan that does not fit s (a node not
 // where a move says it is, a cluster created twice, a removed cluster still
 // holding nodes) returns an error wrapping ErrPlanMismatch and the zero State.
-func (s State) Apply(p Plan) (State, error) {
+func (s State) Next(p Plan) (State, error) {
 	a := &applier{s: s, out: State{
 		Nodes:   s.Nodes,
 		Primary: s.Primary,
@@ -41,7 +42,7 @@ type bkey struct{ cluster, template, bucket string }
 // tkey names one template of one holder cluster.
 type tkey struct{ cluster, template string }
 
-// applier carries State.Apply's copy-on-write bookkeeping.
+// applier carries State.Next's copy-on-write bookkeeping.
 type applier struct {
 	s, out  State
 	touched map[tkey]bool

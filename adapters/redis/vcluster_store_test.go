@@ -70,7 +70,7 @@ func TestVClusterStoreEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		next, err := s.Apply(p)
+		next, err := s.Next(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,17 +97,17 @@ func TestVClusterStoreEndToEnd(t *testing.T) {
 		}
 		s = next
 	}
-	run(vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "train", Divisible: true, ReplicaSets: vcluster.ReplicaSet{"t0": 4, "t1": 4}}, Revision: 1}, vcluster.Options{}))
-	run(vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"t0": 3}}, Revision: 2}, vcluster.Options{}))
-	run(vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "train", Job: "job1", ReplicaSets: vcluster.ReplicaSet{"t0": 2, "t1": 1}}, Revision: 3}, vcluster.Options{}))
-	run(vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: vcluster.PrimaryID, Job: "job2", ReplicaSets: vcluster.ReplicaSet{"t1": 1}}, Revision: 4}, vcluster.Options{}))
+	run(vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "train", Divisible: true, ReplicaSets: vcluster.ReplicaSet{"t0": 4, "t1": 4}}, Revision: 1}))
+	run(vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"t0": 3}}, Revision: 2}))
+	run(vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "train", Job: "job1", ReplicaSets: vcluster.ReplicaSet{"t0": 2, "t1": 1}}, Revision: 3}))
+	run(vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: vcluster.PrimaryID, Job: "job2", ReplicaSets: vcluster.ReplicaSet{"t1": 1}}, Revision: 4}))
 	for _, id := range append(s.Members("train##job1")[:1], s.Members("serve")[:2]...) {
 		if s, err = s.SetNode(id, false, false); err != nil {
 			t.Fatal(err)
 		}
 	}
 	run(vcluster.PlanReplenish(vcluster.ReplenishInput{State: s}, vcluster.Options{}))
-	run(vcluster.PlanRemove(vcluster.RemoveInput{State: s, ID: "kPrimaryClusterID##job2"}, vcluster.Options{}))
+	run(vcluster.PlanRemove(vcluster.RemoveInput{State: s, ID: "kPrimaryClusterID##job2"}))
 	if published != 6 {
 		t.Fatalf("%d records published, want 6", published)
 	}
@@ -121,7 +121,7 @@ func TestVClusterStoreEndToEnd(t *testing.T) {
 	for _, n := range vclusterNodes(20) {
 		table = append(table, s.Nodes.Node(n.ID))
 	}
-	plan, err := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}, vcluster.Options{})
+	plan, err := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,11 +168,11 @@ func TestVClusterStoreFailsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"t0": 1}}, Revision: 1}, vcluster.Options{})
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"t0": 1}}, Revision: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := s.Apply(p)
+	next, err := s.Next(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func runVCluster(w *page) error {
 	fmt.Fprintln(w, "current state and applies the plan, which writes the changed clusters' records")
 	fmt.Fprintln(w, "(flush) and tells the workers (publish):")
 	w.calls(`s, err := vcluster.NewState(nodes)
-return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "train", Divisible: true, ReplicaSets: vcluster.ReplicaSet{"8c16g": 4, "gpu": 2}}, Revision: 1}, vcluster.Options{})
+return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "train", Divisible: true, ReplicaSets: vcluster.ReplicaSet{"8c16g": 4, "gpu": 2}}, Revision: 1})
 rep, err := vcluster.Apply(ctx, p, store)`)
 	fmt.Fprintf(w, "A primary cluster of %d nodes: %s\n", len(nodes), s.ReplicaSet(vcluster.PrimaryID))
 
@@ -74,16 +74,16 @@ rep, err := vcluster.Apply(ctx, p, store)`)
 		plan func() (vcluster.Plan, error)
 	}{
 		{"Carve a divisible cluster \"train\" (lends nodes to jobs) of {8c16g: 4, gpu: 2}.", func() (vcluster.Plan, error) {
-			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "train", Divisible: true, ReplicaSets: vcluster.ReplicaSet{"8c16g": 4, "gpu": 2}}, Revision: 1}, vcluster.Options{})
+			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "train", Divisible: true, ReplicaSets: vcluster.ReplicaSet{"8c16g": 4, "gpu": 2}}, Revision: 1})
 		}},
 		{"Carve an indivisible cluster \"serve\" of {8c16g: 2}: published to every worker.", func() (vcluster.Plan, error) {
-			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"8c16g": 2}}, Revision: 2}, vcluster.Options{})
+			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", ReplicaSets: vcluster.ReplicaSet{"8c16g": 2}}, Revision: 2})
 		}},
 		{"Ask \"serve\" for {8c16g: 2, gpu: 3}: only 2 gpu nodes are left.", func() (vcluster.Plan, error) {
-			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", Revision: 2, ReplicaSets: vcluster.ReplicaSet{"8c16g": 2, "gpu": 3}}, Revision: 3}, vcluster.Options{})
+			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "serve", Revision: 2, ReplicaSets: vcluster.ReplicaSet{"8c16g": 2, "gpu": 3}}, Revision: 3})
 		}},
 		{"Divide job cluster train##job1 of {8c16g: 3, gpu: 1} out of \"train\".", func() (vcluster.Plan, error) {
-			return vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "train", Job: "job1", ReplicaSets: vcluster.ReplicaSet{"8c16g": 3, "gpu": 1}}, Revision: 4}, vcluster.Options{})
+			return vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "train", Job: "job1", ReplicaSets: vcluster.ReplicaSet{"8c16g": 3, "gpu": 1}}, Revision: 4})
 		}},
 	}
 	for _, st := range steps {
@@ -112,18 +112,18 @@ rep, err := vcluster.Apply(ctx, p, store)`)
 	// The job finishes while a detached actor still lives.
 	s, _ = s.SetJobDead("train##job1", true)
 	s, _ = s.SetDetached("train##job1", 1)
-	p, err = vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{})
+	p, err = vcluster.PlanGC(vcluster.GCInput{State: s})
 	if err := do("job1 finishes, but a detached actor (a Ray process that outlives its job) lives on:\ngarbage collection (PlanGC) keeps its cluster.", p, err); err != nil {
 		return err
 	}
 	s, _ = s.SetDetached("train##job1", 0)
-	p, err = vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{})
+	p, err = vcluster.PlanGC(vcluster.GCInput{State: s})
 	if err := do("The detached actor exits: PlanGC returns the job's nodes to \"train\".", p, err); err != nil {
 		return err
 	}
 
 	// A crash between the two flushes of a job-cluster heal.
-	p, err = vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "train", Job: "job2", ReplicaSets: vcluster.ReplicaSet{"8c16g": 2}}, Revision: 5}, vcluster.Options{})
+	p, err = vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: vcluster.JobRequest{Parent: "train", Job: "job2", ReplicaSets: vcluster.ReplicaSet{"8c16g": 2}}, Revision: 5})
 	if err := do("Divide train##job2 of {8c16g: 2}.", p, err); err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ rep, err := vcluster.Apply(ctx, p, store)`)
 	for _, id := range next.Nodes.IDs() {
 		table = append(table, next.Nodes.Node(id))
 	}
-	rp, err := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}, vcluster.Options{})
+	rp, err := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records})
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ rep, err := vcluster.Apply(ctx, p, store)`)
 	if records, err = store.LoadRecords(ctx); err != nil {
 		return err
 	}
-	if again, err := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}, vcluster.Options{}); err != nil || !again.Empty() {
+	if again, err := vcluster.PlanRecover(vcluster.RecoverInput{Nodes: table, Records: records}); err != nil || !again.Empty() {
 		return fmt.Errorf("a second restart still repairs:\n%s", again)
 	}
 	fmt.Fprintln(w, "Alive members and replica sets equal those before the crash; train was rewritten, so a second restart finds nothing to repair.")

@@ -155,7 +155,7 @@ func (w *World) genCreate(c Chooser, s vcluster.State, nodes []string) Op {
 	rev := w.nextRev(c)
 	return Op{Desc: fmt.Sprintf("create/update %s divisible=%v %v rev %d→%d prefer %v", id, req.Divisible, req.ReplicaSets, req.Revision, rev, req.Prefer),
 		Plan: func(s vcluster.State) (vcluster.Plan, error) {
-			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: rev}, vcluster.Options{})
+			return vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: req, Revision: rev})
 		}, Target: id, Request: &req}
 }
 
@@ -173,7 +173,7 @@ func (w *World) genJob(c Chooser, s vcluster.State, nodes []string) Op {
 	rev := w.nextRev(c)
 	return Op{Desc: fmt.Sprintf("create job %s %v", vcluster.JobID(req.Parent, req.Job), req.ReplicaSets),
 		Plan: func(s vcluster.State) (vcluster.Plan, error) {
-			return vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: req, Revision: rev}, vcluster.Options{})
+			return vcluster.PlanCreateJobCluster(vcluster.CreateJobClusterInput{State: s, Request: req, Revision: rev})
 		}}
 }
 
@@ -182,7 +182,7 @@ func (w *World) genRemove(c Chooser, s vcluster.State, nodes []string) Op {
 	ids = append(ids, "zz", "zz##j")
 	id, _ := pickFrom(c, ids, "remove-id")
 	return Op{Desc: "remove " + id, Plan: func(s vcluster.State) (vcluster.Plan, error) {
-		return vcluster.PlanRemove(vcluster.RemoveInput{State: s, ID: id}, vcluster.Options{})
+		return vcluster.PlanRemove(vcluster.RemoveInput{State: s, ID: id})
 	}}
 }
 
@@ -200,7 +200,7 @@ func (w *World) genRemoveNodes(c Chooser, s vcluster.State, nodes []string) Op {
 	rev := w.nextRev(c)
 	return Op{Desc: fmt.Sprintf("remove nodes %s %v", id, ids), Target: id,
 		Plan: func(s vcluster.State) (vcluster.Plan, error) {
-			return vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: id, Nodes: ids, Revision: rev}, vcluster.Options{})
+			return vcluster.PlanRemoveNodes(vcluster.RemoveNodesInput{State: s, ID: id, Nodes: ids, Revision: rev})
 		}}
 }
 
@@ -220,7 +220,7 @@ func (w *World) genReplenish(c Chooser, s vcluster.State, nodes []string) Op {
 
 func (w *World) genGC(c Chooser, s vcluster.State, nodes []string) Op {
 	return Op{Desc: "gc", Plan: func(s vcluster.State) (vcluster.Plan, error) {
-		return vcluster.PlanGC(vcluster.GCInput{State: s}, vcluster.Options{})
+		return vcluster.PlanGC(vcluster.GCInput{State: s})
 	}}
 }
 
@@ -293,7 +293,7 @@ func Run(s vcluster.State, o Op) (vcluster.State, error) {
 	if err != nil || p.Refused() {
 		return s, nil
 	}
-	return s.Apply(p)
+	return s.Next(p)
 }
 
 // Build draws a state by 0..maxOps random operations from a primary of
