@@ -14,7 +14,8 @@ import (
 // DefaultMaxAttempts is how many candidates Dispatch tries by default.
 const DefaultMaxAttempts = 3
 
-// DispatchOptions configure Dispatch. The zero value means the defaults.
+// DispatchOptions configure Dispatch; the zero value means the defaults,
+// the wall clock among them (set Clock in tests).
 type DispatchOptions struct {
 	// MaxAttempts bounds the reserve calls of one Dispatch. Default 3; the
 	// seed walks the whole candidate list.

@@ -61,8 +61,8 @@ func (b Backoff) withDefaults() Backoff {
 	return b
 }
 
-// Locker is the imperative shell around PlanAcquire and PlanRelease: it reads
-// a Store, remembers when it first saw each value, looks up holders, applies
+// Locker is the imperative shell around PlanAcquire and PlanRelease, on the
+// wall clock unless Clock is set: it reads a Store, remembers when it first saw each value, looks up holders, applies
 // plans, and backs off. It is safe for concurrent use. Only Store is required;
 // a Locker without one returns ErrNilStore.
 type Locker struct {
