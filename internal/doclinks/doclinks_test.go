@@ -30,7 +30,7 @@ func TestDocLinksResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkgs := map[string]pkgSyms{}       // import path -> symbols
+	pkgs := map[string]pkgSyms{}      // import path -> symbols
 	files := map[string][]*ast.File{} // import path -> files
 	imports := map[*ast.File]map[string]string{}
 	fset := token.NewFileSet()
