@@ -110,6 +110,8 @@ type Options struct {
 // namespace/name identity, terminal holders alive until expiry, expired locks
 // stolen even from a holder still allocating, and comma-less values
 // releasable by anyone.
+// Assign it whole: each field it sets is one of the anchor's behaviours, and
+// copying only some of them reproduces none of the anchor exactly.
 func HAMi() Options {
 	return Options{
 		TTL:                       DefaultTTL,
