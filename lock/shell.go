@@ -227,7 +227,7 @@ func (l *Locker) Acquire(ctx context.Context, key Key, req Requester) (Grant, er
 	if l.Store == nil {
 		return Grant{}, ErrNilStore
 	}
-	if err := validateBoth(append(key.validate(field.NewPath("key")), req.validate(field.NewPath("requester"))...), l.Options); err != nil {
+	if err := validateBoth(append(key.validate(func() *field.Path { return field.NewPath("key") }), req.validate(requesterPath)...), l.Options); err != nil {
 		return Grant{}, err
 	}
 	b := l.Backoff.withDefaults()
