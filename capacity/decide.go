@@ -65,10 +65,50 @@ const (
 var exclusionCodes = [...]ReasonCode{ReasonInvalidNode, ReasonStaleHeartbeat, ReasonCapacityExceeded, ReasonCPUOverThreshold,
 	ReasonGPUOverThreshold, ReasonMemoryOverThreshold, ReasonUsageUnknown, ReasonDuplicateNode}
 
-// Reason says why: Code for programs, Message (with the numbers) for people.
+// Reason says why: Code for programs, Message (with the numbers) for people,
+// and the numbers themselves as fields, so a program never parses Message.
+// Every Message is rendered from the fields beside it.
 type Reason struct {
 	Code    ReasonCode `json:"code"`
 	Message string     `json:"message"`
+	// Observed and Limit are the figures compared: the node's effective
+	// jobs and its limit M (CapacityExceeded; for InvalidNode, Limit is the
+	// node's M), or a usage percentage and the threshold (CPU-, GPU- and
+	// MemoryOverThreshold). Zero for the other codes.
+	Observed float64 `json:"observed,omitempty"`
+	Limit    float64 `json:"limit,omitempty"`
+	// HeartbeatAge and HeartbeatTimeout are set by StaleHeartbeat: how old
+	// the node's heartbeat is (zero when it never sent one) and the bound it
+	// passed.
+	HeartbeatAge     time.Duration `json:"heartbeatAge,omitempty"`
+	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
+}
+
+// overLimit is a reason comparing observed with limit; its message renders
+// them (the jobs' as integers, a usage as a percentage).
+func overLimit(code ReasonCode, observed, limit float64) Reason {
+	r := Reason{Code: code, Observed: observed, Limit: limit}
+	switch code {
+	case ReasonCapacityExceeded:
+		r.Message = fmt.Sprintf("effective %g >= max %g", r.Observed, r.Limit)
+	case ReasonCPUOverThreshold:
+		r.Message = fmt.Sprintf("cpu %g%% > %g%%", r.Observed, r.Limit)
+	case ReasonGPUOverThreshold:
+		r.Message = fmt.Sprintf("gpu %g%% > %g%%", r.Observed, r.Limit)
+	case ReasonMemoryOverThreshold:
+		r.Message = fmt.Sprintf("memory %g%% > %g%%", r.Observed, r.Limit)
+	}
+	return r
+}
+
+// staleHeartbeat is a StaleHeartbeat reason; a zero age says no heartbeat
+// was ever seen.
+func staleHeartbeat(age, timeout time.Duration) Reason {
+	r := Reason{Code: ReasonStaleHeartbeat, HeartbeatAge: age, HeartbeatTimeout: timeout, Message: "no heartbeat"}
+	if age > 0 {
+		r.Message = fmt.Sprintf("heartbeat %v old > %v", r.HeartbeatAge, r.HeartbeatTimeout)
+	}
+	return r
 }
 
 // String renders the reason as "Code: Message".
@@ -231,17 +271,17 @@ func nodeLimit(n NodeLoad, o Options) int {
 // candidate. A duplicate or invalid node is not looked at further.
 func excludeReasons(n NodeLoad, dup bool, now time.Time, o Options) []Reason {
 	if dup {
-		return []Reason{{ReasonDuplicateNode, "node listed twice; the first snapshot is used"}}
+		return []Reason{{Code: ReasonDuplicateNode, Message: "node listed twice; the first snapshot is used"}}
 	}
 	if msg := invalidNode(n, o); msg != "" {
-		return []Reason{{ReasonInvalidNode, msg}}
+		return []Reason{{Code: ReasonInvalidNode, Message: msg, Limit: float64(nodeLimit(n, o))}}
 	}
 	var reasons []Reason
 	if r, stale := staleReason(n, now, o); stale {
 		reasons = append(reasons, r)
 	}
 	if eff, m := n.Effective(o.Accounting), nodeLimit(n, o); eff >= m {
-		reasons = append(reasons, Reason{ReasonCapacityExceeded, fmt.Sprintf("effective %d >= max %d", eff, m)})
+		reasons = append(reasons, overLimit(ReasonCapacityExceeded, float64(eff), float64(m)))
 	}
 	return append(reasons, usageReasons(n.Usage, o.Threshold)...)
 }
@@ -266,9 +306,9 @@ func staleReason(n NodeLoad, now time.Time, o Options) (Reason, bool) {
 	case o.IgnoreHeartbeatAge:
 		return Reason{}, false
 	case n.HeartbeatAt.IsZero():
-		return Reason{ReasonStaleHeartbeat, "no heartbeat"}, true
+		return staleHeartbeat(0, o.HeartbeatTimeout), true
 	case now.Sub(n.HeartbeatAt) > o.HeartbeatTimeout:
-		return Reason{ReasonStaleHeartbeat, fmt.Sprintf("heartbeat %v old > %v", now.Sub(n.HeartbeatAt), o.HeartbeatTimeout)}, true
+		return staleHeartbeat(now.Sub(n.HeartbeatAt), o.HeartbeatTimeout), true
 	}
 	return Reason{}, false
 }
@@ -277,16 +317,16 @@ func staleReason(n NodeLoad, now time.Time, o Options) (Reason, bool) {
 func usageReasons(u Usage, threshold float64) []Reason {
 	var reasons []Reason
 	if !bad(u.CPU) && u.CPU > threshold {
-		reasons = append(reasons, Reason{ReasonCPUOverThreshold, fmt.Sprintf("cpu %g%% > %g%%", u.CPU, threshold)})
+		reasons = append(reasons, overLimit(ReasonCPUOverThreshold, u.CPU, threshold))
 	}
 	if u.HasGPU && !bad(u.GPU) && u.GPU > threshold {
-		reasons = append(reasons, Reason{ReasonGPUOverThreshold, fmt.Sprintf("gpu %g%% > %g%%", u.GPU, threshold)})
+		reasons = append(reasons, overLimit(ReasonGPUOverThreshold, u.GPU, threshold))
 	}
 	if !bad(u.Memory) && u.Memory > threshold {
-		reasons = append(reasons, Reason{ReasonMemoryOverThreshold, fmt.Sprintf("memory %g%% > %g%%", u.Memory, threshold)})
+		reasons = append(reasons, overLimit(ReasonMemoryOverThreshold, u.Memory, threshold))
 	}
 	if bad(u.CPU) || bad(u.Memory) || (u.HasGPU && bad(u.GPU)) {
-		reasons = append(reasons, Reason{ReasonUsageUnknown, "usage unknown (NaN or negative)"})
+		reasons = append(reasons, Reason{Code: ReasonUsageUnknown, Message: "usage unknown (NaN or negative)"})
 	}
 	return reasons
 }

@@ -173,3 +173,35 @@ func TestDecideRejectsBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestExclusionFacts: every figure an exclusion's message states is a field
+// of its Reason, and the message is rendered from those fields.
+func TestExclusionFacts(t *testing.T) {
+	nodes := []capacity.NodeLoad{
+		fresh("full", 4, 3, 1, 0, capacity.Usage{CPU: 10, Memory: 10}),
+		fresh("hot", 4, 0, 0, 0, capacity.Usage{CPU: 95.5, Memory: 10}),
+		{ID: "old", Max: 4, HeartbeatAt: t0.Add(-time.Minute), Usage: capacity.Usage{CPU: 1, Memory: 1}},
+		{ID: "never", Max: 4, Usage: capacity.Usage{CPU: 1, Memory: 1}},
+	}
+	p, err := capacity.Decide(capacity.Input{Nodes: nodes, Now: t0}, capacity.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]capacity.Reason{}
+	for _, e := range p.Excluded {
+		got[e.ID] = e.Reason
+	}
+	timeout := got["old"].HeartbeatTimeout
+	want := map[string]capacity.Reason{
+		"full":  {Code: capacity.ReasonCapacityExceeded, Message: "effective 4 >= max 4", Observed: 4, Limit: 4},
+		"hot":   {Code: capacity.ReasonCPUOverThreshold, Message: "cpu 95.5% > 90%", Observed: 95.5, Limit: 90},
+		"old":   {Code: capacity.ReasonStaleHeartbeat, Message: "heartbeat 1m0s old > " + timeout.String(), HeartbeatAge: time.Minute, HeartbeatTimeout: timeout},
+		"never": {Code: capacity.ReasonStaleHeartbeat, Message: "no heartbeat", HeartbeatTimeout: timeout},
+	}
+	if timeout <= 0 || timeout >= time.Minute {
+		t.Fatalf("default heartbeat timeout %v: the rows assume one under a minute", timeout)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("exclusion reasons (-want +got):\n%s", diff)
+	}
+}

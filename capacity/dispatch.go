@@ -14,7 +14,8 @@ import (
 // DefaultMaxAttempts is how many candidates Dispatch tries by default.
 const DefaultMaxAttempts = 3
 
-// DispatchOptions configure Dispatch. The zero value means the defaults.
+// DispatchOptions configure Dispatch; the zero value means the defaults,
+// the wall clock among them (set Clock in tests).
 type DispatchOptions struct {
 	// MaxAttempts bounds the reserve calls of one Dispatch. Default 3; the
 	// seed walks the whole candidate list.
@@ -123,12 +124,12 @@ func Dispatch(ctx context.Context, store SlotStore, p Plan, rid string, o Dispat
 			return out, fmt.Errorf("capacity: dispatch %q: reserve on node %q: %w", rid, c.ID, err)
 		}
 		if res.Status.Granted() {
-			out.Attempts = append(out.Attempts, Attempt{Node: c.ID, Result: res, Reason: Reason{ReasonReserved, "lease granted (" + res.Status.String() + ")"}})
+			out.Attempts = append(out.Attempts, Attempt{Node: c.ID, Result: res, Reason: Reason{Code: ReasonReserved, Message: "lease granted (" + res.Status.String() + ")"}})
 			out.Outcome = Selected
 			out.Lease = Lease{Node: c.ID, RID: rid, Epoch: res.Epoch, Expiry: res.Expiry}
 			return out, nil
 		}
-		out.Attempts = append(out.Attempts, Attempt{Node: c.ID, Result: res, Reason: Reason{ReasonReserveRefused, "store answered " + res.Status.String()}})
+		out.Attempts = append(out.Attempts, Attempt{Node: c.ID, Result: res, Reason: Reason{Code: ReasonReserveRefused, Message: "store answered " + res.Status.String()}})
 		if e := res.EarliestExpiry; !e.IsZero() && (earliest.IsZero() || e.Before(earliest)) {
 			earliest = e
 		}

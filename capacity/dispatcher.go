@@ -125,8 +125,8 @@ const DefaultDispatcherConcurrency = 4
 // running.
 var ErrDispatcherRunning = errors.New("capacity: dispatcher already running")
 
-// Dispatcher is the loop every scheduler writes around Decide and Dispatch:
-// it holds a queue of pending jobs and, for each job whose time has come,
+// Dispatcher is the loop every scheduler writes around Decide and Dispatch,
+// on the wall clock unless Clock is set: it holds a queue of pending jobs and, for each job whose time has come,
 // reads the nodes' loads from the store, decides, reserves through the store,
 // calls Send, releases the lease when the send fails, and requeues the job at
 // the dispatch's RequeueAfter when no node has room. At most Concurrency

@@ -17,7 +17,8 @@ import (
 // DefaultShards is MemoryStore's default number of shards.
 const DefaultShards = 64
 
-// MemoryStoreOptions configure a MemoryStore.
+// MemoryStoreOptions configure a MemoryStore; its leases run on the wall
+// clock unless Clock is set.
 type MemoryStoreOptions struct {
 	Options
 	// Shards is the number of mutex-guarded shards node ids hash onto.

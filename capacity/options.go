@@ -137,6 +137,8 @@ type Options struct {
 // SeedMax accounting (which oversells), ranking by jobs alone, a selection
 // that ignores heartbeat age, and zero or negative limits and TTLs clamped
 // to 1, with the seed's M of 4, TTL of 5 s and threshold of 90 %.
+// Assign it whole: each field it sets is one of the anchor's behaviours, and
+// copying only some of them reproduces none of the anchor exactly.
 func Seed() Options {
 	return Options{
 		MaxJobs: DefaultMaxJobs, TTL: DefaultTTL, Threshold: DefaultThreshold,

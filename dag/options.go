@@ -121,6 +121,8 @@ func Default() Options { return Options{} }
 
 // VolcanoCompat returns the preset that reproduces Volcano's JobFlow
 // controller at ed72c7c.
+// Assign it whole: each field it sets is one of the anchor's behaviours, and
+// copying only some of them reproduces none of the anchor exactly.
 func VolcanoCompat() Options {
 	return Options{
 		SkipValidation:        true,

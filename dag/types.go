@@ -270,7 +270,7 @@ type Retry struct {
 	// Limit is the number of retries: at most Limit+1 attempts in total.
 	Limit int `json:"limit,omitempty"`
 	// On lists the job phases that trigger a retry, a subset of Failed,
-	// Terminated and Aborted; empty means [Failed].
+	// Terminated and Aborted; empty means only [JobPhaseFailed].
 	On []JobPhase `json:"on,omitempty"`
 	// Backoff is the wait before each retry.
 	Backoff Backoff `json:"backoff,omitempty"`

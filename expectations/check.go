@@ -29,7 +29,7 @@ func (s *State) CheckInto(r *Result, now time.Time, owner Owner, group string, v
 // latches Seen on items whose pod the view shows, and resolves creates found by
 // their token. Under ByUID identity it also drops the items of an earlier owner
 // with the same namespace and name. Calling it again with the same arguments
-// gives the same Satisfied, Pending and NextChange, and nothing newly settled.
+// gives the same Satisfied, Pending and RequeueAfter, and nothing newly settled.
 func (s *State) Satisfied(now time.Time, owner Owner, group string, view *View) (Result, error) {
 	var r Result
 	err := s.check(&r, now, owner, group, view, true)

@@ -124,6 +124,8 @@ type Options struct {
 // expectations: 30 s create timeout, deletes that never time out and settle only
 // on NotFound, owners keyed by name, no seen-before-absent rule, and a planner
 // that counts terminating pods.
+// Assign it whole: each field it sets is one of the anchor's behaviours, and
+// copying only some of them reproduces none of the anchor exactly.
 func KubeRay() Options {
 	return Options{
 		CreateTimeout:     30 * time.Second,

@@ -84,6 +84,8 @@ const MaxTimeout = 24 * time.Hour
 // HAMi returns the options that reproduce HAMi v2.10's Bind retry: only gang
 // pods (label scheduling.x-k8s.io/pod-group) retry contention, at HAMi's
 // fixed 100 ms interval without jitter, within the same 28 s deadline.
+// Assign it whole: each field it sets is one of the anchor's behaviours, and
+// copying only some of them reproduces none of the anchor exactly.
 func HAMi() Options {
 	return Options{
 		RetryDeadline:       DefaultRetryDeadline,

@@ -94,3 +94,24 @@ func BenchmarkMemoryAcquireRelease(b *testing.B) {
 		b.ReportMetric(float64(grants.Load())/float64(b.N), "grants/op")
 	})
 }
+
+// TestPlannersAllocateNothingOnValidInput: validation builds a field path
+// only when a check fails, so planning on valid input allocates nothing (the
+// one-contract rework had made it 4 allocations per call). Breaking it: build
+// any path eagerly again (field.NewPath outside an error branch).
+func TestPlannersAllocateNothingOnValidInput(t *testing.T) {
+	acquire := lock.Observation{Key: node1, Version: "100", EpochHigh: 6}
+	held := lock.Observation{Key: node1, Present: true, Raw: "2026-06-14T09:58:00Z,default,a", Version: "200"}
+	exists := lock.Holder{State: lock.HolderExists}
+	allocs := testing.AllocsPerRun(200, func() {
+		if d, err := decide(acquire, podA, t0, lock.HAMi(), exists); err != nil || d.Kind != lock.Acquire {
+			t.Fatal(d, err)
+		}
+		if d, err := planRelease(held, podA, lock.HAMi()); err != nil || d.Kind != lock.Release {
+			t.Fatal(d, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("PlanAcquire + PlanRelease allocate %v times per call on valid input, want 0", allocs)
+	}
+}

@@ -58,9 +58,14 @@ func (in AcquireInput) Validate() error {
 	return plancore.Invalid(ErrInvalidInput, in.validate())
 }
 
+// The paths of the inputs' parts, built only when a check fails: the
+// planners validate on every call, so valid input allocates nothing.
+func observationKeyPath() *field.Path { return field.NewPath("observation", "key") }
+func requesterPath() *field.Path      { return field.NewPath("requester") }
+
 func (in AcquireInput) validate() field.ErrorList {
-	errs := in.Observation.Key.validate(field.NewPath("observation", "key"))
-	errs = append(errs, in.Requester.validate(field.NewPath("requester"))...)
+	errs := in.Observation.Key.validate(observationKeyPath)
+	errs = append(errs, in.Requester.validate(requesterPath)...)
 	if in.Now.IsZero() {
 		errs = append(errs, field.Required(field.NewPath("now"), "the requester's clock"))
 	}
@@ -334,9 +339,9 @@ func (in ReleaseInput) Validate() error {
 }
 
 func (in ReleaseInput) validate() field.ErrorList {
-	errs := in.Observation.Key.validate(field.NewPath("observation", "key"))
+	errs := in.Observation.Key.validate(observationKeyPath)
 	if !in.Force {
-		errs = append(errs, in.Requester.validate(field.NewPath("requester"))...)
+		errs = append(errs, in.Requester.validate(requesterPath)...)
 	}
 	return errs
 }

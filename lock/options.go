@@ -110,6 +110,8 @@ type Options struct {
 // namespace/name identity, terminal holders alive until expiry, expired locks
 // stolen even from a holder still allocating, and comma-less values
 // releasable by anyone.
+// Assign it whole: each field it sets is one of the anchor's behaviours, and
+// copying only some of them reproduces none of the anchor exactly.
 func HAMi() Options {
 	return Options{
 		TTL:                       DefaultTTL,
@@ -126,37 +128,37 @@ func HAMi() Options {
 // is negative or above MaxTTL, an allocating ceiling that is negative (other
 // than AllocatingCeilingNever) or above 3 × MaxTTL, an unknown enum value.
 func (o Options) Validate() error {
-	return plancore.Invalid(ErrInvalidOptions, o.validate(field.NewPath("options")))
+	return plancore.Invalid(ErrInvalidOptions, o.validate(func() *field.Path { return field.NewPath("options") }))
 }
 
-func (o Options) validate(p *field.Path) field.ErrorList {
+func (o Options) validate(p func() *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	switch {
 	case o.TTL < 0:
-		errs = append(errs, field.Invalid(p.Child("ttl"), o.TTL.String(), fmt.Sprintf("must be positive (zero means %v)", DefaultTTL)))
+		errs = append(errs, field.Invalid(p().Child("ttl"), o.TTL.String(), fmt.Sprintf("must be positive (zero means %v)", DefaultTTL)))
 	case o.TTL > MaxTTL:
-		errs = append(errs, field.Invalid(p.Child("ttl"), o.TTL.String(), fmt.Sprintf("must be at most %v", MaxTTL)))
+		errs = append(errs, field.Invalid(p().Child("ttl"), o.TTL.String(), fmt.Sprintf("must be at most %v", MaxTTL)))
 	}
 	switch o.ExpiryClock {
 	case "", WriterClock, ObservationClock:
 	default:
-		errs = append(errs, field.NotSupported(p.Child("expiryClock"), o.ExpiryClock, []ExpiryClock{WriterClock, ObservationClock}))
+		errs = append(errs, field.NotSupported(p().Child("expiryClock"), o.ExpiryClock, []ExpiryClock{WriterClock, ObservationClock}))
 	}
 	switch o.Malformed {
 	case "", StealAfterTTL, BlockForever:
 	default:
-		errs = append(errs, field.NotSupported(p.Child("malformed"), o.Malformed, []MalformedPolicy{StealAfterTTL, BlockForever}))
+		errs = append(errs, field.NotSupported(p().Child("malformed"), o.Malformed, []MalformedPolicy{StealAfterTTL, BlockForever}))
 	}
 	switch o.Identity {
 	case "", UIDThenName, NameOnly:
 	default:
-		errs = append(errs, field.NotSupported(p.Child("identity"), o.Identity, []Identity{UIDThenName, NameOnly}))
+		errs = append(errs, field.NotSupported(p().Child("identity"), o.Identity, []Identity{UIDThenName, NameOnly}))
 	}
 	switch {
 	case o.AllocatingCeiling < 0 && o.AllocatingCeiling != AllocatingCeilingNever:
-		errs = append(errs, field.Invalid(p.Child("allocatingCeiling"), o.AllocatingCeiling.String(), "must be positive, zero (3 × TTL) or AllocatingCeilingNever"))
+		errs = append(errs, field.Invalid(p().Child("allocatingCeiling"), o.AllocatingCeiling.String(), "must be positive, zero (3 × TTL) or AllocatingCeilingNever"))
 	case o.AllocatingCeiling > 3*MaxTTL:
-		errs = append(errs, field.Invalid(p.Child("allocatingCeiling"), o.AllocatingCeiling.String(), fmt.Sprintf("must be at most %v", 3*MaxTTL)))
+		errs = append(errs, field.Invalid(p().Child("allocatingCeiling"), o.AllocatingCeiling.String(), fmt.Sprintf("must be at most %v", 3*MaxTTL)))
 	}
 	return errs
 }

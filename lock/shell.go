@@ -61,8 +61,8 @@ func (b Backoff) withDefaults() Backoff {
 	return b
 }
 
-// Locker is the imperative shell around PlanAcquire and PlanRelease: it reads
-// a Store, remembers when it first saw each value, looks up holders, applies
+// Locker is the imperative shell around PlanAcquire and PlanRelease, on the
+// wall clock unless Clock is set: it reads a Store, remembers when it first saw each value, looks up holders, applies
 // plans, and backs off. It is safe for concurrent use. Only Store is required;
 // a Locker without one returns ErrNilStore.
 type Locker struct {
@@ -227,7 +227,7 @@ func (l *Locker) Acquire(ctx context.Context, key Key, req Requester) (Grant, er
 	if l.Store == nil {
 		return Grant{}, ErrNilStore
 	}
-	if err := validateBoth(append(key.validate(field.NewPath("key")), req.validate(field.NewPath("requester"))...), l.Options); err != nil {
+	if err := validateBoth(append(key.validate(func() *field.Path { return field.NewPath("key") }), req.validate(requesterPath)...), l.Options); err != nil {
 		return Grant{}, err
 	}
 	b := l.Backoff.withDefaults()

@@ -28,16 +28,16 @@ func (k Key) String() string { return k.Node + "/" + k.Name }
 
 // Validate reports an empty node or lock name, wrapping ErrInvalidInput.
 func (k Key) Validate() error {
-	return plancore.Invalid(ErrInvalidInput, k.validate(field.NewPath("key")))
+	return plancore.Invalid(ErrInvalidInput, k.validate(func() *field.Path { return field.NewPath("key") }))
 }
 
-func (k Key) validate(p *field.Path) field.ErrorList {
+func (k Key) validate(p func() *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if k.Name == "" {
-		errs = append(errs, field.Required(p.Child("name"), "the lock name, e.g. "+HAMiLockName))
+		errs = append(errs, field.Required(p().Child("name"), "the lock name, e.g. "+HAMiLockName))
 	}
 	if k.Node == "" {
-		errs = append(errs, field.Required(p.Child("node"), "the node's name"))
+		errs = append(errs, field.Required(p().Child("node"), "the node's name"))
 	}
 	return errs
 }
@@ -61,10 +61,10 @@ func (r Requester) String() string {
 // Validate reports an empty namespace or name, or a field containing the
 // separator, wrapping ErrInvalidInput. HAMi's equivalent is "pod is nil".
 func (r Requester) Validate() error {
-	return plancore.Invalid(ErrInvalidInput, r.validate(field.NewPath("requester")))
+	return plancore.Invalid(ErrInvalidInput, r.validate(func() *field.Path { return field.NewPath("requester") }))
 }
 
-func (r Requester) validate(p *field.Path) field.ErrorList {
+func (r Requester) validate(p func() *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, f := range []struct {
 		name, value string
@@ -72,9 +72,9 @@ func (r Requester) validate(p *field.Path) field.ErrorList {
 	}{{"namespace", r.Namespace, true}, {"name", r.Name, true}, {"uid", r.UID, false}} {
 		switch {
 		case f.value == "" && f.required:
-			errs = append(errs, field.Required(p.Child(f.name), "the pod's "+f.name))
+			errs = append(errs, field.Required(p().Child(f.name), "the pod's "+f.name))
 		case strings.Contains(f.value, Separator):
-			errs = append(errs, field.Invalid(p.Child(f.name), f.value, "must not contain "+strconv.Quote(Separator)))
+			errs = append(errs, field.Invalid(p().Child(f.name), f.value, "must not contain "+strconv.Quote(Separator)))
 		}
 	}
 	return errs

@@ -57,7 +57,8 @@ const (
 )
 
 // Applier applies plans like Apply and also keeps the plan's expectations in
-// a Tracker. Its zero value is Apply: no expectations, stop at the first
+// a Tracker, timed by the plan's Now unless Clock is set. Its zero value is
+// Apply: no expectations, stop at the first
 // failure.
 type Applier struct {
 	// Expectations, when set, receives the expectation records the plan's

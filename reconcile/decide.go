@@ -212,12 +212,14 @@ func (d *decider) finish() {
 	}
 	p.Outcome.RequeueAfter = d.hint
 	if d.foreign > 0 {
-		p.Notices = append(p.Notices, Reason{Code: ReasonForeignOwner,
-			Message: fmt.Sprintf("%d pods labelled for this cluster are controlled by another RayCluster UID and are ignored", d.foreign)})
+		r := Reason{Code: ReasonForeignOwner, Count: d.foreign}
+		r.Message = fmt.Sprintf("%d pods labelled for this cluster are controlled by another RayCluster UID and are ignored", r.Count)
+		p.Notices = append(p.Notices, r)
 	}
 	for _, g := range sortedKeys(d.notInSpec) {
-		p.Notices = append(p.Notices, Reason{Code: ReasonGroupNotInSpec,
-			Message: fmt.Sprintf("%d pods carry ray.io/group=%s, which is not in the spec; they are never deleted (#1739)", d.notInSpec[g], g)})
+		r := Reason{Code: ReasonGroupNotInSpec, Group: g, Count: d.notInSpec[g]}
+		r.Message = fmt.Sprintf("%d pods carry ray.io/group=%s, which is not in the spec; they are never deleted (#1739)", r.Count, r.Group)
+		p.Notices = append(p.Notices, r)
 	}
 	slices.SortFunc(p.ExpectationOps.DropForming, func(a, b FormingKey) int {
 		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.ReplicaName, b.ReplicaName))
@@ -576,6 +578,14 @@ func matches(labels, sel map[string]string) bool {
 	return true
 }
 
+// notMember is the notice for a workersToDelete name that is not a pod of
+// the group.
+func notMember(group, pod string) Reason {
+	r := Reason{Code: ReasonWorkersToDeleteNotMember, Group: group, Pods: []string{pod}}
+	r.Message = fmt.Sprintf("group %s: workersToDelete names %s, which is not a pod of this group; not deleting it", r.Group, r.Pods[0])
+	return r
+}
+
 // ---- Recreate ----
 
 func (d *decider) recreate() bool {
@@ -589,10 +599,11 @@ func (d *decider) recreate() bool {
 	h := d.pod(d.heads[0])
 	if v := h.Annotations[AnnotationKubeRayVersion]; v != "" && v != d.o.operatorVersion() {
 		// KubeRay hides this as an Update inside a predicate.
+		r := Reason{Code: ReasonRecreateVersionSkip, Pods: []string{h.Name}, From: v, To: d.o.operatorVersion()}
+		r.Message = fmt.Sprintf("head %s was created by KubeRay %s, not %s: adopting the current spec hash instead of recreating", r.Pods[0], r.From, r.To)
 		d.plan.Actions = append(d.plan.Actions, Action{
 			Kind: KindPatchPodAnnotations, Group: "",
-			Reason: Reason{Code: ReasonRecreateVersionSkip, Pods: []string{h.Name},
-				Message: fmt.Sprintf("head %s was created by KubeRay %s, not %s: adopting the current spec hash instead of recreating", h.Name, v, d.o.operatorVersion())},
+			Reason: r,
 			Patch: &PatchPodAnnotations{Namespace: h.Namespace, Name: h.Name, UID: h.UID, ResourceVersion: h.ResourceVersion,
 				Set: map[string]string{AnnotationRecreateHash: d.hash, AnnotationKubeRayVersion: d.o.operatorVersion()}},
 		})
@@ -602,8 +613,9 @@ func (d *decider) recreate() bool {
 		// The records of the old spec's pods are cleared with the call; once
 		// the call is made, its own delete records stand until the informer
 		// shows the pods gone, and keep it from being sent again.
-		if d.deleteAll("", Reason{Code: ReasonRecreateSpecChanged,
-			Message: fmt.Sprintf("spec hash changed from %s to %s: recreating every pod", v, d.hash)},
+		r := Reason{Code: ReasonRecreateSpecChanged, From: v, To: d.hash}
+		r.Message = fmt.Sprintf("spec hash changed from %s to %s: recreating every pod", r.From, r.To)
+		if d.deleteAll("", r,
 			map[string]string{LabelCluster: c.Name}, d.activeAll, FailedDeleteAllPods, nil) {
 			d.plan.ExpectationOps.ClearCluster = true
 		}
@@ -686,14 +698,17 @@ func (d *decider) head() error {
 		for k, i := range active {
 			names[k] = d.pod(i).Name
 		}
-		d.stopChain("head", Reason{Code: ReasonMultipleHeads, Pods: names,
-			Message: fmt.Sprintf("%d head pods found %v. Please delete extra head pods", len(names), names)}, true)
+		r := Reason{Code: ReasonMultipleHeads, Pods: names, Count: len(names)}
+		r.Message = fmt.Sprintf("%d head pods found %v. Please delete extra head pods", r.Count, r.Pods)
+		d.stopChain("head", r, true)
 	}
 	return nil
 }
 
 func (d *decider) mtlsReason() Reason {
-	return Reason{Code: ReasonMTLSNotReady, Message: "mTLS secrets not ready: " + d.s.TLS.NotReadyError}
+	r := Reason{Code: ReasonMTLSNotReady, LastError: d.s.TLS.NotReadyError}
+	r.Message = "mTLS secrets not ready: " + r.LastError
+	return r
 }
 
 // deletePod appends a DeletePod with a UID precondition for a pod of the snapshot.
@@ -842,17 +857,21 @@ func (d *decider) group(gi int) error {
 	gr := &d.plan.Groups[gi]
 	gr.Observed, gr.Terminating = len(d.groupPods(gi)), d.termGroup[gi]
 	if g.NumOfHosts <= 0 && !d.c.ZeroHostsMeansZeroPods {
-		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonInvalidNumOfHosts,
-			Message: fmt.Sprintf("group %s: numOfHosts %d is treated as 1 (KubeRay would delete every worker, #2084)", g.GroupName, g.NumOfHosts)})
+		r := Reason{Code: ReasonInvalidNumOfHosts, Group: g.GroupName, NumOfHosts: int(g.NumOfHosts)}
+		r.Message = fmt.Sprintf("group %s: numOfHosts %d is treated as 1 (KubeRay would delete every worker, #2084)", r.Group, r.NumOfHosts)
+		d.plan.Notices = append(d.plan.Notices, r)
 	}
 	if pods, ok := d.pending[g.GroupName]; ok {
 		gr.Blocked += max(1, len(pods))
-		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonExpectationsPending, Pods: slices.Clone(pods),
-			Message: fmt.Sprintf("group %s: expectations are not satisfied; the group is skipped this pass", g.GroupName)})
+		r := Reason{Code: ReasonExpectationsPending, Pods: slices.Clone(pods), Group: g.GroupName}
+		r.Message = fmt.Sprintf("group %s: expectations are not satisfied; the group is skipped this pass", r.Group)
+		d.plan.Notices = append(d.plan.Notices, r)
 		return nil
 	}
 	if g.Suspend != nil && *g.Suspend {
-		d.deleteAll(g.GroupName, Reason{Code: ReasonGroupSuspended, Message: fmt.Sprintf("group %s is suspended: deleting its pods", g.GroupName)},
+		r := Reason{Code: ReasonGroupSuspended, Group: g.GroupName}
+		r.Message = fmt.Sprintf("group %s is suspended: deleting its pods", r.Group)
+		d.deleteAll(g.GroupName, r,
 			map[string]string{LabelCluster: c.Name, LabelGroup: g.GroupName}, d.activeGroup[gi], FailedDeleteWorkerPod, &gr.Counters)
 		return nil
 	}
@@ -891,7 +910,9 @@ func (d *decider) singleHost(gi int) error {
 	gr.Unhealthy = nUnhealthy
 	if nUnhealthy > 0 {
 		sortDeletes(d.plan.Actions[len(d.plan.Actions)-nUnhealthy:])
-		d.stopGroup(gi, Reason{Code: ReasonUnhealthyWorkers, Message: "delete " + strconv.Itoa(nUnhealthy) + " unhealthy worker Pods"})
+		r := Reason{Code: ReasonUnhealthyWorkers, Group: g.GroupName, Count: nUnhealthy}
+		r.Message = "delete " + strconv.Itoa(r.Count) + " unhealthy worker Pods"
+		d.stopGroup(gi, r)
 		return nil
 	}
 
@@ -920,7 +941,8 @@ func (d *decider) singleHost(gi int) error {
 			}
 		}
 		diff = d.burstLimit(g.GroupName, diff, 1)
-		r := Reason{Code: ReasonScaleUp, Message: "scaling up: " + strconv.Itoa(len(running)) + " of " + strconv.Itoa(desired) + " worker pods running"}
+		r := Reason{Code: ReasonScaleUp, Group: g.GroupName, Count: len(running), Of: desired}
+		r.Message = "scaling up: " + strconv.Itoa(r.Count) + " of " + strconv.Itoa(r.Of) + " worker pods running"
 		prefix := podNamePrefix(c.Name+"-"+g.GroupName, NodeTypeWorker, true)
 		for k := range diff {
 			idx := -1
@@ -947,8 +969,9 @@ func (d *decider) singleHost(gi int) error {
 	case diff < 0:
 		if !d.scaleDownAllowed() {
 			gr.Ignore += -diff
-			d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonScaleDownLeftToAutoscaler,
-				Message: fmt.Sprintf("group %s: %d surplus pods are left to the autoscaler (#1253)", g.GroupName, -diff)})
+			r := Reason{Code: ReasonScaleDownLeftToAutoscaler, Group: g.GroupName, Count: -diff}
+			r.Message = fmt.Sprintf("group %s: %d surplus pods are left to the autoscaler (#1253)", r.Group, r.Count)
+			d.plan.Notices = append(d.plan.Notices, r)
 			return nil
 		}
 		victims := d.victims(running, -diff)
@@ -974,8 +997,9 @@ func (d *decider) burstLimit(group string, units, hosts int) int {
 	if units <= limit {
 		return units
 	}
-	d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonBurstLimited,
-		Message: fmt.Sprintf("group %s: creating %d of %d missing replicas in this pass (BurstReplicas %d)", group, limit, units, d.o.burst())})
+	r := Reason{Code: ReasonBurstLimited, Group: group, Count: limit, Of: units, Limit: d.o.burst()}
+	r.Message = fmt.Sprintf("group %s: creating %d of %d missing replicas in this pass (BurstReplicas %d)", r.Group, r.Count, r.Of, r.Limit)
+	d.plan.Notices = append(d.plan.Notices, r)
 	d.addHint(requeueAfterError)
 	return limit
 }
@@ -1034,8 +1058,7 @@ func (d *decider) workersToDelete(gi int) map[string]bool {
 		}
 		p := d.pod(idx)
 		if p.Labels[LabelCluster] != c.Name || p.Labels[LabelGroup] != g.GroupName || (!d.c.MatchByLabelsOnly && d.foreignOwner(p)) {
-			d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonWorkersToDeleteNotMember, Pods: []string{name},
-				Message: fmt.Sprintf("group %s: workersToDelete names %s, which is not a pod of this group; not deleting it", g.GroupName, name)})
+			d.plan.Notices = append(d.plan.Notices, notMember(g.GroupName, name))
 			continue
 		}
 		if !d.counted(idx) {

@@ -106,7 +106,9 @@ func (d *decider) multiHost(gi int) error {
 	d.deleteUnhealthy(m)
 	d.deleteUnhealthyLegacy(m)
 	if n := d.multiHostWorkersToDelete(m); n > 0 {
-		d.stopGroup(gi, Reason{Code: ReasonWorkersToDelete, Message: fmt.Sprintf("deleted %d worker Pods based on ScaleStrategy, requeueing", n)})
+		r := Reason{Code: ReasonWorkersToDelete, Group: g.GroupName, Count: n}
+		r.Message = fmt.Sprintf("deleted %d worker Pods based on ScaleStrategy, requeueing", r.Count)
+		d.stopGroup(gi, r)
 		return nil
 	}
 	d.collectValid(m)
@@ -117,8 +119,9 @@ func (d *decider) multiHost(gi int) error {
 	running := len(m.valid) + legacyReplicas
 	desiredPods := int(m.gr.Desired)
 	if desiredPods%m.hosts != 0 {
-		d.stopGroup(gi, Reason{Code: ReasonNotMultipleOfHosts,
-			Message: fmt.Sprintf("desired worker pods (%d) is not a multiple of NumOfHosts (%d) for group %s", desiredPods, m.hosts, g.GroupName)})
+		r := Reason{Code: ReasonNotMultipleOfHosts, Group: g.GroupName, Count: desiredPods, NumOfHosts: m.hosts}
+		r.Message = fmt.Sprintf("desired worker pods (%d) is not a multiple of NumOfHosts (%d) for group %s", r.Count, r.NumOfHosts, r.Group)
+		d.stopGroup(gi, r)
 		return nil
 	}
 	desired := desiredPods / m.hosts
@@ -215,8 +218,9 @@ func (d *decider) deleteIncomplete(m *mhPass) bool {
 		}
 		if rg.forming != nil {
 			if d.s.Now.Sub(rg.forming.FirstFailure) >= d.o.formationTimeout() {
-				d.deleteReplica(m.gi, rg, Reason{Code: ReasonReplicaGroupFormationTimeout,
-					Message: fmt.Sprintf("replica group %s did not form within %s (last error: %s); deleting it", rg.name, d.o.formationTimeout(), rg.forming.LastError)})
+				r := Reason{Code: ReasonReplicaGroupFormationTimeout, Group: m.g.GroupName, ReplicaGroup: rg.name, Timeout: d.o.formationTimeout(), LastError: rg.forming.LastError}
+				r.Message = fmt.Sprintf("replica group %s did not form within %s (last error: %s); deleting it", r.ReplicaGroup, r.Timeout, r.LastError)
+				d.deleteReplica(m.gi, rg, r)
 				d.dropForming(m.g.GroupName, rg.name)
 				rg.forming = nil
 			}
@@ -230,9 +234,10 @@ func (d *decider) deleteIncomplete(m *mhPass) bool {
 	// KubeRay takes the first in map order, a random choice; plancore ranks.
 	d.rankReplicas(incomplete)
 	rg := incomplete[0]
-	msg := fmt.Sprintf("cleaned up incomplete replica group %s, requeueing", rg.name)
-	d.deleteReplica(m.gi, rg, Reason{Code: ReasonIncompleteReplicaGroup, Message: msg})
-	d.stopGroup(m.gi, Reason{Code: ReasonIncompleteReplicaGroup, Message: msg})
+	r := Reason{Code: ReasonIncompleteReplicaGroup, Group: m.g.GroupName, ReplicaGroup: rg.name}
+	r.Message = fmt.Sprintf("cleaned up incomplete replica group %s, requeueing", r.ReplicaGroup)
+	d.deleteReplica(m.gi, rg, r)
+	d.stopGroup(m.gi, r)
 	return true
 }
 
@@ -285,8 +290,9 @@ func (d *decider) deleteUnhealthyLegacy(m *mhPass) {
 		d.deletePods(m.gi, m.legacy, Reason{Code: ReasonLegacyMultiHostPods, Message: "unlabelled multi-host pods with an unhealthy member: " + first.message})
 		m.legacyDeleted = true
 	case len(m.legacy)%m.hosts != 0:
-		d.deletePods(m.gi, m.legacy, Reason{Code: ReasonLegacyMultiHostPods,
-			Message: fmt.Sprintf("%d unlabelled pods are not a multiple of numOfHosts %d: deleting them", len(m.legacy), m.hosts)})
+		r := Reason{Code: ReasonLegacyMultiHostPods, Group: m.g.GroupName, Count: len(m.legacy), NumOfHosts: m.hosts}
+		r.Message = fmt.Sprintf("%d unlabelled pods are not a multiple of numOfHosts %d: deleting them", r.Count, r.NumOfHosts)
+		d.deletePods(m.gi, m.legacy, r)
 		m.legacyDeleted = true
 	}
 }
@@ -311,8 +317,9 @@ func (d *decider) collectValid(m *mhPass) {
 func (d *decider) scaleDownReplicas(m *mhPass, surplus, legacyReplicas int) int {
 	if !d.scaleDownAllowed() {
 		m.gr.Ignore += surplus * m.hosts
-		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonScaleDownLeftToAutoscaler,
-			Message: fmt.Sprintf("group %s: %d surplus replica groups are left to the autoscaler (#1253)", m.g.GroupName, surplus)})
+		r := Reason{Code: ReasonScaleDownLeftToAutoscaler, Group: m.g.GroupName, Count: surplus}
+		r.Message = fmt.Sprintf("group %s: %d surplus replica groups are left to the autoscaler (#1253)", r.Group, r.Count)
+		d.plan.Notices = append(d.plan.Notices, r)
 		return 0
 	}
 	remove := surplus
@@ -344,8 +351,9 @@ func (d *decider) formationRetries(m *mhPass) []*replicaGroup {
 		next := rg.forming.LastAttempt.Add(formationBackoff(rg.forming.Attempts))
 		if d.s.Now.Before(next) {
 			d.addHint(next.Sub(d.s.Now))
-			d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonReplicaGroupFormationBackoff,
-				Message: fmt.Sprintf("group %s: replica group %s retries its missing hosts at %s", m.g.GroupName, rg.name, next.UTC().Format(time.RFC3339))})
+			r := Reason{Code: ReasonReplicaGroupFormationBackoff, Group: m.g.GroupName, ReplicaGroup: rg.name, At: next}
+			r.Message = fmt.Sprintf("group %s: replica group %s retries its missing hosts at %s", r.Group, r.ReplicaGroup, r.At.UTC().Format(time.RFC3339))
+			d.plan.Notices = append(d.plan.Notices, r)
 			continue
 		}
 		retries = append(retries, rg)
@@ -374,8 +382,9 @@ func (d *decider) createReplicas(m *mhPass, toCreate, running, desired int) erro
 	}
 	if m.forming && !d.c.DeleteIncompleteGroupsImmediately {
 		// Two half-formed groups could deadlock on one quota (KubeRay #4540).
-		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonReplicaGroupForming,
-			Message: fmt.Sprintf("group %s: %d new replica groups wait until the forming group is complete", m.g.GroupName, toCreate)})
+		r := Reason{Code: ReasonReplicaGroupForming, Group: m.g.GroupName, Count: toCreate}
+		r.Message = fmt.Sprintf("group %s: %d new replica groups wait until the forming group is complete", r.Group, r.Count)
+		d.plan.Notices = append(d.plan.Notices, r)
 		return nil
 	}
 	allHosts := make([]int, m.hosts)
@@ -397,8 +406,9 @@ func (d *decider) createReplicas(m *mhPass, toCreate, running, desired int) erro
 		next := used.take()
 		m.gr.FreeIndices = append(m.gr.FreeIndices, next)
 		name := d.replicaName(m.gi, next)
-		if err := d.createReplica(m.gi, name, next, allHosts, nil, Reason{Code: ReasonReplicaGroupCreate,
-			Message: fmt.Sprintf("scaling up: %d of %d replica groups running", running, desired)}); err != nil {
+		r := Reason{Code: ReasonReplicaGroupCreate, Group: m.g.GroupName, Count: running, Of: desired}
+		r.Message = fmt.Sprintf("scaling up: %d of %d replica groups running", r.Count, r.Of)
+		if err := d.createReplica(m.gi, name, next, allHosts, nil, r); err != nil {
 			return err
 		}
 	}
@@ -420,8 +430,9 @@ func (d *decider) retryReplica(m *mhPass, rg *replicaGroup) error {
 		}
 	}
 	f := rg.forming
-	return d.createReplica(m.gi, rg.name, f.ReplicaIndex, hosts, f, Reason{Code: ReasonReplicaGroupFormationRetry,
-		Message: fmt.Sprintf("completing replica group %s: hosts %v are missing (attempt %d; last error: %s)", rg.name, hosts, f.Attempts+1, f.LastError)})
+	r := Reason{Code: ReasonReplicaGroupFormationRetry, Group: m.g.GroupName, ReplicaGroup: rg.name, Hosts: hosts, Attempt: f.Attempts + 1, LastError: f.LastError}
+	r.Message = fmt.Sprintf("completing replica group %s: hosts %v are missing (attempt %d; last error: %s)", r.ReplicaGroup, r.Hosts, r.Attempt, r.LastError)
+	return d.createReplica(m.gi, rg.name, f.ReplicaIndex, hosts, f, r)
 }
 
 // formationBackoff is 2s·2^attempts, capped at 5 minutes.
@@ -559,8 +570,7 @@ func (d *decider) multiHostWorkersToDelete(m *mhPass) int {
 		p := d.pod(idx)
 		if p.Labels[LabelCluster] != c.Name || p.Labels[LabelGroup] != g.GroupName || (!d.c.MatchByLabelsOnly && d.foreignOwner(p)) {
 			if !d.c.BlindWorkersToDelete {
-				d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonWorkersToDeleteNotMember, Pods: []string{name},
-					Message: fmt.Sprintf("group %s: workersToDelete names %s, which is not a pod of this group; not deleting it", g.GroupName, name)})
+				d.plan.Notices = append(d.plan.Notices, notMember(g.GroupName, name))
 			}
 			continue
 		}

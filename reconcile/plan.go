@@ -123,6 +123,44 @@ type Reason struct {
 	Message string `json:"message"`
 	// Pods names the pods concerned, sorted, when relevant.
 	Pods []string `json:"pods,omitempty"`
+
+	// The facts the message states, as fields, so a controller never parses
+	// Message; each message is rendered from them. Zero where the code states
+	// none.
+
+	// Group is the worker group concerned.
+	Group string `json:"group,omitempty"`
+	// ReplicaGroup is the multi-host replica group concerned.
+	ReplicaGroup string `json:"replicaGroup,omitempty"`
+	// Count is what the reason counts: the pods ignored, unhealthy, deleted,
+	// left to the autoscaler, found or running, the replica groups left,
+	// waiting or running, or the pods a group desires.
+	Count int `json:"count,omitempty"`
+	// Of is the total Count is part of: the missing replicas (BurstLimited),
+	// the desired pods (ScaleUp) or replica groups (ReplicaGroupCreate).
+	Of int `json:"of,omitempty"`
+	// Limit is the bound applied: BurstReplicas (BurstLimited).
+	Limit int `json:"limit,omitempty"`
+	// NumOfHosts is the group's hosts per replica (InvalidNumOfHosts,
+	// NotMultipleOfHosts, LegacyMultiHostPods).
+	NumOfHosts int `json:"numOfHosts,omitempty"`
+	// Hosts are the missing host indices and Attempt the formation attempt
+	// this plan makes (ReplicaGroupFormationRetry).
+	Hosts   []int `json:"hosts,omitempty"`
+	Attempt int   `json:"attempt,omitempty"`
+	// At is when a backed-off replica group is retried
+	// (ReplicaGroupFormationBackoff).
+	At time.Time `json:"at,omitzero"`
+	// Timeout is the formation timeout passed (ReplicaGroupFormationTimeout).
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// LastError is the error the reason reports: a replica group's last
+	// creation error (formation retries and timeouts), the mTLS check's
+	// (MTLSNotReady).
+	LastError string `json:"lastError,omitempty"`
+	// From and To are the old and new spec hashes (RecreateSpecChanged) or
+	// the creating and current operator versions (RecreateVersionSkip).
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
 }
 
 func (r Reason) String() string {

@@ -27,7 +27,7 @@ type Snapshot struct {
 	Expectations *expectations.State
 	// Forming lists the multi-host replica groups whose creation failed part way
 	// (KubeRay #4540). Apply reports them; the caller keeps them between passes
-	// (FormationLedger does it) and hands them back here.
+	// (UpdateForming computes the next list) and hands them back here.
 	Forming []FormingGroup
 	// TLS is the caller's view of the mTLS secrets.
 	TLS TLS

@@ -49,7 +49,7 @@ type CreateOrUpdateInput struct {
 func (in CreateOrUpdateInput) Validate() error { return invalidInput(in.validate()) }
 
 func (in CreateOrUpdateInput) validate() field.ErrorList {
-	errs := in.State.validate(field.NewPath("state"))
+	errs := in.State.validate(statePath)
 	p := field.NewPath("request")
 	req := in.Request
 	errs = append(errs, checkLogicalID(p.Child("id"), req.ID)...)

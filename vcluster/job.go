@@ -36,7 +36,7 @@ type CreateJobClusterInput struct {
 func (in CreateJobClusterInput) Validate() error { return invalidInput(in.validate()) }
 
 func (in CreateJobClusterInput) validate() field.ErrorList {
-	errs := in.State.validate(field.NewPath("state"))
+	errs := in.State.validate(statePath)
 	p := field.NewPath("request")
 	req, s := in.Request, in.State
 	id := JobID(req.Parent, req.Job)
@@ -115,7 +115,7 @@ type RemoveInput struct {
 func (in RemoveInput) Validate() error { return invalidInput(in.validate()) }
 
 func (in RemoveInput) validate() field.ErrorList {
-	errs := in.State.validate(field.NewPath("state"))
+	errs := in.State.validate(statePath)
 	p, id, s := field.NewPath("id"), in.ID, in.State
 	switch {
 	case id == "":
@@ -256,7 +256,7 @@ type RemoveNodesInput struct {
 func (in RemoveNodesInput) Validate() error { return invalidInput(in.validate()) }
 
 func (in RemoveNodesInput) validate() field.ErrorList {
-	errs := in.State.validate(field.NewPath("state"))
+	errs := in.State.validate(statePath)
 	p, id := field.NewPath("id"), in.ID
 	switch c, ok := in.State.Logical[id]; {
 	case id == "":

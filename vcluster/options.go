@@ -27,6 +27,8 @@ type Options struct {
 
 // AntRay returns the options that reproduce ant-ray's virtual cluster
 // manager: one dead node healed per template per cluster per round.
+// Assign it whole: each field it sets is one of the anchor's behaviours, and
+// copying only some of them reproduces none of the anchor exactly.
 func AntRay() Options { return Options{OnePerTemplatePerCluster: true} }
 
 // Validate reports every negative cap and a percentage above 100, in an

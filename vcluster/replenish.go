@@ -39,7 +39,7 @@ type ReplenishInput struct {
 func (in ReplenishInput) Validate() error { return invalidInput(in.validate()) }
 
 func (in ReplenishInput) validate() field.ErrorList {
-	errs := in.State.validate(field.NewPath("state"))
+	errs := in.State.validate(statePath)
 	if in.Cluster == "" || in.Cluster == PrimaryID {
 		return errs
 	}

@@ -114,7 +114,7 @@ type ScaleInput struct {
 func (in ScaleInput) Validate() error { return invalidInput(in.validate()) }
 
 func (in ScaleInput) validate() field.ErrorList {
-	errs := in.State.validate(field.NewPath("state"))
+	errs := in.State.validate(statePath)
 	p := field.NewPath("request")
 	req := in.Request
 	errs = append(errs, req.Limits.validate(p.Child("limits"))...)

@@ -14,99 +14,117 @@ import (
 // is refused, naming every fault, instead of producing a wrong plan or a
 // panic. Field paths start at "state", as in the planners' inputs.
 func (s State) Validate() error {
-	return invalidInput(s.validate(field.NewPath("state")))
+	return invalidInput(s.validate(statePath))
 }
+
+// pathFn builds a field path when a check fails, and only then: every
+// planner validates the whole state, so a path built per node would cost
+// thousands of allocations on valid input (see BenchmarkReplenish10k).
+type pathFn func() *field.Path
+
+func statePath() *field.Path { return field.NewPath("state") }
 
 // validate returns every fault of s, in a stable order, one step per part of
 // the state.
-func (s State) validate(p *field.Path) field.ErrorList {
-	errs := s.validatePrimary(p.Child("primary"))
-	errs = append(errs, s.validateNodes(p.Child("nodes"))...)
-	errs = append(errs, s.validateLogical(p.Child("logical"))...)
-	errs = append(errs, s.validateJobs(p.Child("jobs"))...)
+func (s State) validate(p pathFn) field.ErrorList {
+	errs := s.validatePrimary(func() *field.Path { return p().Child("primary") })
+	errs = append(errs, s.validateNodes(func() *field.Path { return p().Child("nodes") })...)
+	errs = append(errs, s.validateLogical(func() *field.Path { return p().Child("logical") })...)
+	errs = append(errs, s.validateJobs(func() *field.Path { return p().Child("jobs") })...)
 	errs = append(errs, s.validateMembership(p)...)
 	return errs
 }
 
-func (s State) validatePrimary(p *field.Path) field.ErrorList {
+func (s State) validatePrimary(p pathFn) field.ErrorList {
 	if s.Primary.ID != PrimaryID || s.Primary.Kind != Primary {
-		return field.ErrorList{invalid(p, s.Primary.ID, "Invalid state, the primary must have id %s and kind %s, not %q and %q.", PrimaryID, Primary, s.Primary.ID, s.Primary.Kind)}
+		return field.ErrorList{invalid(p(), s.Primary.ID, "Invalid state, the primary must have id %s and kind %s, not %q and %q.", PrimaryID, Primary, s.Primary.ID, s.Primary.Kind)}
 	}
 	return nil
 }
 
-func (s State) validateNodes(p *field.Path) field.ErrorList {
+func (s State) validateNodes(p pathFn) field.ErrorList {
+	// The table walks in hash order: find the faulty nodes, then report
+	// them in id order.
+	var bad []string
+	for id, n := range s.Nodes.All() {
+		if n.ID != id || n.ID == "" || n.Template == "" || (!n.Alive && n.Busy) {
+			bad = append(bad, id)
+		}
+	}
+	slices.Sort(bad)
 	var errs field.ErrorList
-	for _, id := range s.Nodes.IDs() {
+	for _, id := range bad {
 		n := s.Nodes.Node(id)
 		if n.ID != id {
-			errs = append(errs, invalid(p.Key(id).Child("id"), n.ID, "Invalid state, node key %q holds node %q.", id, n.ID))
+			errs = append(errs, invalid(p().Key(id).Child("id"), n.ID, "Invalid state, node key %q holds node %q.", id, n.ID))
 			continue
 		}
-		errs = append(errs, validNode(p.Key(id), n)...)
+		errs = append(errs, validNode(p().Key(id), n)...)
 	}
 	return errs
 }
 
-func (s State) validateLogical(p *field.Path) field.ErrorList {
+func (s State) validateLogical(p pathFn) field.ErrorList {
 	var errs field.ErrorList
 	for _, id := range sortedClusterIDs(s.Logical) {
-		c, fp := s.Logical[id], p.Key(id)
+		c := s.Logical[id]
+		fp := func() *field.Path { return p().Key(id) }
 		switch {
 		case c.ID != id:
-			errs = append(errs, invalid(fp.Child("id"), c.ID, "Invalid state, logical key %q holds cluster %q.", id, c.ID))
+			errs = append(errs, invalid(fp().Child("id"), c.ID, "Invalid state, logical key %q holds cluster %q.", id, c.ID))
 		case id == "" || id == PrimaryID || IsJobID(id):
-			errs = append(errs, invalid(fp.Child("id"), id, "Invalid state, %q is not a logical cluster id.", id))
+			errs = append(errs, invalid(fp().Child("id"), id, "Invalid state, %q is not a logical cluster id.", id))
 		case c.Kind != Divisible && c.Kind != Indivisible:
-			errs = append(errs, invalid(fp.Child("kind"), c.Kind, "Invalid state, logical cluster %s has kind %q.", id, c.Kind))
+			errs = append(errs, invalid(fp().Child("kind"), c.Kind, "Invalid state, logical cluster %s has kind %q.", id, c.Kind))
 		}
 		errs = append(errs, validDetached(fp, c)...)
 	}
 	return errs
 }
 
-func (s State) validateJobs(p *field.Path) field.ErrorList {
+func (s State) validateJobs(p pathFn) field.ErrorList {
 	var errs field.ErrorList
 	for _, id := range sortedClusterIDs(s.Jobs) {
-		c, fp := s.Jobs[id], p.Key(id)
+		c := s.Jobs[id]
+		fp := func() *field.Path { return p().Key(id) }
 		parent, job, _ := SplitJobID(id)
 		par, ok := s.Cluster(parent)
 		switch {
 		case c.ID != id:
-			errs = append(errs, invalid(fp.Child("id"), c.ID, "Invalid state, job key %q holds cluster %q.", id, c.ID))
+			errs = append(errs, invalid(fp().Child("id"), c.ID, "Invalid state, job key %q holds cluster %q.", id, c.ID))
 		case !IsJobID(id) || job == "":
-			errs = append(errs, invalid(fp.Child("id"), id, "Invalid state, %q is not a job cluster id.", id))
+			errs = append(errs, invalid(fp().Child("id"), id, "Invalid state, %q is not a job cluster id.", id))
 		case c.Kind != Job:
-			errs = append(errs, invalid(fp.Child("kind"), c.Kind, "Invalid state, job cluster %s has kind %q.", id, c.Kind))
+			errs = append(errs, invalid(fp().Child("kind"), c.Kind, "Invalid state, job cluster %s has kind %q.", id, c.Kind))
 		case !ok || !par.Kind.divisible():
-			errs = append(errs, invalid(fp.Child("id"), id, "Invalid state, job cluster %s has no divisible parent.", id))
+			errs = append(errs, invalid(fp().Child("id"), id, "Invalid state, job cluster %s has no divisible parent.", id))
 		case len(c.Buckets) > 0:
-			errs = append(errs, invalid(fp.Child("buckets"), len(c.Buckets), "Invalid state, job cluster %s holds buckets of its own; its nodes are its parent's bucket.", id))
+			errs = append(errs, invalid(fp().Child("buckets"), len(c.Buckets), "Invalid state, job cluster %s holds buckets of its own; its nodes are its parent's bucket.", id))
 		}
 		errs = append(errs, validDetached(fp, c)...)
 	}
 	return errs
 }
 
-func validDetached(p *field.Path, c Cluster) field.ErrorList {
+func validDetached(p pathFn, c Cluster) field.ErrorList {
 	if c.Detached < 0 {
-		return field.ErrorList{invalid(p.Child("detached"), c.Detached, "Invalid state, cluster %s has Detached %d.", c.ID, c.Detached)}
+		return field.ErrorList{invalid(p().Child("detached"), c.Detached, "Invalid state, cluster %s has Detached %d.", c.ID, c.Detached)}
 	}
 	return nil
 }
 
 // validateMembership checks that every node is in exactly one bucket of
 // the primary or a logical cluster, under its own template.
-func (s State) validateMembership(p *field.Path) field.ErrorList {
+func (s State) validateMembership(p pathFn) field.ErrorList {
 	seen := make(map[string]bool, s.Nodes.Len())
-	errs := s.validateBuckets(p.Child("primary", "buckets"), s.Primary, seen)
+	errs := s.validateBuckets(func() *field.Path { return p().Child("primary", "buckets") }, s.Primary, seen)
 	for _, id := range sortedClusterIDs(s.Logical) {
-		errs = append(errs, s.validateBuckets(p.Child("logical").Key(id).Child("buckets"), s.Logical[id], seen)...)
+		errs = append(errs, s.validateBuckets(func() *field.Path { return p().Child("logical").Key(id).Child("buckets") }, s.Logical[id], seen)...)
 	}
 	if len(seen) != s.Nodes.Len() {
 		for _, id := range s.Nodes.IDs() {
 			if !seen[id] {
-				errs = append(errs, invalid(p.Child("nodes").Key(id), id, "Invalid state, node %s is in no bucket.", id))
+				errs = append(errs, invalid(p().Child("nodes").Key(id), id, "Invalid state, node %s is in no bucket.", id))
 			}
 		}
 	}
@@ -114,12 +132,12 @@ func (s State) validateMembership(p *field.Path) field.ErrorList {
 }
 
 // validateBuckets checks the buckets of c, marking each listed node in seen.
-func (s State) validateBuckets(p *field.Path, c Cluster, seen map[string]bool) field.ErrorList {
+func (s State) validateBuckets(p pathFn, c Cluster, seen map[string]bool) field.ErrorList {
 	var errs field.ErrorList
 	for _, t := range templates(c) {
 		byBucket := c.Buckets[t]
 		for _, b := range slices.Sorted(maps.Keys(byBucket)) {
-			bp := p.Key(t).Key(b)
+			bp := func() *field.Path { return p().Key(t).Key(b) }
 			if b != Undivided {
 				errs = append(errs, s.validateJobBucket(bp, c, b)...)
 			}
@@ -129,36 +147,35 @@ func (s State) validateBuckets(p *field.Path, c Cluster, seen map[string]bool) f
 	return errs
 }
 
-func (s State) validateJobBucket(p *field.Path, c Cluster, b string) field.ErrorList {
+func (s State) validateJobBucket(p pathFn, c Cluster, b string) field.ErrorList {
 	parent, _, _ := SplitJobID(b)
 	_, ok := s.Jobs[b]
 	switch {
 	case !c.Kind.divisible():
-		return field.ErrorList{invalid(p, b, "Invalid state, indivisible cluster %s has bucket %s.", c.ID, b)}
+		return field.ErrorList{invalid(p(), b, "Invalid state, indivisible cluster %s has bucket %s.", c.ID, b)}
 	case parent != c.ID:
-		return field.ErrorList{invalid(p, b, "Invalid state, cluster %s has bucket %s of another parent.", c.ID, b)}
+		return field.ErrorList{invalid(p(), b, "Invalid state, cluster %s has bucket %s of another parent.", c.ID, b)}
 	case !ok:
-		return field.ErrorList{invalid(p, b, "Invalid state, cluster %s has bucket %s but no such job cluster.", c.ID, b)}
+		return field.ErrorList{invalid(p(), b, "Invalid state, cluster %s has bucket %s but no such job cluster.", c.ID, b)}
 	}
 	return nil
 }
 
-func (s State) validateBucketNodes(p *field.Path, c Cluster, t, b string, ids []string, seen map[string]bool) field.ErrorList {
+func (s State) validateBucketNodes(p pathFn, c Cluster, t, b string, ids []string, seen map[string]bool) field.ErrorList {
 	var errs field.ErrorList
 	for i, id := range ids {
-		ip := p.Index(i)
 		if i > 0 && ids[i-1] >= id {
-			errs = append(errs, invalid(ip, id, "Invalid state, bucket %s/%s of template %s is not strictly ascending at %s.", c.ID, b, t, id))
+			errs = append(errs, invalid(p().Index(i), id, "Invalid state, bucket %s/%s of template %s is not strictly ascending at %s.", c.ID, b, t, id))
 			continue
 		}
 		n, ok := s.Nodes.Get(id)
 		switch {
 		case !ok:
-			errs = append(errs, invalid(ip, id, "Invalid state, node %s of %s/%s is not in the node table.", id, c.ID, b))
+			errs = append(errs, invalid(p().Index(i), id, "Invalid state, node %s of %s/%s is not in the node table.", id, c.ID, b))
 		case n.Template != t:
-			errs = append(errs, invalid(ip, id, "Invalid state, node %s of template %s is listed under template %s in %s.", id, n.Template, t, c.ID))
+			errs = append(errs, invalid(p().Index(i), id, "Invalid state, node %s of template %s is listed under template %s in %s.", id, n.Template, t, c.ID))
 		case seen[id]:
-			errs = append(errs, invalid(ip, id, "Invalid state, node %s is in more than one bucket.", id))
+			errs = append(errs, invalid(p().Index(i), id, "Invalid state, node %s is in more than one bucket.", id))
 		}
 		seen[id] = true
 	}
