@@ -70,7 +70,7 @@ func FitRequestFromPod(pod *corev1.Pod, reg Registry) (FitRequest, error) {
 	if !nodePolicyKnown(fr.NodePolicy) {
 		errs = append(errs, field.NotSupported(annos.Key(AnnoNodePolicy), string(fr.NodePolicy), []Policy{Binpack, Spread}))
 	}
-	for i, p := range splitEntries(a[AnnoGPUPolicy]) {
+	for i, p := range boundedEntries(a[AnnoGPUPolicy], annos.Key(AnnoGPUPolicy), &errs) {
 		if p == "" {
 			continue
 		}
@@ -160,12 +160,30 @@ func splitEntries(s string) []string {
 	return out
 }
 
+// MaxPolicyEntries bounds the comma-separated lists a pod's scheduling
+// annotations hold (the device policy chain, the scoring weights): a chain
+// names each of the five device policies once and the weights three keys,
+// so a longer list is a mistake. It is refused as a whole, with one error,
+// rather than with one error per entry: a pod's annotations may hold 256 KiB,
+// and an error per two bytes would cost far more than the pod.
+const MaxPolicyEntries = 32
+
+// boundedEntries is splitEntries for a list of at most MaxPolicyEntries
+// entries; a longer one is reported under p and read as empty.
+func boundedEntries(s string, p *field.Path, errs *field.ErrorList) []string {
+	if n := strings.Count(s, ",") + 1; n > MaxPolicyEntries {
+		*errs = append(*errs, field.TooMany(p, n, MaxPolicyEntries))
+		return nil
+	}
+	return splitEntries(s)
+}
+
 // parseWeights parses "slot=1,core=1,memory=3"; a key left out weighs 1.
 // Each malformed entry is reported under p, indexed by its position.
 func parseWeights(s string, p *field.Path) (Weights, field.ErrorList) {
 	w := Weights{Slot: 1, Core: 1, Memory: 1}
 	var errs field.ErrorList
-	for i, kv := range splitEntries(s) {
+	for i, kv := range boundedEntries(s, p, &errs) {
 		if kv == "" {
 			continue
 		}

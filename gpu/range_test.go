@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -177,5 +178,21 @@ func TestUsageValuesInRange(t *testing.T) {
 	}
 	if a := u.Allocations[0]; a.MemoryMiB != math.MaxInt32 || a.Cores != math.MaxInt32 || a.Slots != 2 {
 		t.Fatalf("two app containers at the int32 maximum add up to %+v", a)
+	}
+}
+
+// TestPolicyListsBounded: a policy chain or weight list longer than
+// MaxPolicyEntries is refused with one error naming the annotation, not one
+// per entry (a 256 KiB annotation of "x," would cost an error per two
+// bytes). Fails when the lists are split without the bound.
+func TestPolicyListsBounded(t *testing.T) {
+	long := strings.Repeat("x,", gpu.MaxPolicyEntries)
+	for _, key := range []string{gpu.AnnoGPUPolicy, gpu.AnnoScoringWeights} {
+		p := twoApps(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}, nil)
+		p.Annotations = map[string]string{key: long}
+		_, err := gpu.FitRequestFromPod(p, gpu.DefaultRegistry())
+		if got := invalidFields(err); len(got) != 1 || got[0] != "metadata.annotations["+key+"]" {
+			t.Errorf("%s of %d entries: fields %v, want the annotation once", key, gpu.MaxPolicyEntries+1, got)
+		}
 	}
 }
