@@ -181,18 +181,24 @@ func TestUsageValuesInRange(t *testing.T) {
 	}
 }
 
-// TestPolicyListsBounded: a policy chain or weight list longer than
-// MaxPolicyEntries is refused with one error naming the annotation, not one
-// per entry (a 256 KiB annotation of "x," would cost an error per two
-// bytes). Fails when the lists are split without the bound.
+// TestPolicyListsBounded: a policy chain, weight list or model list longer
+// than MaxPolicyEntries, or a device id list longer than MaxUUIDEntries, is
+// refused with one error naming the annotation, not one per entry (a
+// 256 KiB annotation of "x," would cost an error per two bytes) nor a
+// comparison of every entry with every candidate device. Fails when the
+// lists are split without their bounds.
 func TestPolicyListsBounded(t *testing.T) {
-	long := strings.Repeat("x,", gpu.MaxPolicyEntries)
-	for _, key := range []string{gpu.AnnoGPUPolicy, gpu.AnnoScoringWeights} {
+	for key, n := range map[string]int{gpu.AnnoGPUPolicy: gpu.MaxPolicyEntries, gpu.AnnoScoringWeights: gpu.MaxPolicyEntries,
+		gpu.AnnoUseGPUType: gpu.MaxPolicyEntries, gpu.AnnoNoUseGPUType: gpu.MaxPolicyEntries, gpu.AnnoUseGPUUUID: gpu.MaxUUIDEntries, gpu.AnnoNoUseGPUUUID: gpu.MaxUUIDEntries} {
 		p := twoApps(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}, nil)
-		p.Annotations = map[string]string{key: long}
+		p.Annotations = map[string]string{key: strings.Repeat("x,", n)}
 		_, err := gpu.FitRequestFromPod(p, gpu.DefaultRegistry())
 		if got := invalidFields(err); len(got) != 1 || got[0] != "metadata.annotations["+key+"]" {
-			t.Errorf("%s of %d entries: fields %v, want the annotation once", key, gpu.MaxPolicyEntries+1, got)
+			t.Errorf("%s of %d entries: fields %v, want the annotation once", key, n+1, got)
+		}
+		p.Annotations = map[string]string{key: strings.Repeat("x,", n-1) + "x"}
+		if _, err := gpu.FitRequestFromPod(p, gpu.DefaultRegistry()); contains(invalidFields(err), "metadata.annotations["+key+"]") {
+			t.Errorf("%s of %d entries refused as too long: %v", key, n, err)
 		}
 	}
 }
