@@ -3,8 +3,10 @@ package extender
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	"k8s.io/utils/clock"
@@ -220,18 +223,26 @@ func (s *Scheduler) assign(ctx context.Context, pod *corev1.Pod, node gpu.Node, 
 	if err != nil {
 		return err
 	}
-	patch := client.MergeFrom(pod)
-	updated := pod.DeepCopy()
+	// The patch holds the annotations only, built from them rather than by
+	// comparing copies of the pod: this runs under the scheduler's mutex,
+	// and the pod is as large as the request that carried it.
+	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annos}})
+	if err != nil {
+		return fmt.Errorf("extender filter: %w", err)
+	}
+	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}
+	if err := s.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, data)); err != nil {
+		return fmt.Errorf("extender filter: writing %s/%s's annotations: %w", pod.Namespace, pod.Name, err)
+	}
+	// The pod as the cache will show it, for its usage: only its
+	// annotations, phase and init containers are read.
+	updated := *pod
+	updated.Annotations = maps.Clone(pod.Annotations)
 	if updated.Annotations == nil {
 		updated.Annotations = map[string]string{}
 	}
-	for k, v := range annos {
-		updated.Annotations[k] = v
-	}
-	if err := s.client.Patch(ctx, updated, patch); err != nil {
-		return fmt.Errorf("extender filter: writing %s/%s's annotations: %w", pod.Namespace, pod.Name, err)
-	}
-	usage, err := gpu.DecodePodUsage(updated, s.registry)
+	maps.Copy(updated.Annotations, annos)
+	usage, err := gpu.DecodePodUsage(&updated, s.registry)
 	if err != nil {
 		return err
 	}
