@@ -133,12 +133,18 @@ func candidates(args *extenderv1.ExtenderArgs) []string {
 	return names
 }
 
+// unseenNodes is how many more candidates than its node cache holds a call
+// may name: kube-scheduler's informer can show a new node before this
+// extender's cache does, and such a node is answered "not found" while the
+// others are fitted, rather than failing the whole call.
+const unseenNodes = 100
+
 // checkArgs refuses, before any lock is taken, a call naming more
-// candidates than Limits.MaxNodes or than the cluster has nodes, and a pod
-// with more annotations than the API server stores (256 KiB in all), so
-// that what runs under the scheduler's mutex is bounded by the cluster, not
-// by the request. The node count is the node cache's when last listed,
-// listed again here when a call names more.
+// candidates than Limits.MaxNodes or than the cluster has nodes (the node
+// cache's count, listed again when a call names more, plus unseenNodes),
+// and a pod with more annotations than the API server stores (256 KiB in
+// all), so that what runs under the scheduler's mutex is bounded by the
+// cluster, not by the request.
 func (s *Scheduler) checkArgs(ctx context.Context, args *extenderv1.ExtenderArgs) error {
 	if err := apivalidation.ValidateAnnotationsSize(args.Pod.Annotations); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", args.Pod.Namespace, args.Pod.Name, err)
@@ -147,7 +153,7 @@ func (s *Scheduler) checkArgs(ctx context.Context, args *extenderv1.ExtenderArgs
 	if n > s.limits.MaxNodes {
 		return fmt.Errorf("%d candidate nodes, more than the cluster may have (Limits.MaxNodes %d)", n, s.limits.MaxNodes)
 	}
-	if int64(n) <= s.nodeCount.Load() {
+	if int64(n) <= s.nodeCount.Load()+unseenNodes {
 		return nil
 	}
 	var list corev1.NodeList
@@ -155,7 +161,7 @@ func (s *Scheduler) checkArgs(ctx context.Context, args *extenderv1.ExtenderArgs
 		return fmt.Errorf("listing nodes: %w", err)
 	}
 	s.nodeCount.Store(int64(len(list.Items)))
-	if n > len(list.Items) {
+	if n > len(list.Items)+unseenNodes {
 		return fmt.Errorf("%d candidate nodes, more than the %d nodes in the scheduler's cache", n, len(list.Items))
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/adapters/extender"
@@ -229,7 +230,7 @@ func TestHostileBodies(t *testing.T) {
 		}
 		cases = append(cases,
 			tc{path, "names over the body bound", filterArgs(podWith("metadata", `"labels":{}`), names(int(over), func(i int) string { return fmt.Sprintf("x-%011d", i) })), "bytes"},
-			tc{path, "names over the cluster", filterArgs(podWith("metadata", `"labels":{}`), names(1100*16, func(i int) string { return fmt.Sprintf("x-%011d", i) })), "candidate nodes"},
+			tc{path, "names over the cluster", filterArgs(podWith("metadata", `"labels":{}`), names(1200*16, func(i int) string { return fmt.Sprintf("x-%011d", i) })), "candidate nodes"},
 			tc{path, "null containers", filterArgs(podWith("spec", `"initContainers":[`+strings.Repeat("null,", 600_000)+`null]`), names(0, nil)), "JSON values"},
 		)
 	}
@@ -375,5 +376,20 @@ func TestCountValues(t *testing.T) {
 	}
 	if got := extender.CountValues([]byte(strings.Repeat("1,", 1000)), 10); got != 11 {
 		t.Errorf("CountValues stops at %d, want 11", got)
+	}
+}
+
+// TestUnseenNodes: a call may name a few nodes the extender's cache has not
+// seen yet (kube-scheduler's informer can be ahead of it): they fail as not
+// found and the others are fitted. Fails when every call naming more nodes
+// than the cache holds is refused.
+func TestUnseenNodes(t *testing.T) {
+	ext, nodes := memExtender(t, 1000)
+	for i := range 50 {
+		nodes = append(nodes, fmt.Sprintf("new-%d", i))
+	}
+	res := ext.Filter(context.Background(), extenderv1.ExtenderArgs{Pod: gpuPod("p", 8000), NodeNames: &nodes})
+	if res.Error != "" || len(*res.NodeNames) != 1 || !strings.Contains(res.FailedNodes["new-49"], "not found") {
+		t.Fatalf("Filter naming 50 unseen nodes: %v, %v, %q", res.Error, res.NodeNames, res.FailedNodes["new-49"])
 	}
 }
