@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -67,7 +66,11 @@ func (s *Scheduler) decode(w http.ResponseWriter, r *http.Request, maxBytes int6
 		return false
 	}
 	defer func() { <-s.decodes }()
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
+	// Sized by the declared length, so a body is read into one buffer.
+	var buf bytes.Buffer
+	buf.Grow(int(min(max(r.ContentLength, 0), maxBytes)) + bytes.MinRead)
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBytes))
+	body := buf.Bytes()
 	if err != nil {
 		if errors.As(err, new(*http.MaxBytesError)) {
 			http.Error(w, fmt.Sprintf("extender: the request body is over the %d bytes a %T may take", maxBytes, v), http.StatusRequestEntityTooLarge)
@@ -80,13 +83,9 @@ func (s *Scheduler) decode(w http.ResponseWriter, r *http.Request, maxBytes int6
 		http.Error(w, fmt.Sprintf("extender: the request body holds over the %d JSON values a %T may hold", maxValues, v), http.StatusRequestEntityTooLarge)
 		return false
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(v); err != nil {
-		http.Error(w, fmt.Sprintf("extender: the request body is not a %T: %v", v, err), http.StatusBadRequest)
-		return false
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		http.Error(w, "extender: the request body holds more than one JSON value", http.StatusBadRequest)
+	// Unmarshal refuses anything after the one value.
+	if err := json.Unmarshal(body, v); err != nil {
+		http.Error(w, fmt.Sprintf("extender: the request body is not one %T: %v", v, err), http.StatusBadRequest)
 		return false
 	}
 	return true
