@@ -70,7 +70,7 @@ func FitRequestFromPod(pod *corev1.Pod, reg Registry) (FitRequest, error) {
 	if !nodePolicyKnown(fr.NodePolicy) {
 		errs = append(errs, field.NotSupported(annos.Key(AnnoNodePolicy), string(fr.NodePolicy), []Policy{Binpack, Spread}))
 	}
-	for i, p := range splitEntries(a[AnnoGPUPolicy]) {
+	for i, p := range boundedEntries(a[AnnoGPUPolicy], annos.Key(AnnoGPUPolicy), &errs) {
 		if p == "" {
 			continue
 		}
@@ -91,10 +91,10 @@ func FitRequestFromPod(pod *corev1.Pod, reg Registry) (FitRequest, error) {
 		}
 		fr.NUMABind = b
 	}
+	fr.Selectors = reg.selectors(a, annos, &errs)
 	if err := plancore.Invalid(ErrInvalidRequest, errs); err != nil {
 		return FitRequest{}, err
 	}
-	fr.Selectors = reg.selectors(a)
 	if a[AnnoAscendVNPUMode] == "hami-core" {
 		for i, q := range fr.Requests {
 			if t, ok := reg.Lookup(q.Type); ok && t.Annotations.Extra == ExtraAscend {
@@ -113,23 +113,25 @@ func FitRequestFromPod(pod *corev1.Pod, reg Registry) (FitRequest, error) {
 // selectors returns, per registry type in registry order, the device
 // selectors the pod's annotations set with the type's use/nouse type and
 // UUID annotation names (nvidia.com/use-gputype, hygon.com/use-gpuuuid, ...).
-func (r Registry) selectors(a map[string]string) []Selector {
+// A list longer than its bound (MaxPolicyEntries models, MaxUUIDEntries
+// ids) is reported under annos: every device of every candidate node is
+// compared with every entry.
+func (r Registry) selectors(a map[string]string, annos *field.Path, errs *field.ErrorList) []Selector {
 	var out []Selector
+	list := func(key string, bound int) []string {
+		if key == "" {
+			return nil
+		}
+		if n := strings.Count(a[key], ",") + 1; n > bound {
+			*errs = append(*errs, field.TooMany(annos.Key(key), n, bound))
+			return nil
+		}
+		return splitList(a[key])
+	}
 	for _, t := range r.types {
 		n := t.Annotations
-		sel := Selector{Type: t.Type}
-		if n.UseType != "" {
-			sel.UseModels = splitList(a[n.UseType])
-		}
-		if n.NoUseType != "" {
-			sel.NoUseModels = splitList(a[n.NoUseType])
-		}
-		if n.UseUUID != "" {
-			sel.UseUUIDs = splitList(a[n.UseUUID])
-		}
-		if n.NoUseUUID != "" {
-			sel.NoUseUUIDs = splitList(a[n.NoUseUUID])
-		}
+		sel := Selector{Type: t.Type, UseModels: list(n.UseType, MaxPolicyEntries), NoUseModels: list(n.NoUseType, MaxPolicyEntries),
+			UseUUIDs: list(n.UseUUID, MaxUUIDEntries), NoUseUUIDs: list(n.NoUseUUID, MaxUUIDEntries)}
 		if len(sel.UseModels)+len(sel.NoUseModels)+len(sel.UseUUIDs)+len(sel.NoUseUUIDs) > 0 {
 			out = append(out, sel)
 		}
@@ -160,12 +162,37 @@ func splitEntries(s string) []string {
 	return out
 }
 
+// MaxPolicyEntries bounds the comma-separated lists a pod's scheduling
+// annotations hold (the device policy chain, the scoring weights, the
+// device models to use or avoid): a chain names each of the five device
+// policies once, the weights three keys, and a model list a few product
+// names, so a longer list is a mistake. It is refused as a whole, with one
+// error, rather than with one error per entry: a pod's annotations may
+// hold 256 KiB, and an error per two bytes would cost far more than the
+// pod; and every candidate device is compared with every model.
+const MaxPolicyEntries = 32
+
+// MaxUUIDEntries bounds the device ids a pod's use or avoid list names
+// (nvidia.com/use-gpuuuid, ...): every candidate device is compared with
+// each, and a pod naming more devices than a large rack holds is a mistake.
+const MaxUUIDEntries = 1024
+
+// boundedEntries is splitEntries for a list of at most MaxPolicyEntries
+// entries; a longer one is reported under p and read as empty.
+func boundedEntries(s string, p *field.Path, errs *field.ErrorList) []string {
+	if n := strings.Count(s, ",") + 1; n > MaxPolicyEntries {
+		*errs = append(*errs, field.TooMany(p, n, MaxPolicyEntries))
+		return nil
+	}
+	return splitEntries(s)
+}
+
 // parseWeights parses "slot=1,core=1,memory=3"; a key left out weighs 1.
 // Each malformed entry is reported under p, indexed by its position.
 func parseWeights(s string, p *field.Path) (Weights, field.ErrorList) {
 	w := Weights{Slot: 1, Core: 1, Memory: 1}
 	var errs field.ErrorList
-	for i, kv := range splitEntries(s) {
+	for i, kv := range boundedEntries(s, p, &errs) {
 		if kv == "" {
 			continue
 		}

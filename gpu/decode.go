@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -350,27 +352,52 @@ func capacityDevices(node *corev1.Node, t DeviceType) []Device {
 	if !ok || total <= 0 {
 		return nil
 	}
-	mem := int64(c.MemoryMiB)
+	mem := c.MemoryMiB
 	if mem == 0 {
 		if mq, ok := node.Status.Capacity[t.Memory]; ok {
 			if m, ok := mq.AsInt64(); ok && m > 0 {
-				mem = min(m*t.memoryUnit()*c.PerDevice/total, 1<<31-1)
+				mem = shareMiB(m, t.memoryUnit(), c.PerDevice, total)
 			}
 		}
 	}
-	cards := (total + c.PerDevice - 1) / c.PerDevice
+	// Rounded up without adding first: a capacity near the int64 maximum
+	// must not wrap negative.
+	cards := total / c.PerDevice
+	if total%c.PerDevice != 0 {
+		cards++
+	}
 	// A node cannot hold more cards than this; a larger capacity is a typo.
-	cards = min(cards, 4096)
+	cards = min(cards, MaxCapacityDevices)
 	out := make([]Device, 0, cards)
 	for i := range int(cards) {
 		d := Device{ID: fmt.Sprintf("%s-%s-%d", node.Name, c.IDInfix, i), Index: i, Vendor: t.Type, Model: t.Type,
-			Count: c.Slots, MemoryMiB: int32(mem), Cores: c.Cores, Healthy: true}
+			Count: c.Slots, MemoryMiB: mem, Cores: c.Cores, Healthy: true}
 		if c.HalfNUMA && int64(i) >= cards/2 {
 			d.NUMA = 1
 		}
 		out = append(out, d)
 	}
 	return out
+}
+
+// MaxCapacityDevices is the most devices DecodeNode derives from one
+// type's capacity (or AWS Neuron's count): a node cannot hold more, and a
+// larger capacity is a typo that must not cost a device per unit.
+const MaxCapacityDevices = 4096
+
+// shareMiB is one device's share of a capacity-derived memory, m units of
+// unit MiB spread over total capacity at per capacity a device: m × unit ×
+// per / total, computed without overflow and saturated at math.MaxInt32
+// MiB, the most a Device's MemoryMiB holds. A product that wrapped would
+// read a huge card as having no memory, or negative memory.
+func shareMiB(m, unit, per, total int64) int32 {
+	v := new(big.Int).Mul(big.NewInt(m), big.NewInt(unit))
+	v.Mul(v, big.NewInt(per))
+	v.Quo(v, big.NewInt(total))
+	if !v.IsInt64() || v.Int64() > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(max(v.Int64(), 0))
 }
 
 // decodeHandshake reads one vendor's handshake annotation.

@@ -74,7 +74,8 @@ func decodeEnflameDRS(node *corev1.Node, typ, s string, p *field.Path) ([]Device
 	if maxMem <= 0 {
 		maxMem = maxSlices
 	}
-	if int64(maxMem)*1024 > math.MaxInt32 {
+	// Compared before multiplying: a product that wrapped would pass.
+	if maxMem > math.MaxInt32/1024 {
 		errs = append(errs, field.Invalid(p.Child("profiles"), maxMem, "the largest profile's GiB overflow int32 MiB"))
 	}
 	if len(spec.Devices) == 0 {
@@ -160,7 +161,7 @@ func neuronDevices(node *corev1.Node, t DeviceType) []Device {
 		}
 	}
 	// A node cannot hold more devices than this; a larger capacity is a typo.
-	count = min(count, 4096)
+	count = min(count, MaxCapacityDevices)
 	per := int32(min(cores/count, 63))
 	out := make([]Device, 0, count)
 	for i := range int(count) {

@@ -119,6 +119,16 @@
 //     has is refused by AddUsage (naming it), and usage sums saturate, so one
 //     crafted pod annotation cannot wrap a node's usage and block scheduling;
 //   - every Options duration is range-checked (at most MaxTimeout);
+//   - a capacity-derived card's memory is computed without overflow and
+//     saturated at the int32 maximum of MiB, and at most MaxCapacityDevices
+//     cards are derived per type, so a card reporting 2^55 units is never
+//     read as having no memory;
+//   - FilterAnnotations refuses what its annotations could not carry back
+//     (an empty device id or one holding ',', ':' or ';', a negative amount,
+//     a core mask above core 30) rather than writing what no decoder reads;
+//   - a pod's policy, weight and model lists hold at most MaxPolicyEntries
+//     entries, its device id lists MaxUUIDEntries, each longer one refused
+//     with one error;
 //   - a malformed register or allocation annotation is an error naming it,
 //     where HAMi skips the vendor or the pod;
 //   - the topology-aware search stops at 100,000 combinations and keeps the

@@ -3,6 +3,7 @@ package gpu
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -285,8 +286,12 @@ type FilterChoice struct {
 // time, Ascend's); any other vendor (NVIDIA, whose models read "NVIDIA-...") gets
 // entries only for the containers holding its devices. Invalid input (a nil
 // pod, a zero Now, an empty node name, a container or device the pod or node
-// does not have) is named in a *plancore.InvalidError wrapping
-// ErrInvalidInput.
+// does not have, an allocation typed other than its device) is named in a
+// *plancore.InvalidError wrapping ErrInvalidInput, as is every allocation
+// the annotations could not carry back to DecodeAllocations and
+// DecodePodUsage: an empty device id or one holding ',', ':' or ';',
+// negative memory or cores, a core mask naming a core above 30. What
+// FilterAnnotations writes always decodes to the allocations it was given.
 func FilterAnnotations(c FilterChoice) (map[string]string, error) {
 	if errs := c.validate(); len(errs) > 0 {
 		return nil, plancore.Invalid(ErrInvalidInput, errs)
@@ -327,6 +332,9 @@ func FilterAnnotations(c FilterChoice) (map[string]string, error) {
 		}
 		if t.Annotations.CoreMask {
 			list = withCoreMasks(list, c.Node)
+			if errs := wideMasks(list); len(errs) > 0 {
+				return nil, plancore.Invalid(ErrInvalidInput, errs)
+			}
 		}
 		enc := EncodeAllocations(list, t.Type)
 		if t.Annotations.EntryModel {
@@ -380,9 +388,9 @@ func (c FilterChoice) validate() field.ErrorList {
 	for _, k := range podContainers(c.Pod) {
 		known[k] = true
 	}
-	devs := map[string]bool{}
+	vendor := map[string]string{}
 	for _, d := range c.Node.Devices {
-		devs[d.ID] = true
+		vendor[d.ID] = d.Vendor
 	}
 	for i, ca := range c.Containers {
 		p := field.NewPath("containers").Index(i)
@@ -390,8 +398,64 @@ func (c FilterChoice) validate() field.ErrorList {
 			errs = append(errs, field.NotFound(p.Child("container"), ca.Container))
 		}
 		for j, a := range ca.Devices {
-			if !devs[a.UUID] {
-				errs = append(errs, field.NotFound(p.Child("devices").Index(j).Child("uuid"), a.UUID))
+			dp := p.Child("devices").Index(j)
+			if bad := unencodable(a, dp); len(bad) > 0 {
+				errs = append(errs, bad...)
+				continue
+			}
+			switch v, ok := vendor[a.UUID]; {
+			case !ok:
+				errs = append(errs, field.NotFound(dp.Child("uuid"), a.UUID))
+			case v != a.Type:
+				// Written under another vendor's annotation, it would be
+				// read back as that vendor's device.
+				errs = append(errs, field.Invalid(dp.Child("type"), a.Type, fmt.Sprintf("device %s is %q", a.UUID, v)))
+			}
+		}
+	}
+	return errs
+}
+
+// allocationSeparators are the separators of the devices-to-allocate
+// encoding: containers end with ';', devices with ':', fields are split at
+// ','.
+const allocationSeparators = ",:;"
+
+// maxEncodedMask is the largest core mask the encoding holds: the mask is
+// written in the cores field, which DecodeAllocations reads as a
+// non-negative int32.
+const maxEncodedMask = math.MaxInt32
+
+// unencodable names what in a, named p, DecodeAllocations could not read
+// back once written: an empty id or one holding a separator, negative
+// memory or cores, a core mask wider than the cores field.
+func unencodable(a Allocation, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if a.UUID == "" || strings.ContainsAny(a.UUID, allocationSeparators) {
+		errs = append(errs, field.Invalid(p.Child("uuid"), a.UUID, "must be non-empty and free of ',', ':' and ';', the separators of the devices-allocated annotation"))
+	}
+	if a.MemoryMiB < 0 {
+		errs = append(errs, field.Invalid(p.Child("memoryMiB"), a.MemoryMiB, "must not be negative"))
+	}
+	if a.Cores < 0 {
+		errs = append(errs, field.Invalid(p.Child("cores"), a.Cores, "must not be negative"))
+	}
+	if a.CoreMask > maxEncodedMask {
+		errs = append(errs, field.Invalid(p.Child("coreMask"), a.CoreMask, "the annotation holds cores 0..30 only"))
+	}
+	return errs
+}
+
+// wideMasks names the core masks chosen for a device of more cores than
+// the annotation can name (the lowest free cores of a device of 32 or
+// more), by container name.
+func wideMasks(list []ContainerAllocation) field.ErrorList {
+	var errs field.ErrorList
+	for _, ca := range list {
+		for j, a := range ca.Devices {
+			if a.CoreMask > maxEncodedMask {
+				errs = append(errs, field.Invalid(field.NewPath("containers").Key(ca.Container).Child("devices").Index(j).Child("coreMask"),
+					a.CoreMask, "the annotation holds cores 0..30 only"))
 			}
 		}
 	}

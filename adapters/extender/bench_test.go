@@ -45,8 +45,21 @@ func (m *memCluster) List(_ context.Context, list client.ObjectList, _ ...client
 	return nil
 }
 
-func (m *memCluster) Patch(_ context.Context, obj client.Object, _ client.Patch, _ ...client.PatchOption) error {
+// Patch takes Filter's merge patch of a pod's annotations: the pod (as
+// obj names it) shows them at once.
+func (m *memCluster) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
+	data, err := patch.Data(obj)
+	if err != nil {
+		return err
+	}
+	var merge struct {
+		Metadata struct{ Annotations map[string]string }
+	}
+	if err := json.Unmarshal(data, &merge); err != nil {
+		return err
+	}
 	p := obj.(*corev1.Pod).DeepCopy()
+	p.Annotations = merge.Metadata.Annotations
 	p.ResourceVersion = strconv.Itoa(len(m.pods) + 1)
 	m.pods = append(m.pods, *p)
 	return nil

@@ -20,6 +20,14 @@
 // real usage is unknown, and fitting it as if the pod held nothing could
 // over-assign a device.
 //
+// No request, however built, stalls the scheduler or exhausts its memory
+// (Limits): a body is read within a bound derived from the cluster size it
+// allows (node names, as kube-scheduler sends with nodeCacheCapable true,
+// plus one pod), its JSON values are counted before it is decoded, a few
+// requests are decoded at a time while the others wait their turn, and a
+// call naming more candidates than the node cache holds is refused before
+// the scheduler's mutex is taken: only the decision runs under it.
+//
 // kube-scheduler's configuration names the extender with urlPrefix, the
 // verbs "filter", "prioritize" and "bind", nodeCacheCapable true, and the
 // device resources as managedResources, so only pods asking for them reach

@@ -3,13 +3,18 @@ package extender
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	"k8s.io/utils/clock"
@@ -29,8 +34,20 @@ type Scheduler struct {
 	clock    clock.PassiveClock
 	seed     uint64
 
+	limits Limits
+
+	// decodes holds a token per request being decoded
+	// (Limits.MaxConcurrentDecodes); decodeWaiters counts those waiting.
+	decodes       chan struct{}
+	decodeWaiters atomic.Int64
+	// nodeCount is the number of nodes in the node cache when last listed:
+	// no call may name more candidates.
+	nodeCount atomic.Int64
+
 	// mu serializes Filter: a Filter reads the usage, chooses a node and
-	// records the pod's usage as assumed before the next Filter reads.
+	// records the pod's usage as assumed before the next Filter reads. Only
+	// the decision runs under it, over a request already decoded and
+	// checked against the Limits: never work that grows with the request.
 	mu    sync.Mutex
 	cache usageCache
 }
@@ -56,6 +73,8 @@ type Config struct {
 	Clock clock.PassiveClock
 	// Seed feeds the Bind retry jitter.
 	Seed uint64
+	// Limits bounds what one request may cost (the defaults when zero).
+	Limits Limits
 }
 
 // ErrInvalidConfig is returned by New for a configuration it cannot run.
@@ -74,13 +93,17 @@ func New(c Config) (*Scheduler, error) {
 	if err := c.Options.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Limits.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
 	}
 	s := &Scheduler{
 		client: c.Client, reader: c.Reader, registry: c.Registry, options: c.Options,
-		binder: c.Bind, clock: c.Clock, seed: c.Seed,
+		binder: c.Bind, clock: c.Clock, seed: c.Seed, limits: c.Limits.withDefaults(),
 	}
+	s.decodes = make(chan struct{}, s.limits.MaxConcurrentDecodes)
 	if s.reader == nil {
 		s.reader = c.Client
 	}
@@ -110,6 +133,40 @@ func candidates(args *extenderv1.ExtenderArgs) []string {
 	return names
 }
 
+// unseenNodes is how many more candidates than its node cache holds a call
+// may name: kube-scheduler's informer can show a new node before this
+// extender's cache does, and such a node is answered "not found" while the
+// others are fitted, rather than failing the whole call.
+const unseenNodes = 100
+
+// checkArgs refuses, before any lock is taken, a call naming more
+// candidates than Limits.MaxNodes or than the cluster has nodes (the node
+// cache's count, listed again when a call names more, plus unseenNodes),
+// and a pod with more annotations than the API server stores (256 KiB in
+// all), so that what runs under the scheduler's mutex is bounded by the
+// cluster, not by the request.
+func (s *Scheduler) checkArgs(ctx context.Context, args *extenderv1.ExtenderArgs) error {
+	if err := apivalidation.ValidateAnnotationsSize(args.Pod.Annotations); err != nil {
+		return fmt.Errorf("pod %s/%s: %w", args.Pod.Namespace, args.Pod.Name, err)
+	}
+	n := len(candidates(args))
+	if n > s.limits.MaxNodes {
+		return fmt.Errorf("%d candidate nodes, more than the cluster may have (Limits.MaxNodes %d)", n, s.limits.MaxNodes)
+	}
+	if int64(n) <= s.nodeCount.Load()+unseenNodes {
+		return nil
+	}
+	var list corev1.NodeList
+	if err := s.reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	s.nodeCount.Store(int64(len(list.Items)))
+	if n > len(list.Items)+unseenNodes {
+		return fmt.Errorf("%d candidate nodes, more than the %d nodes in the scheduler's cache", n, len(list.Items))
+	}
+	return nil
+}
+
 // passThrough answers a pod that asks for no device: every candidate passes,
 // in the form the scheduler sent them.
 func passThrough(args *extenderv1.ExtenderArgs) extenderv1.ExtenderFilterResult {
@@ -126,6 +183,9 @@ func passThrough(args *extenderv1.ExtenderArgs) extenderv1.ExtenderFilterResult 
 func (s *Scheduler) Filter(ctx context.Context, args extenderv1.ExtenderArgs) extenderv1.ExtenderFilterResult {
 	if args.Pod == nil {
 		return extenderv1.ExtenderFilterResult{Error: "extender filter: no pod in the arguments"}
+	}
+	if err := s.checkArgs(ctx, &args); err != nil {
+		return extenderv1.ExtenderFilterResult{Error: "extender filter: " + err.Error()}
 	}
 	req, err := gpu.FitRequestFromPod(args.Pod, s.registry)
 	if err != nil {
@@ -169,18 +229,26 @@ func (s *Scheduler) assign(ctx context.Context, pod *corev1.Pod, node gpu.Node, 
 	if err != nil {
 		return err
 	}
-	patch := client.MergeFrom(pod)
-	updated := pod.DeepCopy()
+	// The patch holds the annotations only, built from them rather than by
+	// comparing copies of the pod: this runs under the scheduler's mutex,
+	// and the pod is as large as the request that carried it.
+	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annos}})
+	if err != nil {
+		return fmt.Errorf("extender filter: %w", err)
+	}
+	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}
+	if err := s.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, data)); err != nil {
+		return fmt.Errorf("extender filter: writing %s/%s's annotations: %w", pod.Namespace, pod.Name, err)
+	}
+	// The pod as the cache will show it, for its usage: only its
+	// annotations, phase and init containers are read.
+	updated := *pod
+	updated.Annotations = maps.Clone(pod.Annotations)
 	if updated.Annotations == nil {
 		updated.Annotations = map[string]string{}
 	}
-	for k, v := range annos {
-		updated.Annotations[k] = v
-	}
-	if err := s.client.Patch(ctx, updated, patch); err != nil {
-		return fmt.Errorf("extender filter: writing %s/%s's annotations: %w", pod.Namespace, pod.Name, err)
-	}
-	usage, err := gpu.DecodePodUsage(updated, s.registry)
+	maps.Copy(updated.Annotations, annos)
+	usage, err := gpu.DecodePodUsage(&updated, s.registry)
 	if err != nil {
 		return err
 	}
@@ -193,6 +261,11 @@ func (s *Scheduler) assign(ctx context.Context, pod *corev1.Pod, node gpu.Node, 
 // spread the emptiest); nodes that do not fit, and every node for a pod that
 // asks for no device, score 0.
 func (s *Scheduler) Prioritize(ctx context.Context, args extenderv1.ExtenderArgs) (extenderv1.HostPriorityList, error) {
+	if args.Pod != nil {
+		if err := s.checkArgs(ctx, &args); err != nil {
+			return nil, fmt.Errorf("extender prioritize: %w", err)
+		}
+	}
 	names := candidates(&args)
 	out := make(extenderv1.HostPriorityList, 0, len(names))
 	for _, n := range names {
@@ -285,6 +358,7 @@ func (s *Scheduler) nodesWithUsage(ctx context.Context, names []string, self typ
 	if err != nil {
 		return nil, nil, err
 	}
+	s.nodeCount.Store(int64(len(byName)))
 	usage, bad, err := s.cache.usage(ctx, s.reader, s.registry, self, now)
 	if err != nil {
 		return nil, nil, err

@@ -32,6 +32,8 @@ type KubeConfig struct {
 	Seed        uint64
 	// Recorder, when set, records the Bind events on the pods.
 	Recorder record.EventRecorder
+	// Limits bounds what one request may cost, as in Config.
+	Limits Limits
 }
 
 // ForKubernetes wires a Scheduler for a live cluster: the node lock on Node
@@ -63,7 +65,7 @@ func ForKubernetes(c KubeConfig) (*Scheduler, error) {
 		pc = c.Clock
 	}
 	s, err := New(Config{
-		Client: c.Client, Reader: reader, Registry: c.Registry, Options: c.Options, Clock: pc, Seed: c.Seed,
+		Client: c.Client, Reader: reader, Registry: c.Registry, Options: c.Options, Clock: pc, Seed: c.Seed, Limits: c.Limits,
 		Bind: &gpu.Binder{Exec: exec, Waiter: kube.BindWaiter{Store: store, Clock: c.Clock}, Queue: &gpu.NodeQueue{}},
 	})
 	if err != nil {
