@@ -370,3 +370,22 @@ func TestApplyRefusesARefusal(t *testing.T) {
 		t.Errorf("Apply(empty) = %+v, %v", rep, err)
 	}
 }
+
+// TestMoveReasonFacts: the facts a move's or creation's message states are
+// fields of its Reason, the message rendered from them.
+func TestMoveReasonFacts(t *testing.T) {
+	s, err := vcluster.NewState(exampleNodes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := vcluster.PlanCreateOrUpdate(vcluster.CreateOrUpdateInput{State: s, Request: vcluster.Request{ID: "vc", ReplicaSets: vcluster.ReplicaSet{"8c16g": 2}}, Revision: 1})
+	if err != nil || len(p.Moves) != 2 || len(p.Creates) != 1 {
+		t.Fatalf("plan = %s, %v", p, err)
+	}
+	if r := p.Moves[0].Reason; r.Cluster != "vc" || r.Template != "8c16g" || r.Count != 2 || r.Message != "vc grows to 2 8c16g node(s)" {
+		t.Errorf("move reason = %+v", r)
+	}
+	if r := p.Creates[0].Reason; r.Cluster != "vc" || r.ReplicaSets["8c16g"] != 2 || r.Message != "virtual cluster vc created with {8c16g: 2}" {
+		t.Errorf("create reason = %+v", r)
+	}
+}

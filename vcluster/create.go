@@ -1,7 +1,6 @@
 package vcluster
 
 import (
-	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -172,10 +171,10 @@ func PlanCreateOrUpdate(in CreateOrUpdateInput) (Plan, error) {
 	zero := zeroTemplates(req, cur, exists)
 	if exists {
 		p.Revisions = []Revision{{Cluster: req.ID, Revision: newRev, ZeroTemplates: zero,
-			Reason: Reason{Code: ReasonClusterUpdated, Message: fmt.Sprintf("virtual cluster %s resized to %s", req.ID, req.ReplicaSets)}}}
+			Reason: withMessage(Reason{Code: ReasonClusterUpdated, Cluster: req.ID, ReplicaSets: req.ReplicaSets})}}
 	} else {
 		p.Creates = []Creation{{Cluster: Cluster{ID: req.ID, Kind: cur.Kind, Revision: newRev, ZeroTemplates: zero},
-			Reason: Reason{Code: ReasonClusterCreated, Message: fmt.Sprintf("virtual cluster %s created with %s", req.ID, req.ReplicaSets)}}}
+			Reason: withMessage(Reason{Code: ReasonClusterCreated, Cluster: req.ID, ReplicaSets: req.ReplicaSets})}}
 	}
 	if cur.Kind == Indivisible {
 		p.Publish = []string{req.ID}
@@ -217,7 +216,7 @@ func shrinkMoves(s State, cur Cluster, req Request, current ReplicaSet) ([]Move,
 		short = short || len(ids) < n
 		for _, id := range ids {
 			moves = append(moves, Move{Node: id, Template: t, From: Place{req.ID, Undivided}, To: Place{PrimaryID, Undivided},
-				Reason: Reason{Code: ReasonScaleDown, Message: fmt.Sprintf("%s shrinks to %d %s node(s)", req.ID, req.ReplicaSets[t], t)}})
+				Reason: withMessage(Reason{Code: ReasonScaleDown, Cluster: req.ID, Template: t, Count: req.ReplicaSets[t]})})
 		}
 	}
 	return moves, found, short
@@ -241,7 +240,7 @@ func growMoves(s State, req Request, current ReplicaSet) ([]Move, ReplicaSet, bo
 		short = short || len(ids) < need
 		for _, id := range ids {
 			moves = append(moves, Move{Node: id, Template: t, From: Place{PrimaryID, Undivided}, To: Place{req.ID, Undivided},
-				Reason: Reason{Code: ReasonScaleUp, Message: fmt.Sprintf("%s grows to %d %s node(s)", req.ID, req.ReplicaSets[t], t)}})
+				Reason: withMessage(Reason{Code: ReasonScaleUp, Cluster: req.ID, Template: t, Count: req.ReplicaSets[t]})})
 		}
 	}
 	return moves, found, short

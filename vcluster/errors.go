@@ -86,12 +86,56 @@ const (
 
 // Reason is the code and the human-readable explanation of one move or one
 // refusal. Message carries the anchor's text byte for byte where it has one.
+// The facts the message states are fields beside it, so a program never
+// parses Message; each message is rendered from them.
 type Reason struct {
 	Code    ReasonCode `json:"code"`
 	Message string     `json:"message"`
+	// Cluster is the virtual cluster concerned: the one created, resized,
+	// divided or shrunk, or the consumer whose dead node is replaced.
+	Cluster string `json:"cluster,omitempty"`
+	// Parent is the cluster a job cluster is divided from (DivideJob).
+	Parent string `json:"parent,omitempty"`
+	// ReplicaSets is the request's replica sets (ClusterCreated,
+	// ClusterUpdated, and DivideJob on the create).
+	ReplicaSets ReplicaSet `json:"replicaSets,omitempty"`
+	// Template and Count are the template and the node count a move works
+	// towards (ScaleUp, ScaleDown: the target; DivideJob: the nodes taken);
+	// Count alone is the nodes removed (NodeRemoved).
+	Template string `json:"template,omitempty"`
+	Count    int    `json:"count,omitempty"`
+	// Node is the other node of a swap: the dead node replaced
+	// (ReplaceDeadNode) or the node replacing it (ReturnDeadNode).
+	Node string `json:"node,omitempty"`
 }
 
 func (r Reason) String() string { return string(r.Code) + ": " + r.Message }
+
+// withMessage renders r's message from its fields: the one place the
+// messages of moves, creations and revisions are written.
+func withMessage(r Reason) Reason {
+	switch {
+	case r.Code == ReasonClusterUpdated:
+		r.Message = fmt.Sprintf("virtual cluster %s resized to %s", r.Cluster, r.ReplicaSets)
+	case r.Code == ReasonClusterCreated:
+		r.Message = fmt.Sprintf("virtual cluster %s created with %s", r.Cluster, r.ReplicaSets)
+	case r.Code == ReasonScaleDown:
+		r.Message = fmt.Sprintf("%s shrinks to %d %s node(s)", r.Cluster, r.Count, r.Template)
+	case r.Code == ReasonScaleUp:
+		r.Message = fmt.Sprintf("%s grows to %d %s node(s)", r.Cluster, r.Count, r.Template)
+	case r.Code == ReasonDivideJob && r.Parent != "":
+		r.Message = fmt.Sprintf("job cluster %s divided from %s with %s", r.Cluster, r.Parent, r.ReplicaSets)
+	case r.Code == ReasonDivideJob:
+		r.Message = fmt.Sprintf("job cluster %s takes %d %s node(s)", r.Cluster, r.Count, r.Template)
+	case r.Code == ReasonNodeRemoved:
+		r.Message = fmt.Sprintf("%d node(s) removed from virtual cluster %s", r.Count, r.Cluster)
+	case r.Code == ReasonReplaceDead:
+		r.Message = fmt.Sprintf("replaces dead node %s of %s", r.Node, r.Cluster)
+	case r.Code == ReasonReturnDead:
+		r.Message = fmt.Sprintf("dead node of %s replaced by %s", r.Cluster, r.Node)
+	}
+	return r
+}
 
 // Refusal is a planning call that cannot act now: the input is valid, but
 // there are not enough nodes to add or the nodes or cluster cannot be given

@@ -2,7 +2,6 @@ package vcluster
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -232,9 +231,9 @@ func (r *replenisher) swap(consumer string, h Cluster, b, t, d string, fallback 
 	r.swaps++
 	r.out.Moves = append(r.out.Moves,
 		Move{Node: x, Template: t, From: Place{provider.ID, Undivided}, To: Place{h.ID, b},
-			Reason: Reason{Code: ReasonReplaceDead, Message: fmt.Sprintf("replaces dead node %s of %s", d, consumer)}},
+			Reason: withMessage(Reason{Code: ReasonReplaceDead, Cluster: consumer, Node: d})},
 		Move{Node: d, Template: t, From: Place{h.ID, b}, To: Place{provider.ID, Undivided},
-			Reason: Reason{Code: ReasonReturnDead, Message: fmt.Sprintf("dead node of %s replaced by %s", consumer, x)}})
+			Reason: withMessage(Reason{Code: ReasonReturnDead, Cluster: consumer, Node: x})})
 	if provider.ID == PrimaryID {
 		r.purge = append(r.purge, d)
 	}
