@@ -27,6 +27,27 @@
 // renders the plan with a reason on every action. KubeRayV170 returns the
 // options that reproduce KubeRay v1.7.0 exactly.
 //
+// # Steps
+//
+// Decide reads as a sequence of named steps, each a function in the file
+// named after it:
+//
+//  1. validate the snapshot and options (validate.go, controller_rules.go:
+//     KubeRay's own checks before it reconciles pods);
+//  2. checkExpectations settles the in-flight creates and deletes, and
+//     bucket sorts the snapshot's pods by group in one pass (bucket.go);
+//  3. suspend and recreate, the cluster-wide stages that delete every pod
+//     (suspend.go);
+//  4. head: one head pod, created, restarted or waited for (head.go);
+//  5. group, for each worker group in spec order (groups.go, which also
+//     computes each group's desired pods): singleHost for one pod per
+//     replica, in KubeRay's order deleteUnhealthyWorkers, workersToDelete,
+//     then scaleUp or scaleDown (singlehost.go); multiHost for replica
+//     groups of numOfHosts pods (multihost.go);
+//  6. name gives every created pod its GenerateName or derived name
+//     (names.go), and victims ranks scale-down victims (victims.go);
+//  7. finish totals the counters and sets the wake-up (decide.go).
+//
 // # In and out of the API
 //
 // DecodeRayCluster reads a ray.io/v1 RayCluster (YAML or JSON) into the

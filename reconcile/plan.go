@@ -136,8 +136,9 @@ type Reason struct {
 	// left to the autoscaler, found or running, the replica groups left,
 	// waiting or running, or the pods a group desires.
 	Count int `json:"count,omitempty"`
-	// Of is the total Count is part of: the missing replicas (BurstLimited),
-	// the desired pods (ScaleUp) or replica groups (ReplicaGroupCreate).
+	// Of is the figure Count is measured against: the missing replicas
+	// (BurstLimited), the desired pods (ScaleUp, ScaleDown) or replica groups
+	// (ReplicaGroupCreate).
 	Of int `json:"of,omitempty"`
 	// Limit is the bound applied: BurstReplicas (BurstLimited).
 	Limit int `json:"limit,omitempty"`
