@@ -73,7 +73,8 @@ func Emit(rec record.EventRecorder, obj runtime.Object, events []Event) error {
 // reconcileWaiting are the reconcile stop codes that mean the plan waits
 // for something already under way (an informer event, a terminating pod, a
 // formation backoff, the caller's own status write): nothing needs a
-// person, so their events are Normal. Every other stop is a Warning.
+// person, and they get no event (see ReconcileEvents). Every other stop is
+// a Warning.
 var reconcileWaiting = map[reconcile.ReasonCode]bool{
 	reconcile.ReasonExpectationsPending:          true,
 	reconcile.ReasonHeadPredecessorTerminating:   true,
@@ -93,13 +94,16 @@ var reconcileWaiting = map[reconcile.ReasonCode]bool{
 //     not attempt (skipped after an earlier failure, or absent from the
 //     report) has none. With a nil rep (a dry run) every action counts as
 //     done;
-//   - one per stop (the outcome's reason when it is not OK, and each
-//     group's own stop): Normal for a stop that only waits for something
-//     already under way (expectations pending, a terminating head, a
-//     forming replica group or its backoff, a suspension in progress, the
-//     burst limit), Warning otherwise (several heads, mTLS not ready, a
-//     head restart disabled, ...);
-//   - one Warning per notice.
+//   - one Warning per stop that needs a person (the outcome's reason when it
+//     is not OK, and each group's own stop: several heads, mTLS not ready, a
+//     head restart disabled, ...), and one Warning per notice.
+//
+// A stop that only waits for something already under way (expectations
+// pending, a terminating head, a forming replica group or its backoff, a
+// suspension in progress, the burst limit) gets no event: it recurs on
+// pass after pass, and client-go's recorder lets an object record 25 events
+// and then one per 5 minutes, so waits would crowd out the events that
+// matter. The plan and the status conditions show them.
 //
 // Reason is the reason code and Message the reason's message, so actions
 // that share a reason (the creates of one scale-up) are one event after
@@ -124,11 +128,9 @@ func ReconcileEvents(p reconcile.Plan, rep *reconcile.Report) []Event {
 		out = append(out, e)
 	}
 	stop := func(r reconcile.Reason) {
-		t := corev1.EventTypeWarning
-		if reconcileWaiting[r.Code] {
-			t = corev1.EventTypeNormal
+		if !reconcileWaiting[r.Code] {
+			out = append(out, Event{Type: corev1.EventTypeWarning, Reason: string(r.Code), Message: r.Message})
 		}
-		out = append(out, Event{Type: t, Reason: string(r.Code), Message: r.Message})
 	}
 	if c := p.Outcome.Reason.Code; c != "" && c != reconcile.ReasonOK {
 		stop(p.Outcome.Reason)
@@ -146,7 +148,7 @@ func ReconcileEvents(p reconcile.Plan, rep *reconcile.Report) []Event {
 
 // dagProblems are the codes of waiting flows that no event or wake-up will
 // clear without a person (a broken spec, a job name held by another
-// workflow): their events are Warnings; every other wait is Normal.
+// workflow): their events are Warnings; every other wait has none.
 var dagProblems = map[dag.ReasonCode]bool{
 	dag.ReasonNameConflict: true,
 	dag.ReasonInvalidSpec:  true,
@@ -163,11 +165,15 @@ var dagProblems = map[dag.ReasonCode]bool{
 //     Warning with the error when it failed, none when Apply skipped it or
 //     rep does not list it. With a nil rep (a dry run) every action counts
 //     as done;
-//   - one per reason of each waiting flow (Plan.Blocked), with the message
-//     "flow <name>: <reason message>": Warning for a name conflict, an
-//     invalid spec, a cycle or an unknown target, which need a person;
-//     Normal for the waits that resolve on their own (dependencies, backoff,
-//     parallelism, finally flows, retries, probes).
+//   - one Warning per reason of a waiting flow (Plan.Blocked) that needs a
+//     person: a name conflict, an invalid spec, a cycle or an unknown
+//     target, with the message "flow <name>: <reason message>".
+//
+// The waits that resolve on their own (dependencies, backoff, parallelism,
+// finally flows, retries, probes) get no event: they recur on pass after
+// pass, and client-go's recorder lets an object record 25 events and then
+// one per 5 minutes, so they would crowd out the events that matter. The
+// plan and the workflow's status show them.
 func DAGEvents(p dag.Plan, rep *dag.Report) []Event {
 	var out []Event
 	action := func(i int, kind dag.ActionKind, job string, r dag.Reason) {
@@ -191,11 +197,9 @@ func DAGEvents(p dag.Plan, rep *dag.Report) []Event {
 	}
 	for _, b := range p.Blocked {
 		for _, r := range b.Reasons {
-			t := corev1.EventTypeNormal
 			if dagProblems[r.Code] {
-				t = corev1.EventTypeWarning
+				out = append(out, Event{Type: corev1.EventTypeWarning, Reason: string(r.Code), Message: "flow " + b.Flow + ": " + r.Message})
 			}
-			out = append(out, Event{Type: t, Reason: string(r.Code), Message: "flow " + b.Flow + ": " + r.Message})
 		}
 	}
 	return out

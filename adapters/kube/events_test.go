@@ -57,7 +57,6 @@ func TestReconcileEvents(t *testing.T) {
 		{Type: "Normal", Reason: "ScaleUp", Message: "scaling up: 1 of 4 worker pods running"},
 		{Type: "Warning", Reason: "ScaleUp", Message: "scaling up: 1 of 4 worker pods running (CreatePod default/demo-cpu-* failed: FailedCreateWorkerPod: exceeded quota)"},
 		{Type: "Warning", Reason: "MultipleHeads", Message: "2 head pods"},
-		{Type: "Normal", Reason: "ExpectationsPending", Message: "group gpu: expectations pending"},
 		{Type: "Warning", Reason: "GroupNotInSpec", Message: "pods of group old are left alone"},
 	}
 	got := kube.ReconcileEvents(p, rep)
@@ -67,11 +66,11 @@ func TestReconcileEvents(t *testing.T) {
 
 	// A dry run (no report): every action counts as done.
 	dry := kube.ReconcileEvents(p, nil)
-	if len(dry) != 5+3 || dry[3].Type != "Normal" || dry[4] != (kube.Event{Type: "Normal", Reason: "ScaleDown", Message: "scaling down"}) {
+	if len(dry) != 5+2 || dry[3].Type != "Normal" || dry[4] != (kube.Event{Type: "Normal", Reason: "ScaleDown", Message: "scaling down"}) {
 		t.Fatalf("dry run events: %+v", dry)
 	}
 	// A report that ends early (Apply refused the plan) lists no action.
-	if got := kube.ReconcileEvents(p, &reconcile.Report{}); len(got) != 3 {
+	if got := kube.ReconcileEvents(p, &reconcile.Report{}); len(got) != 2 {
 		t.Fatalf("events with an empty report: %+v", got)
 	}
 
@@ -85,7 +84,6 @@ func TestReconcileEvents(t *testing.T) {
 		"Normal ScaleUp scaling up: 1 of 4 worker pods running",
 		"Warning ScaleUp scaling up: 1 of 4 worker pods running (CreatePod default/demo-cpu-* failed: FailedCreateWorkerPod: exceeded quota)",
 		"Warning MultipleHeads 2 head pods",
-		"Normal ExpectationsPending group gpu: expectations pending",
 		"Warning GroupNotInSpec pods of group old are left alone",
 	}
 	if d := cmp.Diff(wantLines, drain(rec)); d != "" {
@@ -123,18 +121,16 @@ func TestDAGEvents(t *testing.T) {
 		{Type: "Normal", Reason: "Retry", Message: "job wf-b: Retry: flow b failed and is retried"},
 		{Type: "Normal", Reason: "DependenciesMet", Message: "job wf-a: DependenciesMet: the dependencies of flow a are satisfied"},
 		{Type: "Warning", Reason: "DependenciesMet", Message: "job wf-c: DependenciesMet: the dependencies of flow c are satisfied (create wf-c failed: forbidden)"},
-		{Type: "Normal", Reason: "Dependency", Message: "flow e: Dependency a: Pending"},
-		{Type: "Normal", Reason: "Dependency", Message: "flow e: Dependency c: Pending"},
 		{Type: "Warning", Reason: "NameConflict", Message: `flow f: NameConflict wf-f owned by "other"`},
 	}
 	if d := cmp.Diff(want, kube.DAGEvents(p, rep)); d != "" {
 		t.Fatalf("DAGEvents (-want +got):\n%s", d)
 	}
-	if got := kube.DAGEvents(p, nil); len(got) != 4+3 || got[3].Type != "Normal" || got[3].Message != "job wf-d: DependenciesMet: the dependencies of flow d are satisfied" {
+	if got := kube.DAGEvents(p, nil); len(got) != 4+1 || got[3].Type != "Normal" || got[3].Message != "job wf-d: DependenciesMet: the dependencies of flow d are satisfied" {
 		t.Fatalf("dry run events: %+v", got)
 	}
 	// A report out of step with the plan (another plan's) lists nothing.
-	if got := kube.DAGEvents(p, &dag.Report{Actions: []dag.ActionResult{{Kind: dag.ActionCreate, Name: "wf-b"}}}); len(got) != 3 {
+	if got := kube.DAGEvents(p, &dag.Report{Actions: []dag.ActionResult{{Kind: dag.ActionCreate, Name: "wf-b"}}}); len(got) != 1 {
 		t.Fatalf("events with a mismatched report: %+v", got)
 	}
 }
