@@ -73,8 +73,8 @@ func Emit(rec record.EventRecorder, obj runtime.Object, events []Event) error {
 // reconcileWaiting are the reconcile stop codes that mean the plan waits
 // for something already under way (an informer event, a terminating pod, a
 // formation backoff, the caller's own status write): nothing needs a
-// person, and they get no event (see ReconcileEvents). Every other stop is
-// a Warning.
+// person, and they get no event (see ReconcileEvents). Every other stop
+// or notice is a Warning.
 var reconcileWaiting = map[reconcile.ReasonCode]bool{
 	reconcile.ReasonExpectationsPending:          true,
 	reconcile.ReasonHeadPredecessorTerminating:   true,
@@ -94,16 +94,17 @@ var reconcileWaiting = map[reconcile.ReasonCode]bool{
 //     not attempt (skipped after an earlier failure, or absent from the
 //     report) has none. With a nil rep (a dry run) every action counts as
 //     done;
-//   - one Warning per stop that needs a person (the outcome's reason when it
-//     is not OK, and each group's own stop: several heads, mTLS not ready, a
-//     head restart disabled, ...), and one Warning per notice.
+//   - one Warning per stop or notice that needs a person (the outcome's
+//     reason when it is not OK, each group's own stop, each notice: several
+//     heads, mTLS not ready, a head restart disabled, pods of a group not in
+//     the spec, ...).
 //
-// A stop that only waits for something already under way (expectations
-// pending, a terminating head, a forming replica group or its backoff, a
-// suspension in progress, the burst limit) gets no event: it recurs on
-// pass after pass, and client-go's recorder lets an object record 25 events
-// and then one per 5 minutes, so waits would crowd out the events that
-// matter. The plan and the status conditions show them.
+// A stop or notice that only waits for something already under way
+// (expectations pending, a terminating head, a forming replica group or its
+// backoff, a suspension in progress, the burst limit) gets no event: it
+// recurs on pass after pass, and client-go's recorder lets an object record
+// 25 events and then one per 5 minutes, so waits would crowd out the events
+// that matter. The plan and the status conditions show them.
 //
 // Reason is the reason code and Message the reason's message, so actions
 // that share a reason (the creates of one scale-up) are one event after
@@ -141,7 +142,7 @@ func ReconcileEvents(p reconcile.Plan, rep *reconcile.Report) []Event {
 		}
 	}
 	for _, n := range p.Notices {
-		out = append(out, Event{Type: corev1.EventTypeWarning, Reason: string(n.Code), Message: n.Message})
+		stop(n)
 	}
 	return out
 }

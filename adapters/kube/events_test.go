@@ -41,7 +41,8 @@ func TestReconcileEvents(t *testing.T) {
 		},
 		Outcome: reconcile.Outcome{Reason: heads, StoppedAt: "head"},
 		Groups:  []reconcile.GroupReport{{Group: "cpu"}, {Group: "gpu", Stopped: &pending}},
-		Notices: []reconcile.Reason{{Code: reconcile.ReasonGroupNotInSpec, Message: "pods of group old are left alone"}},
+		Notices: []reconcile.Reason{{Code: reconcile.ReasonGroupNotInSpec, Message: "pods of group old are left alone"},
+			{Code: reconcile.ReasonExpectationsPending, Message: "head expectations are not satisfied"}},
 	}
 	rep := &reconcile.Report{Results: []reconcile.ActionResult{
 		{Index: 0, Kind: reconcile.KindCreatePod, Target: "default/demo-head-*", Status: reconcile.CallDone},
