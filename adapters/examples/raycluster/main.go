@@ -184,7 +184,9 @@ func rayCluster(ns, name string, workers int) *unstructured.Unstructured {
 				"template":       map[string]any{"spec": map[string]any{"containers": []any{container("ray-head")}}},
 			},
 			"workerGroupSpecs": []any{map[string]any{
-				"groupName": "cpu", "replicas": int64(workers), "minReplicas": int64(0), "maxReplicas": int64(10),
+				// numOfHosts 1 is what KubeRay's CRD defaults; this stand-in
+				// CRD has no defaults.
+				"groupName": "cpu", "replicas": int64(workers), "minReplicas": int64(0), "maxReplicas": int64(10), "numOfHosts": int64(1),
 				"rayStartParams": map[string]any{},
 				"template":       map[string]any{"spec": map[string]any{"containers": []any{container("ray-worker")}}},
 			}},
