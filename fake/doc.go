@@ -19,7 +19,10 @@
 // The main fakes are [Clock] (a k8s.io/utils/clock.Clock that moves only
 // when told), [World] with its [Faults] and call log, [PodStore] with its
 // lagging [Informer] and the executors over it ([ReconcileExecutor],
-// [RayClusterLoop], [GPUBind]), the capacity core's [NodeAgent], and
+// [RayClusterLoop], [GPUBind]), a [Kubelet] that starts and finishes its
+// pods, a [PodObserver] that feeds the informer's events to an
+// expectations tracker and enqueues the owner, the capacity core's
+// [NodeAgent], and
 // [LockStore]; the examples show the clock, the world, the informer, the
 // node agent and the lock store at work. The project's own race and
 // simulation harnesses (LockRace, CapacitySim, RunCapacityRace, RunBurst)

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -133,23 +132,15 @@ func (l *RayClusterLoop) built() bool {
 	return l.World != nil && l.Store != nil && l.Exec != nil && l.Tracker != nil
 }
 
-// Kubelet starts every pending, non-terminating pod that has waited
-// StartDelay: it is scheduled, Running and Ready. A zero loop does nothing.
+// Kubelet starts every pending, non-terminating pod of the cluster's
+// namespace that has waited StartDelay (a Kubelet's Step). A zero loop does
+// nothing.
 func (l *RayClusterLoop) Kubelet() {
 	if !l.built() {
 		return
 	}
-	now := l.World.Clock.Now()
-	for _, p := range l.Store.Pods(l.Cluster.Namespace) {
-		if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil || now.Sub(p.CreationTimestamp.Time) < l.StartDelay {
-			continue
-		}
-		_ = l.Store.Mutate(p.Namespace, p.Name, func(p *corev1.Pod) {
-			p.Spec.NodeName = "node-1"
-			p.Status.Phase = corev1.PodRunning
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)}}
-		})
-	}
+	k := Kubelet{Store: l.Store, Namespace: l.Cluster.Namespace, StartDelay: l.StartDelay}
+	_, _ = k.Step() // only NotFound can fail it, and Step skips those
 }
 
 // Snapshot reads the informer and settles the expectations of every group

@@ -24,6 +24,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,9 +40,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/adapters/kube"
 	"github.com/plancore/plancore/adapters/kube/kubetest"
 	"github.com/plancore/plancore/dag"
@@ -73,6 +79,9 @@ type Reconciler struct {
 	// Created, when set, is called after each Job is created: the example's
 	// record of creation order.
 	Created func(name string, attempt int)
+	// Recorder records each pass's events on the JobFlow: the Jobs created
+	// and deleted, and why flows wait.
+	Recorder record.EventRecorder
 }
 
 // Reconcile implements controller-runtime's reconcile.Reconciler.
@@ -91,7 +100,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	wf, err := dag.DecodeJobFlow(raw)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("jobflow %s: %w", req, err)
+		// A spec the decoder refuses is refused again on every retry.
+		return ctrl.Result{}, kube.TerminalIfInvalid(fmt.Errorf("jobflow %s: %w", req, err))
 	}
 	jobs, err := kube.ObserveJobs(ctx, r.Client, wf)
 	if err != nil {
@@ -99,13 +109,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	plan, err := dag.Decide(dag.Snapshot{Flow: wf, Jobs: jobs, Now: time.Now()}, r.Options)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, kube.TerminalIfInvalid(err)
 	}
 	exec := &recordingExecutor{JobExecutor: &kube.JobExecutor{Client: r.Client, Template: r.template, Status: r.writeStatus}, created: r.Created}
-	if _, err := dag.Apply(ctx, plan, exec); err != nil {
-		return ctrl.Result{}, err
+	report, err := dag.Apply(ctx, plan, exec)
+	eventErr := kube.Emit(r.Recorder, obj, kube.DAGEvents(plan, &report))
+	if err != nil {
+		return ctrl.Result{}, errors.Join(err, eventErr)
 	}
-	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, eventErr
 }
 
 // recordingExecutor is the JobExecutor with a hook after each create.
@@ -175,6 +187,8 @@ type outcome struct {
 	Jobs []batchv1.Job
 	// Status is the JobFlow's final status.
 	Status dag.Status
+	// Events are the distinct "type reason" of the events on the JobFlow.
+	Events []string
 }
 
 // run starts the API server, installs the CRDs, creates the templates and
@@ -221,10 +235,22 @@ func drive(ctx context.Context, out io.Writer, o *outcome) error {
 	}
 	fmt.Fprintln(out, "note: envtest runs no kubelet or Job controller; this example marks each Job finished itself")
 
-	r := &Reconciler{Client: c, Created: func(job string, attempt int) {
+	// No manager runs here, so the recorder is client-go's own, as a
+	// manager's GetEventRecorderFor would give.
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		return err
+	}
+	events := record.NewBroadcaster()
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	r := &Reconciler{Client: c, Recorder: events.NewRecorder(scheme, corev1.EventSource{Component: "jobflow"}), Created: func(job string, attempt int) {
 		o.Created = append(o.Created, fmt.Sprintf("%s#%d", job, attempt))
 		fmt.Fprintf(out, "controller: created job %s (attempt %d)\n", job, attempt)
 	}}
+	if err := refuseInvalid(ctx, out, c, r, ns); err != nil {
+		return err
+	}
 	k := &standInKubelet{c: c, out: out, failOnce: map[string]bool{name + "-train-b": true}}
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}
 	for round := 0; ; round++ {
@@ -243,8 +269,11 @@ func drive(ctx context.Context, out io.Writer, o *outcome) error {
 			fmt.Fprintf(out, "jobflow %s: phase %s, completed jobs %v\n", name, p, st.CompletedJobs)
 			o.Status = st
 			var jobs batchv1.JobList
-			err := c.List(ctx, &jobs, client.InNamespace(ns))
+			if err := c.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+				return err
+			}
 			o.Jobs = jobs.Items
+			o.Events, err = jobFlowEvents(ctx, c, ns, name)
 			return err
 		}
 		if err := k.finish(ctx, ns, name); err != nil {
@@ -254,6 +283,56 @@ func drive(ctx context.Context, out io.Writer, o *outcome) error {
 			return err
 		}
 	}
+}
+
+// refuseInvalid creates a JobFlow whose retry policy has a misspelt field
+// (the CRD keeps it; the dag core's decoder refuses it) and reconciles it:
+// the error is terminal, so controller-runtime would not requeue it.
+func refuseInvalid(ctx context.Context, out io.Writer, c client.Client, r *Reconciler, ns string) error {
+	jf, err := jobFlow(ns, "broken")
+	if err != nil {
+		return err
+	}
+	jf.Object["spec"].(map[string]any)["plancoreRetry"] = map[string]any{"maxRetry": int64(3)}
+	if err := c.Create(ctx, jf); err != nil {
+		return err
+	}
+	_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(jf)})
+	var inv *plancore.InvalidError
+	if !errors.As(err, &inv) {
+		return fmt.Errorf("reconciling an invalid JobFlow: %v, want an invalid-input error", err)
+	}
+	fmt.Fprintf(out, "invalid JobFlow refused at %v; requeued: %v\n", inv.Fields(), !errors.Is(err, crreconcile.TerminalError(nil)))
+	return c.Delete(ctx, jf)
+}
+
+// jobFlowEvents waits until the recorder's events of a whole run (jobs
+// created, a retry, waiting flows) are on the API server and returns the
+// distinct "type reason" of those on the JobFlow, sorted.
+func jobFlowEvents(ctx context.Context, c client.Client, ns, name string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var got []string
+	var listErr error
+	err := waitFor(ctx, func() bool {
+		var list corev1.EventList
+		if listErr = c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{"involvedObject.name": name}); listErr != nil {
+			return false
+		}
+		got = got[:0]
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == JobFlowGVK.Kind {
+				got = append(got, e.Type+" "+e.Reason)
+			}
+		}
+		slices.Sort(got)
+		got = slices.Compact(got)
+		return slices.Contains(got, "Normal "+string(dag.ReasonFinally))
+	})
+	if err != nil {
+		return got, fmt.Errorf("waiting for the events on jobflow %s (have %v): %w", name, got, errors.Join(err, listErr))
+	}
+	return got, nil
 }
 
 // readStatus reads a JobFlow's status as the dag core sees it.

@@ -87,6 +87,20 @@ func TestRun(t *testing.T) {
 		}
 	}
 
+	// An invalid JobFlow is a terminal error: controller-runtime would not
+	// requeue it.
+	if !strings.Contains(out.String(), "\ninvalid JobFlow refused at [spec.plancoreRetry.maxRetry]; requeued: false\n") {
+		t.Errorf("output does not start with the terminal refusal of the invalid JobFlow:\n%s", out.String())
+	}
+
+	// The recorder's events reached the API server: jobs created for their
+	// dependencies, the retry (its delete and its create) and the finally
+	// flow; nothing needed a person, and waiting flows record none.
+	wantEvents := []string{"Normal DependenciesMet", "Normal Finally", "Normal Retry"}
+	if !slices.Equal(o.Events, wantEvents) {
+		t.Errorf("events on the JobFlow %v, want %v", o.Events, wantEvents)
+	}
+
 	// The output says that the example, not a kubelet, finished the Jobs.
 	if !strings.Contains(out.String(), "this example marks each Job finished itself") ||
 		!strings.Contains(out.String(), "stand-in kubelet: marked job train-train-b Failed\n") {

@@ -6,9 +6,11 @@
 //
 // It runs against a throwaway API server (etcd and kube-apiserver from
 // adapters/kube/kubetest; build them once with .ci/kube-apiserver.sh), installs
-// a RayCluster CRD, creates a cluster with 3 workers, scales it to 5, deletes a
-// worker behind the controller's back, and prints what the API server holds
-// after each step:
+// a RayCluster CRD, shows that a RayCluster with a misspelt field is a
+// terminal error (not requeued), creates a cluster with 3 workers and prints
+// the events its first pass recorded, scales it to 5, deletes a worker behind
+// the controller's back, and prints what the API server holds after each
+// step:
 //
 //	go run ./examples/raycluster
 package main
@@ -20,6 +22,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,11 +35,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/adapters/kube"
 	"github.com/plancore/plancore/adapters/kube/kubetest"
 	"github.com/plancore/plancore/expectations"
@@ -69,6 +77,12 @@ type Reconciler struct {
 	// Applier records each create's and delete's expectation in Tracker; its
 	// TokenPrefix should differ between processes.
 	Applier reconcile.Applier
+	// Recorder records each pass's events on the RayCluster
+	// (mgr.GetEventRecorderFor): what the plan did and why it waits.
+	Recorder record.EventRecorder
+	// Clock is the time a pass plans at; nil means the wall clock. A
+	// simulation gives the same clock to Applier.
+	Clock clock.PassiveClock
 }
 
 // Reconcile implements reconcile.Reconciler of controller-runtime. The
@@ -85,7 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	cluster, current, err := reconcile.DecodeRayCluster(raw) // unknown fields refused, by path
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, kube.TerminalIfInvalid(err) // a retry cannot fix the object
 	}
 	// The cluster's pods, straight from the pod informer's index into a
 	// slice reused from pass to pass (kube.PodLister): no List, no deep
@@ -96,18 +110,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if *buf = pods; err != nil {
 		return ctrl.Result{}, err
 	}
-	snap := reconcile.Snapshot{Cluster: cluster, Pods: pods, Expectations: r.Tracker.Snapshot(), Now: time.Now()}
+	snap := reconcile.Snapshot{Cluster: cluster, Pods: pods, Expectations: r.Tracker.Snapshot(), Now: r.now()}
 	plan, err := reconcile.Decide(snap, r.Options)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, kube.TerminalIfInvalid(err)
 	}
 	exec := &kube.PodExecutor{Client: r.Client, Owner: rc}
 	report, applyErr := kube.ApplyConcurrently(ctx, plan, exec, r.Applier, kube.Concurrency{MaxInFlight: 8})
+	// One event per reason: pods created, deleted, failed; why the plan waits.
+	eventErr := kube.Emit(r.Recorder, rc, kube.ReconcileEvents(plan, &report))
 	status, err := reconcile.Status(reconcile.StatusInput{Snapshot: snap, Previous: current, Report: &report}, r.Options)
 	if err == nil {
 		err = r.writeStatus(ctx, rc, status)
 	}
-	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, errors.Join(applyErr, err)
+	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, errors.Join(applyErr, eventErr, err)
+}
+
+// now reads Clock, or the wall clock without one.
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
 }
 
 // buffer returns a pod slice from an earlier pass, or a new one.
@@ -160,7 +184,9 @@ func rayCluster(ns, name string, workers int) *unstructured.Unstructured {
 				"template":       map[string]any{"spec": map[string]any{"containers": []any{container("ray-head")}}},
 			},
 			"workerGroupSpecs": []any{map[string]any{
-				"groupName": "cpu", "replicas": int64(workers), "minReplicas": int64(0), "maxReplicas": int64(10),
+				// numOfHosts 1 is what KubeRay's CRD defaults; this stand-in
+				// CRD has no defaults.
+				"groupName": "cpu", "replicas": int64(workers), "minReplicas": int64(0), "maxReplicas": int64(10), "numOfHosts": int64(1),
 				"rayStartParams": map[string]any{},
 				"template":       map[string]any{"spec": map[string]any{"containers": []any{container("ray-worker")}}},
 			}},
@@ -218,7 +244,7 @@ func run(ctx context.Context, out io.Writer, podEvents *kube.PodObserver) error 
 		return err
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Pods: lister, Options: reconcile.Options{OperatorVersion: "v1.7.0"},
-		Applier: reconcile.Applier{Expectations: tracker, TokenPrefix: "example-"}}
+		Applier: reconcile.Applier{Expectations: tracker, TokenPrefix: "example-"}, Recorder: mgr.GetEventRecorderFor("raycluster")}
 	owner := &unstructured.Unstructured{}
 	owner.SetGroupVersionKind(RayClusterGVK)
 	// Pod events reach the tracker (kube.PodObserver) before they enqueue
@@ -235,6 +261,9 @@ func run(ctx context.Context, out io.Writer, podEvents *kube.PodObserver) error 
 	go func() { done <- mgr.Start(mctx) }()
 
 	ns := "default"
+	if err := refuseInvalid(ctx, out, setup, r, ns); err != nil {
+		return err
+	}
 	rc := rayCluster(ns, "demo", 3)
 	if err := setup.Create(ctx, rc); err != nil {
 		return err
@@ -251,6 +280,9 @@ func run(ctx context.Context, out io.Writer, podEvents *kube.PodObserver) error 
 		return nil
 	}
 	if err := step("created with 3 workers", 3); err != nil {
+		return err
+	}
+	if err := printCreateEvents(ctx, out, setup, rc); err != nil {
 		return err
 	}
 	if err := setup.Get(ctx, client.ObjectKeyFromObject(rc), rc); err != nil {
@@ -303,6 +335,51 @@ func run(ctx context.Context, out io.Writer, podEvents *kube.PodObserver) error 
 	}
 	stop()
 	return <-done
+}
+
+// refuseInvalid creates a RayCluster with a misspelt field and reconciles
+// it: the error is terminal, so controller-runtime does not requeue it.
+func refuseInvalid(ctx context.Context, out io.Writer, c client.Client, r *Reconciler, ns string) error {
+	broken := rayCluster(ns, "broken", 1)
+	broken.Object["spec"].(map[string]any)["workerGroupSpec"] = []any{} // a typo of workerGroupSpecs
+	if err := c.Create(ctx, broken); err != nil {
+		return err
+	}
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(broken)})
+	var inv *plancore.InvalidError
+	if !errors.As(err, &inv) {
+		return fmt.Errorf("reconciling an invalid RayCluster: %v, want an invalid-input error", err)
+	}
+	// controller-runtime's own test for "do not requeue".
+	fmt.Fprintf(out, "invalid RayCluster refused at %v; requeued: %v\n", inv.Fields(), !errors.Is(err, crreconcile.TerminalError(nil)))
+	return c.Delete(ctx, broken)
+}
+
+// printCreateEvents waits for the events of the create pass on the
+// RayCluster (the recorder sends them in the background) and prints them.
+func printCreateEvents(ctx context.Context, out io.Writer, c client.Client, rc *unstructured.Unstructured) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var got []string
+	err := waitFor(ctx, func() (bool, error) {
+		var list corev1.EventList
+		if err := c.List(ctx, &list, client.InNamespace(rc.GetNamespace()), client.MatchingFields{"involvedObject.name": rc.GetName()}); err != nil {
+			return false, err
+		}
+		got = got[:0]
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == RayClusterGVK.Kind && (e.Reason == string(reconcile.ReasonHeadCreate) || e.Reason == string(reconcile.ReasonScaleUp)) {
+				got = append(got, fmt.Sprintf("  %s %s: %s", e.Type, e.Reason, e.Message))
+			}
+		}
+		return len(got) == 2, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the create pass's events: %w", err)
+	}
+	slices.Sort(got)
+	fmt.Fprintf(out, "events:\n%s\n", strings.Join(got, "\n"))
+	return nil
 }
 
 // startPods does what the kubelet would: every pod of the cluster is

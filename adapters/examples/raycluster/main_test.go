@@ -21,7 +21,13 @@ func TestRun(t *testing.T) {
 	if err := run(ctx, &out, &podEvents); err != nil {
 		t.Fatalf("%v\noutput so far:\n%s", err, out.String())
 	}
-	want := "created with 3 workers: 1 head, 3 workers\n" +
+	// An invalid RayCluster is a terminal error (controller-runtime does
+	// not requeue it); the create pass leaves its events on the API server.
+	want := "invalid RayCluster refused at [spec.workerGroupSpec]; requeued: false\n" +
+		"created with 3 workers: 1 head, 3 workers\n" +
+		"events:\n" +
+		"  Normal HeadCreate: no head pod: creating one\n" +
+		"  Normal ScaleUp: scaling up: 0 of 3 worker pods running\n" +
 		"scaled to 5 workers: 1 head, 5 workers\n" +
 		"deleted one worker behind the controller's back\n" +
 		"replaced it: 1 head, 5 workers\n" +
