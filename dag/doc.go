@@ -36,8 +36,9 @@
 // state of every flow. DecodeJobFlow reads a whole JobFlow object (YAML or
 // JSON, Volcano's field names, plancore's extensions named plancore<Field>)
 // and refuses unknown fields, duplicate keys and wrong-typed values by path,
-// all at once, at a cost bounded by MaxJobFlowBytes (an alias bomb is
-// refused before it is expanded); EncodeJobFlow writes one back. A flow on
+// all at once, at a cost bounded by MaxJobFlowBytes and MaxJobFlowValues
+// (an alias bomb, or a document of a million tiny values, is refused
+// before it is parsed or expanded); EncodeJobFlow writes one back. A flow on
 // a cycle waits with a Cycle reason pointing at the cycle's one issue, which
 // lists the cycle.
 //
