@@ -20,9 +20,10 @@
 //	report, err := dag.Apply(ctx, plan, executor)
 //	// requeue after plan.RequeueAfter (0: wait for the next event)
 //
-// Decide refuses exactly what Validate refuses: a zero Now, a previous phase
-// that is no workflow phase, observed jobs with an empty or repeated name, a
-// negative running duration; the error is a *plancore.InvalidError wrapping
+// Decide refuses exactly what Options.Validate and Snapshot.Validate refuse
+// (there is no dag.Validate: a spec is checked by Lint and Check): a zero
+// Now, a previous phase that is no workflow phase, observed jobs with an
+// empty or repeated name, a negative running duration; the error is a *plancore.InvalidError wrapping
 // ErrInvalidInput that lists every problem with its field path (now,
 // flow.status.state.phase, jobs[3].name). An invalid spec is not an input
 // error but a plan outcome (Default fails the workflow with reason

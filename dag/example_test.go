@@ -164,12 +164,12 @@ func Example_probe() {
 	// create jf-workers flow=workers template=ns/workers attempt=1
 }
 
-// ExampleValidate shows every problem of an unusable snapshot at once, each
-// with its field path: Decide refuses exactly these.
-func ExampleValidate() {
+// ExampleSnapshot_Validate shows every problem of an unusable snapshot at
+// once, each with its field path: Decide refuses exactly these.
+func ExampleSnapshot_Validate() {
 	w := dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{{Name: "a"}}}}
 	jobs := []dag.Job{labelled("jf", "a", dag.JobPhaseRunning), labelled("jf", "a", dag.JobPhaseRunning)}
-	err := dag.Validate(dag.Snapshot{Flow: w, Jobs: jobs}, dag.Options{}) // no Now
+	err := dag.Snapshot{Flow: w, Jobs: jobs}.Validate() // no Now
 	var inv *plancore.InvalidError
 	if errors.As(err, &inv) && errors.Is(err, dag.ErrInvalidInput) {
 		fmt.Println(inv.Fields())
