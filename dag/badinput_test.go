@@ -37,8 +37,12 @@ func TestBadInput(t *testing.T) {
 			dag.ErrInvalidInput, []string{"jobs[1].name"}},
 		{"empty job name and negative running duration", decide(dag.Snapshot{Flow: wf(fl("a")), Jobs: []dag.Job{{RunningDuration: &neg}}, Now: t0}, dag.Default()),
 			dag.ErrInvalidInput, []string{"jobs[0].name", "jobs[0].runningDuration"}},
-		{"every snapshot problem at once", decide(dag.Snapshot{Flow: withPhase(wf(fl("a")), "Paused"), Jobs: []dag.Job{job("a", ""), job("a", "")}}, dag.Default()),
-			dag.ErrInvalidInput, []string{"now", "flow.status.state.phase", "jobs[1].name"}},
+		// Dropping the uid check makes these two fail: the plan created
+		// jf-a with an owner reference the API server refuses (no uid).
+		{"a workflow without a uid", decide(dag.Snapshot{Flow: func() dag.Workflow { w := wf(fl("a")); w.UID = ""; return w }(), Now: t0}, dag.VolcanoCompat()),
+			dag.ErrInvalidInput, []string{"flow.uid"}},
+		{"every snapshot problem at once", decide(dag.Snapshot{Flow: func() dag.Workflow { w := withPhase(wf(fl("a")), "Paused"); w.UID = ""; return w }(), Jobs: []dag.Job{job("a", ""), job("a", "")}}, dag.Default()),
+			dag.ErrInvalidInput, []string{"now", "flow.uid", "flow.status.state.phase", "jobs[1].name"}},
 		{"previous attempt out of range", decide(dag.Snapshot{Flow: func() dag.Workflow {
 			w := wf(fl("a"))
 			w.Status.JobStatusList = []dag.JobStatus{{Name: "jf-a", Attempt: math.MaxInt}, {Name: "jf-b", Attempt: -1}}
@@ -99,7 +103,7 @@ func TestBadInput(t *testing.T) {
 			}
 			return err
 		}, nil, nil},
-		{"legal: nil jobs, flows and maps", decide(dag.Snapshot{Flow: dag.Workflow{Name: "jf"}, Now: t0}, dag.Default()), nil, nil},
+		{"legal: nil jobs, flows and maps", decide(dag.Snapshot{Flow: dag.Workflow{Name: "jf", UID: "u"}, Now: t0}, dag.Default()), nil, nil},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {

@@ -22,8 +22,9 @@
 //
 // Decide refuses exactly what Options.Validate and Snapshot.Validate refuse
 // (there is no dag.Validate: a spec is checked by Lint and Check): a zero
-// Now, a previous phase that is no workflow phase, observed jobs with an
-// empty or repeated name, a negative running duration; the error is a *plancore.InvalidError wrapping
+// Now, a workflow without a uid (its jobs' owner reference needs it), a
+// previous phase that is no workflow phase, observed jobs with an empty or
+// repeated name, a negative running duration; the error is a *plancore.InvalidError wrapping
 // ErrInvalidInput that lists every problem with its field path (now,
 // flow.status.state.phase, jobs[3].name). An invalid spec is not an input
 // error but a plan outcome (Default fails the workflow with reason

@@ -29,7 +29,7 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-const hostileFlow = "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: jf, namespace: ns}\nspec:\n  flows:\n"
+const hostileFlow = "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: jf, namespace: ns, uid: u}\nspec:\n  flows:\n"
 
 // TestHostileJobFlow feeds documents built to exhaust DecodeJobFlow. Each is
 // refused with an error naming its field and why, within hostileBudget.
@@ -166,7 +166,7 @@ func flows(n int, target func(i int) string) dag.Workflow {
 	for i := range fs {
 		fs[i] = dag.Flow{Name: fmt.Sprintf("f%d", i), DependsOn: &dag.DependsOn{Targets: []string{target(i)}}}
 	}
-	return dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Flows: fs}}
+	return dag.Workflow{Name: "jf", Namespace: "ns", UID: "u", Spec: dag.Spec{Flows: fs}}
 }
 
 // TestHostileSpecs: invalid specs a workflow author controls cost time and

@@ -235,8 +235,8 @@ func TestCreateIdentity(t *testing.T) {
 		}
 	}
 	// The name is not injective: jobflow a + flow b-c = jobflow a-b + flow c.
-	x := plan(t, dag.Workflow{Name: "a", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{{Name: "b-c"}}}}, nil, dag.VolcanoCompat())
-	y := plan(t, dag.Workflow{Name: "a-b", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{{Name: "c"}}}}, nil, dag.VolcanoCompat())
+	x := plan(t, dag.Workflow{Name: "a", Namespace: "ns", UID: "u1", Spec: dag.Spec{Flows: []dag.Flow{{Name: "b-c"}}}}, nil, dag.VolcanoCompat())
+	y := plan(t, dag.Workflow{Name: "a-b", Namespace: "ns", UID: "u2", Spec: dag.Spec{Flows: []dag.Flow{{Name: "c"}}}}, nil, dag.VolcanoCompat())
 	if x.Create[0].Name != "a-b-c" || y.Create[0].Name != "a-b-c" {
 		t.Fatalf("names %s, %s", x.Create[0].Name, y.Create[0].Name)
 	}

@@ -44,9 +44,11 @@ func Decide(in Snapshot, o Options) (Plan, error) {
 }
 
 // Validate reports every problem of the snapshot that Decide refuses, as a
-// *plancore.InvalidError wrapping ErrInvalidInput: a zero Now, a previous
-// phase that is no workflow phase (Volcano: "jobflow <name> state <phase> is
-// invalid"), a previous attempt number out of range, observed jobs with an
+// *plancore.InvalidError wrapping ErrInvalidInput: a zero Now, a workflow
+// without a uid (every job is created with an owner reference to it, which
+// the API server refuses without one), a previous phase that is no
+// workflow phase (Volcano: "jobflow <name> state <phase> is invalid"), a
+// previous attempt number out of range, observed jobs with an
 // empty or repeated name, and a negative running duration. Decide checks
 // the options first (Options.Validate, ErrInvalidOptions). The spec is
 // Check's and Lint's, because an invalid spec is a plan outcome, not an
@@ -55,6 +57,11 @@ func (in Snapshot) Validate() error {
 	var errs field.ErrorList
 	if in.Now.IsZero() {
 		errs = append(errs, field.Required(field.NewPath("now"), "the planning time must be set"))
+	}
+	if in.Flow.UID == "" {
+		// Every job is created with an owner reference to the workflow, and
+		// the API server refuses one without a uid.
+		errs = append(errs, field.Required(field.NewPath("flow", "uid"), "the owner reference of every job created names the workflow's uid"))
 	}
 	switch ph := in.Flow.Status.State.Phase; ph {
 	case "", PhasePending, PhaseRunning, PhaseSucceed, PhaseFailed, PhaseTerminating:
