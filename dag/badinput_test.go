@@ -78,7 +78,8 @@ func TestBadInput(t *testing.T) {
 			dag.ErrInvalidInput, []string{"spec.plancoreParallelism"}},
 		{"topo of a cycle", func() error { _, err := dag.Topo(wf(fl("a", "a")), dag.Default()); return err },
 			dag.ErrInvalidInput, []string{"spec.flows[0].dependsOn"}},
-		{"volcano webhook: unknown vertex", func() error { return dag.ValidateVolcano(wf(fl("a", "q")).Spec) }, dag.ErrInvalidInput, nil},
+		{"volcano webhook: unknown vertex", func() error { return dag.ValidateVolcano(wf(fl("a", "q")).Spec) }, dag.ErrInvalidInput,
+			[]string{"spec.flows[0].dependsOn.targets[0]"}},
 		{"legal: an invalid spec is a plan outcome, not an error", func() error {
 			p, err := dag.Decide(dag.Snapshot{Flow: wf(fl("a", "ghost")), Now: t0}, dag.Default())
 			if err == nil && (p.Status.State.Phase != dag.PhaseFailed || p.Status.State.Reason != string(dag.ReasonInvalidSpec)) {
