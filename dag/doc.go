@@ -46,7 +46,10 @@
 //
 // Every waiting flow's Reason and every action's Reason carries a ReasonCode
 // (Dependency, Backoff, Parallelism, Probe, ...; DependenciesMet, Retry,
-// Finally, Retention, Recreate) and a message for people. The plan's
+// Finally, Retention, Recreate), the facts as typed fields (a dependency's
+// Target, Result and State, a backoff's Until, parallelism's Active and
+// Limit, a probe's ProbeFacts, ...) and a message for people rendered from
+// them, which programs never need to read. The plan's
 // RequeueAfter is the one wake-up hint, relative to Snapshot.Now; the status
 // field nextRetryAt stays, because it is the workflow's wire status.
 //

@@ -39,7 +39,7 @@ const MaxJobFlowBytes = 3 << 20
 // MaxJobFlowBytes. A JobFlow of 21,000 flows with five targets each (flow
 // names f0 to f20999) is 252,000 values, 1.7 MB of YAML, more than the API
 // server can store (an object is at most 1.5 MiB of JSON), and it reads
-// and plans in 226 MB; flows with realistic names, or with patches, reach
+// and plans in 236 MB; flows with realistic names, or with patches, reach
 // the storage limit long before the value bound.
 const MaxJobFlowValues = 1 << 18
 

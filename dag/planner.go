@@ -253,13 +253,14 @@ func (p *planner) create(f *Flow, attempt int, finally bool, outcome string) Cre
 		Owner: metav1.OwnerReference{APIVersion: "flow.volcano.sh/v1alpha1", Kind: "JobFlow", Name: p.wf.Name, UID: p.wf.UID,
 			Controller: &yes, BlockOwnerDeletion: &yes},
 		Attempt: attempt, Finally: finally,
-		Reason: Reason{ReasonDependenciesMet, "DependenciesMet: the dependencies of flow " + f.Name + " are satisfied"},
 	}
 	switch {
 	case finally:
-		c.Reason = Reason{ReasonFinally, "Finally: the main flows are final (" + outcome + ")"}
+		c.Reason = finallyReason(outcome)
 	case attempt > 1:
-		c.Reason = Reason{ReasonRetry, fmt.Sprintf("Retry: attempt %d of flow %s", attempt, f.Name)}
+		c.Reason = retryCreateReason(f.Name, attempt)
+	default:
+		c.Reason = dependenciesMetReason(f.Name)
 	}
 	if !p.opt.volcano() {
 		if len(f.Patch) > 0 {
