@@ -228,10 +228,15 @@ func TestHostileRayClusterAccepted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n > hostileBudget {
-				t.Errorf("allocated %d MB, budget %d MB", n>>20, hostileBudget>>20)
+			// Under -race the same work allocates 1.5 to 1.7 times as much
+			// (289 and 396 MB here); the plain run checks the budget itself.
+			budget := uint64(hostileBudget)
+			if raceDetector {
+				budget = budget * 7 / 4
 			}
-			t.Logf("%d bytes: %d MB", len(tc.data), n>>20)
+			if n > budget {
+				t.Errorf("allocated %d MB, budget %d MB", n>>20, budget>>20)
+			}
 		})
 	}
 }
