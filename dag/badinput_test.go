@@ -37,8 +37,12 @@ func TestBadInput(t *testing.T) {
 			dag.ErrInvalidInput, []string{"jobs[1].name"}},
 		{"empty job name and negative running duration", decide(dag.Snapshot{Flow: wf(fl("a")), Jobs: []dag.Job{{RunningDuration: &neg}}, Now: t0}, dag.Default()),
 			dag.ErrInvalidInput, []string{"jobs[0].name", "jobs[0].runningDuration"}},
-		{"every snapshot problem at once", decide(dag.Snapshot{Flow: withPhase(wf(fl("a")), "Paused"), Jobs: []dag.Job{job("a", ""), job("a", "")}}, dag.Default()),
-			dag.ErrInvalidInput, []string{"now", "flow.status.state.phase", "jobs[1].name"}},
+		// Dropping the uid check makes these two fail: the plan created
+		// jf-a with an owner reference the API server refuses (no uid).
+		{"a workflow without a uid", decide(dag.Snapshot{Flow: func() dag.Workflow { w := wf(fl("a")); w.UID = ""; return w }(), Now: t0}, dag.VolcanoCompat()),
+			dag.ErrInvalidInput, []string{"flow.uid"}},
+		{"every snapshot problem at once", decide(dag.Snapshot{Flow: func() dag.Workflow { w := withPhase(wf(fl("a")), "Paused"); w.UID = ""; return w }(), Jobs: []dag.Job{job("a", ""), job("a", "")}}, dag.Default()),
+			dag.ErrInvalidInput, []string{"now", "flow.uid", "flow.status.state.phase", "jobs[1].name"}},
 		{"previous attempt out of range", decide(dag.Snapshot{Flow: func() dag.Workflow {
 			w := wf(fl("a"))
 			w.Status.JobStatusList = []dag.JobStatus{{Name: "jf-a", Attempt: math.MaxInt}, {Name: "jf-b", Attempt: -1}}
@@ -74,7 +78,8 @@ func TestBadInput(t *testing.T) {
 			dag.ErrInvalidInput, []string{"spec.plancoreParallelism"}},
 		{"topo of a cycle", func() error { _, err := dag.Topo(wf(fl("a", "a")), dag.Default()); return err },
 			dag.ErrInvalidInput, []string{"spec.flows[0].dependsOn"}},
-		{"volcano webhook: unknown vertex", func() error { return dag.ValidateVolcano(wf(fl("a", "q")).Spec) }, dag.ErrInvalidInput, nil},
+		{"volcano webhook: unknown vertex", func() error { return dag.ValidateVolcano(wf(fl("a", "q")).Spec) }, dag.ErrInvalidInput,
+			[]string{"spec.flows[0].dependsOn.targets[0]"}},
 		{"legal: an invalid spec is a plan outcome, not an error", func() error {
 			p, err := dag.Decide(dag.Snapshot{Flow: wf(fl("a", "ghost")), Now: t0}, dag.Default())
 			if err == nil && (p.Status.State.Phase != dag.PhaseFailed || p.Status.State.Reason != string(dag.ReasonInvalidSpec)) {
@@ -99,7 +104,7 @@ func TestBadInput(t *testing.T) {
 			}
 			return err
 		}, nil, nil},
-		{"legal: nil jobs, flows and maps", decide(dag.Snapshot{Flow: dag.Workflow{Name: "jf"}, Now: t0}, dag.Default()), nil, nil},
+		{"legal: nil jobs, flows and maps", decide(dag.Snapshot{Flow: dag.Workflow{Name: "jf", UID: "u"}, Now: t0}, dag.Default()), nil, nil},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
@@ -146,8 +151,9 @@ func TestPropertyHostileBackoff(t *testing.T) {
 }
 
 // TestPropertyDecideRefusesWhatValidateRefuses: on snapshots and options
-// with random defects, Decide fails exactly when Validate does, with the
-// same error. (Making Decide skip a check Validate runs makes it fail.)
+// with random defects, Decide fails exactly when Options.Validate or
+// Snapshot.Validate does, with the same error. (Making Decide skip a check
+// either runs makes it fail.)
 func TestPropertyDecideRefusesWhatValidateRefuses(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		w := wf(fl("a"), fl("b", "a"))
@@ -165,7 +171,10 @@ func TestPropertyDecideRefusesWhatValidateRefuses(t *testing.T) {
 		}
 		o := rapid.SampledFrom([]dag.Options{dag.Default(), dag.VolcanoCompat(), {HistoryLimit: -1}}).Draw(t, "options")
 		_, derr := dag.Decide(s, o)
-		verr := dag.Validate(s, o)
+		verr := o.Validate()
+		if verr == nil {
+			verr = s.Validate()
+		}
 		if (derr == nil) != (verr == nil) || derr != nil && derr.Error() != verr.Error() {
 			t.Fatalf("Decide: %v\nValidate: %v", derr, verr)
 		}

@@ -94,20 +94,20 @@ func (p *planner) deployVolcano() {
 		}
 		var reasons []Reason
 		if f.DependsOn != nil {
-			for _, t := range f.DependsOn.Targets {
+			for k, t := range f.DependsOn.Targets {
 				tj := p.job(p.jobName(t))
 				if tj != nil && tj.Phase == JobPhaseCompleted && (p.opt.SkipNameConflictCheck || p.labelled(tj)) {
 					continue
 				}
 				if _, known := g.index[t]; !known {
-					reasons = append(reasons, unknownTargetReason(fmt.Sprintf("no flow named %q", t)))
+					reasons = append(reasons, unknownTargetReason(t, g.refField(i, "targets", k)))
 					continue
 				}
-				reasons = append(reasons, dependencyReason(t, jobState(tj)))
+				reasons = append(reasons, dependencyReason(t, "", jobState(tj)))
 			}
 		}
 		if onCycle[f.Name] && len(reasons) > 0 {
-			reasons = append(reasons, cycleReason("flow is on a dependency cycle"))
+			reasons = append(reasons, cycleReason(0, ""))
 		}
 		if len(reasons) > 0 {
 			if !blocked[name] {

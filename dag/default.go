@@ -358,7 +358,7 @@ func (p *planner) recreateRetained(d *defaultPass) {
 		f := &d.fs[i]
 		if !p.g.dup[i] && f.job == nil && f.foreign == nil {
 			c := p.create(p.g.flow(i), f.attempt, p.g.finally(i), "Succeeded")
-			c.Reason = Reason{ReasonRecreate, "Recreate: job " + c.Name + " was removed after success under the retain policy"}
+			c.Reason = recreateReason(c.Name)
 			p.res.Create = append(p.res.Create, c)
 		}
 	}
@@ -540,7 +540,7 @@ func (p *planner) decide(i int, fs []fstate, stop bool) {
 	case triF:
 		f.outcome = OutcomeOmitted
 	default:
-		f.reasons = append(f.reasons, undecided...)
+		f.reasons = undecided // f.reasons is empty here; undecided is this flow's own
 	}
 }
 
@@ -557,6 +557,11 @@ func (p *planner) eval(i int, fs []fstate) (tri, []Reason) {
 			}
 		}
 		seen = append(seen, a)
+		if und == nil && c.expr == nil {
+			// An AND of atoms notes at most one reason per atom: sized
+			// once, since a Reason is large and a waiting flow common.
+			und = make([]Reason, 0, c.hi-c.lo)
+		}
 		und = append(und, p.depReason(a, fs))
 	}
 	if c.probe != nil {
@@ -660,16 +665,15 @@ func (p *planner) atomValue(a atom, fs []fstate) tri {
 
 func (p *planner) depReason(a atom, fs []fstate) Reason {
 	name := p.g.atomName(a)
-	atomText := name + "." + a.res.String()
 	if a.flow < 0 {
-		return unknownTargetReason(fmt.Sprintf("no flow named %q", name))
+		return unknownTargetReason(name, "")
 	}
 	t := &fs[a.flow]
 	state := jobState(t.job)
 	if t.outcome != OutcomeNone {
 		state = string(t.outcome)
 	}
-	return dependencyReason(atomText, state)
+	return dependencyReason(name, a.res.String(), state)
 }
 
 // invalidIndex says, per flow, which error issues explain its wait, so that
@@ -713,13 +717,14 @@ func (p *planner) invalidReasons(i int, ix invalidIndex) []Reason {
 	var rs []Reason
 	if k := ix.cycle[i]; k >= 0 {
 		is := &p.g.issues[k]
-		rs = append(rs, cycleReason(fmt.Sprintf("on the %d-flow cycle of %s", len(is.Members), is.Field)))
+		rs = append(rs, cycleReason(len(is.Members), is.Field))
 	}
 	for _, k := range ix.unknown[i] {
-		rs = append(rs, unknownTargetReason(p.g.issues[k].Message))
+		is := &p.g.issues[k]
+		rs = append(rs, unknownTargetReason(is.Value, is.Field))
 	}
 	if len(rs) == 0 {
-		rs = append(rs, invalidSpecReason("the workflow spec is invalid"))
+		rs = append(rs, invalidSpecReason())
 	}
 	return rs
 }

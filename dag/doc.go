@@ -20,9 +20,11 @@
 //	report, err := dag.Apply(ctx, plan, executor)
 //	// requeue after plan.RequeueAfter (0: wait for the next event)
 //
-// Decide refuses exactly what Validate refuses: a zero Now, a previous phase
-// that is no workflow phase, observed jobs with an empty or repeated name, a
-// negative running duration; the error is a *plancore.InvalidError wrapping
+// Decide refuses exactly what Options.Validate and Snapshot.Validate refuse
+// (there is no dag.Validate: a spec is checked by Lint and Check): a zero
+// Now, a workflow without a uid (its jobs' owner reference needs it), a
+// previous phase that is no workflow phase, observed jobs with an empty or
+// repeated name, a negative running duration; the error is a *plancore.InvalidError wrapping
 // ErrInvalidInput that lists every problem with its field path (now,
 // flow.status.state.phase, jobs[3].name). An invalid spec is not an input
 // error but a plan outcome (Default fails the workflow with reason
@@ -36,14 +38,18 @@
 // state of every flow. DecodeJobFlow reads a whole JobFlow object (YAML or
 // JSON, Volcano's field names, plancore's extensions named plancore<Field>)
 // and refuses unknown fields, duplicate keys and wrong-typed values by path,
-// all at once, at a cost bounded by MaxJobFlowBytes (an alias bomb is
-// refused before it is expanded); EncodeJobFlow writes one back. A flow on
+// all at once, at a cost bounded by MaxJobFlowBytes and MaxJobFlowValues
+// (an alias bomb, or a document of a million tiny values, is refused
+// before it is parsed or expanded); EncodeJobFlow writes one back. A flow on
 // a cycle waits with a Cycle reason pointing at the cycle's one issue, which
 // lists the cycle.
 //
 // Every waiting flow's Reason and every action's Reason carries a ReasonCode
 // (Dependency, Backoff, Parallelism, Probe, ...; DependenciesMet, Retry,
-// Finally, Retention, Recreate) and a message for people. The plan's
+// Finally, Retention, Recreate), the facts as typed fields (a dependency's
+// Target, Result and State, a backoff's Until, parallelism's Active and
+// Limit, a probe's ProbeFacts, ...) and a message for people rendered from
+// them, which programs never need to read. The plan's
 // RequeueAfter is the one wake-up hint, relative to Snapshot.Now; the status
 // field nextRetryAt stays, because it is the workflow's wire status.
 //

@@ -70,7 +70,7 @@ func Example_dependsOnFailure() {
 
 // ExampleCheck shows one error listing every offender of a bad spec.
 func ExampleCheck() {
-	w := dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{
+	w := dag.Workflow{Name: "jf", Namespace: "ns", UID: "u1", Spec: dag.Spec{Flows: []dag.Flow{
 		{Name: "a", DependsOn: &dag.DependsOn{Targets: []string{"c"}}},
 		{Name: "b", DependsOn: &dag.DependsOn{Depends: "a.Failed ||"}},
 		{Name: "c", DependsOn: &dag.DependsOn{Targets: []string{"a", "ghost"}}},
@@ -92,7 +92,7 @@ func ExampleCheck() {
 
 // ExampleRenderDOT draws a diamond whose first flow has completed.
 func ExampleRenderDOT() {
-	w := dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{
+	w := dag.Workflow{Name: "jf", Namespace: "ns", UID: "u1", Spec: dag.Spec{Flows: []dag.Flow{
 		{Name: "a"},
 		{Name: "b", DependsOn: &dag.DependsOn{Targets: []string{"a"}}},
 		{Name: "c", DependsOn: &dag.DependsOn{Depends: "a || !b.Failed"}},
@@ -116,7 +116,7 @@ func ExampleRenderDOT() {
 // Example_volcanoCompat shows the anchor's two-step success: with
 // every job Completed, a Pending workflow first moves to Running.
 func Example_volcanoCompat() {
-	w := dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{
+	w := dag.Workflow{Name: "jf", Namespace: "ns", UID: "u1", Spec: dag.Spec{Flows: []dag.Flow{
 		{Name: "a"}, {Name: "b", DependsOn: &dag.DependsOn{Targets: []string{"a"}}},
 	}}}
 	jobs := []dag.Job{labelled("jf", "a", dag.JobPhaseCompleted), labelled("jf", "b", dag.JobPhaseCompleted)}
@@ -125,7 +125,7 @@ func Example_volcanoCompat() {
 		fmt.Println(res.Status.State.Phase)
 		w.Status = res.Status
 	}
-	res, _ := dag.Decide(dag.Snapshot{Flow: dag.Workflow{Name: "jf", Namespace: "ns", Spec: w.Spec}, Jobs: jobs, Now: t0}, dag.Default())
+	res, _ := dag.Decide(dag.Snapshot{Flow: dag.Workflow{Name: "jf", Namespace: "ns", UID: "u1", Spec: w.Spec}, Jobs: jobs, Now: t0}, dag.Default())
 	fmt.Println("Default:", res.Status.State.Phase)
 	// Output:
 	// Running
@@ -164,12 +164,12 @@ func Example_probe() {
 	// create jf-workers flow=workers template=ns/workers attempt=1
 }
 
-// ExampleValidate shows every problem of an unusable snapshot at once, each
-// with its field path: Decide refuses exactly these.
-func ExampleValidate() {
+// ExampleSnapshot_Validate shows every problem of an unusable snapshot at
+// once, each with its field path: Decide refuses exactly these.
+func ExampleSnapshot_Validate() {
 	w := dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{{Name: "a"}}}}
 	jobs := []dag.Job{labelled("jf", "a", dag.JobPhaseRunning), labelled("jf", "a", dag.JobPhaseRunning)}
-	err := dag.Validate(dag.Snapshot{Flow: w, Jobs: jobs}, dag.Options{}) // no Now
+	err := dag.Snapshot{Flow: w, Jobs: jobs}.Validate() // no Now, no uid
 	var inv *plancore.InvalidError
 	if errors.As(err, &inv) && errors.Is(err, dag.ErrInvalidInput) {
 		fmt.Println(inv.Fields())
@@ -177,6 +177,6 @@ func ExampleValidate() {
 	_, err = dag.Decide(dag.Snapshot{Flow: w, Jobs: jobs}, dag.Options{})
 	fmt.Println(err)
 	// Output:
-	// [now jobs[1].name]
-	// dag: invalid input: now: Required value: the planning time must be set; jobs[1].name: Duplicate value: "jf-a"
+	// [now flow.uid jobs[1].name]
+	// dag: invalid input: now: Required value: the planning time must be set; flow.uid: Required value: the owner reference of every job created names the workflow's uid; jobs[1].name: Duplicate value: "jf-a"
 }

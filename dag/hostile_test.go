@@ -29,7 +29,7 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-const hostileFlow = "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: jf, namespace: ns}\nspec:\n  flows:\n"
+const hostileFlow = "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: jf, namespace: ns, uid: u}\nspec:\n  flows:\n"
 
 // TestHostileJobFlow feeds documents built to exhaust DecodeJobFlow. Each is
 // refused with an error naming its field and why, within hostileBudget.
@@ -49,6 +49,15 @@ func TestHostileJobFlow(t *testing.T) {
 	dups.WriteString("metadata:\n  name: jf\n  annotations:\n")
 	for i := 0; dups.Len() < 1<<20; i++ {
 		fmt.Fprintf(&dups, "    k%d: v\n    k%d: w\n", i, i)
+	}
+	tiny := func(head, item, end string) []byte { // as many items as 3 MiB holds
+		var b bytes.Buffer
+		b.WriteString(head)
+		for b.Len()+2*len(item)+1+len(end) <= dag.MaxJobFlowBytes {
+			b.WriteString(item + ",")
+		}
+		b.WriteString(item + end)
+		return b.Bytes()
 	}
 	rows := []struct {
 		name   string
@@ -72,6 +81,15 @@ func TestHostileJobFlow(t *testing.T) {
 		// makes this fail.
 		{"deep nesting", []byte(hostileFlow + "  - name: a\n    dependsOn:\n      targets: " + strings.Repeat("[", 9000) + strings.Repeat("]", 9000) + "\n"),
 			[]string{"spec.flows[0].dependsOn.targets[0]"}, "must be a string"},
+		// Dropping the count of values before the parse (countValues in
+		// internal/wire) makes these fail: 1.5 million one-letter
+		// targets cost 379 MB and over a second in the YAML parser before the
+		// document was refused as too large as JSON, and 1.5 million
+		// numbers in JSON were read in full to report their type errors.
+		{"tiny values, 3 MiB of YAML", tiny(hostileFlow+"  - name: a\n    dependsOn:\n      targets: [", "a", "]\n"),
+			[]string{"jobFlow"}, "more than 262144 values"},
+		{"tiny values, 3 MiB of JSON", tiny(`{"spec":{"flows":[{"name":"a","dependsOn":{"targets":[`, "1", "]}}]}}"),
+			[]string{"jobFlow"}, "more than 262144 values"},
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,6 +107,34 @@ func TestHostileJobFlow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHostileJobFlowAccepted: the largest JobFlows the value bound lets
+// through decode and plan within the budget.
+func TestHostileJobFlowAccepted(t *testing.T) {
+	var b bytes.Buffer // 21,000 flows with five targets each: 252,000 values
+	b.WriteString(hostileFlow)
+	for i := range 21000 {
+		fmt.Fprintf(&b, "  - name: f%d\n", i)
+		if i >= 5 {
+			fmt.Fprintf(&b, "    dependsOn: {targets: [f%d, f%d, f%d, f%d, f%d]}\n", i-1, i-2, i-3, i-4, i-5)
+		}
+	}
+	var err error
+	n := allocated(func() {
+		var wf dag.Workflow
+		if wf, err = dag.DecodeJobFlow(b.Bytes()); err == nil {
+			_, err = dag.Decide(dag.Snapshot{Flow: wf, Now: t0}, dag.Default())
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A value bound under 252,000 makes this fail on the error above.
+	if n > hostileBudget {
+		t.Errorf("allocated %d MB, budget %d MB", n>>20, hostileBudget>>20)
+	}
+	t.Logf("%d bytes, %d MB", b.Len(), n>>20)
 }
 
 // fastest is the shortest of runs timings of f: the least disturbed by a
@@ -123,7 +169,7 @@ func flows(n int, target func(i int) string) dag.Workflow {
 	for i := range fs {
 		fs[i] = dag.Flow{Name: fmt.Sprintf("f%d", i), DependsOn: &dag.DependsOn{Targets: []string{target(i)}}}
 	}
-	return dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{Flows: fs}}
+	return dag.Workflow{Name: "jf", Namespace: "ns", UID: "u", Spec: dag.Spec{Flows: fs}}
 }
 
 // TestHostileSpecs: invalid specs a workflow author controls cost time and

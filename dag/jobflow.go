@@ -32,6 +32,17 @@ type jobFlowObject struct {
 // stored is refused.
 const MaxJobFlowBytes = 3 << 20
 
+// MaxJobFlowValues bounds the values (keys, list items, objects and lists)
+// of the documents DecodeJobFlow reads, as written and, for YAML, with
+// aliases expanded: reading and planning cost up to about 900 bytes a
+// value, and a document of tiny values ([a,a,a,...]) fits 1.5 million in
+// MaxJobFlowBytes. A JobFlow of 21,000 flows with five targets each (flow
+// names f0 to f20999) is 252,000 values, 1.7 MB of YAML, more than the API
+// server can store (an object is at most 1.5 MiB of JSON), and it reads
+// and plans in 236 MB; flows with realistic names, or with patches, reach
+// the storage limit long before the value bound.
+const MaxJobFlowValues = 1 << 18
+
 // DecodeJobFlow reads one whole JobFlow object, YAML or JSON, into a
 // Workflow: its name, namespace and uid, its spec and its status. It is
 // strict where encoding/json is lenient: a field the types do not declare,
@@ -43,13 +54,14 @@ const MaxJobFlowBytes = 3 << 20
 // wrapping ErrInvalidInput listing every problem at once.
 //
 // Its cost is bounded by the document's size: a document over
-// MaxJobFlowBytes, or whose YAML aliases expand past it (an alias bomb), is
-// refused before it is expanded, as is a second YAML document. A flow's
-// patch is kept compact, so decoding what EncodeJobFlow wrote gives the
-// same Workflow.
+// MaxJobFlowBytes or MaxJobFlowValues, or whose YAML aliases expand past
+// them (an alias bomb), is refused before it is parsed or expanded, as is a
+// second YAML document. At most 1,000 problems are listed, and a last error
+// on jobFlow says how many more there are. A flow's patch is kept compact,
+// so decoding what EncodeJobFlow wrote gives the same Workflow.
 func DecodeJobFlow(data []byte) (Workflow, error) {
 	var obj jobFlowObject
-	if errs := wire.Decode(data, &obj, wire.Options{MaxBytes: MaxJobFlowBytes, Root: "jobFlow",
+	if errs := wire.Decode(data, &obj, wire.Options{MaxBytes: MaxJobFlowBytes, MaxValues: MaxJobFlowValues, Root: "jobFlow",
 		APIVersion: JobFlowAPIVersion, Kind: JobFlowKind, IdentityOptional: true,
 		Shapes: map[reflect.Type]reflect.Type{
 			// Backoff and Probe read their durations as strings ("90s").

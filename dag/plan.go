@@ -143,12 +143,90 @@ const (
 	ReasonRecreate ReasonCode = "Recreate"
 )
 
-// Reason says why: Code for programs, Message (one line, starting with the
-// code's word, with the figures) for people.
+// Reason says why: Code for programs, the typed fields for the facts, and
+// Message (one line, starting with the code's word) for people. Message is
+// rendered from Code and the fields (Reason.render, the one place), so a
+// program reads the fields and never parses Message. Which fields a reason
+// sets depends on its Code, as each field says; the others are zero.
 type Reason struct {
 	Code    ReasonCode `json:"code"`
 	Message string     `json:"message"`
+
+	// Flow is the flow an action is for: DependenciesMet, Retry.
+	Flow string `json:"flow,omitempty"`
+	// Target is the flow waited on (Dependency, Probe), or the name no
+	// flow carries (UnknownTarget).
+	Target string `json:"target,omitempty"`
+	// Result is the result of Target a Dependency waits for (Succeeded,
+	// Failed, Omitted, Done, Started, ...); empty in VolcanoCompat, where a
+	// target's job must be Completed.
+	Result string `json:"result,omitempty"`
+	// State is a Dependency's target state: NotCreated, its job's phase
+	// ("" as Pending) or, once final, its outcome.
+	State string `json:"state,omitempty"`
+	// Until is when a Backoff ends: the flow is retried by the first plan
+	// at or after it.
+	Until time.Time `json:"until,omitzero"`
+	// Active and Limit are Parallelism's active jobs and the workflow's
+	// parallelism.
+	Active int `json:"active,omitempty"`
+	Limit  int `json:"limit,omitempty"`
+	// Count is MainNotFinal's number of main flows not final yet, and
+	// Cycle's number of flows on the cycle (0 in VolcanoCompat, which only
+	// knows the flow is on one).
+	Count int `json:"count,omitempty"`
+	// Field is the spec field of the issue a Cycle (the dependsOn of the
+	// cycle's first flow) or an UnknownTarget (the reference) comes from.
+	Field string `json:"field,omitempty"`
+	// Job is the job a NameConflict, Retrying, Recreate or Probe reason is
+	// about.
+	Job string `json:"job,omitempty"`
+	// Owner is the createdByJobFlow label of a NameConflict's job: the
+	// workflow that holds the name.
+	Owner string `json:"owner,omitempty"`
+	// Attempt is a Retry create's attempt (2 for the first retry); 0 on a
+	// Retry delete.
+	Attempt int `json:"attempt,omitempty"`
+	// Outcome is a Finally create's main-part outcome (Succeeded or
+	// Failed), and a Probe's target outcome when its state is TargetEnded.
+	Outcome string `json:"outcome,omitempty"`
+	// Probe is the probe entry a Probe reason is about and what it saw, or
+	// the entry without a target an InvalidSpec reason is about (Kind and
+	// Entry only); nil for other reasons, which keeps a Reason small.
+	Probe *ProbeFacts `json:"probe,omitempty"`
 }
+
+// ProbeFacts is a probe entry and what it saw, in a Reason.
+type ProbeFacts struct {
+	// Kind (httpGet, tcpSocket, taskStatus) and Entry name the entry.
+	Kind  string `json:"kind"`
+	Entry int    `json:"entry"`
+	// State is what the entry saw.
+	State ProbeState `json:"state,omitempty"`
+	// At is the time of a stale or failed result.
+	At time.Time `json:"at,omitzero"`
+	// Task, TaskPhase, Tasks and MinTasks are a taskStatus entry below its
+	// minimum: Tasks of task Task are in TaskPhase, MinTasks are needed.
+	Task      string `json:"task,omitempty"`
+	TaskPhase string `json:"taskPhase,omitempty"`
+	Tasks     int    `json:"tasks,omitempty"`
+	MinTasks  int    `json:"minTasks,omitempty"`
+}
+
+// ProbeState is what a probe entry saw, in a Probe reason.
+type ProbeState string
+
+// Probe states.
+const (
+	// ProbeNoResult: the executor reported no result for the entry.
+	ProbeNoResult ProbeState = "NoResult"
+	// ProbeStale: the latest result (at At) is older than the probe TTL.
+	ProbeStale ProbeState = "Stale"
+	// ProbeFailed: the latest result (at At) failed.
+	ProbeFailed ProbeState = "Failed"
+	// ProbeBelowMinimum: fewer tasks than MinTasks are in TaskPhase.
+	ProbeBelowMinimum ProbeState = "BelowMinimum"
+)
 
 // String renders the reason on one line: its message, or its code.
 func (r Reason) String() string {
@@ -158,49 +236,150 @@ func (r Reason) String() string {
 	return r.Message
 }
 
-func dependencyReason(atom, state string) Reason {
-	return Reason{ReasonDependency, fmt.Sprintf("Dependency %s: %s", atom, state)}
+// rendered returns r with its Message rendered from its fields.
+func (r Reason) rendered() Reason {
+	r.Message = r.render()
+	return r
+}
+
+// render is the one place a reason's message is written, from its code and
+// fields.
+func (r Reason) render() string {
+	rfc := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	switch r.Code {
+	case ReasonDependency:
+		target := r.Target
+		if r.Result != "" {
+			target += "." + r.Result
+		}
+		return fmt.Sprintf("Dependency %s: %s", target, r.State)
+	case ReasonBackoff:
+		return "Backoff until " + rfc(r.Until)
+	case ReasonParallelism:
+		return fmt.Sprintf("Parallelism %d/%d active", r.Active, r.Limit)
+	case ReasonMainNotFinal:
+		return fmt.Sprintf("MainNotFinal %d", r.Count)
+	case ReasonNameConflict:
+		return fmt.Sprintf("NameConflict %s owned by %q", r.Job, r.Owner)
+	case ReasonRetrying:
+		return "Retrying: waiting for " + r.Job + " to go"
+	case ReasonProbe:
+		pf := r.probe()
+		return fmt.Sprintf("Probe %s[%d] on %s: %s", r.Target, pf.Entry, r.Job, pf.text(rfc))
+	case ReasonInvalidSpec:
+		if r.Probe != nil {
+			return fmt.Sprintf("InvalidSpec: probe entry %d has no target", r.Probe.Entry)
+		}
+		return "InvalidSpec: the workflow spec is invalid"
+	case ReasonCycle:
+		if r.Count > 0 {
+			return fmt.Sprintf("Cycle: on the %d-flow cycle of %s", r.Count, r.Field)
+		}
+		return "Cycle: flow is on a dependency cycle"
+	case ReasonUnknown:
+		return fmt.Sprintf("UnknownTarget: no flow named %q", r.Target)
+	case ReasonDependenciesMet:
+		return "DependenciesMet: the dependencies of flow " + r.Flow + " are satisfied"
+	case ReasonFinally:
+		return "Finally: the main flows are final (" + r.Outcome + ")"
+	case ReasonRetry:
+		if r.Attempt > 0 {
+			return fmt.Sprintf("Retry: attempt %d of flow %s", r.Attempt, r.Flow)
+		}
+		return "Retry: flow " + r.Flow + " failed and is retried"
+	case ReasonRetention:
+		return "Retention: the workflow succeeded and its retain policy is delete"
+	case ReasonRecreate:
+		return "Recreate: job " + r.Job + " was removed after success under the retain policy"
+	}
+	return string(r.Code)
+}
+
+func (r Reason) probe() ProbeFacts {
+	if r.Probe == nil {
+		return ProbeFacts{}
+	}
+	return *r.Probe
+}
+
+// text says what a probe entry saw.
+func (pf ProbeFacts) text(rfc func(time.Time) string) string {
+	switch pf.State {
+	case ProbeNoResult:
+		return pf.Kind + " no result"
+	case ProbeStale:
+		return pf.Kind + " result from " + rfc(pf.At) + " is stale"
+	case ProbeFailed:
+		return pf.Kind + " failed at " + rfc(pf.At)
+	case ProbeBelowMinimum:
+		return fmt.Sprintf("task %s %s %d/%d", pf.Task, pf.TaskPhase, pf.Tasks, pf.MinTasks)
+	}
+	return string(pf.State)
+}
+
+func dependencyReason(target, result, state string) Reason {
+	return Reason{Code: ReasonDependency, Target: target, Result: result, State: state}.rendered()
 }
 
 func backoffReason(until time.Time) Reason {
-	return Reason{ReasonBackoff, "Backoff until " + until.UTC().Format(time.RFC3339)}
+	return Reason{Code: ReasonBackoff, Until: until}.rendered()
 }
 
 func parallelismReason(active, limit int) Reason {
-	return Reason{ReasonParallelism, fmt.Sprintf("Parallelism %d/%d active", active, limit)}
+	return Reason{Code: ReasonParallelism, Active: active, Limit: limit}.rendered()
 }
 
 func mainNotFinalReason(count int) Reason {
-	return Reason{ReasonMainNotFinal, fmt.Sprintf("MainNotFinal %d", count)}
+	return Reason{Code: ReasonMainNotFinal, Count: count}.rendered()
 }
 
-func nameConflictReason(job, label string) Reason {
-	return Reason{ReasonNameConflict, fmt.Sprintf("NameConflict %s owned by %q", job, label)}
+func nameConflictReason(job, owner string) Reason {
+	return Reason{Code: ReasonNameConflict, Job: job, Owner: owner}.rendered()
 }
 
 func retryingReason(job string) Reason {
-	return Reason{ReasonRetrying, "Retrying: waiting for " + job + " to go"}
+	return Reason{Code: ReasonRetrying, Job: job}.rendered()
 }
 
-func probeReason(target string, entry int, job, state string) Reason {
-	return Reason{ReasonProbe, fmt.Sprintf("Probe %s[%d] on %s: %s", target, entry, job, state)}
+// probeReason is a Probe reason for what entry seen saw on target's job.
+func probeReason(seen ProbeFacts, target, job string) Reason {
+	return Reason{Code: ReasonProbe, Target: target, Job: job, Probe: &seen}.rendered()
 }
 
-func invalidSpecReason(issue string) Reason {
-	return Reason{ReasonInvalidSpec, "InvalidSpec: " + issue}
+func invalidSpecReason() Reason { return Reason{Code: ReasonInvalidSpec}.rendered() }
+
+func probeWithoutTargetReason(kind string, entry int) Reason {
+	return Reason{Code: ReasonInvalidSpec, Probe: &ProbeFacts{Kind: kind, Entry: entry}}.rendered()
 }
-func cycleReason(issue string) Reason { return Reason{ReasonCycle, "Cycle: " + issue} }
-func unknownTargetReason(issue string) Reason {
-	return Reason{ReasonUnknown, "UnknownTarget: " + issue}
+
+// cycleReason: count 0 when the flow is only known to be on a cycle.
+func cycleReason(count int, field string) Reason {
+	return Reason{Code: ReasonCycle, Count: count, Field: field}.rendered()
+}
+
+func unknownTargetReason(target, field string) Reason {
+	return Reason{Code: ReasonUnknown, Target: target, Field: field}.rendered()
+}
+
+func dependenciesMetReason(flow string) Reason {
+	return Reason{Code: ReasonDependenciesMet, Flow: flow}.rendered()
+}
+
+func finallyReason(outcome string) Reason {
+	return Reason{Code: ReasonFinally, Outcome: outcome}.rendered()
+}
+
+func retryCreateReason(flow string, attempt int) Reason {
+	return Reason{Code: ReasonRetry, Flow: flow, Attempt: attempt}.rendered()
 }
 
 func retryDeleteReason(flow string) Reason {
-	return Reason{ReasonRetry, "Retry: flow " + flow + " failed and is retried"}
+	return Reason{Code: ReasonRetry, Flow: flow}.rendered()
 }
 
-func retentionReason() Reason {
-	return Reason{ReasonRetention, "Retention: the workflow succeeded and its retain policy is delete"}
-}
+func retentionReason() Reason { return Reason{Code: ReasonRetention}.rendered() }
+
+func recreateReason(job string) Reason { return Reason{Code: ReasonRecreate, Job: job}.rendered() }
 
 // Blocked is one waiting flow.
 type Blocked struct {

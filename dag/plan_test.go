@@ -212,7 +212,7 @@ func TestCreateIdentity(t *testing.T) {
 		Template: dag.TemplateRef{Namespace: "default", Name: "data-preprocess"}, Labels: meta, Annotations: meta,
 		Owner: metav1.OwnerReference{APIVersion: "flow.volcano.sh/v1alpha1", Kind: "JobFlow", Name: "ml-pipeline", UID: "uid-ml",
 			Controller: &yes, BlockOwnerDeletion: &yes}, Attempt: 1,
-		Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "DependenciesMet: the dependencies of flow data-preprocess are satisfied"}}
+		Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "DependenciesMet: the dependencies of flow data-preprocess are satisfied", Flow: "data-preprocess"}}
 	w := dag.Workflow{Name: "ml-pipeline", Namespace: "default", UID: "uid-ml", Spec: dag.Spec{Flows: []dag.Flow{{Name: "data-preprocess", Patch: []byte(`{"spec":{"minAvailable":2}}`)}}}}
 	for _, opt := range []dag.Options{dag.VolcanoCompat(), dag.Default()} {
 		res := plan(t, w, nil, opt)
@@ -235,8 +235,8 @@ func TestCreateIdentity(t *testing.T) {
 		}
 	}
 	// The name is not injective: jobflow a + flow b-c = jobflow a-b + flow c.
-	x := plan(t, dag.Workflow{Name: "a", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{{Name: "b-c"}}}}, nil, dag.VolcanoCompat())
-	y := plan(t, dag.Workflow{Name: "a-b", Namespace: "ns", Spec: dag.Spec{Flows: []dag.Flow{{Name: "c"}}}}, nil, dag.VolcanoCompat())
+	x := plan(t, dag.Workflow{Name: "a", Namespace: "ns", UID: "u1", Spec: dag.Spec{Flows: []dag.Flow{{Name: "b-c"}}}}, nil, dag.VolcanoCompat())
+	y := plan(t, dag.Workflow{Name: "a-b", Namespace: "ns", UID: "u2", Spec: dag.Spec{Flows: []dag.Flow{{Name: "c"}}}}, nil, dag.VolcanoCompat())
 	if x.Create[0].Name != "a-b-c" || y.Create[0].Name != "a-b-c" {
 		t.Fatalf("names %s, %s", x.Create[0].Name, y.Create[0].Name)
 	}
@@ -381,7 +381,7 @@ func TestDefaultRules(t *testing.T) {
 			Blocked: []string{"c: Dependency b.Succeeded: NotCreated"}}},
 		{"a cycle fails the workflow, no creates", wf(fl("a", "b"), fl("b", "a"), fl("c")), nil, summary{Phase: "Failed", Write: true,
 			Blocked: []string{"a: Cycle: on the 2-flow cycle of flows[0].dependsOn", "b: Cycle: on the 2-flow cycle of flows[0].dependsOn", "c: InvalidSpec: the workflow spec is invalid"}}},
-		{"unknown target", wf(fl("a", "zz")), nil, summary{Phase: "Failed", Write: true, Blocked: []string{`a: UnknownTarget: flow "a": no flow named "zz"`}}},
+		{"unknown target", wf(fl("a", "zz")), nil, summary{Phase: "Failed", Write: true, Blocked: []string{`a: UnknownTarget: no flow named "zz"`}}},
 		{"zero flows succeed in the first plan", wf(), nil, summary{Phase: "Succeed", Write: true}},
 		{"extra labelled jobs are orphans, never counted", withPhase(chain, dag.PhaseRunning), []dag.Job{job("a", C), job("b", C), job("c", C), job("old", dag.JobPhaseFailed)}, summary{Phase: "Succeed", Write: true}},
 		{"Aborted fails the workflow", withPhase(wf(fl("a"), fl("b", "a")), dag.PhaseRunning), []dag.Job{job("a", C), job("b", dag.JobPhaseAborted)}, summary{Phase: "Failed", Write: true}},
@@ -502,7 +502,7 @@ func TestRetries(t *testing.T) {
 			t.Fatalf("deleted before due: %s", res)
 		}
 		res = step(w, []dag.Job{failed(uid)}, failedAt.Add(waits[len(waits)-1]))
-		if diff := cmp.Diff([]dag.DeleteJob{{Flow: "a", Name: "jf-a", Namespace: "ns", UID: uid, Reason: dag.Reason{Code: dag.ReasonRetry, Message: "Retry: flow a failed and is retried"}}}, res.Delete); diff != "" {
+		if diff := cmp.Diff([]dag.DeleteJob{{Flow: "a", Name: "jf-a", Namespace: "ns", UID: uid, Reason: dag.Reason{Code: dag.ReasonRetry, Message: "Retry: flow a failed and is retried", Flow: "a"}}}, res.Delete); diff != "" {
 			t.Fatalf("attempt %d due: (-want +got)\n%s", attempt, diff)
 		}
 		w.Status = res.Status

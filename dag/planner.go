@@ -16,12 +16,16 @@ import (
 // Decide decides what to do for one workflow: the jobs to create and delete,
 // the complete new status, why each waiting flow waits and when to plan
 // again. It returns an error only for unusable input: invalid options
-// (ErrInvalidOptions), or a snapshot Validate refuses (ErrInvalidInput). An
+// (ErrInvalidOptions, as Options.Validate reports them), or a snapshot
+// Snapshot.Validate refuses (ErrInvalidInput). An
 // invalid spec is not an error but a plan outcome: Default fails the
 // workflow with reason InvalidSpec, VolcanoCompat waits forever, as the
 // anchor does; Check refuses such a spec at admission.
 func Decide(in Snapshot, o Options) (Plan, error) {
-	if err := Validate(in, o); err != nil {
+	if err := o.Validate(); err != nil {
+		return Plan{}, err
+	}
+	if err := in.Validate(); err != nil {
 		return Plan{}, err
 	}
 	wf := &in.Flow
@@ -39,20 +43,25 @@ func Decide(in Snapshot, o Options) (Plan, error) {
 	return p.finish(), nil
 }
 
-// Validate reports every problem of a snapshot that Decide refuses, as a
-// *plancore.InvalidError wrapping ErrInvalidInput: a zero Now, a previous
-// phase that is no workflow phase (Volcano: "jobflow <name> state <phase> is
-// invalid"), a previous attempt number out of range, observed jobs with an
-// empty or repeated name, and a negative running duration. Bad options come
-// first, as Options.Validate reports them (ErrInvalidOptions). The spec is
-// Check's, because an invalid spec is a plan outcome, not an unusable input.
-func Validate(in Snapshot, o Options) error {
-	if err := o.Validate(); err != nil {
-		return err
-	}
+// Validate reports every problem of the snapshot that Decide refuses, as a
+// *plancore.InvalidError wrapping ErrInvalidInput: a zero Now, a workflow
+// without a uid (every job is created with an owner reference to it, which
+// the API server refuses without one), a previous phase that is no
+// workflow phase (Volcano: "jobflow <name> state <phase> is invalid"), a
+// previous attempt number out of range, observed jobs with an
+// empty or repeated name, and a negative running duration. Decide checks
+// the options first (Options.Validate, ErrInvalidOptions). The spec is
+// Check's and Lint's, because an invalid spec is a plan outcome, not an
+// unusable input.
+func (in Snapshot) Validate() error {
 	var errs field.ErrorList
 	if in.Now.IsZero() {
 		errs = append(errs, field.Required(field.NewPath("now"), "the planning time must be set"))
+	}
+	if in.Flow.UID == "" {
+		// Every job is created with an owner reference to the workflow, and
+		// the API server refuses one without a uid.
+		errs = append(errs, field.Required(field.NewPath("flow", "uid"), "the owner reference of every job created names the workflow's uid"))
 	}
 	switch ph := in.Flow.Status.State.Phase; ph {
 	case "", PhasePending, PhaseRunning, PhaseSucceed, PhaseFailed, PhaseTerminating:
@@ -127,7 +136,7 @@ func (p *planner) nodeOfJob(name string) int32 {
 	return -1
 }
 
-// indexJobs fills jobOf, others and lab. Names are unique (Validate).
+// indexJobs fills jobOf, others and lab. Names are unique (Snapshot.Validate).
 func (p *planner) indexJobs() {
 	jobs := p.s.Jobs
 	p.jobOf = make([]int32, p.g.n)
@@ -244,13 +253,14 @@ func (p *planner) create(f *Flow, attempt int, finally bool, outcome string) Cre
 		Owner: metav1.OwnerReference{APIVersion: "flow.volcano.sh/v1alpha1", Kind: "JobFlow", Name: p.wf.Name, UID: p.wf.UID,
 			Controller: &yes, BlockOwnerDeletion: &yes},
 		Attempt: attempt, Finally: finally,
-		Reason: Reason{ReasonDependenciesMet, "DependenciesMet: the dependencies of flow " + f.Name + " are satisfied"},
 	}
 	switch {
 	case finally:
-		c.Reason = Reason{ReasonFinally, "Finally: the main flows are final (" + outcome + ")"}
+		c.Reason = finallyReason(outcome)
 	case attempt > 1:
-		c.Reason = Reason{ReasonRetry, fmt.Sprintf("Retry: attempt %d of flow %s", attempt, f.Name)}
+		c.Reason = retryCreateReason(f.Name, attempt)
+	default:
+		c.Reason = dependenciesMetReason(f.Name)
 	}
 	if !p.opt.volcano() {
 		if len(f.Patch) > 0 {

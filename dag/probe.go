@@ -3,7 +3,6 @@ package dag
 import (
 	"fmt"
 	"strconv"
-	"time"
 )
 
 // probeCond is a flow's compiled dependsOn.probe.
@@ -189,18 +188,18 @@ func (p *planner) evalProbe(i int, pc *probeCond, fs []fstate) (tri, []Reason) {
 	pending := false
 	for _, e := range pc.entries {
 		if e.target < 0 {
-			and(triU, invalidSpecReason(fmt.Sprintf("probe entry %d has no target", e.entry.Index)))
+			and(triU, probeWithoutTargetReason(e.entry.Kind(), e.entry.Index))
 			continue
 		}
 		t := &fs[e.target]
 		if t.job == nil {
 			continue // the target's own atom is U or F and says why
 		}
-		x, state := p.probeEntry(p.g.names[i], pc, e, t)
+		x, seen := p.probeEntry(p.g.names[i], pc, e, t)
 		if x == triU {
 			pending = true
 		}
-		and(x, probeReason(p.g.names[e.target], e.entry.Index, t.job.Name, state))
+		and(x, probeReason(seen, p.g.names[e.target], t.job.Name))
 	}
 	if v == triF {
 		return triF, nil
@@ -211,32 +210,37 @@ func (p *planner) evalProbe(i int, pc *probeCond, fs []fstate) (tri, []Reason) {
 	return v, und
 }
 
-// probeEntry evaluates one entry against its target's observed job.
-func (p *planner) probeEntry(flow string, pc *probeCond, e probeCheck, t *fstate) (tri, string) {
+// probeEntry evaluates one entry against its target's observed job and
+// says what it saw when it is not true (a false entry gives no reason: the
+// flow is decided).
+func (p *planner) probeEntry(flow string, pc *probeCond, e probeCheck, t *fstate) (tri, ProbeFacts) {
 	j := t.job
+	seen := ProbeFacts{Kind: e.entry.Kind(), Entry: e.entry.Index}
 	if ts := e.entry.TaskStatus; ts != nil {
 		n := j.TaskStatusCount[ts.Task].Phase[ts.Phase]
 		want := max(ts.Min, 1)
 		if n >= want {
-			return triT, ""
+			return triT, seen
 		}
-		state := fmt.Sprintf("task %s %s %d/%d", ts.Task, ts.Phase, n, want)
+		seen.State, seen.Task, seen.TaskPhase, seen.Tasks, seen.MinTasks = ProbeBelowMinimum, ts.Task, ts.Phase, int(n), int(want)
 		if t.outcome != OutcomeNone {
-			return triF, state
+			return triF, seen
 		}
-		return triU, state
+		return triU, seen
 	}
 	if t.outcome != OutcomeNone {
-		return triF, "target ended " + string(t.outcome)
+		return triF, seen
 	}
 	r, ok := p.probeResult(flow, e.entry.Index)
 	switch {
 	case !ok:
-		return triU, e.entry.Kind() + " no result"
+		seen.State = ProbeNoResult
 	case p.s.Now.Sub(r.Time) > p.opt.probeTTL(pc.spec.period()):
-		return triU, e.entry.Kind() + " result from " + r.Time.UTC().Format(time.RFC3339) + " is stale"
+		seen.State, seen.At = ProbeStale, r.Time
 	case !r.OK:
-		return triU, e.entry.Kind() + " failed at " + r.Time.UTC().Format(time.RFC3339)
+		seen.State, seen.At = ProbeFailed, r.Time
+	default:
+		return triT, seen
 	}
-	return triT, ""
+	return triU, seen
 }

@@ -1,8 +1,11 @@
 package dag
 
 import (
-	"fmt"
 	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Lint checks a workflow's spec and returns every finding, errors and
@@ -51,19 +54,23 @@ func started(st Status) bool {
 		len(st.FailedJobs)+len(st.TerminatedJobs)+len(st.UnknownJobs)+len(st.CompletingJobs)+len(st.TerminatingJobs)+len(st.AbortedJobs) > 0
 }
 
-// volcanoError is an admission error worded exactly as Volcano's webhook.
-type volcanoError struct{ msg string }
-
-func (e *volcanoError) Error() string { return e.msg }
-func (e *volcanoError) Unwrap() error { return ErrInvalidInput }
+// Volcano's JobFlow webhook messages, kept word for word as the details of
+// ValidateVolcano's field errors.
+const (
+	volcanoNotDAG    = "jobflow Flow is not DAG"
+	volcanoUndefined = "jobflow Flow is not DAG: vertex is not defined: "
+)
 
 // ValidateVolcano is a compatibility admission helper: it accepts exactly
-// the graphs Volcano's JobFlow webhook accepts, with its messages
-// ("jobflow Flow is not DAG: vertex is not defined: <x>", "jobflow Flow is
-// not DAG"), in linear time. As in the webhook, a duplicate flow name keeps
-// its last definition. Where the webhook picks the undefined vertex by map
-// order, this reports the first in spec order. The error wraps
-// ErrInvalidInput.
+// the graphs Volcano's JobFlow webhook accepts, in linear time. As in the
+// webhook, a duplicate flow name keeps its last definition. The error is a
+// *plancore.InvalidError wrapping ErrInvalidInput that lists every problem
+// at once, each with the webhook's words as its detail: every undefined
+// target of a kept definition, on its path (spec.flows[1].dependsOn.targets[0],
+// "jobflow Flow is not DAG: vertex is not defined: <x>"), where the webhook
+// reports one, picked by map order; then, on spec.flows, "jobflow Flow is
+// not DAG" when the kept flows, undefined targets left out, have a cycle
+// (the webhook checks for one only when every target is defined).
 func ValidateVolcano(spec Spec) error {
 	last := make(map[string]int, len(spec.Flows))
 	for i, f := range spec.Flows {
@@ -81,16 +88,19 @@ func ValidateVolcano(spec Spec) error {
 	}
 	first := make([]int, 1, len(last)+1)
 	edges := make([]int, 0, total) // target spec indexes, resolved below to node numbers
+	var errs field.ErrorList
 	for i, f := range spec.Flows {
 		if last[f.Name] != i {
 			continue
 		}
 		node[i] = len(first) - 1
 		if d := f.DependsOn; d != nil {
-			for _, name := range d.Targets {
+			for j, name := range d.Targets {
 				t, ok := last[name]
 				if !ok {
-					return &volcanoError{msg: fmt.Sprint("jobflow Flow is not DAG: ", "vertex is not defined: "+name)}
+					errs = append(errs, field.Invalid(field.NewPath("spec", "flows").Index(i).Child("dependsOn", "targets").Index(j),
+						name, volcanoUndefined+name))
+					continue
 				}
 				edges = append(edges, t)
 			}
@@ -146,9 +156,9 @@ func ValidateVolcano(spec Spec) error {
 		}
 	}
 	if len(queue) < n {
-		return &volcanoError{msg: "jobflow Flow is not DAG"}
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "flows"), volcanoNotDAG))
 	}
-	return nil
+	return plancore.Invalid(ErrInvalidInput, errs)
 }
 
 // Topo returns the flows of a valid spec in the topological order the

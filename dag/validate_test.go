@@ -201,33 +201,55 @@ func TestExpressionIssueNamesFlowAndPosition(t *testing.T) {
 	}
 }
 
+// volcanoProblems lists an error's problems as "field: detail", failing t
+// when it is no *plancore.InvalidError wrapping ErrInvalidInput.
+func volcanoProblems(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, err error) []string {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	var inv *plancore.InvalidError
+	if !errors.As(err, &inv) || !errors.Is(err, dag.ErrInvalidInput) {
+		t.Fatalf("%v is no *plancore.InvalidError wrapping ErrInvalidInput", err)
+	}
+	var out []string
+	for _, e := range inv.Errors {
+		out = append(out, e.Field+": "+e.Detail)
+	}
+	return out
+}
+
 func TestValidateVolcano(t *testing.T) {
 	cases := []struct {
 		name string
 		spec dag.Spec
-		want string
+		want []string
 	}{
-		{"chain", dag.Spec{Flows: []dag.Flow{fl("a"), fl("b", "a")}}, ""},
-		{"unknown vertex", dag.Spec{Flows: []dag.Flow{fl("a", "q")}}, "jobflow Flow is not DAG: vertex is not defined: q"},
-		{"cycle", dag.Spec{Flows: []dag.Flow{fl("a", "b"), fl("b", "a")}}, "jobflow Flow is not DAG"},
-		{"self loop", dag.Spec{Flows: []dag.Flow{fl("a", "a")}}, "jobflow Flow is not DAG"},
+		{"chain", dag.Spec{Flows: []dag.Flow{fl("a"), fl("b", "a")}}, nil},
+		{"unknown vertex", dag.Spec{Flows: []dag.Flow{fl("a", "q")}}, []string{"spec.flows[0].dependsOn.targets[0]: jobflow Flow is not DAG: vertex is not defined: q"}},
+		{"cycle", dag.Spec{Flows: []dag.Flow{fl("a", "b"), fl("b", "a")}}, []string{"spec.flows: jobflow Flow is not DAG"}},
+		{"self loop", dag.Spec{Flows: []dag.Flow{fl("a", "a")}}, []string{"spec.flows: jobflow Flow is not DAG"}},
+		// Returning at the first problem (the webhook's way, and the old
+		// error here) makes this fail.
+		{"every problem at once", dag.Spec{Flows: []dag.Flow{fl("a", "q"), fl("b", "c", "r"), fl("c", "b")}}, []string{
+			"spec.flows[0].dependsOn.targets[0]: jobflow Flow is not DAG: vertex is not defined: q",
+			"spec.flows[1].dependsOn.targets[1]: jobflow Flow is not DAG: vertex is not defined: r",
+			"spec.flows: jobflow Flow is not DAG"}},
 		// The webhook keeps the last definition of a duplicate, so a cycle
 		// closed by the first definition gets through.
-		{"duplicate hides a cycle", dag.Spec{Flows: []dag.Flow{fl("a", "b"), fl("b", "a"), fl("b")}}, ""},
-		{"duplicate targets are harmless", dag.Spec{Flows: []dag.Flow{fl("a"), fl("b", "a", "a")}}, ""},
+		{"duplicate hides a cycle", dag.Spec{Flows: []dag.Flow{fl("a", "b"), fl("b", "a"), fl("b")}}, nil},
+		{"duplicate targets are harmless", dag.Spec{Flows: []dag.Flow{fl("a"), fl("b", "a", "a")}}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := dag.ValidateVolcano(tc.spec)
-			got := ""
-			if err != nil {
-				got = err.Error()
-				if !errors.Is(err, dag.ErrInvalidInput) {
-					t.Errorf("%v does not wrap ErrInvalidInput", err)
-				}
-			}
-			if got != tc.want {
-				t.Fatalf("ValidateVolcano = %q, want %q", got, tc.want)
+			// An error of another type (the old one, worded as the
+			// webhook's message alone) makes every refusing row fail.
+			got := volcanoProblems(t, dag.ValidateVolcano(tc.spec))
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Fatalf("ValidateVolcano (-want +got):\n%s", d)
 			}
 		})
 	}
@@ -299,9 +321,10 @@ func TestTopo(t *testing.T) {
 }
 
 // volcanoReference is the webhook's rule written the slow, obvious way: keep
-// each name's last definition, refuse an undefined target, and refuse the spec
-// when some kept flow reaches itself by following targets.
-func volcanoReference(spec dag.Spec) string {
+// each name's last definition, refuse every undefined target, and refuse the
+// spec when some kept flow reaches itself by following defined targets.
+func volcanoReference(spec dag.Spec) []string {
+	var out []string
 	last := map[string]dag.Flow{}
 	lastIndex := map[string]int{}
 	for i, f := range spec.Flows {
@@ -312,9 +335,9 @@ func volcanoReference(spec dag.Spec) string {
 		if lastIndex[f.Name] != i || f.DependsOn == nil {
 			continue
 		}
-		for _, t := range f.DependsOn.Targets {
+		for j, t := range f.DependsOn.Targets {
 			if _, ok := last[t]; !ok {
-				return "jobflow Flow is not DAG: vertex is not defined: " + t
+				out = append(out, fmt.Sprintf("spec.flows[%d].dependsOn.targets[%d]: jobflow Flow is not DAG: vertex is not defined: %s", i, j, t))
 			}
 		}
 	}
@@ -335,10 +358,10 @@ func volcanoReference(spec dag.Spec) string {
 	}
 	for name := range last {
 		if reaches(name, name, map[string]bool{}) {
-			return "jobflow Flow is not DAG"
+			return append(out, "spec.flows: jobflow Flow is not DAG")
 		}
 	}
-	return ""
+	return out
 }
 
 // TestPropValidateVolcanoMatchesReference draws small specs with duplicate
@@ -354,13 +377,9 @@ func TestPropValidateVolcanoMatchesReference(t *testing.T) {
 			targets := rapid.SliceOfN(rapid.SampledFrom(append(names, "zz")), 0, 4).Draw(t, "targets")
 			spec.Flows = append(spec.Flows, fl(name, targets...))
 		}
-		got := ""
-		if err := dag.ValidateVolcano(spec); err != nil {
-			got = err.Error()
-		}
-		// The webhook reports the first undefined target in spec order; the
-		// reference's order is the same, so compare whole messages.
-		if want := volcanoReference(spec); got != want {
+		// Both list the undefined targets in spec order, then the cycle.
+		got := volcanoProblems(t, dag.ValidateVolcano(spec))
+		if want := volcanoReference(spec); !slices.Equal(got, want) {
 			t.Fatalf("ValidateVolcano = %q, reference = %q", got, want)
 		}
 	})

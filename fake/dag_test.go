@@ -79,7 +79,7 @@ func TestDAGRunnerInformerLag(t *testing.T) {
 	w := NewWorld(5, t0)
 	r := NewDAGRunner(w)
 	r.Lag = 1 // always the previous view once one exists
-	wf := dag.Workflow{Name: "jf", Namespace: "ns"}
+	wf := dag.Workflow{Name: "jf", Namespace: "ns", UID: "uid-jf"}
 	if s := r.Snapshot(wf); len(s.Jobs) != 0 {
 		t.Fatal("first view not empty")
 	}

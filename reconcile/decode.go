@@ -22,6 +22,19 @@ const (
 // no stored object is refused.
 const MaxRayClusterBytes = 3 << 20
 
+// MaxRayClusterValues bounds the values (keys, list items, objects and
+// lists) of the documents DecodeRayCluster reads, as written and, for YAML,
+// with aliases expanded: reading costs about 800 bytes a value, and a
+// document of tiny values ([a,a,a,...]) fits 1.5 million in
+// MaxRayClusterBytes. No RayCluster the API server can store comes near
+// it: a stored object is at most 1.5 MiB of JSON, and realistic ones need
+// 7 to 10 bytes of JSON a value (worker groups with full pod templates:
+// 10; thousands of groups sharing one small template: 7.4), at most about
+// 225,000 values. Even 3 MiB of YAML worker groups with full pod templates
+// (720 groups) is 230,000 values, and reading it and planning stay under
+// 200 MB.
+const MaxRayClusterValues = 1 << 18
+
 // DecodeRayCluster reads one ray.io/v1 RayCluster, as YAML or JSON, into the
 // Cluster Decide plans for and the status the object holds (Status's
 // StatusInput.Previous). It knows every field of KubeRay v1.7's RayCluster:
@@ -34,12 +47,14 @@ const MaxRayClusterBytes = 3 << 20
 // *plancore.InvalidError wrapping ErrInvalidInput.
 //
 // Its cost is bounded by the document's size: a document over
-// MaxRayClusterBytes, or whose YAML aliases expand past it (an alias bomb),
-// is refused before it is expanded, as is a second YAML document. The
+// MaxRayClusterBytes or MaxRayClusterValues, or whose YAML aliases expand
+// past them (an alias bomb), is refused before it is parsed or expanded, as
+// is a second YAML document. At most 1,000 problems are listed, and a last
+// error on rayCluster says how many more there are. The
 // result is not checked further: Decide validates the cluster.
 func DecodeRayCluster(data []byte) (Cluster, ClusterStatus, error) {
 	var w wireRayCluster
-	if errs := wire.Decode(data, &w, wire.Options{MaxBytes: MaxRayClusterBytes, Root: "rayCluster",
+	if errs := wire.Decode(data, &w, wire.Options{MaxBytes: MaxRayClusterBytes, MaxValues: MaxRayClusterValues, Root: "rayCluster",
 		APIVersion: RayClusterAPIVersion, Kind: RayClusterKind}); len(errs) > 0 {
 		return Cluster{}, ClusterStatus{}, plancore.Invalid(ErrInvalidInput, errs)
 	}

@@ -54,7 +54,8 @@
 // Cluster Decide plans for and the status the object holds, refusing every
 // field KubeRay v1.7 does not define, every duplicate key and every
 // wrong-typed value with its path, at a cost bounded by MaxRayClusterBytes
-// (an alias bomb is refused before it is expanded). After Apply, Status
+// and MaxRayClusterValues (an alias bomb, or a document of a million tiny
+// values, is refused before it is parsed or expanded). After Apply, Status
 // computes the pods part of the object's new status the way KubeRay's
 // calculateStatus does (worker counts, desired resources, state, and the
 // HeadPodReady, RayClusterProvisioned, suspend and ReplicaFailure

@@ -377,14 +377,13 @@ func TestMergeJobTemplate(t *testing.T) {
 		{name: "null removes a field", patch: `{"metadata":{"annotations":{"note":null}}}`, edit: func(t *batchv1.JobTemplateSpec) {
 			t.Annotations = map[string]string{}
 		}},
-		{name: "tolerations merge by key, operator and effect; a key-less one is added",
-			patch: `{"spec":{"template":{"spec":{"tolerations":[{"key":"spot","value":"no"},{"key":"gpu","operator":"Exists","effect":"NoExecute"},{"operator":"Exists"}]}}}}`,
+		{name: "tolerations merge by key; a key-less one is added",
+			patch: `{"spec":{"template":{"spec":{"tolerations":[{"key":"spot","value":"no"},{"key":"gpu","effect":"NoExecute"},{"operator":"Exists"}]}}}}`,
 			edit: func(t *batchv1.JobTemplateSpec) {
 				ts := t.Spec.Template.Spec.Tolerations
+				ts[0].Effect = corev1.TaintEffectNoExecute
 				ts[1].Value = "no"
-				t.Spec.Template.Spec.Tolerations = append(ts,
-					corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
-					corev1.Toleration{Operator: corev1.TolerationOpExists})
+				t.Spec.Template.Spec.Tolerations = append(ts, corev1.Toleration{Operator: corev1.TolerationOpExists})
 			}},
 		{name: "a field the type lacks is an error", patch: `{"spec":{"template":{"spec":{"containers":[{"name":"main","imagee":"x"}]}}}}`, err: true},
 		{name: "two sources in one volume is an error", patch: `{"spec":{"template":{"spec":{"volumes":[{"name":"v","emptyDir":{},"secret":{}}]}}}}`, err: true},

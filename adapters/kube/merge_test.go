@@ -156,7 +156,10 @@ func podPatch(t *rapid.T) map[string]any {
 	}
 	if rapid.Bool().Draw(t, "tolerations?") {
 		var ts []any
-		for _, tol := range rapid.SliceOfNDistinct(rapid.SampledFrom([]string{`{"operator":"Exists"}`, `{"key":"gpu","operator":"Exists","effect":"NoSchedule"}`, `{"key":"gpu","operator":"Exists","effect":"NoExecute","tolerationSeconds":30}`, `{"key":"spot","value":"yes","effect":"NoSchedule"}`}), 1, 3, rapid.ID[string]).Draw(t, "tolerations") {
+		// One toleration a key: two of one key merge into one, and
+		// tolerationSeconds with effect NoSchedule is no valid toleration.
+		key := func(s string) string { k, _ := decode(s)["key"].(string); return k }
+		for _, tol := range rapid.SliceOfNDistinct(rapid.SampledFrom([]string{`{"operator":"Exists"}`, `{"key":"gpu","operator":"Exists","effect":"NoSchedule"}`, `{"key":"gpu","operator":"Exists","effect":"NoExecute","tolerationSeconds":30}`, `{"key":"spot","value":"yes","effect":"NoSchedule"}`}), 1, 3, key).Draw(t, "tolerations") {
 			ts = append(ts, decode(tol))
 		}
 		spec["tolerations"] = ts

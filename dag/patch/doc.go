@@ -33,9 +33,11 @@
 //     imagePullSecrets are keyed by name; volumes by name, or by mountPath
 //     for an item without a name (a vcjob's job-level volumes have none);
 //     volumeMounts by mountPath; ports by containerPort and protocol
-//     (default TCP); hostAliases by ip; tolerations by key, operator
-//     (default Equal) and effect together, so a key-less toleration
-//     ({operator: Exists}) can be added;
+//     (default TCP); hostAliases by ip; tolerations by key alone, so a
+//     patch of a toleration's key updates it whatever its operator and
+//     effect, and tolerations without a key (or with an empty one, which
+//     with operator Exists tolerates every taint) by operator (default
+//     Equal) and effect, so that a key-less toleration can be added;
 //   - members of a one-of group are replaced whole, and setting one removes
 //     the others: a volume's source (emptyDir, configMap, …; a vcjob volume's
 //     volumeClaimName or volumeClaim), a probe's or lifecycle hook's handler

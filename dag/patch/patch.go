@@ -346,7 +346,7 @@ func keyOf(o map[string]any, keys []Key) (string, bool) {
 			var s string
 			switch v := o[f].(type) {
 			case string:
-				tag, s = 's', v
+				tag, s, ok = 's', v, v != "" || !k.EmptyIsMissing
 			case json.Number:
 				tag, s = 'n', string(v)
 			case bool:

@@ -41,10 +41,23 @@ func TestMerge(t *testing.T) {
 			`{"spec":{"containers":[{"name":"main","command":["run","--fast"],"env":[{"name":"B","value":"3"},{"name":"C","value":"4"}]},{"name":"new","image":"x:1"}]}}`,
 			`{"spec":{"containers":[{"name":"main","image":"app:1","command":["run","--fast"],"env":[{"name":"A","value":"1"},{"name":"B","value":"3"},{"name":"C","value":"4"}]},
 			{"name":"side","image":"log:1"},{"name":"new","image":"x:1"}],"tolerations":[{"key":"gpu","operator":"Exists"},{"key":"spot","value":"yes"}],"nodeSelector":{"zone":"a","disk":"ssd"}}}`, patch.Rules{}},
-		{"tolerations merge by key, operator and effect; null removes a field of an item", pod,
+		// Keying tolerations by key, operator and effect together (the old
+		// way) makes the next two fail: a patch of a key was appended as a
+		// second toleration of that key, matching every effect.
+		{"tolerations merge by key; null removes a field of an item", pod,
 			`{"spec":{"tolerations":[{"key":"spot","value":null,"tolerationSeconds":5},{"key":"spot","effect":"NoSchedule"},{"operator":"Exists"}],"nodeSelector":{"disk":null}}}`,
 			`{"spec":{"containers":[{"name":"main","image":"app:1","command":["run"],"env":[{"name":"A","value":"1"},{"name":"B","value":"2"}]},{"name":"side","image":"log:1"}],
-			"tolerations":[{"key":"gpu","operator":"Exists"},{"key":"spot","tolerationSeconds":5},{"key":"spot","effect":"NoSchedule"},{"operator":"Exists"}],"nodeSelector":{"zone":"a"}}}`, patch.Rules{}},
+			"tolerations":[{"key":"gpu","operator":"Exists"},{"key":"spot","tolerationSeconds":5,"effect":"NoSchedule"},{"operator":"Exists"}],"nodeSelector":{"zone":"a"}}}`, patch.Rules{}},
+		{"a toleration's key is updated whatever its operator and effect",
+			`{"tolerations":[{"key":"gpu","operator":"Equal","value":"a100","effect":"NoSchedule"},{"key":"spot","operator":"Exists"}]}`,
+			`{"tolerations":[{"key":"gpu","value":"h100"}]}`,
+			`{"tolerations":[{"key":"gpu","operator":"Equal","value":"h100","effect":"NoSchedule"},{"key":"spot","operator":"Exists"}]}`, patch.Rules{}},
+		// Counting an empty key as a key (dropping EmptyIsMissing) makes
+		// this fail.
+		{"tolerations without a key (or an empty one) merge by operator and effect",
+			`{"tolerations":[{"operator":"Exists","effect":"NoExecute"},{"key":"gpu","operator":"Exists"}]}`,
+			`{"tolerations":[{"key":"","operator":"Exists","effect":"NoExecute","tolerationSeconds":60},{"operator":"Exists"}]}`,
+			`{"tolerations":[{"key":"","operator":"Exists","effect":"NoExecute","tolerationSeconds":60},{"key":"gpu","operator":"Exists"},{"operator":"Exists"}]}`, patch.Rules{}},
 		{"vcjob tasks by name, down to containers and volume mounts",
 			`{"spec":{"minAvailable":3,"tasks":[{"name":"ps","replicas":1,"template":{"spec":{"containers":[{"name":"c","volumeMounts":[{"name":"data","mountPath":"/d"}]}]}}},{"name":"worker","replicas":2}]}}`,
 			`{"spec":{"tasks":[{"name":"worker","replicas":8},{"name":"ps","template":{"spec":{"containers":[{"name":"c","volumeMounts":[{"mountPath":"/d","readOnly":true},{"name":"cache","mountPath":"/c"}]}],"volumes":[{"name":"cache","emptyDir":{}}]}}}]}}`,

@@ -6,6 +6,9 @@ package patch
 type Key struct {
 	Fields   []string
 	Defaults map[string]string
+	// EmptyIsMissing makes a field holding the empty string count as
+	// missing, as Kubernetes reads an empty toleration key: no key.
+	EmptyIsMissing bool
 }
 
 // Rules is a merge's data: which lists are keyed, which fields form one-of
@@ -43,8 +46,13 @@ func DefaultRules() Rules {
 			"volumeMounts":        {{Fields: []string{"mountPath"}}},
 			"ports":               {{Fields: []string{"containerPort", "protocol"}, Defaults: map[string]string{"protocol": "TCP"}}},
 			"hostAliases":         {{Fields: []string{"ip"}}},
-			"tolerations": {{Fields: []string{"key", "operator", "effect"},
-				Defaults: map[string]string{"key": "", "operator": "Equal", "effect": ""}}},
+			// Tolerations merge by key, as Volcano's design for JobFlow
+			// overrides says (docs/design/jobflow/job-template-parameter-overriding.md
+			// in volcano-sh/volcano: "by key, update matching toleration").
+			// Operator and effect only tell apart the tolerations without a
+			// key (an empty key with operator Exists tolerates every taint).
+			"tolerations": {{Fields: []string{"key"}, EmptyIsMissing: true},
+				{Fields: []string{"operator", "effect"}, Defaults: map[string]string{"operator": "Equal", "effect": ""}}},
 		},
 		OneOf: map[string][][]string{
 			"volumes": {

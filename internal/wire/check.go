@@ -24,7 +24,9 @@ type checker struct {
 	shapes map[reflect.Type]reflect.Type
 	path   []seg
 	errs   field.ErrorList
-	keys   [][]string // one key buffer per depth, reused
+	// omitted counts the errors past MaxErrors: counted, not built.
+	omitted int
+	keys    [][]string // one key buffer per depth, reused
 }
 
 var (
@@ -42,7 +44,20 @@ var leafWords = map[reflect.Type]string{
 }
 
 func (c *checker) fail(v any, detail string) {
+	if c.full() {
+		return
+	}
 	c.errs = append(c.errs, field.Invalid(segPath(c.path), badValue(v), detail))
+}
+
+// full says whether MaxErrors errors are listed, counting one more that
+// is not.
+func (c *checker) full() bool {
+	if len(c.errs) < MaxErrors {
+		return false
+	}
+	c.omitted++
+	return true
 }
 
 // badValue is what an error shows of a wrong value: a scalar itself (long
@@ -192,7 +207,7 @@ func (c *checker) object(v any, t reflect.Type) {
 		c.path = append(c.path, seg{key: k, index: -1})
 		if ft, ok := fields[k]; ok {
 			c.check(m[k], ft)
-		} else {
+		} else if !c.full() {
 			c.errs = append(c.errs, field.Forbidden(segPath(c.path), "unknown field"))
 		}
 		c.path = c.path[:len(c.path)-1]

@@ -19,40 +19,66 @@ type seg struct {
 // allocations.
 type scanner struct {
 	limit int64
-	// sizes holds the expanded JSON size of each anchored node once
-	// measured, and inProgress while it is being measured: an alias to a
-	// node in progress is an alias inside its own anchor.
-	sizes map[*yaml3.Node]int64
+	// maxValues bounds the nodes the document expands to (keys, list
+	// items, objects and lists), each alias counted as the nodes it
+	// stands for.
+	maxValues int64
+	// values counts the nodes so far, aliases expanded.
+	values int64
+	// sizes holds the expanded JSON size and node count of each anchored
+	// node once measured, and a size of inProgress while it is being
+	// measured: an alias to a node in progress is an alias inside its own
+	// anchor.
+	sizes map[*yaml3.Node]measure
 	path  []seg
 	errs  field.ErrorList
+	// omitted counts the errors past MaxErrors.
+	omitted int
 	// aliased says whether the document has an alias, for the message.
 	aliased bool
 	// why is set when the walk stops: the document is refused.
 	why string
 }
 
+// measure is what an anchored node stands for wherever it is aliased.
+type measure struct{ bytes, values int64 }
+
 const inProgress = -1
 
 // size returns the length of n as JSON with every alias expanded, or false
-// once the document is known to expand past the limit (or to contain
-// itself). Each node is visited once: an alias costs a map lookup.
+// once the document is known to expand past the limit or past maxValues
+// nodes (or to contain itself). Each node is visited once: an alias costs a
+// map lookup.
 func (s *scanner) size(n *yaml3.Node) (int64, bool) {
 	if n.Kind == yaml3.AliasNode {
 		s.aliased = true
-		sz, ok := s.sizes[n.Alias]
+		m, ok := s.sizes[n.Alias]
 		switch {
 		case !ok:
 			// The parser resolves an alias only to an anchor defined
 			// before it, which the walk has measured; measure it now if not.
 			return s.size(n.Alias)
-		case sz == inProgress:
+		case m.bytes == inProgress:
 			s.why = fmt.Sprintf("the alias *%s on line %d sits inside the value it refers to", n.Value, n.Line)
 			return 0, false
 		}
-		return sz, true
+		// The anchored value's own nodes were counted where it is
+		// written; each alias adds them again.
+		if s.values += m.values; s.values > s.maxValues {
+			s.why = tooManyValues(int(s.maxValues), true)
+			return 0, false
+		}
+		return m.bytes, true
+	}
+	valuesBefore := s.values
+	if n.Kind != yaml3.DocumentNode {
+		if s.values++; s.values > s.maxValues {
+			s.why = tooManyValues(int(s.maxValues), s.aliased)
+			return 0, false
+		}
 	}
 	if n.Anchor != "" {
-		s.sizes[n] = inProgress
+		s.sizes[n] = measure{bytes: inProgress}
 	}
 	var sz int64
 	var ok bool
@@ -84,7 +110,7 @@ func (s *scanner) size(n *yaml3.Node) (int64, bool) {
 		return 0, false
 	}
 	if n.Anchor != "" {
-		s.sizes[n] = sz
+		s.sizes[n] = measure{bytes: sz, values: s.values - valuesBefore}
 	}
 	return sz, true
 }
@@ -199,6 +225,10 @@ func (s *scanner) duplicates(n *yaml3.Node) {
 }
 
 func (s *scanner) duplicate(k *yaml3.Node) {
+	if len(s.errs) >= MaxErrors {
+		s.omitted++
+		return
+	}
 	s.path = append(s.path, seg{key: k.Value, index: -1})
 	s.errs = append(s.errs, field.Duplicate(s.fieldPath(), k.Value))
 	s.path = s.path[:len(s.path)-1]

@@ -7,13 +7,18 @@
 // server would have received: an alias bomb (one anchored value aliased
 // thousands of times, which YAML libraries let through because they count
 // aliased nodes, not the bytes they stand for) is refused before anything is
-// expanded, in time linear in the document as written.
+// expanded, in time linear in the document as written. So is a document of
+// more values (keys, list items, objects and lists) than Options.MaxValues,
+// as written or expanded: what reading costs grows with the values, tiny
+// ones fit in millions within the byte bound, and they are counted in one
+// pass over the bytes before anything is parsed (see countValues).
 //
-// Everything a person can get wrong is reported at once, each by its path
-// with list indices (spec.workerGroupSpecs[1].replicas): unknown fields,
-// duplicate keys, values of the wrong type, unreadable durations,
-// timestamps and quantities, as kubectl's strict field validation does. A
-// second YAML document is refused rather than silently dropped.
+// Everything a person can get wrong is reported at once (the first
+// MaxErrors problems, then how many more), each by its path with list
+// indices (spec.workerGroupSpecs[1].replicas): unknown fields, duplicate
+// keys, values of the wrong type, unreadable durations, timestamps and
+// quantities, as kubectl's strict field validation does. A second YAML
+// document is refused rather than silently dropped.
 package wire
 
 import (
@@ -36,6 +41,10 @@ type Options struct {
 	// MaxBytes bounds the document as written and, for YAML, the JSON it
 	// expands to once its aliases are resolved.
 	MaxBytes int
+	// MaxValues bounds the document's values (keys, list items, objects
+	// and lists), as written and, for YAML, with its aliases expanded: what
+	// reading it costs grows with them (see countValues).
+	MaxValues int
 	// Root names the whole document in errors about it ("rayCluster").
 	Root string
 	// Shapes maps a type that decodes itself (it implements
@@ -61,19 +70,26 @@ func Decode(data []byte, out any, o Options) field.ErrorList {
 	}
 	var errs field.ErrorList
 	js := data
-	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	isJSON := len(t) > 0 && t[0] == '{'
+	if _, ok := countValues(data, isJSON, o.MaxValues); !ok {
+		return field.ErrorList{field.Invalid(root, "", tooManyValues(o.MaxValues, false))}
+	}
+	if isJSON {
 		var tree any
 		strict, err := kjson.UnmarshalStrict(data, &tree, kjson.DisallowDuplicateFields)
 		if err != nil {
 			return field.ErrorList{field.Invalid(root, "", "not JSON: "+err.Error())}
 		}
-		for _, e := range strict {
+		for _, e := range strict[:min(len(strict), MaxErrors)] {
 			errs = append(errs, duplicateError(e, root))
 		}
-		return decodeTree(tree, js, out, o, errs)
+		omitted := max(len(strict)-MaxErrors, 0)
+		return decodeTree(tree, js, out, o, errs, omitted)
 	}
 	var fatal *field.Error
-	errs, fatal = scanYAML(data, o, root)
+	var omitted int
+	errs, omitted, fatal = scanYAML(data, o, root)
 	if fatal != nil {
 		return field.ErrorList{fatal}
 	}
@@ -88,20 +104,24 @@ func Decode(data []byte, out any, o Options) field.ErrorList {
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &tree); err != nil {
 		return field.ErrorList{field.Invalid(root, "", "not YAML: "+err.Error())}
 	}
-	return decodeTree(tree, js, out, o, errs)
+	return decodeTree(tree, js, out, o, errs, omitted)
 }
 
 // decodeTree checks the generic tree against out's type and, when nothing
 // is wrong, decodes js into out.
-func decodeTree(tree any, js []byte, out any, o Options, errs field.ErrorList) field.ErrorList {
+// errs holds the problems found so far and omitted counts those past
+// MaxErrors.
+func decodeTree(tree any, js []byte, out any, o Options, errs field.ErrorList, omitted int) field.ErrorList {
 	root := field.NewPath(o.Root)
 	if _, ok := tree.(map[string]any); !ok {
 		return append(errs, field.Invalid(root, badValue(tree), "must be an object"))
 	}
-	c := checker{shapes: o.Shapes}
+	c := checker{shapes: o.Shapes, errs: errs, omitted: omitted}
 	c.check(tree, reflect.TypeOf(out).Elem())
-	errs = append(errs, c.errs...)
-	errs = append(errs, identity(tree.(map[string]any), o)...)
+	errs = append(c.errs, identity(tree.(map[string]any), o)...)
+	if c.omitted > 0 {
+		errs = append(errs, field.Invalid(root, "", fmt.Sprintf("%d more problems are not listed: only the first %d are", c.omitted, MaxErrors)))
+	}
 	if len(errs) > 0 {
 		return errs
 	}
@@ -184,14 +204,14 @@ func dottedPath(dotted string) *field.Path {
 // document, and walks the nodes once: it measures the JSON the document
 // expands to, each anchored value measured once, and stops as soon as that
 // passes MaxBytes; it reports every duplicate key by its path.
-func scanYAML(data []byte, o Options, root *field.Path) (field.ErrorList, *field.Error) {
+func scanYAML(data []byte, o Options, root *field.Path) (field.ErrorList, int, *field.Error) {
 	dec := yaml3.NewDecoder(bytes.NewReader(data))
 	var doc yaml3.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, nil // empty: refused as "must be an object" later
+			return nil, 0, nil // empty: refused as "must be an object" later
 		}
-		return nil, field.Invalid(root, "", "not YAML: "+err.Error())
+		return nil, 0, field.Invalid(root, "", "not YAML: "+err.Error())
 	}
 	for {
 		var next yaml3.Node
@@ -200,18 +220,18 @@ func scanYAML(data []byte, o Options, root *field.Path) (field.ErrorList, *field
 			break
 		}
 		if err != nil {
-			return nil, field.Invalid(root, "", "not YAML: "+err.Error())
+			return nil, 0, field.Invalid(root, "", "not YAML: "+err.Error())
 		}
 		// A bare "---" at the end (nothing written after it) is no
 		// document; kubectl skips it too.
 		if len(next.Content) == 1 && next.Content[0].Kind == yaml3.ScalarNode && next.Content[0].Tag == "!!null" && next.Content[0].Value == "" {
 			continue
 		}
-		return nil, field.Invalid(root, "", fmt.Sprintf("a second YAML document starts at line %d: give one object per document", next.Line))
+		return nil, 0, field.Invalid(root, "", fmt.Sprintf("a second YAML document starts at line %d: give one object per document", next.Line))
 	}
-	s := scanner{limit: int64(o.MaxBytes), sizes: map[*yaml3.Node]int64{}}
+	s := scanner{limit: int64(o.MaxBytes), maxValues: int64(o.MaxValues), sizes: map[*yaml3.Node]measure{}}
 	if _, ok := s.size(&doc); !ok {
-		return nil, s.fatal(root)
+		return nil, 0, s.fatal(root)
 	}
-	return s.errs, nil
+	return s.errs, s.omitted, nil
 }
