@@ -106,6 +106,9 @@ type RayClusterLoop struct {
 	Forming   []reconcile.FormingGroup
 	Seed      uint64
 	KeepGoing bool
+	// MaxInFlight is the Applier's: above 1, each run of independent actions
+	// is applied concurrently (the fakes are safe for concurrent use).
+	MaxInFlight int
 	// StartDelay is how long a created pod stays Pending before the kubelet
 	// runs it; zero starts it at the next step.
 	StartDelay time.Duration
@@ -180,7 +183,7 @@ func (l *RayClusterLoop) Step(ctx context.Context) (reconcile.Plan, reconcile.Re
 	if err != nil {
 		return reconcile.Plan{}, reconcile.Report{}, err
 	}
-	ap := reconcile.Applier{Expectations: l.Tracker, Clock: l.World.Clock, TokenPrefix: "fake-", KeepGoing: l.KeepGoing}
+	ap := reconcile.Applier{Expectations: l.Tracker, Clock: l.World.Clock, TokenPrefix: "fake-", KeepGoing: l.KeepGoing, MaxInFlight: l.MaxInFlight}
 	rep, err := ap.Apply(ctx, p, l.Exec)
 	if errors.Is(err, reconcile.ErrInvalidInput) || errors.Is(err, reconcile.ErrExpectation) {
 		return p, rep, err

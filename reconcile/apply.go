@@ -80,6 +80,17 @@ type Applier struct {
 	// KeepGoing continues after a failed action. By default Apply stops at
 	// the first failure like KubeRay (earlier actions stand).
 	KeepGoing bool
+	// MaxInFlight, above 1, sends each run of independent actions
+	// (Plan.Runs) concurrently, at most MaxInFlight calls at a time; 0 or 1
+	// applies one action at a time. The Executor and the Tracker must then
+	// be safe for concurrent use.
+	MaxInFlight int
+	// NoSlowStart sends a run of creates at full width at once. By default,
+	// with MaxInFlight above 1, a run of creates goes out in batches of 1,
+	// 2, 4, … (the ReplicaSet controller's slowStartBatch), so a create bound
+	// to fail (a ResourceQuota, an admission webhook) fails once, not
+	// MaxInFlight times.
+	NoSlowStart bool
 }
 
 // ActionResult reports one action.
@@ -173,6 +184,9 @@ func Apply(ctx context.Context, p Plan, exec Executor) (Report, error) {
 func (o Applier) Apply(ctx context.Context, p Plan, exec Executor) (Report, error) {
 	if plancore.IsNil(exec) {
 		return Report{}, ErrNilExecutor
+	}
+	if o.MaxInFlight > 1 {
+		return o.applyConcurrently(ctx, p, exec)
 	}
 	if o.Expectations != nil && p.ClusterUID == "" {
 		return Report{}, plancore.Invalid(ErrInvalidPlan, field.ErrorList{field.Required(field.NewPath("clusterUID"),

@@ -265,3 +265,21 @@ func TestQuotaThrash(t *testing.T) {
 		t.Error("a group that cannot form within GroupFormationTimeout must be deleted")
 	}
 }
+
+// TestPlanRuns: consecutive creates or deletes of one group form one run;
+// a DeleteAllOf, a patch, or a change of group or kind starts a new one.
+func TestPlanRuns(t *testing.T) {
+	a := func(k reconcile.ActionKind, g string) reconcile.Action { return reconcile.Action{Kind: k, Group: g} }
+	p := reconcile.Plan{Actions: []reconcile.Action{
+		a(reconcile.KindPatchPodAnnotations, ""), a(reconcile.KindDeleteAllOf, ""),
+		a(reconcile.KindCreatePod, "headgroup"),
+		a(reconcile.KindDeletePod, "g"), a(reconcile.KindDeletePod, "g"),
+		a(reconcile.KindCreatePod, "g"), a(reconcile.KindCreatePod, "g"), a(reconcile.KindCreatePod, "g"),
+		a(reconcile.KindCreatePod, "h"),
+		a(reconcile.KindCreateReplicaGroup, "tpu"), a(reconcile.KindCreateReplicaGroup, "tpu"),
+	}}
+	want := []reconcile.Run{{0, 1}, {1, 2}, {2, 3}, {3, 5}, {5, 8}, {8, 9}, {9, 11}}
+	if diff := cmp.Diff(want, p.Runs()); diff != "" {
+		t.Errorf("Runs (-want +got):\n%s", diff)
+	}
+}

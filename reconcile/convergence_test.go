@@ -159,6 +159,12 @@ func newConvRun(t *rapid.T, compatMode bool) *convRun {
 	}
 	r.loop = loop
 	loop.Seed = rapid.Uint64().Draw(t, "nameSeed")
+	// Half the cases apply each run of independent actions concurrently
+	// (Applier.MaxInFlight): the same invariants must hold. Breaking it: the
+	// concurrent path applying its actions without their expectations.
+	if rapid.Bool().Draw(t, "concurrent") {
+		loop.MaxInFlight = rapid.IntRange(2, 8).Draw(t, "inFlight")
+	}
 	errAPI := errors.New("apiserver: connection reset")
 	p := rapid.Float64Range(0, 0.3).Draw(t, "faultRate")
 	for _, kind := range []string{fake.KindPodCreate, fake.KindPodDelete, fake.KindPodDeleteAll} {

@@ -415,6 +415,16 @@ type GroupReport struct {
 }
 
 // Plan is Decide's result.
+//
+// ORDER AND CONCURRENCY, for an executor of your own: the actions MUST be
+// applied in order, except within a run (Plan.Runs): consecutive actions of
+// the same Group and of kind CreatePod, DeletePod or CreateReplicaGroup are
+// independent of each other and MAY be sent concurrently, in any order; a
+// run MUST complete before the next action starts. Annotation patches,
+// DeleteAllOf and every other action are runs of one. An action MUST NOT be
+// sent once the context is done: Apply reports every later action
+// CallSkipped, neither attempted nor recorded. Applier.MaxInFlight applies
+// the runs concurrently under exactly these rules.
 type Plan struct {
 	Cluster     string // namespace/name
 	ClusterUID  types.UID
