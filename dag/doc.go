@@ -117,4 +117,11 @@
 // Retries with backoff (asked for in Volcano #3838), parallelism, finally
 // flows, depends expressions and probes (Volcano #2135) exist only in
 // Default; VolcanoCompat ignores a probe, as the anchor does.
+//
+// A flow's patch is Volcano's Patch type, {"jobSpec": {...}} merged into
+// the JobTemplate's spec, as volcano-sh/volcano#4491 implements the
+// override (the released controller copies the template as is, so
+// VolcanoCompat carries no patch). Volcano's design documents write it as
+// {"spec": {...}}; plancore reads that as the same override, but an API
+// server with Volcano's CRD prunes it: write jobSpec.
 package dag

@@ -62,7 +62,8 @@ type CreateJob struct {
 	Labels      map[string]string
 	Annotations map[string]string
 	Owner       metav1.OwnerReference
-	// Patch is the flow's opaque JSON object of overrides (Default only;
+	// Patch is the merge patch of the whole job template that the flow's
+	// patch gives: its jobSpec under spec, {"spec": {...}} (Default only;
 	// Volcano copies the template as is). The executor merges it into a
 	// copy of the template; package dag/patch implements the merge rules on
 	// generic JSON (patch.Merge).

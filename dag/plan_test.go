@@ -213,7 +213,9 @@ func TestCreateIdentity(t *testing.T) {
 		Owner: metav1.OwnerReference{APIVersion: "flow.volcano.sh/v1alpha1", Kind: "JobFlow", Name: "ml-pipeline", UID: "uid-ml",
 			Controller: &yes, BlockOwnerDeletion: &yes}, Attempt: 1,
 		Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "DependenciesMet: the dependencies of flow data-preprocess are satisfied", Flow: "data-preprocess"}}
-	w := dag.Workflow{Name: "ml-pipeline", Namespace: "default", UID: "uid-ml", Spec: dag.Spec{Flows: []dag.Flow{{Name: "data-preprocess", Patch: []byte(`{"spec":{"minAvailable":2}}`)}}}}
+	// The patch is Volcano's type: its jobSpec reaches the executor as the
+	// template's spec.
+	w := dag.Workflow{Name: "ml-pipeline", Namespace: "default", UID: "uid-ml", Spec: dag.Spec{Flows: []dag.Flow{{Name: "data-preprocess", Patch: []byte(`{"jobSpec": {"minAvailable": 2}}`)}}}}
 	for _, opt := range []dag.Options{dag.VolcanoCompat(), dag.Default()} {
 		res := plan(t, w, nil, opt)
 		if len(res.Create) != 1 {

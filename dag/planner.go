@@ -264,7 +264,7 @@ func (p *planner) create(f *Flow, attempt int, finally bool, outcome string) Cre
 	}
 	if !p.opt.volcano() {
 		if len(f.Patch) > 0 {
-			c.Patch = slices.Clone(f.Patch)
+			c.Patch = templatePatch(f.Patch)
 		}
 		if attempt > 1 {
 			c.Annotations[p.opt.prefix()+"attempt"] = strconv.Itoa(attempt)

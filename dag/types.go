@@ -105,8 +105,13 @@ type Spec struct {
 type Flow struct {
 	Name      string     `json:"name"`
 	DependsOn *DependsOn `json:"dependsOn,omitempty"`
-	// Patch is an opaque JSON object of per-flow overrides, carried to
-	// CreateJob.Patch; the executor merges it into a copy of the template.
+	// Patch is the flow's override, Volcano's Patch type:
+	// {"jobSpec": {...}}, a batch.volcano.sh JobSpec merged into the
+	// JobTemplate's spec (volcano-sh/volcano#4491). {"spec": {...}}, as
+	// Volcano's design documents write it, is read as the same override;
+	// an API server with Volcano's JobFlow CRD prunes it, so write jobSpec.
+	// A patch with both, or with another field, is invalid. It reaches the
+	// executor as CreateJob.Patch, the merge patch of the whole template.
 	Patch json.RawMessage `json:"patch,omitempty"`
 	// Retry overrides Spec.Retry for this flow.
 	Retry *Retry `json:"plancoreRetry,omitempty"`

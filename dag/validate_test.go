@@ -141,7 +141,7 @@ func TestValidate(t *testing.T) {
 			"Error NegativeParallelism@-1 plancoreParallelism=-1",
 			"Error RetainPolicyInvalid@-1 jobRetainPolicy=keep",
 		}},
-		{name: "patch must be an object", wf: wf(dag.Flow{Name: "a", Patch: []byte(`[1]`)}, dag.Flow{Name: "b", Patch: []byte(` {"x":1}`)}), want: []string{"Error PatchInvalid@0 flows[0].patch"}},
+		{name: "patch must be an object", wf: wf(dag.Flow{Name: "a", Patch: []byte(`[1]`)}, dag.Flow{Name: "b", Patch: []byte(` {"jobSpec":{"x":1}}`)}), want: []string{"Error PatchInvalid@0 flows[0].patch"}},
 		{name: "extensions need the plancore state machine", opt: dag.VolcanoCompat(), wf: dag.Workflow{Name: "jf", Namespace: "ns", Spec: dag.Spec{
 			Flows: []dag.Flow{fl("a"), dep("b", "a")}, Finally: []dag.Flow{fl("c")}, Parallelism: 2,
 		}}, want: []string{

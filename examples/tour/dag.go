@@ -29,7 +29,7 @@ func mlPipeline() dag.Workflow {
 	}
 	training := dep("model-training", "data-preprocess")
 	training.Retry = &dag.Retry{Limit: 2, Backoff: dag.Backoff{Duration: 30 * time.Second, Factor: 2, Cap: 5 * time.Minute}}
-	training.Patch = []byte(`{"spec":{"tasks":[{"name":"trainer","replicas":4}]}}`)
+	training.Patch = []byte(`{"jobSpec":{"tasks":[{"name":"trainer","replicas":4}]}}`)
 	return dag.Workflow{Name: "ml-pipeline", Namespace: "default", UID: "uid-ml-pipeline", Spec: dag.Spec{
 		Flows: []dag.Flow{
 			dep("data-preprocess"),

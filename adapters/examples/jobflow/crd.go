@@ -148,7 +148,7 @@ flows:
 - name: train-a
   dependsOn: {targets: [prepare]}
   patch:
-    spec:
+    jobSpec:
       template:
         spec:
           containers:
