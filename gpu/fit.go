@@ -475,7 +475,7 @@ func (in Input) Validate() error {
 		seen[n.Name] = true
 		nodeErrs = append(nodeErrs, validateNode(n, nodes.Index(i))...)
 	}
-	return joinInvalid(in.Request.Validate(), plancore.Invalid(ErrInvalidDevice, nodeErrs))
+	return plancore.Join(in.Request.Validate(), plancore.Invalid(ErrInvalidDevice, nodeErrs))
 }
 
 // Decide fits the pod's request onto each node, scores the nodes that fit and
@@ -486,7 +486,7 @@ func (in Input) Validate() error {
 // error means invalid input; a pod that fits nowhere is a plan with an empty
 // Node, the reason NoNodeFits and per-node reasons.
 func Decide(in Input, o Options) (Plan, error) {
-	if err := joinInvalid(in.Validate(), o.Validate()); err != nil {
+	if err := plancore.Join(in.Validate(), o.Validate()); err != nil {
 		return Plan{}, err
 	}
 	p := Plan{Nodes: make([]NodeFit, 0, len(in.Nodes))}
@@ -510,7 +510,7 @@ func Decide(in Input, o Options) (Plan, error) {
 
 // FitNode fits the pod's requests onto one node.
 func FitNode(n Node, req FitRequest) (NodeFit, error) {
-	if err := joinInvalid(req.Validate(), plancore.Invalid(ErrInvalidDevice, validateNode(n, field.NewPath("node")))); err != nil {
+	if err := plancore.Join(req.Validate(), plancore.Invalid(ErrInvalidDevice, validateNode(n, field.NewPath("node")))); err != nil {
 		return NodeFit{}, err
 	}
 	return fitNode(n, req), nil
