@@ -100,7 +100,10 @@
 // it. Where plancore deliberately differs, the code says so next to the
 // difference:
 //
-//   - init-container requests count (HAMi skips them, HAMi #2640);
+//   - init-container requests take the node lock too: HAMi v2.10 fits
+//     them (Resourcereqs, allocateInitContainers) as plancore does, but its
+//     LockNode looks only at app containers, so a pod asking devices in an
+//     init container alone binds without the lock (HAMi #2640);
 //   - malformed quantities and policy annotations are errors naming each
 //     by its path in the pod, all at once, not silently empty requests or
 //     defaults;
