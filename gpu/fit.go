@@ -80,6 +80,10 @@ type Node struct {
 	// Handshakes are the vendors' handshake annotations (DecodeNode); see
 	// DropStaleVendors.
 	Handshakes []Handshake
+	// Unreadable are the vendors DecodeNode could not read on the node,
+	// each with the reason; their devices are not in Devices. Decide does
+	// not read it: it is for the caller's logs and events.
+	Unreadable []UnreadableVendor
 	// SliceProfiles are the slice profiles the node's devices of a
 	// FitSliceProfiles type offer (Enflame DRS: "<n>g.<m>gb" names with the
 	// plugin's profile IDs), sorted by name.
