@@ -156,10 +156,12 @@ func decodeContainers(s string, p *field.Path) ([][]Allocation, field.ErrorList)
 	return out, errs
 }
 
-// decodeAllocation parses one "UUID,Type,mem,cores" item named by p.
+// decodeAllocation parses one "UUID,Type,mem,cores" item named by p. Fields
+// after the fourth are ignored, as HAMi's DecodeContainerDevices ignores
+// them.
 func decodeAllocation(item string, p *field.Path) (Allocation, field.ErrorList) {
 	f := strings.Split(item, ",")
-	if len(f) != 4 {
+	if len(f) < 4 {
 		return Allocation{}, field.ErrorList{field.Invalid(p, item, "want UUID,Type,mem,cores")}
 	}
 	var errs field.ErrorList

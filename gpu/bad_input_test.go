@@ -467,3 +467,27 @@ func TestPropertyQuantitiesNamedOrExact(t *testing.T) {
 		}
 	})
 }
+
+// TestDecideOneInvalidError: options, request and nodes all wrong at once
+// are one *plancore.InvalidError whose one list names every field, and
+// which is each kind (errors.As sees every field, not the first part's).
+func TestDecideOneInvalidError(t *testing.T) {
+	in := gpu.Input{
+		Nodes:   []gpu.Node{{Name: ""}},
+		Request: gpu.FitRequest{NodePolicy: "closest"},
+	}
+	_, err := gpu.Decide(in, gpu.Options{RetryJitter: 2})
+	var inv *plancore.InvalidError
+	if !errors.As(err, &inv) {
+		t.Fatalf("Decide = %v, want a *plancore.InvalidError", err)
+	}
+	want := []string{"request.nodePolicy", "nodes[0].name", "options.retryJitter"}
+	if diff := cmp.Diff(want, inv.Fields()); diff != "" {
+		t.Errorf("errors.As finds fields (-want +got):\n%s", diff)
+	}
+	for _, kind := range []error{gpu.ErrInvalidRequest, gpu.ErrInvalidDevice, gpu.ErrInvalidInput, gpu.ErrInvalidOptions} {
+		if !errors.Is(err, kind) {
+			t.Errorf("errors.Is(%v, %v) = false", err, kind)
+		}
+	}
+}

@@ -98,3 +98,32 @@ func BenchmarkBurst40(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecode reads what HAMi's machines write: DecodeNode over a node
+// carrying three vendors' registers, link scores and handshakes, and
+// DecodePodUsage over a pod holding NVIDIA devices and a MIG instance.
+func BenchmarkDecode(b *testing.B) {
+	reg := gpu.DefaultRegistry()
+	b.Run("node", func(b *testing.B) {
+		node := hamiNode()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := gpu.DecodeNode(node, reg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pod", func(b *testing.B) {
+		pod := nvPod(map[string]string{
+			"hami.io/vgpu-node":              "n1",
+			"hami.io/vgpu-devices-allocated": "GPU-a,NVIDIA,1000,30:GPU-b,NVIDIA,2000,0:;GPU-m,NVIDIA,4864,14:;",
+			"hami.io/vgpu-mig-allocations":   `[{"containerIndex":1,"deviceIndex":0,"gpuUUID":"GPU-m","profile":"1g.5gb","placement":{"start":6,"size":1}}]`,
+		})
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := gpu.DecodePodUsage(pod, reg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -257,24 +257,7 @@ func (in BindInput) Validate() error {
 	if in.Now.IsZero() {
 		errs = append(errs, field.Required(field.NewPath("now"), "the time Bind starts"))
 	}
-	return joinInvalid(plancore.Invalid(ErrInvalidBind, errs), in.Options.Validate())
-}
-
-// joinInvalid joins the non-nil errors, returning a single one as is.
-func joinInvalid(errs ...error) error {
-	var out []error
-	for _, err := range errs {
-		if err != nil {
-			out = append(out, err)
-		}
-	}
-	switch len(out) {
-	case 0:
-		return nil
-	case 1:
-		return out[0]
-	}
-	return errors.Join(out...)
+	return plancore.Join(plancore.Invalid(ErrInvalidBind, errs), in.Options.Validate())
 }
 
 // StartBind validates in and returns the initial state, whose first action is

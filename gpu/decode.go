@@ -55,8 +55,12 @@ type Handshake struct {
 	Type string
 	// Value is the annotation's text.
 	Value string
-	// Requesting is true when the scheduler asked the plugin to report
-	// ("Requesting_<time>") and the plugin has not answered yet.
+	// Requesting is true when the scheduler asked the plugin to report at a
+	// time HAMi's CheckHealth can read ("Requesting_2006-01-02 15:04:05")
+	// and the plugin has not answered yet. A handshake holding "Requesting"
+	// with no time after a "_", or a time in another layout ("Requesting",
+	// "Requesting_2024.01.10 04:06:57"), is not: CheckHealth keeps such a
+	// vendor's devices however old it is, and so does DropStaleVendors.
 	Requesting bool
 	// Since is the time of the request, read as UTC.
 	Since time.Time
@@ -94,6 +98,28 @@ func DropStaleVendors(n Node, now time.Time) Node {
 	return out
 }
 
+// UnreadableVendor is a vendor whose devices DecodeNode could not read on a
+// node: its register annotation (or, for NVIDIA, its link scores) does not
+// decode, or names an impossible device. Its devices are left out of
+// Node.Devices, so nothing is placed on a device that was not read, and the
+// node's other vendors stay usable.
+type UnreadableVendor struct {
+	// Type is the registry type.
+	Type string
+	// Annotation is the node annotation that could not be read.
+	Annotation string
+	// Reason is ReasonVendorUnreadable with what was wrong.
+	Reason Reason
+	// Problems name each problem by its path in the annotation
+	// (metadata.annotations[<key>][i].<field>) or, for an impossible
+	// device, in the node (node.devices[i].<field>), with the bad value.
+	Problems field.ErrorList
+}
+
+// ReasonVendorUnreadable says a vendor's devices were left out of a
+// decoded node because its annotation could not be read.
+const ReasonVendorUnreadable ReasonCode = "VendorUnreadable"
+
 // DecodeNode reads the devices HAMi's device plugins registered on node:
 // every registry type's register annotation (HAMi's JSON list, its legacy
 // "id,count,mem,cores,type,numa,health[,index,mode]:" list, Metax's own JSON)
@@ -102,33 +128,51 @@ func DropStaleVendors(n Node, now time.Time) Node {
 // handshake. Devices come in registry type order, each vendor's in its
 // register's order.
 //
-// Every malformed annotation is named at once: the error is a
-// *plancore.InvalidError wrapping ErrInvalidDevice (and so ErrInvalidInput)
-// naming metadata.annotations[<key>] (with [i].<field> inside a list) and the
-// bad value. It never panics. HAMi skips a vendor whose annotation does not
-// decode; plancore refuses the node, since its devices would be unknown.
+// It reads what machines wrote as HAMi v2.10 reads it. JSON is read with
+// encoding/json as HAMi does: keys it does not know are ignored (HAMi
+// v2.9's devicepairscore and migtemplate, a MIG profile's instanceCount or
+// multiprocessorCount, any key a newer plugin adds). A handshake never
+// fails: it means what HAMi's CheckHealth makes of it (see Handshake). A
+// vendor whose annotation cannot be read, as HAMi's GetNodeDevices of that
+// vendor would fail (or NVIDIA's link scores, which fail HAMi's NVIDIA
+// GetNodeDevices too), or which names an impossible device (an empty or
+// duplicated id, a negative index, count, memory or cores, a MIG profile
+// without a name or a placement without slices), is listed in
+// Node.Unreadable with the reason and its devices are left out: the node's
+// other vendors stay usable, and no device that was not read is ever
+// offered. HAMi logs such a vendor and skips it the same way.
+//
+// The only error is a nil node: a *plancore.InvalidError wrapping
+// ErrInvalidDevice (and so ErrInvalidInput). It never panics, and its cost
+// is linear in the size of the node's annotations.
 func DecodeNode(node *corev1.Node, reg Registry) (Node, error) {
 	if node == nil {
 		return Node{}, plancore.Invalid(ErrInvalidDevice, field.ErrorList{field.Required(field.NewPath("node"), "a node is required")})
 	}
 	out := Node{Name: node.Name, InstanceType: node.Labels[LabelInstanceType], VNPUCore: node.Annotations[AnnoVNPUCore] == "true"}
-	var errs field.ErrorList
 	annos := field.NewPath("metadata", "annotations")
+	seen := map[string]bool{}
 	for _, t := range reg.types {
+		var devs []Device
+		var profiles []SliceProfile
+		var bad field.ErrorList
 		if v, ok := node.Annotations[t.Annotations.Register]; ok && t.Annotations.RegisterFormat == RegisterEnflameDRS {
-			devs, profiles, bad := decodeEnflameDRS(node, t.Type, v, annos.Key(t.Annotations.Register))
-			errs = append(errs, bad...)
+			devs, profiles, bad = decodeEnflameDRS(node, t.Type, v, annos.Key(t.Annotations.Register))
+		} else {
+			devs, bad = decodeRegister(node, t, annos)
+		}
+		bad = append(bad, vendorDeviceErrors(devs, seen)...)
+		if len(bad) > 0 {
+			out.Unreadable = append(out.Unreadable, unreadable(t.Type, t.Annotations.Register, bad))
+		} else {
+			for _, d := range devs {
+				seen[d.ID] = true
+			}
 			out.Devices = append(out.Devices, devs...)
 			out.SliceProfiles = append(out.SliceProfiles, profiles...)
-		} else {
-			devs, bad := decodeRegister(node, t, annos)
-			errs = append(errs, bad...)
-			out.Devices = append(out.Devices, devs...)
 		}
 		if h, ok := node.Annotations[t.Annotations.Handshake]; ok && t.Annotations.Handshake != "" {
-			hs, bad := decodeHandshake(node, t, h, annos.Key(t.Annotations.Handshake))
-			errs = append(errs, bad...)
-			out.Handshakes = append(out.Handshakes, hs)
+			out.Handshakes = append(out.Handshakes, decodeHandshake(node, t, h))
 		}
 	}
 	cordoned := map[string]bool{}
@@ -144,15 +188,39 @@ func DecodeNode(node *corev1.Node, reg Registry) (Node, error) {
 		}
 	}
 	if v, ok := node.Annotations[AnnoNvidiaPairScore]; ok {
-		var bad field.ErrorList
-		out.PairScores, bad = decodePairScores(v, annos.Key(AnnoNvidiaPairScore))
-		errs = append(errs, bad...)
-	}
-	errs = append(errs, validateNode(out, field.NewPath("node"))...)
-	if err := plancore.Invalid(ErrInvalidDevice, errs); err != nil {
-		return Node{}, err
+		scores, bad := decodePairScores(v, annos.Key(AnnoNvidiaPairScore))
+		if len(bad) == 0 {
+			out.PairScores = scores
+		} else if _, nv := reg.Lookup("NVIDIA"); nv {
+			// HAMi's NVIDIA GetNodeDevices fails on link scores it cannot
+			// read, and the scheduler then skips every NVIDIA device.
+			out.Unreadable = append(out.Unreadable, unreadable("NVIDIA", AnnoNvidiaPairScore, bad))
+			out.Devices = slices.DeleteFunc(out.Devices, func(d Device) bool { return d.Vendor == "NVIDIA" })
+		}
 	}
 	return out, nil
+}
+
+// unreadable is the UnreadableVendor of type typ whose annotation key
+// failed with errs.
+func unreadable(typ, key string, errs field.ErrorList) UnreadableVendor {
+	return UnreadableVendor{Type: typ, Annotation: key, Problems: errs, Reason: Reason{Code: ReasonVendorUnreadable,
+		Message: fmt.Sprintf("%s devices left out: %s", typ, errs.ToAggregate().Error())}}
+}
+
+// vendorDeviceErrors names the impossible devices of one vendor's decoded
+// register, by their path in the node: what Decide would refuse
+// (validateNode), and an id another vendor of the node registered already
+// (in seen).
+func vendorDeviceErrors(devs []Device, seen map[string]bool) field.ErrorList {
+	p := field.NewPath("node")
+	errs := validateNode(Node{Devices: devs}, p)
+	for i, d := range devs {
+		if seen[d.ID] {
+			errs = append(errs, field.Duplicate(p.Child("devices").Index(i).Child("id"), d.ID))
+		}
+	}
+	return errs
 }
 
 // decodeRegister returns the devices of one type registered on node.
@@ -199,8 +267,9 @@ func decodeRegister(node *corev1.Node, t DeviceType, annos *field.Path) ([]Devic
 }
 
 // registeredDevice is one device of HAMi's JSON register (DeviceInfo as
-// MarshalNodeDevices writes it; the other keys HAMi's DeviceInfo may carry
-// are accepted and ignored).
+// MarshalNodeDevices writes it). Any other key (HAMi v2.9's
+// devicepairscore, a newer plugin's) is ignored, as HAMi's
+// UnMarshalNodeDevices ignores it.
 type registeredDevice struct {
 	ID           string          `json:"id,omitempty"`
 	Index        *int            `json:"index,omitempty"`
@@ -217,22 +286,15 @@ type registeredDevice struct {
 	CustomInfo   json.RawMessage `json:"custominfo,omitempty"`
 }
 
-// decodeStrict unmarshals s into v, refusing unknown keys and trailing data.
-func decodeStrict(s string, v any) error {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data after the JSON value")
-	}
-	return nil
+// decodeJSON unmarshals machine-written JSON s into v as HAMi does, with
+// encoding/json: keys v does not have are ignored, trailing data refused.
+func decodeJSON(s string, v any) error {
+	return json.Unmarshal([]byte(s), v)
 }
 
 func decodeJSONRegister(s string, p *field.Path) ([]Device, field.ErrorList) {
 	var list []registeredDevice
-	if err := decodeStrict(s, &list); err != nil {
+	if err := decodeJSON(s, &list); err != nil {
 		return nil, field.ErrorList{field.Invalid(p, s, "want HAMi's JSON device list: "+err.Error())}
 	}
 	out := make([]Device, len(list))
@@ -329,7 +391,7 @@ type metaxDevice struct {
 
 func decodeMetaxRegister(s string, p *field.Path) ([]Device, field.ErrorList) {
 	var list []metaxDevice
-	if err := decodeStrict(s, &list); err != nil {
+	if err := decodeJSON(s, &list); err != nil {
 		return nil, field.ErrorList{field.Invalid(p, s, "want Metax's JSON device list: "+err.Error())}
 	}
 	out := make([]Device, len(list))
@@ -400,22 +462,29 @@ func shareMiB(m, unit, per, total int64) int32 {
 	return int32(max(v.Int64(), 0))
 }
 
-// decodeHandshake reads one vendor's handshake annotation.
-func decodeHandshake(node *corev1.Node, t DeviceType, v string, p *field.Path) (Handshake, field.ErrorList) {
+// decodeHandshake reads one vendor's handshake annotation as HAMi's
+// CheckHealth does: only "Requesting_<YYYY-MM-DD hh:mm:ss>" (anything
+// holding "Requesting", cut at its first "_") starts the timeout; a
+// Requesting without a time or with one that does not parse is healthy,
+// and never times out, as in HAMi.
+func decodeHandshake(node *corev1.Node, t DeviceType, v string) Handshake {
 	h := Handshake{Type: t.Type, Value: v, AllocatableZero: true}
 	if q, ok := node.Status.Allocatable[t.Count]; ok && q.Sign() > 0 {
 		h.AllocatableZero = false
 	}
 	if !strings.Contains(v, "Requesting") {
-		return h, nil
+		return h
 	}
 	_, ts, found := strings.Cut(v, "_")
+	if !found {
+		return h
+	}
 	at, err := time.ParseInLocation(time.DateTime, ts, time.UTC)
-	if !found || err != nil {
-		return h, field.ErrorList{field.Invalid(p, v, "want Requesting_<YYYY-MM-DD hh:mm:ss>")}
+	if err != nil {
+		return h
 	}
 	h.Requesting, h.Since = true, at
-	return h, nil
+	return h
 }
 
 // pairScoreJSON is one entry of hami.io/node-nvidia-score.
@@ -424,9 +493,11 @@ type pairScoreJSON struct {
 	Scores map[string]int `json:"score"`
 }
 
+// decodePairScores reads hami.io/node-nvidia-score as HAMi's
+// DecodePairScores does (unknown keys ignored).
 func decodePairScores(s string, p *field.Path) ([]PairScore, field.ErrorList) {
 	var list []pairScoreJSON
-	if err := decodeStrict(s, &list); err != nil {
+	if err := decodeJSON(s, &list); err != nil {
 		return nil, field.ErrorList{field.Invalid(p, s, "want [{\"uuid\":...,\"score\":{uuid:n}}]: "+err.Error())}
 	}
 	var out []PairScore

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,35 +99,70 @@ func TestDecodeNode(t *testing.T) {
 	}
 }
 
-func TestDecodeNodeNamesEveryProblem(t *testing.T) {
+// TestDecodeNodeUnreadableVendors: a vendor whose register (or, for
+// NVIDIA, link scores) HAMi's reader fails on is listed as unreadable with
+// each problem, its devices left out, and the node's other vendors read.
+// Keys HAMi does not know (Metax's "color") are ignored, as encoding/json
+// ignores them, and an unparsable handshake time is no problem.
+func TestDecodeNodeUnreadableVendors(t *testing.T) {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{
-		"hami.io/node-nvidia-register":    `[{"id":"GPU-a","count":"ten"}]`,
+		"hami.io/node-nvidia-register":    `[{"id":"GPU-a","count":10,"devmem":1000,"devcore":100,"health":true}]`,
 		"hami.io/node-dcu-register":       "DCU-0,4,x,100,DCU,0,true:DCU-1,4:",
 		"hami.io/node-amd-register":       `[{"id":"A,0","count":1,"health":true},{"id":"A1","index":-1}]`,
-		"metax-tech.com/node-gpu-devices": `[{"uuid":"M","color":"red"}]`,
+		"metax-tech.com/node-gpu-devices": `[{"uuid":"M","totalDevCount":4,"totalVRam":1024,"totalCompute":100,"healthy":true,"color":"red"}]`,
 		"hami.io/node-nvidia-score":       `{}`,
 		"hami.io/node-handshake":          "Requesting_yesterday",
 	}}}
-	_, err := gpu.DecodeNode(n, gpu.DefaultRegistry())
-	if !errors.Is(err, gpu.ErrInvalidDevice) || !errors.Is(err, gpu.ErrInvalidInput) {
-		t.Fatalf("err = %v, want ErrInvalidDevice", err)
+	got, err := gpu.DecodeNode(n, gpu.DefaultRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, u := range got.Unreadable {
+		types = append(types, u.Type+" "+u.Annotation)
+		if u.Reason.Code != gpu.ReasonVendorUnreadable || !strings.Contains(u.Reason.Message, u.Type) {
+			t.Errorf("%s: reason %v", u.Type, u.Reason)
+		}
+	}
+	wantTypes := []string{"AMD hami.io/node-amd-register", "DCU hami.io/node-dcu-register", "NVIDIA hami.io/node-nvidia-score"}
+	if diff := cmp.Diff(wantTypes, types); diff != "" {
+		t.Errorf("unreadable vendors (-want +got):\n%s", diff)
 	}
 	want := []string{
 		"metadata.annotations[hami.io/node-amd-register][1].index",
+		"node.devices[0].id",
 		"metadata.annotations[hami.io/node-dcu-register][0].devmem",
 		"metadata.annotations[hami.io/node-dcu-register][1]",
-		"metadata.annotations[metax-tech.com/node-gpu-devices]",
-		"metadata.annotations[hami.io/node-nvidia-register]",
-		"metadata.annotations[hami.io/node-handshake]",
 		"metadata.annotations[hami.io/node-nvidia-score]",
-		"node.devices[0].id",
 	}
-	if diff := cmp.Diff(want, invalidFields(err)); diff != "" {
-		t.Fatalf("fields (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, unreadableFields(got)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	var ids []string
+	for _, d := range got.Devices {
+		ids = append(ids, d.ID)
+	}
+	if diff := cmp.Diff([]string{"M"}, ids); diff != "" {
+		t.Errorf("devices read (-want +got):\n%s", diff)
+	}
+	if len(got.Handshakes) != 1 || got.Handshakes[0].Requesting {
+		t.Errorf("handshakes %+v, want one not Requesting", got.Handshakes)
 	}
 	if _, err := gpu.DecodeNode(nil, gpu.DefaultRegistry()); !errors.Is(err, gpu.ErrInvalidDevice) {
 		t.Fatalf("nil node: err = %v", err)
 	}
+}
+
+// unreadableFields lists the paths of every problem of n's unreadable
+// vendors, in order.
+func unreadableFields(n gpu.Node) []string {
+	var out []string
+	for _, u := range n.Unreadable {
+		for _, e := range u.Problems {
+			out = append(out, e.Field)
+		}
+	}
+	return out
 }
 
 // TestNodeRoundTrip: devices encoded as HAMi's plugins register them decode
@@ -270,7 +306,6 @@ func TestDecodePodUsageNamesEveryProblem(t *testing.T) {
 	want := []string{
 		"metadata.annotations[hami.io/amd-devices-allocated].containers[0].devices[0]",
 		"metadata.annotations[hami.io/vgpu-devices-allocated].containers[0].devices[0].memoryMiB",
-		"metadata.annotations[hami.io/vgpu-mig-allocations][0].gpuUUID",
 		"metadata.annotations[hami.io/vgpu-mig-allocations][1]",
 	}
 	if diff := cmp.Diff(want, invalidFields(err)); diff != "" {
@@ -346,6 +381,12 @@ func FuzzDecodeNode(f *testing.F) {
 	f.Add(nvidiaRegister, dcuRegister, metaxRegister, pairScores, "GPU-a", "Requesting_2026-06-14 10:00:00")
 	f.Add(`[]`, "DCU-0,1,2,3,t,0,true:", `[]`, `[]`, "", "")
 	f.Add(`[{"id":"x","migProfiles":[{"name":"p","placements":[{"start":0,"size":0}]}]}]`, ":", "[{}]", `[{"uuid":"a","score":{"b":1}}]`, ",,", "Requesting_")
+	// HAMi v2.9's register (devicepairscore, migtemplate), a newer plugin's
+	// MIG profile keys, and the handshakes CheckHealth keeps.
+	f.Add(`[{"id":"GPU-a","count":10,"devmem":32768,"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","health":true,"mode":"mig","migtemplate":[[{"name":"1g.5gb","memory":5120,"count":7}]],"devicepairscore":{}}]`,
+		"DCU-0,4,16384,100,DCU-Z100,0,true:", `[{"uuid":"m","healthy":true,"qosPolicy":"x","future":1}]`, `[{"uuid":"GPU-a","score":{"GPU-b":-1},"extra":true}]`, "", "Requesting_2024.01.10 04:06:57")
+	f.Add(`[{"id":"GPU-m","count":7,"devmem":40960,"devcore":100,"health":true,"mode":"mig","migProfiles":[{"name":"1g.5gb","memoryMB":4864,"core":14,"sliceCount":1,"instanceCount":7,"multiprocessorCount":14,"placements":[{"start":6,"size":1}]}]}]`,
+		"", "", "", "", "Requesting")
 	reg := gpu.DefaultRegistry()
 	f.Fuzz(func(t *testing.T, nv, dcu, metax, scores, cordon, hs string) {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{
@@ -354,10 +395,18 @@ func FuzzDecodeNode(f *testing.F) {
 		}}}
 		got, err := gpu.DecodeNode(n, reg)
 		if err != nil {
-			if !errors.Is(err, gpu.ErrInvalidDevice) || len(invalidFields(err)) == 0 {
-				t.Fatalf("error without a named field: %v", err)
+			t.Fatalf("DecodeNode refused a node: %v", err)
+		}
+		// An unreadable vendor names its problems and offers no device.
+		for _, u := range got.Unreadable {
+			if len(u.Problems) == 0 || u.Reason.Code != gpu.ReasonVendorUnreadable {
+				t.Fatalf("unreadable %s without a named problem: %+v", u.Type, u)
 			}
-			return
+			for _, d := range got.Devices {
+				if d.Vendor == u.Type {
+					t.Fatalf("device %s of unreadable vendor %s offered", d.ID, u.Type)
+				}
+			}
 		}
 		// A decoded node is valid fit input, and re-encodes to the same devices.
 		if _, err := gpu.FitNode(got, gpu.FitRequest{}); err != nil {
@@ -371,7 +420,7 @@ func FuzzDecodeNode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decode: %v", err)
 		}
-		if diff := cmp.Diff(got.Devices, again.Devices); diff != "" {
+		if diff := cmp.Diff(got.Devices, again.Devices, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("round trip (-first +second):\n%s", diff)
 		}
 	})
@@ -381,6 +430,9 @@ func FuzzDecodePodUsage(f *testing.F) {
 	f.Add("n1", "GPU-a,NVIDIA,6000,10:;GPU-a,NVIDIA,2000,20:GPU-m,NVIDIA,4864,14:;;", `[{"containerIndex":1,"deviceIndex":1,"gpuUUID":"GPU-m","profile":"1g.5gb","placement":{"start":1,"size":1}}]`, ";DCU-1,DCU,100,50:;;")
 	f.Add("", ";;;", "[]", "")
 	f.Add("n", "a,b,c,d:e,f;", `[{"containerIndex":-1}]`, "x,DCU,-1,0:")
+	// A reservation the devices annotation does not list, with a key HAMi
+	// does not know, and an item with a field after the fourth.
+	f.Add("n1", ";GPU-m,NVIDIA,4864,14,x:;", `[{"containerIndex":2,"deviceIndex":0,"gpuUUID":"GPU-m","profile":"3g.20gb","placement":{"start":0,"size":4},"state":1}]`, "")
 	reg := gpu.DefaultRegistry()
 	f.Fuzz(func(t *testing.T, node, nv, mig, dcu string) {
 		pod := nvPod(map[string]string{"hami.io/vgpu-node": node, "hami.io/vgpu-devices-allocated": nv,
@@ -432,5 +484,146 @@ func TestDecodeNodeFromCapacity(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, lines); diff != "" {
 		t.Fatalf("devices (-want +got):\n%s", diff)
+	}
+}
+
+// TestHandshakeAsCheckHealth: each handshake form HAMi's CheckHealth tests
+// and its protocol document show keeps or drops the vendor's devices as
+// CheckHealth does (healthy keeps them): only a readable Requesting time
+// 60 s old or more, with none of the type allocatable, drops them.
+func TestHandshakeAsCheckHealth(t *testing.T) {
+	now := time.Date(2026, 6, 14, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		value       string
+		allocatable string
+		healthy     bool
+	}{
+		{"Requesting_2128-12-02 00:00:00", "", true}, // in the future
+		{"Requesting", "", true},                     // no time
+		{"Requesting_not-a-timestamp", "", true},     // unparsable time
+		{"Requesting_2024.01.10 04:06:57", "", true}, // the protocol document's form
+		{"Unknown", "", true},                        // not Requesting
+		{"Reported 2024-01-23 04:30:04.434037031 +0000 UTC m=+1104711.777756895", "", true},
+		{"Requesting_2024-01-02 00:00:00", "", false}, // expired, nothing allocatable
+		{"Requesting_2024-01-02 00:00:00", "8", true}, // expired, the plugin still serves
+		{"Requesting_2026-06-14 09:59:01", "", true},  // 59 s
+		{"Requesting_2026-06-14 09:59:00", "", false}, // 60 s
+	} {
+		t.Run(tc.value+"/"+tc.allocatable, func(t *testing.T) {
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{
+				"hami.io/node-nvidia-register": `[{"id":"GPU-a","count":10,"devmem":1000,"devcore":100,"health":true}]`,
+				"hami.io/node-handshake":       tc.value,
+			}}}
+			if tc.allocatable != "" {
+				n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(tc.allocatable)}
+			}
+			got, err := gpu.DecodeNode(n, gpu.DefaultRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if healthy := len(gpu.DropStaleVendors(got, now).Devices) == 1; healthy != tc.healthy {
+				t.Errorf("healthy = %v, want %v (HAMi's CheckHealth); handshakes %+v", healthy, tc.healthy, got.Handshakes)
+			}
+		})
+	}
+}
+
+// TestDecodeNodeReadsAsHAMi: register and link-score forms HAMi's own
+// readers (UnMarshalNodeDevices, DecodeNodeDevices, DecodePairScores)
+// accept are read, with their values from HAMi's tests, and the forms they
+// refuse make that vendor, and only it, unreadable.
+func TestDecodeNodeReadsAsHAMi(t *testing.T) {
+	const p4 = "GPU-ebe7c3f7-303d-558d-435e-99a160631fe4"
+	for _, tc := range []struct {
+		name, key, value string
+		ids              []string // the vendor's devices read; nil when unreadable
+	}{
+		{"JSON with a trailing newline", "hami.io/node-nvidia-register", `[{"index":1,"id":"id-1","count":1,"devmem":1024,"devcore":10,"type":"type","health":true}]` + "\n", []string{"id-1"}},
+		{"HAMi v2.9 keys devicepairscore and migtemplate", "hami.io/node-nvidia-register",
+			`[{"id":"id-1","count":1,"devmem":1024,"devcore":10,"type":"type","health":true,"mode":"mig","migtemplate":[[{"name":"1g.5gb","memory":5120,"count":7}]],"devicepairscore":{"uuid":"id-1","score":{"id-2":100}}},` +
+				`{"index":2,"id":"id-2","count":2,"devmem":4096,"devcore":20,"type":"type2","health":false,"devicepairscore":{}}]`, []string{"id-1", "id-2"}},
+		{"a MIG profile's instanceCount and multiprocessorCount", "hami.io/node-nvidia-register",
+			`[{"id":"GPU-m","count":7,"devmem":40960,"devcore":100,"health":true,"mode":"mig","migProfiles":[{"name":"1g.5gb","memoryMB":4864,"core":15,"sliceCount":1,"instanceCount":7,"multiprocessorCount":14,"placements":[{"start":6,"size":1}]}]}]`,
+			[]string{"GPU-m"}},
+		{"a key a newer plugin adds", "hami.io/node-nvidia-register", `[{"id":"id-1","count":1,"health":true,"topology":{"nvlink":[1]}}]`, []string{"id-1"}},
+		{"JSON of the wrong type", "hami.io/node-nvidia-register", `[{"id":"id-1","count":"one"}]`, nil},
+		{"a negative JSON index (HAMi's is unsigned)", "hami.io/node-nvidia-register", `[{"id":"id-1","index":-1}]`, nil},
+		{"legacy, seven fields", "hami.io/node-dcu-register", p4 + ",10,7680,100,NVIDIA-Tesla P4,0,true:", []string{p4}},
+		{"legacy, nine fields", "hami.io/node-dcu-register", p4 + ",10,7680,100,NVIDIA-Tesla P4,0,true,1,hami-core:", []string{p4}},
+		{"legacy, only separators", "hami.io/node-dcu-register", "::", []string{}},
+		{"legacy, no separator", "hami.io/node-dcu-register", "a", nil},
+		{"legacy, two fields", "hami.io/node-dcu-register", ",:", nil},
+		{"legacy, garbage", "hami.io/node-dcu-register", "garbage:", nil},
+		{"legacy, count not a number", "hami.io/node-dcu-register", p4 + ",notanint,7680,100,NVIDIA-Tesla P4,0,true:", nil},
+		{"legacy, health not a bool", "hami.io/node-dcu-register", p4 + ",10,7680,100,NVIDIA-Tesla P4,0,notabool:", nil},
+		{"legacy, negative index", "hami.io/node-dcu-register", p4 + ",10,7680,100,NVIDIA-Tesla P4,0,true,-1,hami-core:", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			annos := map[string]string{tc.key: tc.value,
+				// Another vendor, which stays readable whatever this one is.
+				"hami.io/node-amd-register": `[{"id":"AMD-0","count":1,"devmem":1000,"devcore":100,"health":true}]`}
+			got, err := gpu.DecodeNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: annos}}, gpu.DefaultRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := []string{}
+			amd := false
+			for _, d := range got.Devices {
+				if d.Vendor == "AMD" {
+					amd = true
+				} else {
+					ids = append(ids, d.ID)
+				}
+			}
+			if !amd {
+				t.Errorf("the other vendor's device was dropped: %+v", got)
+			}
+			if tc.ids == nil {
+				if len(ids) != 0 || len(got.Unreadable) != 1 || got.Unreadable[0].Annotation != tc.key {
+					t.Errorf("devices %v, unreadable %+v; want the vendor of %s unreadable", ids, got.Unreadable, tc.key)
+				}
+				return
+			}
+			if diff := cmp.Diff(tc.ids, ids); diff != "" || len(got.Unreadable) != 0 {
+				t.Errorf("devices (-want +got):\n%s\nunreadable %+v", diff, got.Unreadable)
+			}
+		})
+	}
+	// Link scores with a key HAMi does not know are read; link scores HAMi
+	// cannot read leave NVIDIA out, as HAMi's NVIDIA GetNodeDevices fails.
+	nv := `[{"id":"GPU-a","count":1,"health":true},{"id":"GPU-b","index":1,"count":1,"health":true}]`
+	for _, tc := range []struct {
+		scores string
+		want   []gpu.PairScore
+		nvidia bool
+	}{
+		{`[{"uuid":"GPU-a","score":{"GPU-b":-5},"links":"nvlink"}]`, []gpu.PairScore{{From: "GPU-a", To: "GPU-b", Score: -5}}, true},
+		{`[{"uuid":"GPU-a","score":{"GPU-b":"high"}}]`, nil, false},
+	} {
+		got, err := gpu.DecodeNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{
+			"hami.io/node-nvidia-register": nv, "hami.io/node-nvidia-score": tc.scores}}}, gpu.DefaultRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, got.PairScores); diff != "" || (len(got.Devices) == 2) != tc.nvidia || (len(got.Unreadable) == 0) != tc.nvidia {
+			t.Errorf("%s: scores (-want +got):\n%s\ndevices %d, unreadable %+v", tc.scores, diff, len(got.Devices), got.Unreadable)
+		}
+	}
+}
+
+// TestDecodeAllocationsExtraFields: an item with fields after the fourth is
+// read, the extra ones ignored, as HAMi's DecodeContainerDevices reads it;
+// one with fewer is refused, as HAMi refuses it.
+func TestDecodeAllocationsExtraFields(t *testing.T) {
+	got, err := gpu.DecodeAllocations("GPU-a,NVIDIA,3000,0,future:;GPU-a,NVIDIA,5000,0:;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]gpu.Allocation{{{UUID: "GPU-a", Type: "NVIDIA", MemoryMiB: 3000}}, {{UUID: "GPU-a", Type: "NVIDIA", MemoryMiB: 5000}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := gpu.DecodeAllocations("GPU-a,NVIDIA,3000:"); !errors.Is(err, gpu.ErrInvalidAllocation) {
+		t.Errorf("three fields: err = %v", err)
 	}
 }

@@ -56,7 +56,7 @@ func parseSliceProfile(name string) (slices, memGiB int) {
 // not a positive number, or there is no device; so does plancore, naming it.
 func decodeEnflameDRS(node *corev1.Node, typ, s string, p *field.Path) ([]Device, []SliceProfile, field.ErrorList) {
 	var spec drsCapacity
-	if err := decodeStrict(s, &spec); err != nil {
+	if err := decodeJSON(s, &spec); err != nil {
 		return nil, nil, field.ErrorList{field.Invalid(p, s, "want Enflame's DRS capacity {\"devices\":[...],\"profiles\":{...}}: "+err.Error())}
 	}
 	maxSlices, maxMem := 0, 0

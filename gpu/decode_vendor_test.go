@@ -1,7 +1,6 @@
 package gpu_test
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -61,20 +60,20 @@ func TestDecodeEnflameDRS(t *testing.T) {
 		{name: "two devices of one index", value: `{"devices":[{"index":"1","capacity":1},{"index":"1","capacity":1}],"profiles":{"1g.6gb":"0"}}`,
 			badFields: []string{"node.devices[1].id"}},
 		{name: "not JSON", value: `devices`, badFields: []string{"metadata.annotations[" + key + "]"}},
-		{name: "unknown keys are refused", value: `{"devices":[{"index":"0","capacity":1,"uuid":"u"}],"profiles":{"1g.6gb":"0"}}`,
-			badFields: []string{"metadata.annotations[" + key + "]"}},
+		{name: "unknown keys are ignored, as HAMi's encoding/json does", value: `{"devices":[{"index":"0","capacity":1,"uuid":"u"}],"profiles":{"1g.6gb":"0"},"version":2}`,
+			want: []gpu.Device{dev(0, "e-enflame-drs-0", "0", 1, 6144)}, wantProfiles: []gpu.SliceProfile{{Name: "1g.6gb", ID: "0"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := gpu.DecodeNode(drsNode(map[string]string{key: tc.value}), gpu.DefaultRegistry())
-			if tc.badFields != nil {
-				if !errors.Is(err, gpu.ErrInvalidDevice) || !cmp.Equal(invalidFields(err), tc.badFields) {
-					t.Fatalf("err = %v (fields %v), want %v", err, invalidFields(err), tc.badFields)
-				}
-				return
-			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.badFields != nil {
+				if len(got.Devices) != 0 || len(got.Unreadable) != 1 || got.Unreadable[0].Type != "Enflame" || !cmp.Equal(unreadableFields(got), tc.badFields) {
+					t.Fatalf("devices %v, unreadable %+v, want none and Enflame unreadable naming %v", got.Devices, got.Unreadable, tc.badFields)
+				}
+				return
 			}
 			if diff := cmp.Diff(tc.want, got.Devices); diff != "" {
 				t.Fatalf("devices (-want +got):\n%s", diff)
@@ -148,8 +147,11 @@ func FuzzDecodeEnflameDRS(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		got, err := gpu.DecodeNode(drsNode(map[string]string{"enflame.com/gcu-drs-capacity": v}), reg)
 		if err != nil {
-			if !errors.Is(err, gpu.ErrInvalidDevice) || len(invalidFields(err)) == 0 {
-				t.Fatalf("error without a named field: %v", err)
+			t.Fatalf("DecodeNode refused a node: %v", err)
+		}
+		if len(got.Unreadable) > 0 {
+			if len(got.Devices) != 0 || len(got.Unreadable[0].Problems) == 0 {
+				t.Fatalf("unreadable DRS capacity offers %v, names %v", got.Devices, got.Unreadable)
 			}
 			return
 		}

@@ -59,9 +59,11 @@ type Request struct {
 // init containers first, then app containers, each in pod order, types in
 // registry order within a container.
 //
-// HAMi looks only at spec.containers, so a pod whose GPU request sits in an init
-// container skips the node lock and Allocate serves the wrong pod (#2640);
-// plancore reads both lists. HAMi also turns a non-integer, negative or
+// HAMi v2.10 reads both lists too (Resourcereqs, and Filter fits init
+// containers in allocateInitContainers), but its LockNode looks only at
+// spec.containers, so a pod whose GPU request sits in an init container
+// alone skips the node lock and Allocate may serve the wrong pod (HAMi
+// #2640); RequiredLocks reads both lists. HAMi also turns a non-integer, negative or
 // overflowing quantity into an empty request; plancore refuses the pod with
 // every such quantity at once: a *plancore.InvalidError wrapping
 // ErrInvalidRequest (and so ErrInvalidInput) that names each by its path in

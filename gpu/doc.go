@@ -100,7 +100,10 @@
 // it. Where plancore deliberately differs, the code says so next to the
 // difference:
 //
-//   - init-container requests count (HAMi skips them, HAMi #2640);
+//   - init-container requests take the node lock too: HAMi v2.10 fits
+//     them (Resourcereqs, allocateInitContainers) as plancore does, but its
+//     LockNode looks only at app containers, so a pod asking devices in an
+//     init container alone binds without the lock (HAMi #2640);
 //   - malformed quantities and policy annotations are errors naming each
 //     by its path in the pod, all at once, not silently empty requests or
 //     defaults;
@@ -129,8 +132,15 @@
 //   - a pod's policy, weight and model lists hold at most MaxPolicyEntries
 //     entries, its device id lists MaxUUIDEntries, each longer one refused
 //     with one error;
-//   - a malformed register or allocation annotation is an error naming it,
-//     where HAMi skips the vendor or the pod;
+//   - a vendor whose register DecodeNode cannot read is left out of the
+//     node as HAMi skips it, and also named in Node.Unreadable with each
+//     problem; a register device HAMi would take but Decide could not (an
+//     empty, duplicated or separator-holding id, a negative value) makes
+//     its vendor unreadable the same way;
+//   - a pod's allocation annotation that does not decode is an error naming
+//     it, where HAMi skips the pod and so counts its devices free; so is a
+//     MIG reservation list HAMi's DecodeMigAllocations refuses, where HAMi
+//     drops the list;
 //   - the topology-aware search stops at 100,000 combinations and keeps the
 //     first devices in walk order (HAMi enumerates them all);
 //   - HAMi's AWS Neuron run search finds free positions of its sorted list

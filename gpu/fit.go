@@ -80,6 +80,10 @@ type Node struct {
 	// Handshakes are the vendors' handshake annotations (DecodeNode); see
 	// DropStaleVendors.
 	Handshakes []Handshake
+	// Unreadable are the vendors DecodeNode could not read on the node,
+	// each with the reason; their devices are not in Devices. Decide does
+	// not read it: it is for the caller's logs and events.
+	Unreadable []UnreadableVendor
 	// SliceProfiles are the slice profiles the node's devices of a
 	// FitSliceProfiles type offer (Enflame DRS: "<n>g.<m>gb" names with the
 	// plugin's profile IDs), sorted by name.
@@ -475,7 +479,7 @@ func (in Input) Validate() error {
 		seen[n.Name] = true
 		nodeErrs = append(nodeErrs, validateNode(n, nodes.Index(i))...)
 	}
-	return joinInvalid(in.Request.Validate(), plancore.Invalid(ErrInvalidDevice, nodeErrs))
+	return plancore.Join(in.Request.Validate(), plancore.Invalid(ErrInvalidDevice, nodeErrs))
 }
 
 // Decide fits the pod's request onto each node, scores the nodes that fit and
@@ -486,7 +490,7 @@ func (in Input) Validate() error {
 // error means invalid input; a pod that fits nowhere is a plan with an empty
 // Node, the reason NoNodeFits and per-node reasons.
 func Decide(in Input, o Options) (Plan, error) {
-	if err := joinInvalid(in.Validate(), o.Validate()); err != nil {
+	if err := plancore.Join(in.Validate(), o.Validate()); err != nil {
 		return Plan{}, err
 	}
 	p := Plan{Nodes: make([]NodeFit, 0, len(in.Nodes))}
@@ -510,7 +514,7 @@ func Decide(in Input, o Options) (Plan, error) {
 
 // FitNode fits the pod's requests onto one node.
 func FitNode(n Node, req FitRequest) (NodeFit, error) {
-	if err := joinInvalid(req.Validate(), plancore.Invalid(ErrInvalidDevice, validateNode(n, field.NewPath("node")))); err != nil {
+	if err := plancore.Join(req.Validate(), plancore.Invalid(ErrInvalidDevice, validateNode(n, field.NewPath("node")))); err != nil {
 		return NodeFit{}, err
 	}
 	return fitNode(n, req), nil

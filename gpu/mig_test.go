@@ -2,6 +2,7 @@ package gpu_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -136,4 +137,69 @@ func TestPropMIGPlacementsNeverOverlap(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestMIGReservationsRestored: a MIG reservation the pod's devices
+// annotation does not list is read, not refused, and its slices stay
+// occupied, as HAMi v2.10's getNodesUsage restores them; a reservation on a
+// device the node does not have makes every MIG device unhealthy, and one on
+// a device outside MIG mode makes that device unhealthy. Keys HAMi does not
+// know are ignored.
+func TestMIGReservationsRestored(t *testing.T) {
+	reg := gpu.DefaultRegistry()
+	pod := nvPod(map[string]string{
+		"hami.io/vgpu-node":              "n1",
+		"hami.io/vgpu-devices-allocated": ";GPU-m,NVIDIA,4864,14:;",
+		"hami.io/vgpu-mig-allocations": `[{"containerIndex":1,"deviceIndex":0,"gpuUUID":"GPU-m","profile":"1g.5gb","placement":{"start":6,"size":1},"state":"ready"},` +
+			`{"containerIndex":2,"deviceIndex":0,"gpuUUID":"GPU-m","profile":"3g.20gb","placement":{"start":0,"size":4}}]`,
+	})
+	u, err := gpu.DecodePodUsage(pod, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(u.MIG) != 2 {
+		t.Fatalf("MIG = %+v, want both reservations", u.MIG)
+	}
+	devs, err := gpu.AddPodUsage([]gpu.Device{migCard("GPU-m"), card("GPU-h", 1)}, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []gpu.MIGPlacement{{Start: 6, Size: 1}, {Start: 0, Size: 4}}
+	if diff := cmp.Diff(want, devs[0].MIGInUse); diff != "" || !devs[0].Healthy {
+		t.Fatalf("MIG in use (-want +got):\n%s\nhealthy %v", diff, devs[0].Healthy)
+	}
+	// The next 4g instance finds slices 0..3 taken and no other placement.
+	plan, err := gpu.Decide(gpu.Input{Nodes: []gpu.Node{{Name: "n1", Devices: devs[:1]}},
+		Request: gpu.FitRequest{Requests: []gpu.Request{{Container: "c", Type: "NVIDIA", Nums: 1, MemoryMiB: 19968}}}}, gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range plan.Containers {
+		for _, a := range c.Devices {
+			if a.MIGPlacement.Start < 4 {
+				t.Fatalf("placed %+v on slices a restored reservation holds", a)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name, uuid string
+		healthy    []bool
+	}{
+		{"unknown device", "GPU-x", []bool{false, true}},
+		{"device outside MIG mode", "GPU-h", []bool{true, false}},
+	} {
+		p := nvPod(map[string]string{"hami.io/vgpu-node": "n1", "hami.io/vgpu-devices-allocated": ";;",
+			"hami.io/vgpu-mig-allocations": `[{"containerIndex":1,"deviceIndex":0,"gpuUUID":"` + tc.uuid + `","profile":"1g.5gb","placement":{"start":6,"size":1}}]`})
+		u, err := gpu.DecodePodUsage(p, reg)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		devs, err := gpu.AddPodUsage([]gpu.Device{migCard("GPU-m"), card("GPU-h", 1)}, u)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := []bool{devs[0].Healthy, devs[1].Healthy}; !slices.Equal(got, tc.healthy) {
+			t.Errorf("%s: healthy %v, want %v", tc.name, got, tc.healthy)
+		}
+	}
 }

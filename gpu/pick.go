@@ -340,13 +340,18 @@ func (p *picker) chooseByTopology(pairs []PairScore) {
 // walk order are kept (HAMi enumerates every combination however many).
 const maxCombinations = 100000
 
-// bestCombination returns the n picks whose pair scores sum highest.
+// bestCombination returns the n picks whose pair scores sum highest, a
+// missing pair scoring 0 and the first combination in walk order winning a
+// tie. The first combination is kept whatever its score: a best score
+// started at -1 with nothing kept would return n zero-value picks (one
+// device n times) when every pair scores -1 or lower; HAMi's
+// computeBestCombination guards this with a found flag, and so does this.
 func (p *picker) bestCombination(pairs []PairScore, n int) []pick {
 	if binomial(len(p.picked), n) > maxCombinations {
 		return p.picked[:n]
 	}
 	var best []int
-	bestScore := -1
+	bestScore, found := 0, false
 	cur := make([]int, 0, n)
 	var walk func(start int)
 	walk = func(start int) {
@@ -357,8 +362,8 @@ func (p *picker) bestCombination(pairs []PairScore, n int) []pick {
 					total += pairScore(pairs, p.st.devs[p.picked[cur[i]].idx].ID, p.st.devs[p.picked[cur[j]].idx].ID)
 				}
 			}
-			if total > bestScore {
-				best, bestScore = slices.Clone(cur), total
+			if !found || total > bestScore {
+				best, bestScore, found = slices.Clone(cur), total, true
 			}
 			return
 		}

@@ -59,8 +59,14 @@ type migAllocationJSON struct {
 // in a *plancore.InvalidError wrapping ErrInvalidAllocation (and so
 // ErrInvalidInput). Every entry is typed by the annotation's vendor, whatever
 // its own type field says (HAMi's AMD writes the product name there). It
-// never panics. HAMi skips such a pod; a caller should do the
-// same rather than drop the node.
+// never panics. HAMi skips such a pod, counting what it holds as free; a
+// caller should instead treat the node's usage as unknown and not fit
+// there.
+//
+// MIG reservations are read as HAMi v2.10 reads them: keys it does not know
+// are ignored, and a reservation whose device the devices annotation does
+// not list is kept in MIG (HAMi's getNodesUsage restores it), so
+// AddPodUsage keeps its slices occupied.
 func DecodePodUsage(pod *corev1.Pod, reg Registry) (PodUsage, error) {
 	if pod == nil {
 		return PodUsage{}, plancore.Invalid(ErrInvalidAllocation, field.ErrorList{field.Required(field.NewPath("pod"), "a pod is required")})
@@ -114,11 +120,16 @@ func DecodePodUsage(pod *corev1.Pod, reg Registry) (PodUsage, error) {
 }
 
 // decodeMIGAllocations reads hami.io/vgpu-mig-allocations, checking each
-// entry as HAMi's DecodeMigAllocations does and that it names a device the
-// pod's NVIDIA annotation gives it.
+// entry as HAMi's DecodeMigAllocations does (keys it does not know are
+// ignored). Every reservation is kept, in annotation order, whether or not
+// the pod's NVIDIA annotation lists its device: HAMi v2.10's getNodesUsage
+// restores a reservation no device entry consumed onto its GPU on purpose,
+// so its slices stay occupied. An entry's memory and cores are those of the
+// NVIDIA entry at its container and device index when that entry is on the
+// same GPU, and zero otherwise (the reservation alone occupies slices).
 func decodeMIGAllocations(s string, nvidia [][]Allocation, p *field.Path) ([]Allocation, field.ErrorList) {
 	var list []migAllocationJSON
-	if err := decodeStrict(s, &list); err != nil {
+	if err := decodeJSON(s, &list); err != nil {
 		return nil, field.ErrorList{field.Invalid(p, s, "want HAMi's JSON MIG allocation list: "+err.Error())}
 	}
 	var out []Allocation
@@ -140,10 +151,11 @@ func decodeMIGAllocations(s string, nvidia [][]Allocation, p *field.Path) ([]All
 			errs = append(errs, field.Invalid(ip.Child("migUUID"), m.MigUUID, "the runtime identity is all three of migUUID, gpuInstanceID and computeInstanceID or none"))
 		case seen[key]:
 			errs = append(errs, field.Duplicate(ip, fmt.Sprintf("container %d device %d", m.ContainerIndex, m.DeviceIndex)))
-		case m.ContainerIndex >= len(nvidia) || m.DeviceIndex >= len(nvidia[m.ContainerIndex]) || nvidia[m.ContainerIndex][m.DeviceIndex].UUID != m.GPUUUID:
-			errs = append(errs, field.NotFound(ip.Child("gpuUUID"), m.GPUUUID))
 		default:
-			a := nvidia[m.ContainerIndex][m.DeviceIndex]
+			a := Allocation{UUID: m.GPUUUID, Type: "NVIDIA"}
+			if m.ContainerIndex < len(nvidia) && m.DeviceIndex < len(nvidia[m.ContainerIndex]) && nvidia[m.ContainerIndex][m.DeviceIndex].UUID == m.GPUUUID {
+				a = nvidia[m.ContainerIndex][m.DeviceIndex]
+			}
 			a.MIGProfile, a.MIGPlacement = m.Profile, m.Placement
 			out = append(out, a)
 		}
@@ -199,10 +211,13 @@ func collapseUsage(raw map[string][][]Allocation, numInit int) []Allocation {
 // AddPodUsage returns a copy of devices with the usage of pods recorded
 // against them, as HAMi's getNodesUsage does: each allocation through
 // AddUsage (refused the same way, named usage[i].allocs[j]...), and each MIG
-// instance's placement added to its device's MIGInUse. A device in MIG mode
-// that a pod uses without a MIG instance, or a device outside MIG mode that
-// a MIG instance names, is marked unhealthy, as HAMi does: its real state is
-// unknown. devices is not modified.
+// reservation's placement added to its device's MIGInUse, listed by the
+// pod's devices or not. A device in MIG mode that a pod uses in more
+// containers than it has reservations on it, a device outside MIG mode that
+// a reservation names, and every MIG device of the node when a reservation
+// names a device the node does not have, are marked unhealthy, as HAMi
+// v2.10's getNodesUsage does: their real state is unknown, so nothing is
+// placed on them. devices is not modified.
 func AddPodUsage(devices []Device, usage ...PodUsage) ([]Device, error) {
 	out := slices.Clone(devices)
 	byID := make(map[string]int, len(out))
@@ -222,30 +237,49 @@ func AddPodUsage(devices []Device, usage ...PodUsage) ([]Device, error) {
 			}
 			errs = append(errs, addOne(&out[i], a, p)...)
 		}
-		placed := map[string]bool{}
-		for j, m := range u.MIG {
-			i, ok := byID[m.UUID]
-			if !ok {
-				errs = append(errs, field.NotFound(up.Child("mig").Index(j).Child("uuid"), m.UUID))
-				continue
-			}
-			placed[m.UUID] = true
-			if out[i].Mode != ModeMIG {
-				out[i].Healthy = false
-				continue
-			}
-			out[i].MIGInUse = append(out[i].MIGInUse, m.MIGPlacement)
-		}
-		for _, a := range u.Allocations {
-			if i, ok := byID[a.UUID]; ok && out[i].Mode == ModeMIG && !placed[a.UUID] {
-				out[i].Healthy = false
-			}
-		}
+		addMIGUsage(out, byID, u)
 	}
 	if err := plancore.Invalid(ErrInvalidDevice, errs); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// addMIGUsage records u's MIG reservations on devs as HAMi v2.10's
+// getNodesUsage does: each reservation's placement is in use on its device
+// (restored even when the pod's device entries do not list it); a
+// reservation on a device outside MIG mode, a MIG-mode device the pod uses
+// in more containers than it has reservations there, and, when a
+// reservation names a device the node does not have, every MIG-mode device
+// of the node, are marked unhealthy, since what they hold is unknown.
+func addMIGUsage(devs []Device, byID map[string]int, u PodUsage) {
+	placed := map[string]int32{}
+	unknown := false
+	for _, m := range u.MIG {
+		i, ok := byID[m.UUID]
+		if !ok {
+			unknown = true
+			continue
+		}
+		placed[m.UUID]++
+		if devs[i].Mode != ModeMIG {
+			devs[i].Healthy = false
+			continue
+		}
+		devs[i].MIGInUse = append(devs[i].MIGInUse, m.MIGPlacement)
+	}
+	for _, a := range u.Allocations {
+		if i, ok := byID[a.UUID]; ok && devs[i].Mode == ModeMIG && placed[a.UUID] < max(a.Slots, 1) {
+			devs[i].Healthy = false
+		}
+	}
+	if unknown {
+		for i := range devs {
+			if devs[i].Mode == ModeMIG {
+				devs[i].Healthy = false
+			}
+		}
+	}
 }
 
 // FilterChoice is what Filter decided for a pod: the inputs of

@@ -205,9 +205,18 @@ func (s *Scheduler) Filter(ctx context.Context, args extenderv1.ExtenderArgs) ex
 	if err != nil {
 		return extenderv1.ExtenderFilterResult{Error: err.Error()}
 	}
+	unreadable := map[string][]gpu.UnreadableVendor{}
+	for _, n := range nodes {
+		unreadable[n.Name] = n.Unreadable
+	}
 	for _, nf := range plan.Nodes {
 		if !nf.Fits {
 			failed[nf.Node] = nf.Reason.Message
+			// A vendor the node's annotations did not let DecodeNode read
+			// may be why: name it beside the fit's reason.
+			for _, u := range unreadable[nf.Node] {
+				failed[nf.Node] += "; " + u.Reason.Message
+			}
 		}
 	}
 	res := extenderv1.ExtenderFilterResult{NodeNames: &[]string{}, FailedNodes: failed}
@@ -382,7 +391,7 @@ func (s *Scheduler) nodesWithUsage(ctx context.Context, names []string, self typ
 		// device of a vendor whose plugin stopped answering, and that must
 		// not make the node's usage unreadable (HAMi skips such devices).
 		n := d.node
-		devices, err := s.cache.withUsage(name, d.rv, n.Devices, usage[name])
+		devices, err := s.cache.withUsage(name, d.rv, n.Devices, withoutUnreadable(usage[name], n.Unreadable))
 		if err != nil {
 			failed[name] = err.Error()
 			continue
@@ -393,4 +402,27 @@ func (s *Scheduler) nodesWithUsage(ctx context.Context, names []string, self typ
 	}
 	slices.SortFunc(nodes, func(a, b gpu.Node) int { return cmp.Compare(a.Name, b.Name) })
 	return nodes, failed, nil
+}
+
+// withoutUnreadable returns held without the allocations of the vendors
+// the node's annotations did not let DecodeNode read: their devices are not
+// offered, so what pods hold on them cannot make a device that was read
+// look used or free, and must not make the node's other vendors unusable.
+func withoutUnreadable(held []heldBy, unreadable []gpu.UnreadableVendor) []heldBy {
+	if len(unreadable) == 0 {
+		return held
+	}
+	skip := map[string]bool{}
+	for _, u := range unreadable {
+		skip[u.Type] = true
+	}
+	keep := func(a gpu.Allocation) bool { return !skip[a.Type] }
+	out := make([]heldBy, len(held))
+	for i, h := range held {
+		u := *h.usage
+		u.Allocations = slices.DeleteFunc(slices.Clone(u.Allocations), func(a gpu.Allocation) bool { return !keep(a) })
+		u.MIG = slices.DeleteFunc(slices.Clone(u.MIG), func(a gpu.Allocation) bool { return !keep(a) })
+		out[i] = heldBy{uid: h.uid, version: h.version, usage: &u}
+	}
+	return out
 }

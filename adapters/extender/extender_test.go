@@ -200,7 +200,7 @@ func TestFilter(t *testing.T) {
 			t.Fatalf("Filter = %+v", res)
 		}
 	})
-	t.Run("a node with an unreadable register is refused, named", func(t *testing.T) {
+	t.Run("a node whose register cannot be read offers none of that vendor, named", func(t *testing.T) {
 		bad := c.addNode(t, "bad", nil, nil)
 		var n corev1.Node
 		ctx := context.Background()
