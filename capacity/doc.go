@@ -79,6 +79,20 @@
 // CountingStore with Metrics counts the answers a scheduler should export
 // (reserve_total, ack_total, excluded nodes by reason, dispatch attempts).
 //
+// # Obligations
+//
+//  1. Read the nodes' loads from the store the reservations go through
+//     (SlotStore.Loads), with Now from the scheduler's clock.
+//  2. Reserve through the store (Dispatch, or the Dispatcher), never on
+//     Decide's word alone: the store's reserve is the decision point, so
+//     several schedulers never oversell a node.
+//  3. Send the job with its Lease; on a failed send or a NACK, Release the
+//     lease at once.
+//  4. The node ACKs with the lease's epoch and sequence; it keeps its own
+//     hard limit (NodeGate), the backstop when a store lost a grant.
+//  5. A NoCapacity outcome is a requeue after its RequeueAfter, never an
+//     error; a store error is an unknown outcome: retry the same rid.
+//
 // # Determinism
 //
 // Nothing in the pure parts reads the clock: Decide takes Input.Now, and

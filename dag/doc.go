@@ -64,6 +64,22 @@
 // Snapshot.ProbeResults; Blocked names each pending entry and RequeueAfter
 // stays within the probe's period.
 //
+// # Obligations
+//
+//  1. Read the workflow and the jobs it owns from the cache; pass the
+//     status the object holds now (Snapshot.Flow.Status), the probe results
+//     the executor measured since the last pass, and Now.
+//  2. Apply the plan: create every CreateJob from a DEEP COPY of its
+//     template with the patch merged (dag/patch.Merge), "already exists"
+//     counting as created, and delete with the UID precondition.
+//  3. Write Plan.Status as the complete new status (never a diff), when
+//     Plan.WriteStatus says so.
+//  4. Requeue after Plan.RequeueAfter (backoff, probes, retention); zero
+//     means the next event.
+//  5. Run Check at admission so an invalid spec never reaches the
+//     controller; if one does, the plan fails the workflow with
+//     InvalidSpec rather than erroring.
+//
 // # Determinism
 //
 // Decide is a pure function of its input: it reads no clock (Snapshot.Now is

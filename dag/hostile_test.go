@@ -3,31 +3,20 @@ package dag_test
 import (
 	"bytes"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plancore/plancore/internal/hostiletest"
 
 	"github.com/plancore/plancore/dag"
 	"github.com/plancore/plancore/internal/invalidtest"
 )
 
-// hostileBudget is what decoding and planning one document of up to the API
-// server's 3 MiB request limit may allocate.
-const hostileBudget = 256 << 20
+// hostileBudget and allocated are the shared budget and measure.
+const hostileBudget = hostiletest.Budget
 
-// allocated runs f and returns the bytes it allocated: the growth of
-// runtime.MemStats.TotalAlloc, an upper bound of the heap f used that does
-// not depend on timing or load. These tests are not parallel, so nothing
-// else allocates meanwhile.
-func allocated(f func()) uint64 {
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
+var allocated = hostiletest.Allocated
 
 const hostileFlow = "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: jf, namespace: ns, uid: u}\nspec:\n  flows:\n"
 

@@ -53,6 +53,19 @@
 // (*plancore.InvalidError); ErrInvalidOwner and ErrInvalidRecord both wrap
 // ErrInvalidInput. A pending item's Reason carries a ReasonCode to match on.
 //
+// # Obligations
+//
+//  1. Record an item BEFORE the API call it expects (Record or Begin), so
+//     a pass that starts while the call is in flight sees it.
+//  2. Conclude it AFTER the call with Classify of the call's error: a
+//     definite failure rolls the item back, an ambiguous one (a timeout)
+//     keeps it until its pod is seen or it expires.
+//  3. Check (or Satisfied) the group on the snapshot a plan is built from,
+//     and plan nothing for a group that is not satisfied; requeue after the
+//     Result's RequeueAfter.
+//  4. Feed informer events to Observe where you can, and Forget an owner
+//     when it is deleted.
+//
 // # Determinism
 //
 // Nothing in this package reads a clock, draws randomness, logs or starts a

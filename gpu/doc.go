@@ -71,6 +71,21 @@
 // fencing epochs to plancore.io/lock-epoch; VerifyFence lets the allocator
 // check them.
 //
+// # Obligations
+//
+//  1. Read every node's registers and every pod's usage on it from the
+//     cache (DecodeNode, DecodePodUsage, AddPodUsage) and drop vendors whose
+//     handshake went stale (DropStaleVendors) before fitting.
+//  2. Fit one pod per snapshot (Decide), and write FilterAnnotations on the
+//     pod BEFORE answering Filter: Bind reads them.
+//  3. Count the devices just given as used until the cache shows the pod
+//     (the extender's assumed usage), so a burst never over-assigns.
+//  4. Bind with the node locks RequiredLocks names, in that order, through
+//     ApplyBind (or StepBind): it releases exactly the locks it took, in
+//     reverse, when anything fails.
+//  5. A NoNodeFits plan is an answer, not an error: report its per-node
+//     reasons to the scheduler.
+//
 // # Determinism
 //
 // Everything but ApplyBind's waiting (StoreWaiter, wait.go) and NodeQueue is pure: no

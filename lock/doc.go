@@ -45,6 +45,20 @@
 //	report, err := lock.Apply(ctx, p, store) // one compare-and-swap for grants, nothing otherwise
 //	// a Refuse carries p.RequeueAfter: try again then (controller-runtime's Result.RequeueAfter)
 //
+// # Obligations
+//
+//  1. Read the lock (Store.Get) and, for a held one, whether its holder
+//     still exists (Holder), before planning.
+//  2. Write a grant as ONE compare-and-swap of exactly Plan.Record under
+//     exactly Plan.Precondition, and a release as one compare-and-delete;
+//     Apply does exactly this.
+//  3. On a failed precondition (ErrConflict), read again and plan again:
+//     never overwrite or delete a value read a second time.
+//  4. Use the record's epoch as the fencing token on every write the lock
+//     protects, and refuse any write carrying an older one.
+//  5. Release what you acquired when done, and on a Refuse try again after
+//     Plan.RequeueAfter.
+//
 // # Value formats
 //
 // Decode reads three formats and reports anything else as malformed (wrapping

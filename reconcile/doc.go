@@ -27,6 +27,27 @@
 // renders the plan with a reason on every action. KubeRayV170 returns the
 // options that reproduce KubeRay v1.7.0 exactly.
 //
+// # Obligations
+//
+// The caller's part, in order, on every pass:
+//
+//  1. Read the cluster and its pods from the informer cache, never a fresh
+//     List, and hand the expectations Tracker's Snapshot and the formation
+//     records kept from the last pass with them: a cache that lags is what
+//     the expectations are for.
+//  2. Refuse nothing yourself: Decide names every invalid field
+//     (ErrInvalidInput) and such an object is not retried
+//     (adapters/kube.TerminalIfInvalid), since only a new spec changes it.
+//  3. Apply the plan through an Applier holding the same Tracker, so each
+//     create or delete is recorded BEFORE its call; an executor of your own
+//     keeps Plan's order and concurrency rules (Plan.Runs).
+//  4. Keep Report's formation records (UpdateForming) for the next pass.
+//  5. Compute Status from the same snapshot and the report, and write it
+//     BEFORE the next pass when Outcome.AwaitsStatus: the suspend and resume
+//     steps wait on the conditions it sets.
+//  6. Return Outcome.RequeueAfter as the wake-up, and Apply's error as the
+//     error (a failed call is retried on the next pass, never patched).
+//
 // # Steps
 //
 // Decide reads as a sequence of named steps, each a function in the file

@@ -4,30 +4,19 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/plancore/plancore/internal/hostiletest"
 
 	"github.com/plancore/plancore/internal/invalidtest"
 	"github.com/plancore/plancore/reconcile"
 )
 
-// hostileBudget is what decoding and planning one document of up to the API
-// server's 3 MiB request limit may allocate.
-const hostileBudget = 256 << 20
+// hostileBudget and allocated are the shared budget and measure.
+const hostileBudget = hostiletest.Budget
 
-// allocated runs f and returns the bytes it allocated: the growth of
-// runtime.MemStats.TotalAlloc, an upper bound of the heap f used that does
-// not depend on timing or load (unlike a duration or a peak sampled by a
-// goroutine). The tests using it are not parallel, so nothing else allocates.
-func allocated(f func()) uint64 {
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
+var allocated = hostiletest.Allocated
 
 const hostileHead = "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: rc, namespace: ns}\nspec:\n" +
 	"  headGroupSpec:\n    rayStartParams: {}\n    template:\n      spec:\n        containers:\n" +

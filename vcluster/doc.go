@@ -66,6 +66,19 @@
 // on refused node removals, and Plan.Deltas for executors that publish
 // deltas.
 //
+// # Obligations
+//
+//  1. Keep the current State, and plan every change from it (one planner
+//     call per request or round).
+//  2. Act on a refusal (retry with Refusal.Recommend, drain the busy
+//     nodes) instead of applying it: Apply refuses it.
+//  3. Write the plan out with Apply: each record is written BEFORE it is
+//     published, job records before their parent's.
+//  4. Keep Plan.After as the next State only once Apply succeeded; after a
+//     failure, apply the same plan again (every call is idempotent).
+//  5. After a restart, rebuild the State with PlanRecover from the node
+//     table and the stored records, and apply its plan.
+//
 // # Determinism
 //
 // Every function is pure: no IO, no clock, no randomness, no goroutines, no
