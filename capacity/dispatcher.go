@@ -156,7 +156,8 @@ type Dispatcher struct {
 	// Clock reads the time and runs the requeue timers; nil means the wall
 	// clock. Tests pass a fake.Clock.
 	Clock clock.Clock
-	// Observer, when set, receives every attempt's event.
+	// Observer, when set, receives every attempt's event, before the
+	// attempt's slot of Concurrency is given to another job.
 	Observer DispatcherObserver
 
 	mu       sync.Mutex
@@ -369,7 +370,6 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 func (d *Dispatcher) work(ctx context.Context, clk clock.Clock, e *queued) {
 	ev := d.attempt(ctx, clk, e)
 	d.mu.Lock()
-	d.inflight--
 	switch ev.Outcome {
 	case JobSent:
 		delete(d.jobs, e.job.ID)
@@ -385,11 +385,18 @@ func (d *Dispatcher) work(ctx context.Context, clk clock.Clock, e *queued) {
 		heap.Push(&d.queue, e)
 	}
 	ev.Pending = len(d.jobs)
-	d.notify()
 	d.mu.Unlock()
+	// The event is observed before the job's slot goes to another job, so
+	// with Concurrency 1 the events come in the order the jobs were worked
+	// on (an observer that ran after the slot was freed could print a later
+	// job's event first).
 	if d.Observer != nil {
 		d.Observer.ObserveJob(ev)
 	}
+	d.mu.Lock()
+	d.inflight--
+	d.notify()
+	d.mu.Unlock()
 }
 
 // attempt runs the loop's steps once for e: loads, Decide, Dispatch, Send.
