@@ -99,6 +99,7 @@ func validateControllerRules(c *Cluster) field.ErrorList {
 	}
 	errs = append(errs, validateFaultTolerance(c)...)
 	errs = append(errs, validateAutoscaler(s)...)
+	errs = append(errs, validateAuth(s)...)
 	if us := s.UpgradeStrategy; us != nil && us.Type != nil {
 		if kind := c.Labels[LabelOriginatedFromCRD]; kind == "RayJob" || kind == "RayService" {
 			errs = append(errs, field.Forbidden(field.NewPath("spec", "upgradeStrategy", "type"),
@@ -267,4 +268,74 @@ func validateV2RestartPolicy(group func() *field.Path, policy corev1.RestartPoli
 		return nil
 	}
 	return field.ErrorList{field.NotSupported(group().Child("template", "spec", "restartPolicy"), policy, []string{string(corev1.RestartPolicyNever)})}
+}
+
+// validateAuth is the authOptions part of ValidateRayClusterSpec: token
+// mode needs Ray 2.52.0 or later; Kubernetes tokens need token mode, Ray
+// 2.55.0 or later and no secretName.
+func validateAuth(s *ClusterSpec) field.ErrorList {
+	a := s.AuthOptions
+	if a == nil {
+		return nil
+	}
+	path := func(name string) *field.Path { return field.NewPath("spec", "authOptions", name) }
+	k8s := a.EnableK8sTokenAuth != nil && *a.EnableK8sTokenAuth
+	if a.Mode != "token" {
+		if k8s {
+			return field.ErrorList{field.Forbidden(path("enableK8sTokenAuth"), "needs authOptions.mode token")}
+		}
+		return nil
+	}
+	var errs field.ErrorList
+	if msg := rayVersionBelow(s.RayVersion, 2, 52); msg != "" {
+		errs = append(errs, field.Forbidden(path("mode"), "token needs "+msg))
+	}
+	if k8s {
+		if msg := rayVersionBelow(s.RayVersion, 2, 55); msg != "" {
+			errs = append(errs, field.Forbidden(path("enableK8sTokenAuth"), "needs "+msg))
+		}
+		if a.SecretName != nil && *a.SecretName != "" {
+			errs = append(errs, field.Forbidden(path("secretName"), "cannot be set with enableK8sTokenAuth"))
+		}
+	}
+	return errs
+}
+
+// rayVersionBelow says why rayVersion is not major.minor.0 or later, or "".
+func rayVersionBelow(rayVersion string, major, minor uint) string {
+	want := strconv.Itoa(int(major)) + "." + strconv.Itoa(int(minor)) + ".0"
+	if rayVersion == "" {
+		return "spec.rayVersion " + want + " or later"
+	}
+	v, err := version.ParseGeneric(rayVersion)
+	if err != nil {
+		return "spec.rayVersion " + want + " or later; " + strconv.Quote(rayVersion) + " is not a version"
+	}
+	if v.LessThan(version.MajorMinor(major, minor)) {
+		return "spec.rayVersion " + want + " or later, not " + rayVersion
+	}
+	return ""
+}
+
+// validateGated refuses the spec parts behind KubeRay feature gates that
+// Options.Gates leaves off (their default), as KubeRay's controller does
+// with its default gates.
+func validateGated(s *ClusterSpec, o Options) field.ErrorList {
+	var errs field.ErrorList
+	for _, g := range []struct {
+		part    []byte
+		on      bool
+		name    string
+		gate    string
+		setting string
+	}{
+		{s.NetworkPolicy, o.Gates.NetworkPolicy.Enabled(false), "networkPolicy", "RayClusterNetworkPolicy", "Gates.NetworkPolicy"},
+		{s.TLSOptions, o.Gates.MTLS.Enabled(false), "tlsOptions", "RayClusterMTLS", "Gates.MTLS"},
+		{s.HistoryServerOptions, o.Gates.HistoryServer.Enabled(false), "historyServerOptions", "RayClusterHistoryServer", "Gates.HistoryServer"},
+	} {
+		if len(g.part) > 0 && !g.on {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", g.name), "needs KubeRay's "+g.gate+" feature gate (Options."+g.setting+")"))
+		}
+	}
+	return errs
 }

@@ -36,7 +36,7 @@ func Decide(s Snapshot, o Options) (Plan, error) {
 	if err := o.Validate(); err != nil {
 		return Plan{}, err
 	}
-	if err := plancore.Invalid(ErrInvalidInput, s.validate()); err != nil {
+	if err := plancore.Invalid(ErrInvalidInput, append(s.validate(), validateGated(&s.Cluster.Spec, o)...)); err != nil {
 		return Plan{}, err
 	}
 	d := &decider{s: &s, o: o, c: o.Compat}

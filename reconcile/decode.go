@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"encoding/json"
+
 	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/internal/wire"
 	corev1 "k8s.io/api/core/v1"
@@ -213,6 +215,12 @@ func (w *wireRayCluster) cluster() Cluster {
 			UpgradeStrategy:         w.Spec.UpgradeStrategy,
 		},
 	}
+	if a := w.Spec.AuthOptions; a != nil {
+		c.Spec.AuthOptions = &AuthOptions{Mode: a.Mode, EnableK8sTokenAuth: a.EnableK8sTokenAuth, SecretName: a.SecretName}
+	}
+	c.Spec.NetworkPolicy = rawOrNil(w.Spec.NetworkPolicy)
+	c.Spec.TLSOptions = rawOrNil(w.Spec.TLSOptions)
+	c.Spec.HistoryServerOptions = rawOrNil(w.Spec.HistoryServerOptions)
 	if a := w.Spec.AutoscalerOptions; a != nil {
 		c.Spec.AutoscalerOptions = &AutoscalerOptions{Version: a.Version, IdleTimeoutSeconds: a.IdleTimeoutSeconds, Env: a.Env}
 	}
@@ -234,3 +242,16 @@ func (w *wireRayCluster) cluster() Cluster {
 }
 
 func (w *wireStatus) status() ClusterStatus { return w.ClusterStatus }
+
+// rawOrNil is v as compact JSON, or nil for a nil pointer: the spec parts
+// plancore keeps only to know they were written.
+func rawOrNil[T any](v *T) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}

@@ -1,7 +1,9 @@
 package reconcile_test
 
 import (
+	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,9 +40,19 @@ func TestDecodeRayCluster(t *testing.T) {
 	if len(c.Conditions) != 1 || c.Conditions[0].Type != reconcile.ConditionProvisioned || c.Conditions[0].Status != metav1.ConditionTrue {
 		t.Errorf("conditions = %+v", c.Conditions)
 	}
-	// The decoded cluster plans.
-	if _, err := reconcile.Decide(reconcile.Snapshot{Cluster: c, Now: t0}, opts()); err != nil {
+	// The decoded cluster plans once the gate of its networkPolicy is on;
+	// with KubeRay's default gates it is refused, as KubeRay refuses it.
+	o := opts()
+	if _, err := reconcile.Decide(reconcile.Snapshot{Cluster: c, Now: t0}, o); !errors.Is(err, reconcile.ErrInvalidInput) ||
+		!slices.Equal(fieldsOf(t, err), []string{"spec.networkPolicy"}) {
+		t.Errorf("Decide with the default gates: %v, want spec.networkPolicy refused", err)
+	}
+	o.Gates.NetworkPolicy = reconcile.GateOn
+	if _, err := reconcile.Decide(reconcile.Snapshot{Cluster: c, Now: t0}, o); err != nil {
 		t.Errorf("Decide on the decoded cluster: %v", err)
+	}
+	if len(c.Spec.NetworkPolicy) == 0 {
+		t.Error("networkPolicy was not kept")
 	}
 	// JSON decodes to the same.
 	js, err := yaml.YAMLToJSON(data)

@@ -149,9 +149,11 @@
 // autoscaling, min ≤ max, no group suspend with autoscaling, a DNS-1035 name
 // of at most 53 characters, and the resource, label, fault tolerance and
 // autoscaler v2 rules; KubeRay reports the first and plans nothing, Decide
-// names them all. The rules on fields Cluster does not carry (authOptions,
-// networkPolicy, tlsOptions, historyServerOptions, the GCS storage backend)
-// and the ones behind operator feature gates (a suspended worker group needs
-// RayJobDeletionPolicy, on by default in v1.7) are not checked: plancore
-// reads them as their defaults.
+// names them all. KubeRay's default feature gates refuse networkPolicy,
+// tlsOptions and historyServerOptions; so does Decide, unless
+// Options.Gates turns the gate on (their contents are then not checked:
+// KubeRay's validateNetworkPolicy, validateTLSOptions and the collector
+// checks are not modelled, nor the GCS storage backend's rules). A
+// suspended worker group needs RayJobDeletionPolicy, on by default in v1.7,
+// which plancore assumes.
 package reconcile

@@ -41,6 +41,14 @@ type Gates struct {
 	StatusConditions Gate
 	// MultiHostIndexing is RayMultiHostIndexing (Beta, default on, #4572).
 	MultiHostIndexing Gate
+	// NetworkPolicy, MTLS and HistoryServer are RayClusterNetworkPolicy,
+	// RayClusterMTLS and RayClusterHistoryServer (Alpha, default off): off,
+	// Decide refuses a spec with networkPolicy, tlsOptions or
+	// historyServerOptions, as KubeRay's controller does; on, it plans such
+	// a spec without checking those parts' contents.
+	NetworkPolicy Gate
+	MTLS          Gate
+	HistoryServer Gate
 }
 
 // NameMode selects how created pods are named.
@@ -206,7 +214,8 @@ func (o Options) Validate() error {
 	for _, g := range []struct {
 		name string
 		g    Gate
-	}{{"statusConditions", o.Gates.StatusConditions}, {"multiHostIndexing", o.Gates.MultiHostIndexing}} {
+	}{{"statusConditions", o.Gates.StatusConditions}, {"multiHostIndexing", o.Gates.MultiHostIndexing},
+		{"networkPolicy", o.Gates.NetworkPolicy}, {"mtls", o.Gates.MTLS}, {"historyServer", o.Gates.HistoryServer}} {
 		switch g.g {
 		case GateDefault, GateOn, GateOff:
 		default:

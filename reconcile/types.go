@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/plancore/plancore/expectations"
@@ -73,6 +74,25 @@ type ClusterSpec struct {
 	// checks before it reconciles pods (the version, the idle timeout and the
 	// autoscaler container's environment).
 	AutoscalerOptions *AutoscalerOptions `json:"autoscalerOptions,omitempty"`
+	// AuthOptions is the token authentication KubeRay's controller checks
+	// against RayVersion.
+	AuthOptions *AuthOptions `json:"authOptions,omitempty"`
+	// NetworkPolicy, TLSOptions and HistoryServerOptions are kept as
+	// written: KubeRay v1.7 refuses each unless its feature gate is on
+	// (Options.Gates), and plancore models nothing else of them.
+	NetworkPolicy        json.RawMessage `json:"networkPolicy,omitempty"`
+	TLSOptions           json.RawMessage `json:"tlsOptions,omitempty"`
+	HistoryServerOptions json.RawMessage `json:"historyServerOptions,omitempty"`
+}
+
+// AuthOptions is KubeRay's authOptions.
+type AuthOptions struct {
+	// Mode "token" turns token authentication on (Ray 2.52.0 or later).
+	Mode string `json:"mode,omitempty"`
+	// EnableK8sTokenAuth uses Kubernetes tokens (token mode, Ray 2.55.0 or
+	// later, and no SecretName).
+	EnableK8sTokenAuth *bool   `json:"enableK8sTokenAuth,omitempty"`
+	SecretName         *string `json:"secretName,omitempty"`
 }
 
 // AutoscalerOptions is the part of KubeRay's autoscalerOptions that its
