@@ -222,8 +222,11 @@ func BenchmarkMemoryReserveRelease(b *testing.B) {
 // TestMemoryStoreOneLimit: the node's M lives in its heartbeat only (making
 // reserve enforce the caller's Max again makes it fail).
 func TestMemoryStoreOneLimit(t *testing.T) {
-	s, _ := newMem(t, capacity.Options{MaxJobs: 3})
-	if err := fake.CheckOneLimit(context.Background(), s, "n", 3); err != nil {
-		t.Fatal(err)
+	newStore := func(context.Context) (capacity.SlotStore, error) {
+		s, _ := newMem(t, capacity.Options{MaxJobs: 3})
+		return s, nil
+	}
+	for _, v := range fake.CheckOneLimit(context.Background(), newStore, "n", 3) {
+		t.Error(v)
 	}
 }

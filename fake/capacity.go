@@ -186,38 +186,51 @@ func (f ClockFunc) Since(t time.Time) time.Duration { return f().Sub(t) }
 // enforces it, a reserve whose Max disagrees is refused with
 // ReserveLimitMismatch (never silently granted under another limit), and a
 // heartbeat that states no M leaves the store's default (defaultMax) in
-// force. The store must be empty for node, with its default options apart
-// from MaxJobs = defaultMax.
-func CheckOneLimit(ctx context.Context, store capacity.SlotStore, node string, defaultMax int) error {
-	if _, err := store.Heartbeat(ctx, node, capacity.Heartbeat{Epoch: 1, Seq: 1, Max: 2}); err != nil {
-		return err
-	}
-	loads, err := store.Loads(ctx, []string{node})
-	if err != nil {
-		return err
-	}
-	if loads[0].Max != 2 {
-		return fmt.Errorf("loads report M=%d, the heartbeat stated 2", loads[0].Max)
-	}
-	want := []capacity.ReserveStatus{capacity.ReserveOK, capacity.ReserveLimitMismatch, capacity.ReserveOK, capacity.ReserveFull}
-	for i, max := range []int{0, 4, 2, 0} {
-		r, err := store.Reserve(ctx, capacity.Reservation{Node: node, RID: fmt.Sprintf("one-limit-%d", i), Max: max})
+// force. newStore gives each check a store empty for node, with its default
+// options apart from MaxJobs = defaultMax.
+func CheckOneLimit(ctx context.Context, newStore func(context.Context) (capacity.SlotStore, error), node string, defaultMax int) []Violation {
+	return runChecks(ctx, oneLimitChecks(node, defaultMax), newStore)
+}
+
+func oneLimitChecks(node string, defaultMax int) []check[capacity.SlotStore] {
+	heartbeat := func(ctx context.Context, store capacity.SlotStore, max int) (int, error) {
+		if _, err := store.Heartbeat(ctx, node, capacity.Heartbeat{Epoch: 1, Seq: 1, Max: max}); err != nil {
+			return 0, err
+		}
+		loads, err := store.Loads(ctx, []string{node})
 		if err != nil {
-			return err
+			return 0, err
 		}
-		if r.Status != want[i] {
-			return fmt.Errorf("reserve %d with Max %d on a node stating M=2: %v, want %v", i, max, r.Status, want[i])
-		}
+		return loads[0].Max, nil
 	}
-	if _, err := store.Heartbeat(ctx, node, capacity.Heartbeat{Epoch: 2, Seq: 1}); err != nil {
-		return err
+	return []check[capacity.SlotStore]{
+		{"loads report the heartbeat's M", func(ctx context.Context, store capacity.SlotStore) []string {
+			if m, err := heartbeat(ctx, store, 2); err != nil || m != 2 {
+				return []string{fmt.Sprintf("loads report M=%d (%v), the heartbeat stated 2", m, err)}
+			}
+			return nil
+		}},
+		{"a reserve without Max is held to the heartbeat's M, one with another Max refused", func(ctx context.Context, store capacity.SlotStore) []string {
+			if _, err := heartbeat(ctx, store, 2); err != nil {
+				return []string{err.Error()}
+			}
+			want := []capacity.ReserveStatus{capacity.ReserveOK, capacity.ReserveLimitMismatch, capacity.ReserveOK, capacity.ReserveFull}
+			for i, max := range []int{0, 4, 2, 0} {
+				r, err := store.Reserve(ctx, capacity.Reservation{Node: node, RID: fmt.Sprintf("one-limit-%d", i), Max: max})
+				if err != nil {
+					return []string{err.Error()}
+				}
+				if r.Status != want[i] {
+					return []string{fmt.Sprintf("reserve %d with Max %d on a node stating M=2: %v, want %v", i, max, r.Status, want[i])}
+				}
+			}
+			return nil
+		}},
+		{"a heartbeat stating no M leaves the store's default", func(ctx context.Context, store capacity.SlotStore) []string {
+			if m, err := heartbeat(ctx, store, 0); err != nil || m != defaultMax {
+				return []string{fmt.Sprintf("loads report M=%d (%v) for a node stating none, want the store's default %d", m, err, defaultMax)}
+			}
+			return nil
+		}},
 	}
-	loads, err = store.Loads(ctx, []string{node})
-	if err != nil {
-		return err
-	}
-	if loads[0].Max != defaultMax {
-		return fmt.Errorf("loads report M=%d for a node stating none, want the store's default %d", loads[0].Max, defaultMax)
-	}
-	return nil
 }

@@ -19,22 +19,45 @@ import (
 // matching sidecar, see lock.Observation.Record), and, for a lock.Notifier, that
 // Changes fires on a write to its key and not on another key's.
 func CheckLockStore(ctx context.Context, newStore func() lock.Store) []Violation {
-	c := &lockStoreCheck{ctx: ctx, s: newStore(), key: lock.NodeKey("conformance-a"), other: lock.NodeKey("conformance-b")}
-	var changed, otherChanged <-chan struct{}
-	n, notifier := c.s.(lock.Notifier)
-	if notifier {
-		changed, otherChanged = n.Changes(c.key), n.Changes(c.other)
-	}
-	held := c.acquire()
-	if notifier {
+	return runChecks(ctx, lockChecks, func(ctx context.Context) (*lockStoreCheck, error) {
+		return &lockStoreCheck{ctx: ctx, s: newStore(), key: lock.NodeKey("conformance-a"), other: lock.NodeKey("conformance-b")}, nil
+	})
+}
+
+// lockChecks are the suite's clauses; each builds on a fresh store the
+// state it needs (a held lock, a stolen one) with the phases before it.
+var lockChecks = []check[*lockStoreCheck]{
+	{"acquire if absent, epoch high-water + 1, read back", func(_ context.Context, c *lockStoreCheck) []string {
+		c.acquire()
+		return c.out
+	}},
+	{"changes fires on a write to its key only", func(_ context.Context, c *lockStoreCheck) []string {
+		n, ok := c.s.(lock.Notifier)
+		if !ok {
+			return nil // not a Notifier: nothing to check
+		}
+		changed, otherChanged := n.Changes(c.key), n.Changes(c.other)
+		c.acquire()
 		c.notified(changed, otherChanged)
-	}
-	stolen := c.steal(held)
-	c.release(held, stolen)
-	if o, err := c.s.Get(ctx, c.other); err != nil || o.Present || o.EpochHigh != 0 {
-		c.fail("keys are independent", "Get(other) = %+v, %v", o, err)
-	}
-	return c.out
+		return c.out
+	}},
+	{"steal is one compare-and-swap of the observed value", func(_ context.Context, c *lockStoreCheck) []string {
+		c.steal(c.acquire())
+		return c.out
+	}},
+	{"release is one compare-and-delete and keeps the epoch", func(_ context.Context, c *lockStoreCheck) []string {
+		held := c.acquire()
+		c.release(held, c.steal(held))
+		return c.out
+	}},
+	{"keys are independent", func(ctx context.Context, c *lockStoreCheck) []string {
+		held := c.acquire()
+		c.release(held, c.steal(held))
+		if o, err := c.s.Get(ctx, c.other); err != nil || o.Present || o.EpochHigh != 0 {
+			c.fail("keys are independent", "Get(other) = %+v, %v", o, err)
+		}
+		return c.out
+	}},
 }
 
 // lockStoreCheck is one run of CheckLockStore; each phase is a method.
@@ -42,11 +65,13 @@ type lockStoreCheck struct {
 	ctx        context.Context
 	s          lock.Store
 	key, other lock.Key
-	out        []Violation
+	// out is what the phases found wrong, each prefixed with the clause it
+	// breaks.
+	out []string
 }
 
 func (c *lockStoreCheck) fail(check, format string, args ...any) {
-	c.out = append(c.out, Violation{Check: check, Detail: fmt.Sprintf(format, args...)})
+	c.out = append(c.out, check+": "+fmt.Sprintf(format, args...))
 }
 
 func (c *lockStoreCheck) rec(name string, epoch uint64) lock.Record {

@@ -22,23 +22,22 @@ type NewPodClient func(ctx context.Context) (client PodClient, namespace string,
 // (one container), so a real API server accepts them; it tolerates a deleted
 // pod that stays terminating, as a pod bound to a node does.
 func CheckPodClient(ctx context.Context, newClient NewPodClient) []Violation {
-	var out []Violation
-	for _, c := range podChecks {
-		client, ns, err := newClient(ctx)
-		if err != nil {
-			out = append(out, Violation{Check: c.name, Detail: fmt.Sprintf("constructor failed: %v", err)})
-			continue
-		}
-		for _, d := range c.run(ctx, client, ns) {
-			out = append(out, Violation{Check: c.name, Detail: d})
-		}
-	}
-	return out
+	return runChecks(ctx, podChecks, func(ctx context.Context) (podHarness, error) {
+		c, ns, err := newClient(ctx)
+		return podHarness{c: c, ns: ns}, err
+	})
 }
 
-type podCheck struct {
-	name string
-	run  func(ctx context.Context, c PodClient, ns string) []string
+// podHarness is one check's client and the namespace it works in.
+type podHarness struct {
+	c  PodClient
+	ns string
+}
+
+// podCheck adapts a check over a client and its namespace to the one table
+// form every suite uses.
+func podCheck(name string, run func(ctx context.Context, c PodClient, ns string) []string) check[podHarness] {
+	return check[podHarness]{name: name, run: func(ctx context.Context, h podHarness) []string { return run(ctx, h.c, h.ns) }}
 }
 
 // conformancePod is a minimal valid pod.
@@ -67,8 +66,8 @@ func goneOrTerminating(ctx context.Context, c PodClient, ns, name string) (bool,
 	return p.DeletionTimestamp != nil, ""
 }
 
-var podChecks = []podCheck{
-	{"create with a fixed name stores the pod", func(ctx context.Context, c PodClient, ns string) []string {
+var podChecks = []check[podHarness]{
+	podCheck("create with a fixed name stores the pod", func(ctx context.Context, c PodClient, ns string) []string {
 		got, err := c.CreatePod(ctx, conformancePod(ns, "fixed", ""))
 		if err != nil {
 			return []string{fmt.Sprintf("create: %v", err)}
@@ -85,8 +84,8 @@ var podChecks = []podCheck{
 			out = append(out, fmt.Sprintf("get returned uid %q, create returned %q", read.UID, got.UID))
 		}
 		return out
-	}},
-	{"create of an existing name reports AlreadyExists and changes nothing", func(ctx context.Context, c PodClient, ns string) []string {
+	}),
+	podCheck("create of an existing name reports AlreadyExists and changes nothing", func(ctx context.Context, c PodClient, ns string) []string {
 		first, err := c.CreatePod(ctx, conformancePod(ns, "dup", ""))
 		if err != nil {
 			return []string{fmt.Sprintf("first create: %v", err)}
@@ -106,8 +105,8 @@ var podChecks = []podCheck{
 			out = append(out, "the second create replaced or changed the first pod")
 		}
 		return out
-	}},
-	{"create with GenerateName gets a fresh name with the prefix", func(ctx context.Context, c PodClient, ns string) []string {
+	}),
+	podCheck("create with GenerateName gets a fresh name with the prefix", func(ctx context.Context, c PodClient, ns string) []string {
 		a, errA := c.CreatePod(ctx, conformancePod(ns, "", "gen-"))
 		b, errB := c.CreatePod(ctx, conformancePod(ns, "", "gen-"))
 		if errA != nil || errB != nil {
@@ -123,20 +122,20 @@ var podChecks = []podCheck{
 			out = append(out, fmt.Sprintf("two creates got the same name %q or uid %q", a.Name, a.UID))
 		}
 		return out
-	}},
-	{"get of a missing pod reports NotFound", func(ctx context.Context, c PodClient, ns string) []string {
+	}),
+	podCheck("get of a missing pod reports NotFound", func(ctx context.Context, c PodClient, ns string) []string {
 		if _, err := c.GetPod(ctx, ns, "missing"); !apierrors.IsNotFound(err) {
 			return []string{fmt.Sprintf("get returned %v, want a NotFound error", err)}
 		}
 		return nil
-	}},
-	{"delete of a missing pod reports NotFound", func(ctx context.Context, c PodClient, ns string) []string {
+	}),
+	podCheck("delete of a missing pod reports NotFound", func(ctx context.Context, c PodClient, ns string) []string {
 		if err := c.DeletePod(ctx, ns, "missing", DeleteOptions{}); !apierrors.IsNotFound(err) {
 			return []string{fmt.Sprintf("delete returned %v, want a NotFound error", err)}
 		}
 		return nil
-	}},
-	{"delete twice removes the pod once", func(ctx context.Context, c PodClient, ns string) []string {
+	}),
+	podCheck("delete twice removes the pod once", func(ctx context.Context, c PodClient, ns string) []string {
 		p, err := c.CreatePod(ctx, conformancePod(ns, "twice", ""))
 		if err != nil {
 			return []string{fmt.Sprintf("create: %v", err)}
@@ -160,8 +159,8 @@ var podChecks = []podCheck{
 			out = append(out, "after the second delete the pod is neither gone nor terminating")
 		}
 		return out
-	}},
-	{"delete with another pod's UID reports Conflict and keeps the pod", func(ctx context.Context, c PodClient, ns string) []string {
+	}),
+	podCheck("delete with another pod's UID reports Conflict and keeps the pod", func(ctx context.Context, c PodClient, ns string) []string {
 		p, err := c.CreatePod(ctx, conformancePod(ns, "guarded", ""))
 		if err != nil {
 			return []string{fmt.Sprintf("create: %v", err)}
@@ -178,8 +177,8 @@ var podChecks = []podCheck{
 			out = append(out, "the pod is terminating after a delete whose precondition failed")
 		}
 		return out
-	}},
-	{"list returns the namespace's matching pods sorted by name", func(ctx context.Context, c PodClient, ns string) []string {
+	}),
+	podCheck("list returns the namespace's matching pods sorted by name", func(ctx context.Context, c PodClient, ns string) []string {
 		for _, n := range []string{"b", "a"} {
 			if _, err := c.CreatePod(ctx, conformancePod(ns, n, "")); err != nil {
 				return []string{fmt.Sprintf("create %s: %v", n, err)}
@@ -203,5 +202,5 @@ var podChecks = []podCheck{
 			return []string{fmt.Sprintf("list returned %v, want [a b]", names)}
 		}
 		return nil
-	}},
+	}),
 }

@@ -23,70 +23,68 @@ type VClusterBackend interface {
 // publishing (removals included) succeeds, and records round-trip awkward
 // ids, hostnames and large memberships.
 func CheckVClusterBackend(ctx context.Context, newBackend func() VClusterBackend) []Violation {
-	var out []Violation
-	fail := func(check, format string, args ...any) {
-		out = append(out, Violation{Check: check, Detail: fmt.Sprintf(format, args...)})
-	}
-	rec := func(id string, rev uint64, n int) vcluster.Record {
-		r := vcluster.Record{ID: id, Revision: rev, Nodes: map[string]vcluster.RecordNode{}}
-		for i := range n {
-			r.Nodes[fmt.Sprintf("node-%04d-\"ü\"", i)] = vcluster.RecordNode{Template: fmt.Sprintf("t%d", i%3), Hostname: fmt.Sprintf("host %d\n", i)}
-		}
-		return r
-	}
-	load := func(check string, b VClusterBackend) []vcluster.Record {
-		rs, err := b.LoadRecords(ctx)
-		if err != nil {
-			fail(check, "LoadRecords: %v", err)
-		}
-		return rs
-	}
-	equal := func(check string, got, want []vcluster.Record) {
-		if len(got) == 0 && len(want) == 0 {
-			return
-		}
-		if !reflect.DeepEqual(got, want) {
-			fail(check, "records %+v, want %+v", got, want)
-		}
-	}
+	return runChecks(ctx, vclusterChecks, func(context.Context) (VClusterBackend, error) { return newBackend(), nil })
+}
 
-	b := newBackend()
-	a := rec("a", 1, 3)
-	j := rec("a##job", 2, 1)
-	big := rec("big", 3, 1000)
-	big.Divisible, big.ZeroTemplates = true, []string{"gpu"}
-	for _, r := range []vcluster.Record{a, j, big} {
-		if err := b.FlushRecord(ctx, r); err != nil {
-			fail("flush", "FlushRecord(%s): %v", r.ID, err)
-		}
+// vrec is a record of id at rev with n nodes whose ids and hostnames are
+// awkward (quotes, non-ASCII, spaces, newlines).
+func vrec(id string, rev uint64, n int) vcluster.Record {
+	r := vcluster.Record{ID: id, Revision: rev, Nodes: map[string]vcluster.RecordNode{}}
+	for i := range n {
+		r.Nodes[fmt.Sprintf("node-%04d-\"ü\"", i)] = vcluster.RecordNode{Template: fmt.Sprintf("t%d", i%3), Hostname: fmt.Sprintf("host %d\n", i)}
 	}
-	equal("flushed records read back in id order", load("load", b), []vcluster.Record{a, j, big})
+	return r
+}
 
-	b = newBackend()
-	a2 := rec("a", 9, 1)
-	for _, r := range []vcluster.Record{a, a2, a2} {
-		if err := b.FlushRecord(ctx, r); err != nil {
-			fail("flush replaces", "FlushRecord: %v", err)
-		}
+// vrecords loads b's records and says how they differ from want.
+func vrecords(ctx context.Context, b VClusterBackend, want []vcluster.Record) []string {
+	got, err := b.LoadRecords(ctx)
+	if err != nil {
+		return []string{fmt.Sprintf("LoadRecords: %v", err)}
 	}
-	equal("flush replaces and is idempotent", load("load", b), []vcluster.Record{a2})
+	if (len(got) != 0 || len(want) != 0) && !reflect.DeepEqual(got, want) {
+		return []string{fmt.Sprintf("records %+v, want %+v", got, want)}
+	}
+	return nil
+}
 
-	for range 2 {
-		if err := b.DeleteRecord(ctx, "a"); err != nil {
-			fail("delete is idempotent", "DeleteRecord: %v", err)
+var vclusterChecks = []check[VClusterBackend]{
+	{"flushed records read back in id order", func(ctx context.Context, b VClusterBackend) []string {
+		a, j, big := vrec("a", 1, 3), vrec("a##job", 2, 1), vrec("big", 3, 1000)
+		big.Divisible, big.ZeroTemplates = true, []string{"gpu"}
+		for _, r := range []vcluster.Record{a, j, big} {
+			if err := b.FlushRecord(ctx, r); err != nil {
+				return []string{fmt.Sprintf("FlushRecord(%s): %v", r.ID, err)}
+			}
 		}
-	}
-	if err := b.DeleteRecord(ctx, "never-stored"); err != nil {
-		fail("delete tolerates not found", "DeleteRecord: %v", err)
-	}
-	equal("deleted records are gone", load("load", b), nil)
-
-	b = newBackend()
-	for _, r := range []vcluster.Record{a, j, {ID: "a##job", Removed: true, Nodes: map[string]vcluster.RecordNode{}}} {
-		if err := b.PublishRecord(ctx, r); err != nil {
-			fail("publish", "PublishRecord(%s): %v", r.ID, err)
+		return vrecords(ctx, b, []vcluster.Record{a, j, big})
+	}},
+	{"flush replaces and is idempotent", func(ctx context.Context, b VClusterBackend) []string {
+		a, a2 := vrec("a", 1, 3), vrec("a", 9, 1)
+		for _, r := range []vcluster.Record{a, a2, a2} {
+			if err := b.FlushRecord(ctx, r); err != nil {
+				return []string{fmt.Sprintf("FlushRecord: %v", err)}
+			}
 		}
-	}
-	equal("publishing stores nothing", load("load", b), nil)
-	return out
+		return vrecords(ctx, b, []vcluster.Record{a2})
+	}},
+	{"delete is idempotent and tolerates not found", func(ctx context.Context, b VClusterBackend) []string {
+		if err := b.FlushRecord(ctx, vrec("a", 1, 3)); err != nil {
+			return []string{fmt.Sprintf("FlushRecord: %v", err)}
+		}
+		for _, id := range []string{"a", "a", "never-stored"} {
+			if err := b.DeleteRecord(ctx, id); err != nil {
+				return []string{fmt.Sprintf("DeleteRecord(%s): %v", id, err)}
+			}
+		}
+		return vrecords(ctx, b, nil)
+	}},
+	{"publishing, removals included, stores nothing", func(ctx context.Context, b VClusterBackend) []string {
+		for _, r := range []vcluster.Record{vrec("a", 1, 3), vrec("a##job", 2, 1), {ID: "a##job", Removed: true, Nodes: map[string]vcluster.RecordNode{}}} {
+			if err := b.PublishRecord(ctx, r); err != nil {
+				return []string{fmt.Sprintf("PublishRecord(%s): %v", r.ID, err)}
+			}
+		}
+		return vrecords(ctx, b, nil)
+	}},
 }
