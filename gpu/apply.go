@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/lock"
@@ -65,11 +66,21 @@ type Waiter interface {
 //
 // A contended lock's change channel is taken before the Lock call, so a
 // release between the refusal and the Wait still wakes the retry.
+//
+// The flow's start, its waits and its retry deadline are all read from w,
+// one clock: BindInput.Now must be zero or w's current reading, and any
+// other time is refused (ErrInvalidInput naming now) rather than replaced.
 func ApplyBind(ctx context.Context, in BindInput, exec BindExecutor, w Waiter) (Outcome, error) {
 	if plancore.IsNil(exec) || plancore.IsNil(w) {
 		return Outcome{Err: ErrNilExecutor, ReturnGoError: true}, ErrNilExecutor
 	}
-	in.Now = w.Now()
+	now := w.Now()
+	if !in.Now.IsZero() && !in.Now.Equal(now) {
+		err := plancore.Invalid(ErrInvalidInput, field.ErrorList{field.Invalid(field.NewPath("now"), in.Now.String(),
+			"ApplyBind times the whole flow on its Waiter's clock (now "+now.String()+"): leave Now zero, or drive StartBind and StepBind on your own clock")})
+		return Outcome{Err: err, ReturnGoError: true}, err
+	}
+	in.Now = now
 	st, err := StartBind(in)
 	if err != nil {
 		return Outcome{Err: err, ReturnGoError: true}, err

@@ -491,3 +491,18 @@ func TestDecideOneInvalidError(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyBindRefusesAnotherClock: ApplyBind reads the time from its
+// Waiter; a BindInput.Now from another clock is refused by name instead of
+// being silently replaced.
+func TestApplyBindRefusesAnotherClock(t *testing.T) {
+	ex := &recordingExec{pod: gpuPod("nvidia.com/gpu", "1")}
+	wt := &cancelWaiter{cancel: func() {}, now: tBind}
+	in := bindInput(gpu.Options{})
+	in.Now = tBind.Add(-time.Hour)
+	_, err := gpu.ApplyBind(context.Background(), in, ex, wt)
+	var inv *plancore.InvalidError
+	if !errors.Is(err, gpu.ErrInvalidInput) || !errors.As(err, &inv) || inv.Fields()[0] != "now" || len(ex.calls) != 0 {
+		t.Fatalf("ApplyBind with another clock's Now: %v (calls %v)", err, ex.calls)
+	}
+}
