@@ -340,7 +340,8 @@ func priorities(fits []gpu.NodeFit, policy gpu.Policy) map[string]int64 {
 func (s *Scheduler) Bind(ctx context.Context, args extenderv1.ExtenderBindingArgs) extenderv1.ExtenderBindingResult {
 	in := gpu.BindInput{
 		Pod:  gpu.PodRef{Namespace: args.PodNamespace, Name: args.PodName, UID: string(args.PodUID)},
-		Node: args.Node, Now: s.clock.Now(), Registry: s.registry, Options: s.options, Seed: s.seed,
+		// No Now: the Bind flow takes its time from the binder's Waiter.
+		Node: args.Node, Registry: s.registry, Options: s.options, Seed: s.seed,
 	}
 	out, err := s.binder.Bind(ctx, in)
 	if out.Err == nil && err != nil {
