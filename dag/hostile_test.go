@@ -10,7 +10,6 @@ import (
 	"github.com/plancore/plancore/internal/hostiletest"
 
 	"github.com/plancore/plancore/dag"
-	"github.com/plancore/plancore/internal/invalidtest"
 )
 
 // hostileBudget and allocated are the shared budget and measure.
@@ -82,18 +81,7 @@ func TestHostileJobFlow(t *testing.T) {
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
-			var err error
-			n := allocated(func() { _, err = dag.DecodeJobFlow(tc.data) })
-			if n > hostileBudget {
-				t.Errorf("allocated %d MB, budget %d MB", n>>20, hostileBudget>>20)
-			}
-			fields := invalidtest.Fields(t, err)
-			if len(fields) < len(tc.fields) || strings.Join(fields[:len(tc.fields)], " ") != strings.Join(tc.fields, " ") {
-				t.Fatalf("fields %.200v, want %v first", fields, tc.fields)
-			}
-			if msg := err.Error(); !strings.Contains(msg[:min(len(msg), 400)], tc.detail) {
-				t.Errorf("error %.400s does not say %q", msg, tc.detail)
-			}
+			hostiletest.Refused(t, func() (err error) { _, err = dag.DecodeJobFlow(tc.data); return err }, tc.fields, tc.detail)
 		})
 	}
 }

@@ -145,18 +145,7 @@ func TestHostileRayCluster(t *testing.T) {
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
-			var err error
-			n := allocated(func() { _, _, err = reconcile.DecodeRayCluster(tc.data) })
-			if n > hostileBudget {
-				t.Errorf("allocated %d MB, budget %d MB", n>>20, hostileBudget>>20)
-			}
-			fields := invalidtest.Fields(t, err)
-			if len(fields) < len(tc.fields) || strings.Join(fields[:len(tc.fields)], " ") != strings.Join(tc.fields, " ") {
-				t.Fatalf("fields %.200v, want %v first", fields, tc.fields)
-			}
-			if msg := err.Error(); !strings.Contains(msg[:min(len(msg), 400)], tc.detail) {
-				t.Errorf("error %.400s does not say %q", msg, tc.detail)
-			}
+			hostiletest.Refused(t, func() (err error) { _, _, err = reconcile.DecodeRayCluster(tc.data); return err }, tc.fields, tc.detail)
 		})
 	}
 }

@@ -339,7 +339,7 @@ func priorities(fits []gpu.NodeFit, policy gpu.Policy) map[string]int64 {
 // rollback and bind-phase failed on failure) and answers with its error.
 func (s *Scheduler) Bind(ctx context.Context, args extenderv1.ExtenderBindingArgs) extenderv1.ExtenderBindingResult {
 	in := gpu.BindInput{
-		Pod:  gpu.PodRef{Namespace: args.PodNamespace, Name: args.PodName, UID: string(args.PodUID)},
+		Pod: gpu.PodRef{Namespace: args.PodNamespace, Name: args.PodName, UID: string(args.PodUID)},
 		// No Now: the Bind flow takes its time from the binder's Waiter.
 		Node: args.Node, Registry: s.registry, Options: s.options, Seed: s.seed,
 	}

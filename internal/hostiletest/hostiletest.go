@@ -3,7 +3,13 @@
 // cost. Only the project's tests import it.
 package hostiletest
 
-import "runtime"
+import (
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/plancore/plancore/internal/invalidtest"
+)
 
 // Budget is what decoding and planning one document of up to the API
 // server's 3 MiB request limit may allocate.
@@ -21,4 +27,22 @@ func Allocated(f func()) uint64 {
 	f()
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
+}
+
+// Refused runs decode, which must refuse its document within Budget: its
+// error names fields first (a *plancore.InvalidError) and says detail within
+// its first 400 bytes.
+func Refused(t testing.TB, decode func() error, fields []string, detail string) {
+	t.Helper()
+	var err error
+	if n := Allocated(func() { err = decode() }); n > Budget {
+		t.Errorf("allocated %d MB, budget %d MB", n>>20, Budget>>20)
+	}
+	got := invalidtest.Fields(t, err)
+	if len(got) < len(fields) || strings.Join(got[:len(fields)], " ") != strings.Join(fields, " ") {
+		t.Fatalf("fields %.200v, want %v first", got, fields)
+	}
+	if msg := err.Error(); !strings.Contains(msg[:min(len(msg), 400)], detail) {
+		t.Errorf("error %.400s does not say %q", msg, detail)
+	}
 }
