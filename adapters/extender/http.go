@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 )
 
@@ -19,23 +21,22 @@ import (
 // JSON bodies of k8s.io/kube-scheduler/extender/v1's types. A body that does
 // not decode is answered 400 with the reason, one beyond the Limits 413
 // (Filter and Prioritize: Limits.FilterRequestBytes and
-// FilterRequestValues; Bind: 16 KiB), one whose context ends while it waits
+// FilterRequestValues, then the pod, the node names and each Node object
+// within their own bounds; Bind: 16 KiB), one whose context ends while it waits
 // for its turn to be decoded (Limits.MaxConcurrentDecodes) 503; every other
 // outcome is a 200 whose result carries the error, as the protocol
 // expects, but Prioritize's, which has no error field: its errors are 500.
 func (s *Scheduler) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /filter", func(w http.ResponseWriter, r *http.Request) {
-		var args extenderv1.ExtenderArgs
-		if s.decode(w, r, s.limits.FilterRequestBytes(), s.limits.FilterRequestValues(), &args) {
+	mux.HandleFunc("POST /"+FilterVerb, func(w http.ResponseWriter, r *http.Request) {
+		if args, raw, ok := s.decodeArgs(w, r); ok {
 			res := s.Filter(r.Context(), args)
 			res.Error = clip(res.Error)
-			reply(w, res)
+			reply(w, withRawNodes(res, raw))
 		}
 	})
-	mux.HandleFunc("POST /prioritize", func(w http.ResponseWriter, r *http.Request) {
-		var args extenderv1.ExtenderArgs
-		if s.decode(w, r, s.limits.FilterRequestBytes(), s.limits.FilterRequestValues(), &args) {
+	mux.HandleFunc("POST /"+PrioritizeVerb, func(w http.ResponseWriter, r *http.Request) {
+		if args, _, ok := s.decodeArgs(w, r); ok {
 			list, err := s.Prioritize(r.Context(), args)
 			if err != nil {
 				// The protocol has no error field here: an error fails the
@@ -46,7 +47,7 @@ func (s *Scheduler) Handler() http.Handler {
 			reply(w, list)
 		}
 	})
-	mux.HandleFunc("POST /bind", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /"+BindVerb, func(w http.ResponseWriter, r *http.Request) {
 		var args extenderv1.ExtenderBindingArgs
 		if s.decode(w, r, bindRequestBytes, envelopeValues, &args) {
 			res := s.Bind(r.Context(), args)
@@ -55,6 +56,131 @@ func (s *Scheduler) Handler() http.Handler {
 		}
 	})
 	return mux
+}
+
+// decodeArgs reads a Filter or Prioritize body: the whole within
+// Limits.FilterRequestBytes and FilterRequestValues, split into its parts,
+// then each part within its own bounds before it is decoded (the pod within
+// MaxPodBytes and MaxPodValues, the node names within MaxNodes names, each
+// Node object within MaxNodeBytes and MaxNodeValues), so that no part
+// spends another's allowance. A Node object is decoded only as far as the
+// fit reads it (name, labels, annotations, capacity and allocatable), and
+// raw holds each object as it was sent, by name, to answer with.
+func (s *Scheduler) decodeArgs(w http.ResponseWriter, r *http.Request) (args extenderv1.ExtenderArgs, raw map[string]json.RawMessage, ok bool) {
+	var wire struct{ Pod, Nodes, NodeNames json.RawMessage }
+	if !s.decode(w, r, s.limits.FilterRequestBytes(), s.limits.FilterRequestValues(), &wire) {
+		return args, nil, false
+	}
+	l := s.limits
+	if err := within("the pod", wire.Pod, l.MaxPodBytes, l.MaxPodValues, &args.Pod); err != nil {
+		return args, nil, refuse(w, err)
+	}
+	if err := within("the node names", wire.NodeNames, l.namesBytes(), l.MaxNodes+1, &args.NodeNames); err != nil {
+		return args, nil, refuse(w, err)
+	}
+	var items struct{ Items []json.RawMessage }
+	if err := within("the nodes", wire.Nodes, l.nodesBytes(), l.nodesValues(), &items); err != nil || isNull(wire.Nodes) {
+		return args, nil, err == nil || refuse(w, err)
+	}
+	if len(items.Items) > l.MaxNodes {
+		return args, nil, refuse(w, &partError{status: http.StatusRequestEntityTooLarge,
+			msg: fmt.Sprintf("%d candidate nodes, more than the cluster may have (Limits.MaxNodes %d)", len(items.Items), l.MaxNodes)})
+	}
+	args.Nodes = &corev1.NodeList{Items: make([]corev1.Node, len(items.Items))}
+	raw = make(map[string]json.RawMessage, len(items.Items))
+	for i, item := range items.Items {
+		var n templateWire
+		if err := within(fmt.Sprintf("nodes.items[%d]", i), item, l.MaxNodeBytes, l.MaxNodeValues, &n); err != nil {
+			return args, nil, refuse(w, err)
+		}
+		args.Nodes.Items[i] = n.node()
+		if _, dup := raw[n.Metadata.Name]; !dup {
+			raw[n.Metadata.Name] = item
+		}
+	}
+	return args, raw, true
+}
+
+// templateWire is what the fit reads of a Node object (gpu.DecodeNode):
+// the rest of the object is skipped unread.
+type templateWire struct {
+	Metadata struct {
+		Name        string            `json:"name"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Status struct {
+		Capacity    corev1.ResourceList `json:"capacity"`
+		Allocatable corev1.ResourceList `json:"allocatable"`
+	} `json:"status"`
+}
+
+func (t *templateWire) node() corev1.Node {
+	return corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: t.Metadata.Name, Labels: t.Metadata.Labels, Annotations: t.Metadata.Annotations},
+		Status:     corev1.NodeStatus{Capacity: t.Status.Capacity, Allocatable: t.Status.Allocatable},
+	}
+}
+
+// partError is a part of a request refused, with its HTTP status.
+type partError struct {
+	status int
+	msg    string
+}
+
+func (e *partError) Error() string { return e.msg }
+
+func refuse(w http.ResponseWriter, err error) bool {
+	status := http.StatusBadRequest
+	var pe *partError
+	if errors.As(err, &pe) {
+		status = pe.status
+	}
+	http.Error(w, "extender: "+err.Error(), status)
+	return false
+}
+
+func isNull(b json.RawMessage) bool { return len(b) == 0 || string(b) == "null" }
+
+// within decodes b into v when it holds at most maxBytes bytes and
+// maxValues JSON values; an absent or null b leaves v as it is.
+func within(what string, b json.RawMessage, maxBytes int64, maxValues int, v any) error {
+	if isNull(b) {
+		return nil
+	}
+	if int64(len(b)) > maxBytes {
+		return &partError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("%s: %d bytes, over the %d bytes it may take", what, len(b), maxBytes)}
+	}
+	if n := countValues(b, maxValues); n > maxValues {
+		return &partError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("%s: over the %d JSON values it may hold", what, maxValues)}
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: not a %T: %w", what, v, err)
+	}
+	return nil
+}
+
+// filterReply is an ExtenderFilterResult whose Nodes are the objects as
+// they were sent, not the parts the fit read.
+type filterReply struct {
+	Nodes                      *rawNodeList              `json:",omitempty"`
+	NodeNames                  *[]string                 `json:",omitempty"`
+	FailedNodes                extenderv1.FailedNodesMap `json:",omitempty"`
+	FailedAndUnresolvableNodes extenderv1.FailedNodesMap `json:",omitempty"`
+	Error                      string                    `json:",omitempty"`
+}
+
+// withRawNodes is res with its Nodes as raw sent them.
+func withRawNodes(res extenderv1.ExtenderFilterResult, raw map[string]json.RawMessage) any {
+	if res.Nodes == nil {
+		return res
+	}
+	out := filterReply{NodeNames: res.NodeNames, FailedNodes: res.FailedNodes, FailedAndUnresolvableNodes: res.FailedAndUnresolvableNodes, Error: res.Error}
+	out.Nodes = &rawNodeList{Items: make([]json.RawMessage, 0, len(res.Nodes.Items))}
+	for _, n := range res.Nodes.Items {
+		out.Nodes.Items = append(out.Nodes.Items, raw[n.Name])
+	}
+	return out
 }
 
 // decode reads one JSON value of at most maxBytes bytes and maxValues
@@ -148,4 +274,9 @@ func (s *Scheduler) Serve(ctx context.Context, addr string) error {
 		_ = srv.Shutdown(context.Background())
 		return nil
 	}
+}
+
+// rawNodeList is a corev1.NodeList of objects as they were sent.
+type rawNodeList struct {
+	Items []json.RawMessage `json:"items"`
 }
