@@ -52,6 +52,11 @@ type Scheduler struct {
 	// checked against the Limits: never work that grows with the request.
 	mu    sync.Mutex
 	cache usageCache
+
+	// templateMu guards templateCache, the template nodes of the last call
+	// that sent whole Nodes, decoded (decodeTemplate).
+	templateMu    sync.Mutex
+	templateCache map[string]decodedTemplate
 }
 
 // Config is what New needs.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -49,7 +50,7 @@ func (s *Scheduler) Handler() http.Handler {
 	})
 	mux.HandleFunc("POST /"+BindVerb, func(w http.ResponseWriter, r *http.Request) {
 		var args extenderv1.ExtenderBindingArgs
-		if s.decode(w, r, bindRequestBytes, envelopeValues, &args) {
+		if s.decode(w, r, bindRequestBytes, func(body []byte) error { return whole(body, envelopeValues, &args) }) {
 			res := s.Bind(r.Context(), args)
 			res.Error = clip(res.Error)
 			reply(w, res)
@@ -58,47 +59,134 @@ func (s *Scheduler) Handler() http.Handler {
 	return mux
 }
 
-// decodeArgs reads a Filter or Prioritize body: the whole within
-// Limits.FilterRequestBytes and FilterRequestValues, split into its parts,
-// then each part within its own bounds before it is decoded (the pod within
-// MaxPodBytes and MaxPodValues, the node names within MaxNodes names, each
-// Node object within MaxNodeBytes and MaxNodeValues), so that no part
-// spends another's allowance. A Node object is decoded only as far as the
-// fit reads it (name, labels, annotations, capacity and allocatable), and
-// raw holds each object as it was sent, by name, to answer with.
+// decodeArgs reads a Filter or Prioritize body within
+// Limits.FilterRequestBytes, then holds each part to its own bounds before
+// it is decoded (parseArgs).
 func (s *Scheduler) decodeArgs(w http.ResponseWriter, r *http.Request) (args extenderv1.ExtenderArgs, raw map[string]json.RawMessage, ok bool) {
-	var wire struct{ Pod, Nodes, NodeNames json.RawMessage }
-	if !s.decode(w, r, s.limits.FilterRequestBytes(), s.limits.FilterRequestValues(), &wire) {
-		return args, nil, false
-	}
+	ok = s.decode(w, r, s.limits.FilterRequestBytes(), func(body []byte) error {
+		var err error
+		args, raw, err = s.parseArgs(body)
+		return err
+	})
+	return args, raw, ok
+}
+
+// parseArgs splits an ExtenderArgs body into its parts in one pass and
+// decodes each within its own bounds, so that no part spends another's
+// allowance: the pod within MaxPodBytes and MaxPodValues, the node names
+// within MaxNodes names, at most MaxNodes Node objects each within
+// MaxNodeBytes and MaxNodeValues (the list is refused at its MaxNodes+1st
+// object, before the rest is read). A Node object is decoded only as far as
+// the fit reads it (name, labels, annotations, capacity and allocatable);
+// raw holds each object as it was sent, by name, to answer with. Keys are
+// matched as encoding/json matches them, ignoring case; unknown keys are
+// skipped.
+func (s *Scheduler) parseArgs(body []byte) (args extenderv1.ExtenderArgs, raw map[string]json.RawMessage, err error) {
 	l := s.limits
-	if err := within("the pod", wire.Pod, l.MaxPodBytes, l.MaxPodValues, &args.Pod); err != nil {
-		return args, nil, refuse(w, err)
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var pod, names json.RawMessage
+	var items []json.RawMessage
+	_, err = object(dec, func(key string) error {
+		switch {
+		case strings.EqualFold(key, "Pod"):
+			return dec.Decode(&pod)
+		case strings.EqualFold(key, "NodeNames"):
+			return dec.Decode(&names)
+		case strings.EqualFold(key, "Nodes"):
+			var err error
+			items, err = nodeItems(dec, l)
+			return err
+		}
+		return dec.Decode(new(json.RawMessage))
+	})
+	if err == nil && dec.More() {
+		err = errors.New("data after the one value")
 	}
-	if err := within("the node names", wire.NodeNames, l.namesBytes(), l.MaxNodes+1, &args.NodeNames); err != nil {
-		return args, nil, refuse(w, err)
+	if err != nil {
+		return args, nil, err
 	}
-	var items struct{ Items []json.RawMessage }
-	if err := within("the nodes", wire.Nodes, l.nodesBytes(), l.nodesValues(), &items); err != nil || isNull(wire.Nodes) {
-		return args, nil, err == nil || refuse(w, err)
+	if err := within("the pod", pod, l.MaxPodBytes, l.MaxPodValues, &args.Pod); err != nil {
+		return args, nil, err
 	}
-	if len(items.Items) > l.MaxNodes {
-		return args, nil, refuse(w, &partError{status: http.StatusRequestEntityTooLarge,
-			msg: fmt.Sprintf("%d candidate nodes, more than the cluster may have (Limits.MaxNodes %d)", len(items.Items), l.MaxNodes)})
+	if err := within("the node names", names, l.namesBytes(), l.MaxNodes+1, &args.NodeNames); err != nil {
+		return args, nil, err
 	}
-	args.Nodes = &corev1.NodeList{Items: make([]corev1.Node, len(items.Items))}
-	raw = make(map[string]json.RawMessage, len(items.Items))
-	for i, item := range items.Items {
+	if items == nil {
+		return args, nil, nil
+	}
+	args.Nodes = &corev1.NodeList{Items: make([]corev1.Node, len(items))}
+	raw = make(map[string]json.RawMessage, len(items))
+	for i, item := range items {
 		var n templateWire
 		if err := within(fmt.Sprintf("nodes.items[%d]", i), item, l.MaxNodeBytes, l.MaxNodeValues, &n); err != nil {
-			return args, nil, refuse(w, err)
+			return args, nil, err
 		}
 		args.Nodes.Items[i] = n.node()
 		if _, dup := raw[n.Metadata.Name]; !dup {
 			raw[n.Metadata.Name] = item
 		}
 	}
-	return args, raw, true
+	return args, raw, nil
+}
+
+// object reads a JSON object from dec, calling field with each key for it
+// to read the value; a null is no object (present false).
+func object(dec *json.Decoder, field func(key string) error) (present bool, err error) {
+	t, err := dec.Token()
+	if err != nil || t == nil {
+		return false, err
+	}
+	if t != json.Delim('{') {
+		return false, fmt.Errorf("want an object, not %v", t)
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return true, err
+		}
+		key, _ := k.(string)
+		if err := field(key); err != nil {
+			return true, err
+		}
+	}
+	_, err = dec.Token()
+	return true, err
+}
+
+// nodeItems reads a NodeList's items, each as sent, refusing the list at
+// its MaxNodes+1st object. A null list is none (nil), an object without
+// items an empty one.
+func nodeItems(dec *json.Decoder, l Limits) ([]json.RawMessage, error) {
+	items := []json.RawMessage{}
+	present, err := object(dec, func(key string) error {
+		if !strings.EqualFold(key, "items") {
+			return dec.Decode(new(json.RawMessage))
+		}
+		t, err := dec.Token()
+		if err != nil || t == nil {
+			return err
+		}
+		if t != json.Delim('[') {
+			return fmt.Errorf("nodes.items: want a list, not %v", t)
+		}
+		for dec.More() {
+			if len(items) == l.MaxNodes {
+				return &partError{status: http.StatusRequestEntityTooLarge,
+					msg: fmt.Sprintf("over %d candidate nodes, more than the cluster may have (Limits.MaxNodes %d)", l.MaxNodes, l.MaxNodes)}
+			}
+			var item json.RawMessage
+			if err := dec.Decode(&item); err != nil {
+				return err
+			}
+			items = append(items, item)
+		}
+		_, err = dec.Token()
+		return err
+	})
+	if !present {
+		return nil, err
+	}
+	return items, err
 }
 
 // templateWire is what the fit reads of a Node object (gpu.DecodeNode):
@@ -129,16 +217,6 @@ type partError struct {
 }
 
 func (e *partError) Error() string { return e.msg }
-
-func refuse(w http.ResponseWriter, err error) bool {
-	status := http.StatusBadRequest
-	var pe *partError
-	if errors.As(err, &pe) {
-		status = pe.status
-	}
-	http.Error(w, "extender: "+err.Error(), status)
-	return false
-}
 
 func isNull(b json.RawMessage) bool { return len(b) == 0 || string(b) == "null" }
 
@@ -183,11 +261,12 @@ func withRawNodes(res extenderv1.ExtenderFilterResult, raw map[string]json.RawMe
 	return out
 }
 
-// decode reads one JSON value of at most maxBytes bytes and maxValues
-// values into v, in its turn among Limits.MaxConcurrentDecodes, answering
-// why when it cannot. The body is read and counted before it is decoded,
-// so that no request decodes into more than its bounds allow.
-func (s *Scheduler) decode(w http.ResponseWriter, r *http.Request, maxBytes int64, maxValues int, v any) bool {
+// decode reads a body of at most maxBytes bytes, in its turn among
+// Limits.MaxConcurrentDecodes, and parses it (still in its turn),
+// answering why when it cannot: 413 beyond maxBytes or a *partError's
+// status, else 400. The body is read whole before it is parsed, and parse
+// bounds what it decodes.
+func (s *Scheduler) decode(w http.ResponseWriter, r *http.Request, maxBytes int64, parse func(body []byte) error) bool {
 	if !s.acquireDecode(w, r) {
 		return false
 	}
@@ -196,25 +275,36 @@ func (s *Scheduler) decode(w http.ResponseWriter, r *http.Request, maxBytes int6
 	var buf bytes.Buffer
 	buf.Grow(int(min(max(r.ContentLength, 0), maxBytes)) + bytes.MinRead)
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBytes))
-	body := buf.Bytes()
 	if err != nil {
 		if errors.As(err, new(*http.MaxBytesError)) {
-			http.Error(w, fmt.Sprintf("extender: the request body is over the %d bytes a %T may take", maxBytes, v), http.StatusRequestEntityTooLarge)
+			http.Error(w, fmt.Sprintf("extender: the request body is over the %d bytes it may take", maxBytes), http.StatusRequestEntityTooLarge)
 			return false
 		}
 		http.Error(w, fmt.Sprintf("extender: reading the request body: %v", err), http.StatusBadRequest)
 		return false
 	}
-	if n := countValues(body, maxValues); n > maxValues {
-		http.Error(w, fmt.Sprintf("extender: the request body holds over the %d JSON values a %T may hold", maxValues, v), http.StatusRequestEntityTooLarge)
-		return false
-	}
-	// Unmarshal refuses anything after the one value.
-	if err := json.Unmarshal(body, v); err != nil {
-		http.Error(w, fmt.Sprintf("extender: the request body is not one %T: %v", v, err), http.StatusBadRequest)
+	if err := parse(buf.Bytes()); err != nil {
+		status := http.StatusBadRequest
+		var pe *partError
+		if errors.As(err, &pe) {
+			status = pe.status
+		}
+		http.Error(w, "extender: the request body: "+err.Error(), status)
 		return false
 	}
 	return true
+}
+
+// whole decodes body into v when it holds at most maxValues JSON values;
+// Unmarshal refuses anything after the one value.
+func whole(body []byte, maxValues int, v any) error {
+	if n := countValues(body, maxValues); n > maxValues {
+		return &partError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("over the %d JSON values a %T may hold", maxValues, v)}
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("not one %T: %w", v, err)
+	}
+	return nil
 }
 
 // acquireDecode takes a turn to decode, waiting while

@@ -3,9 +3,11 @@ package extender
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/plancore/plancore/gpu"
@@ -26,6 +28,15 @@ const nodeUnregistered = "node unregistered"
 func (s *Scheduler) templates(items []corev1.Node) ([]gpu.Node, map[string]string, error) {
 	nodes := make([]gpu.Node, 0, len(items))
 	failed := map[string]string{}
+	s.templateMu.Lock()
+	last := s.templateCache
+	s.templateMu.Unlock()
+	next := make(map[string]decodedTemplate, len(items))
+	defer func() {
+		s.templateMu.Lock()
+		s.templateCache = next
+		s.templateMu.Unlock()
+	}()
 	seen := make(map[string]bool, len(items))
 	for i := range items {
 		n := &items[i]
@@ -36,7 +47,7 @@ func (s *Scheduler) templates(items []corev1.Node) ([]gpu.Node, map[string]strin
 			return nil, nil, fmt.Errorf("node %q is sent twice", n.Name)
 		}
 		seen[n.Name] = true
-		d, err := gpu.DecodeNode(n, s.registry)
+		d, err := s.decodeTemplate(n, last[n.Name], next)
 		switch {
 		case err != nil:
 			failed[n.Name] = err.Error()
@@ -75,4 +86,38 @@ func (s *Scheduler) filterTemplates(args *extenderv1.ExtenderArgs, req gpu.FitRe
 		res.Nodes.Items = append(res.Nodes.Items, args.Nodes.Items[i])
 	}
 	return res
+}
+
+// decodedTemplate is a template node as last decoded: what gpu.DecodeNode
+// read of it, and what it made of that.
+type decodedTemplate struct {
+	labels, annotations   map[string]string
+	capacity, allocatable corev1.ResourceList
+	node                  gpu.Node
+	err                   error
+}
+
+// decodeTemplate is gpu.DecodeNode(n), reusing the last call's result for
+// a node of that name whose labels, annotations and resources are equal
+// (compared by value): callers send the same nodes call after call, and
+// decoding 1,000 registers is most of a Filter's time. The cache holds the
+// last call's nodes only, so it is bounded by one request; it is swapped
+// under its own mutex, never the scheduler's.
+func (s *Scheduler) decodeTemplate(n *corev1.Node, last decodedTemplate, next map[string]decodedTemplate) (gpu.Node, error) {
+	if last.annotations != nil && maps.Equal(last.annotations, n.Annotations) && maps.Equal(last.labels, n.Labels) &&
+		sameResources(last.capacity, n.Status.Capacity) && sameResources(last.allocatable, n.Status.Allocatable) {
+		next[n.Name] = last
+		return last.node, last.err
+	}
+	d := decodedTemplate{labels: n.Labels, annotations: n.Annotations, capacity: n.Status.Capacity, allocatable: n.Status.Allocatable}
+	if d.annotations == nil {
+		d.annotations = map[string]string{}
+	}
+	d.node, d.err = gpu.DecodeNode(n, s.registry)
+	next[n.Name] = d
+	return d.node, d.err
+}
+
+func sameResources(a, b corev1.ResourceList) bool {
+	return maps.EqualFunc(a, b, func(x, y resource.Quantity) bool { return x.Equal(y) })
 }
