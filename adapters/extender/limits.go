@@ -143,16 +143,18 @@ func (l Limits) withDefaults() Limits {
 // MaxNodes node names (nodeCacheCapable true, 1.2 MiB by default) or
 // MaxNodes Node objects of MaxNodeBytes (nodeCacheCapable false, 312 MiB
 // by default), whichever is larger. Each part is then held to its own
-// bound (podBounds, namesBounds, nodesBounds) before it is decoded, so no
-// part spends another's allowance.
+// bounds before it is decoded (the pod to MaxPodBytes and MaxPodValues,
+// the names to MaxNodes names, each Node to MaxNodeBytes and
+// MaxNodeValues), so no part spends another's allowance.
 func (l Limits) FilterRequestBytes() int64 {
 	l = l.withDefaults()
 	return l.MaxPodBytes + max(l.namesBytes(), l.nodesBytes()) + envelopeBytes
 }
 
 // FilterRequestValues is the most JSON values a Filter or Prioritize body
-// may hold: the pod's, the candidates' (one per node name, or MaxNodeValues
-// per Node object and one per item) and the envelope's.
+// can hold once each part is within its bounds: the pod's, the
+// candidates' (one per node name, or MaxNodeValues per Node object and one
+// per item) and the envelope's.
 func (l Limits) FilterRequestValues() int {
 	l = l.withDefaults()
 	return l.MaxPodValues + max(l.MaxNodes, l.nodesValues()) + envelopeValues
