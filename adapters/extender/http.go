@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -71,52 +70,32 @@ func (s *Scheduler) decodeArgs(w http.ResponseWriter, r *http.Request) (args ext
 	return args, raw, ok
 }
 
-// parseArgs splits an ExtenderArgs body into its parts in one pass and
-// decodes each within its own bounds, so that no part spends another's
-// allowance: the pod within MaxPodBytes and MaxPodValues, the node names
-// within MaxNodes names, at most MaxNodes Node objects each within
-// MaxNodeBytes and MaxNodeValues (the list is refused at its MaxNodes+1st
-// object, before the rest is read). A Node object is decoded only as far as
-// the fit reads it (name, labels, annotations, capacity and allocatable);
-// raw holds each object as it was sent, by name, to answer with. Keys are
-// matched as encoding/json matches them, ignoring case; unknown keys are
-// skipped.
+// parseArgs splits an ExtenderArgs body into its parts in one pass
+// (splitArgs) and decodes each within its own bounds, so that no part
+// spends another's allowance: the pod within MaxPodBytes and MaxPodValues,
+// the node names within MaxNodes names, at most MaxNodes Node objects each
+// within MaxNodeBytes and MaxNodeValues. A Node object is decoded only as
+// far as the fit reads it (name, labels, annotations, capacity and
+// allocatable); raw holds each object as it was sent, by name, to answer
+// with.
 func (s *Scheduler) parseArgs(body []byte) (args extenderv1.ExtenderArgs, raw map[string]json.RawMessage, err error) {
 	l := s.limits
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var pod, names json.RawMessage
-	var items []json.RawMessage
-	_, err = object(dec, func(key string) error {
-		switch {
-		case strings.EqualFold(key, "Pod"):
-			return dec.Decode(&pod)
-		case strings.EqualFold(key, "NodeNames"):
-			return dec.Decode(&names)
-		case strings.EqualFold(key, "Nodes"):
-			var err error
-			items, err = nodeItems(dec, l)
-			return err
-		}
-		return dec.Decode(new(json.RawMessage))
-	})
-	if err == nil && dec.More() {
-		err = errors.New("data after the one value")
-	}
+	parts, err := splitArgs(body, l)
 	if err != nil {
 		return args, nil, err
 	}
-	if err := within("the pod", pod, l.MaxPodBytes, l.MaxPodValues, &args.Pod); err != nil {
+	if err := within("the pod", parts.pod, l.MaxPodBytes, l.MaxPodValues, &args.Pod); err != nil {
 		return args, nil, err
 	}
-	if err := within("the node names", names, l.namesBytes(), l.MaxNodes+1, &args.NodeNames); err != nil {
+	if err := within("the node names", parts.names, l.namesBytes(), l.MaxNodes+1, &args.NodeNames); err != nil {
 		return args, nil, err
 	}
-	if items == nil {
+	if parts.items == nil {
 		return args, nil, nil
 	}
-	args.Nodes = &corev1.NodeList{Items: make([]corev1.Node, len(items))}
-	raw = make(map[string]json.RawMessage, len(items))
-	for i, item := range items {
+	args.Nodes = &corev1.NodeList{Items: make([]corev1.Node, len(parts.items))}
+	raw = make(map[string]json.RawMessage, len(parts.items))
+	for i, item := range parts.items {
 		var n templateWire
 		if err := within(fmt.Sprintf("nodes.items[%d]", i), item, l.MaxNodeBytes, l.MaxNodeValues, &n); err != nil {
 			return args, nil, err
@@ -127,66 +106,6 @@ func (s *Scheduler) parseArgs(body []byte) (args extenderv1.ExtenderArgs, raw ma
 		}
 	}
 	return args, raw, nil
-}
-
-// object reads a JSON object from dec, calling field with each key for it
-// to read the value; a null is no object (present false).
-func object(dec *json.Decoder, field func(key string) error) (present bool, err error) {
-	t, err := dec.Token()
-	if err != nil || t == nil {
-		return false, err
-	}
-	if t != json.Delim('{') {
-		return false, fmt.Errorf("want an object, not %v", t)
-	}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return true, err
-		}
-		key, _ := k.(string)
-		if err := field(key); err != nil {
-			return true, err
-		}
-	}
-	_, err = dec.Token()
-	return true, err
-}
-
-// nodeItems reads a NodeList's items, each as sent, refusing the list at
-// its MaxNodes+1st object. A null list is none (nil), an object without
-// items an empty one.
-func nodeItems(dec *json.Decoder, l Limits) ([]json.RawMessage, error) {
-	items := []json.RawMessage{}
-	present, err := object(dec, func(key string) error {
-		if !strings.EqualFold(key, "items") {
-			return dec.Decode(new(json.RawMessage))
-		}
-		t, err := dec.Token()
-		if err != nil || t == nil {
-			return err
-		}
-		if t != json.Delim('[') {
-			return fmt.Errorf("nodes.items: want a list, not %v", t)
-		}
-		for dec.More() {
-			if len(items) == l.MaxNodes {
-				return &partError{status: http.StatusRequestEntityTooLarge,
-					msg: fmt.Sprintf("over %d candidate nodes, more than the cluster may have (Limits.MaxNodes %d)", l.MaxNodes, l.MaxNodes)}
-			}
-			var item json.RawMessage
-			if err := dec.Decode(&item); err != nil {
-				return err
-			}
-			items = append(items, item)
-		}
-		_, err = dec.Token()
-		return err
-	})
-	if !present {
-		return nil, err
-	}
-	return items, err
 }
 
 // templateWire is what the fit reads of a Node object (gpu.DecodeNode):

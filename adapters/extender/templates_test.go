@@ -167,3 +167,33 @@ func TestKubeSchedulerConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestArgsForms: bodies are split as encoding/json reads them (keys in any
+// case, unknown keys skipped, null parts absent) and a body that is not one
+// JSON object is refused 400. Fails when the split misreads a part.
+func TestArgsForms(t *testing.T) {
+	ext, names := memExtender(t, 3)
+	h := ext.Handler()
+	pod, _ := json.Marshal(gpuPod("p", 8000))
+	node, _ := json.Marshal(templateNode(t, "t1", extendertest.NVIDIA("t1", 2, 80*gib)))
+	list := `["` + strings.Join(names, `", "`) + `"]`
+	for body, want := range map[string]string{
+		`{"pod":` + string(pod) + `, "nodenames" : ` + list + `, "x": {"y": [1, "]"]}}`:                                      `"NodeNames":["node-0`,
+		` { "Pod" : ` + string(pod) + ` , "Nodes" : {"metadata": {}, "items": [` + string(node) + `]}, "NodeNames": null } `: `"items":[{"metadata":{"name":"t1"`,
+		`{"Pod":` + string(pod) + `,"Nodes":null,"NodeNames":["node-0001"]}`:                                                 `"NodeNames":["node-0001"]`,
+		`{"Pod":` + string(pod) + `,"Nodes":{"items":[]}}`:                                                                   `"items":[]`,
+		`{"Pod":` + string(pod):                            "400",
+		`{"Pod":` + string(pod) + `} {}`:                   "400",
+		`{"Pod":` + string(pod) + `,"Nodes":{"items":[1}}`: "400",
+		`[]`: "400",
+	} {
+		m := measure(h, "/filter", []byte(body))
+		got := m.reply
+		if m.status != http.StatusOK {
+			got = fmt.Sprint(m.status)
+		}
+		if !strings.Contains(got, want) {
+			t.Errorf("%.80s...: %d %.300s, want %q", body, m.status, m.reply, want)
+		}
+	}
+}
