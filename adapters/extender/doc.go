@@ -10,7 +10,16 @@
 //     and returns the chosen node, each unfit node with HAMi's reason. The
 //     devices it gives count as used by the next Filter at once, before the
 //     cache shows the pod's new annotations, so a burst never over-assigns.
-//   - Prioritize scores nodes 0–10 by the fit's node score.
+//   - Filter over whole Nodes (kube-scheduler configured nodeCacheCapable
+//     false, or cluster-autoscaler simulating a scale-up) fits the pod to
+//     the objects sent, as HAMi does since #2046 for template nodes: their
+//     devices read from the objects themselves, every device free (such a
+//     node may exist only in the caller's snapshot, and no pod runs on it),
+//     "node unregistered" for a node without devices, nothing written on
+//     the pod or assumed, and the chosen object answered in Nodes, which is
+//     where such a caller reads the answer.
+//   - Prioritize scores nodes 0–10 by the fit's node score (template nodes
+//     as Filter fits them).
 //   - Bind runs HAMi's Bind flow (gpu.Binder over kube.BindExecutor): the
 //     node lock on Node annotations, bind-phase allocating, the binding, and
 //     on failure the locks released and the pod marked failed.
@@ -22,14 +31,26 @@
 //
 // No request, however built, stalls the scheduler or exhausts its memory
 // (Limits): a body is read within a bound derived from the cluster size it
-// allows (node names, as kube-scheduler sends with nodeCacheCapable true,
-// plus one pod), its JSON values are counted before it is decoded, a few
-// requests are decoded at a time while the others wait their turn, and a
-// call naming more candidates than the node cache holds is refused before
-// the scheduler's mutex is taken: only the decision runs under it.
+// allows (one pod plus node names, or Node objects of a bounded size), split
+// into its parts in one pass, and each part's bytes and JSON values are
+// held to its own bound before it is decoded; a Nodes list is refused at
+// its MaxNodes+1st object. A few requests are decoded at a time while the
+// others wait their turn, a call naming more candidates than the node cache
+// holds is refused before the scheduler's mutex is taken, and template
+// nodes are fitted without it: only the decision over cached nodes runs
+// under it.
 //
 // kube-scheduler's configuration names the extender with urlPrefix, the
 // verbs "filter", "prioritize" and "bind", nodeCacheCapable true, and the
-// device resources as managedResources, so only pods asking for them reach
-// it.
+// device resources as managedResources with ignoredByScheduler true, so
+// only pods asking for them reach it. Config.KubeScheduler takes that
+// entry: New then refuses, naming the setting to change, verbs Handler does
+// not serve, a preemptVerb, a bindVerb without filterVerb, a bindVerb with
+// nodeCacheCapable false (template nodes assign no devices, so Bind would
+// find none: HAMi's own scheduler cannot bind there either), and
+// managedResources that keep device pods from the extender (a device
+// type's resource listed without its count) or every node from them (a
+// memory or cores resource kube-scheduler does not ignore, which no node
+// advertises). A caller that only simulates (cluster-autoscaler) is
+// configured nodeCacheCapable false with filterVerb alone.
 package extender

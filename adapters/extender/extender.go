@@ -16,10 +16,12 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	configv1 "k8s.io/kube-scheduler/config/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/gpu"
 )
 
@@ -50,6 +52,11 @@ type Scheduler struct {
 	// checked against the Limits: never work that grows with the request.
 	mu    sync.Mutex
 	cache usageCache
+
+	// templateMu guards templateCache, the template nodes of the last call
+	// that sent whole Nodes, decoded (decodeTemplate).
+	templateMu    sync.Mutex
+	templateCache map[string]decodedTemplate
 }
 
 // Config is what New needs.
@@ -75,6 +82,17 @@ type Config struct {
 	Seed uint64
 	// Limits bounds what one request may cost (the defaults when zero).
 	Limits Limits
+	// KubeScheduler is this extender's entry in kube-scheduler's
+	// KubeSchedulerConfiguration (its extenders list), the same settings
+	// kube-scheduler reads. When set, New refuses an entry the extender
+	// cannot serve, naming the setting to change: verbs other than the
+	// paths Handler serves, a preemptVerb, a bindVerb without the filterVerb
+	// or with nodeCacheCapable false (Filter then sees template nodes and
+	// assigns no devices), and managedResources that keep device pods from
+	// the extender or every node from them. Nil skips the check. Either
+	// way, each request is served in the form it comes in: NodeNames
+	// (nodeCacheCapable true) or whole Nodes (false).
+	KubeScheduler *configv1.Extender
 }
 
 // ErrInvalidConfig is returned by New for a configuration it cannot run.
@@ -94,6 +112,13 @@ func New(c Config) (*Scheduler, error) {
 		errs = append(errs, err)
 	}
 	if err := c.Limits.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	reg := c.Registry
+	if len(reg.Types()) == 0 {
+		reg = gpu.DefaultRegistry()
+	}
+	if err := plancore.Invalid(ErrInvalidConfig, checkKubeScheduler(c.KubeScheduler, reg)); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
@@ -140,20 +165,25 @@ func candidates(args *extenderv1.ExtenderArgs) []string {
 const unseenNodes = 100
 
 // checkArgs refuses, before any lock is taken, a call naming more
-// candidates than Limits.MaxNodes or than the cluster has nodes (the node
-// cache's count, listed again when a call names more, plus unseenNodes),
-// and a pod with more annotations than the API server stores (256 KiB in
-// all), so that what runs under the scheduler's mutex is bounded by the
-// cluster, not by the request.
+// candidates than Limits.MaxNodes or, in NodeNames, than the cluster has
+// nodes (the node cache's count, listed again when a call names more, plus
+// unseenNodes), a call sending both NodeNames and Nodes, and a pod with
+// more annotations than the API server stores (256 KiB in all), so that
+// what runs under the scheduler's mutex is bounded by the cluster, not by
+// the request. Nodes sent whole are never fitted under the mutex: they are
+// bounded by Limits alone.
 func (s *Scheduler) checkArgs(ctx context.Context, args *extenderv1.ExtenderArgs) error {
 	if err := apivalidation.ValidateAnnotationsSize(args.Pod.Annotations); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", args.Pod.Namespace, args.Pod.Name, err)
+	}
+	if args.NodeNames != nil && args.Nodes != nil {
+		return errors.New("both NodeNames and Nodes are set: kube-scheduler sends NodeNames when nodeCacheCapable is true, Nodes when it is false, never both")
 	}
 	n := len(candidates(args))
 	if n > s.limits.MaxNodes {
 		return fmt.Errorf("%d candidate nodes, more than the cluster may have (Limits.MaxNodes %d)", n, s.limits.MaxNodes)
 	}
-	if int64(n) <= s.nodeCount.Load()+unseenNodes {
+	if args.Nodes != nil || int64(n) <= s.nodeCount.Load()+unseenNodes {
 		return nil
 	}
 	var list corev1.NodeList
@@ -173,13 +203,18 @@ func passThrough(args *extenderv1.ExtenderArgs) extenderv1.ExtenderFilterResult 
 	return extenderv1.ExtenderFilterResult{Nodes: args.Nodes, NodeNames: args.NodeNames}
 }
 
-// Filter is HAMi's Filter on plancore's fit: it reads the candidates' devices
-// and what every pod already holds, fits the pod, writes HAMi's annotations
-// (hami.io/vgpu-node, hami.io/vgpu-time, each vendor's devices-to-allocate)
-// on the pod and returns the one chosen node; every node that does not fit is
-// in FailedNodes with HAMi's reason. A pod that asks for no device passes
-// unchanged. The chosen devices count as used by the next Filter at once,
-// before the cache shows the pod's new annotations.
+// Filter is HAMi's Filter on plancore's fit. Given NodeNames (kube-scheduler
+// configured nodeCacheCapable true) it reads the candidates' devices from
+// the node cache and what every pod already holds, fits the pod, writes
+// HAMi's annotations (hami.io/vgpu-node, hami.io/vgpu-time, each vendor's
+// devices-to-allocate) on the pod and returns the one chosen node in
+// NodeNames; the chosen devices count as used by the next Filter at once,
+// before the cache shows the pod's new annotations. Given whole Nodes
+// (nodeCacheCapable false, cluster-autoscaler) it fits the pod to those
+// objects as template nodes, with every device free, writes nothing, and
+// returns the chosen object in Nodes. Either way every node that does not
+// fit is in FailedNodes with HAMi's reason, and a pod that asks for no
+// device passes unchanged.
 func (s *Scheduler) Filter(ctx context.Context, args extenderv1.ExtenderArgs) extenderv1.ExtenderFilterResult {
 	if args.Pod == nil {
 		return extenderv1.ExtenderFilterResult{Error: "extender filter: no pod in the arguments"}
@@ -193,6 +228,9 @@ func (s *Scheduler) Filter(ctx context.Context, args extenderv1.ExtenderArgs) ex
 	}
 	if len(req.Requests) == 0 {
 		return passThrough(&args)
+	}
+	if args.Nodes != nil {
+		return s.filterTemplates(&args, req)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -268,7 +306,8 @@ func (s *Scheduler) assign(ctx context.Context, pod *corev1.Pod, node gpu.Node, 
 // Prioritize scores each candidate 0–10 by the fit's node score, in the
 // direction of the pod's node policy (binpack prefers the fullest node,
 // spread the emptiest); nodes that do not fit, and every node for a pod that
-// asks for no device, score 0.
+// asks for no device, score 0. Nodes sent whole are scored as Filter fits
+// them: template nodes with every device free.
 func (s *Scheduler) Prioritize(ctx context.Context, args extenderv1.ExtenderArgs) (extenderv1.HostPriorityList, error) {
 	if args.Pod != nil {
 		if err := s.checkArgs(ctx, &args); err != nil {
@@ -287,9 +326,14 @@ func (s *Scheduler) Prioritize(ctx context.Context, args extenderv1.ExtenderArgs
 	if err != nil || len(req.Requests) == 0 {
 		return out, err
 	}
-	s.mu.Lock()
-	nodes, _, err := s.nodesWithUsage(ctx, names, args.Pod.UID, s.clock.Now())
-	s.mu.Unlock()
+	var nodes []gpu.Node
+	if args.Nodes != nil {
+		nodes, _, err = s.templates(args.Nodes.Items)
+	} else {
+		s.mu.Lock()
+		nodes, _, err = s.nodesWithUsage(ctx, names, args.Pod.UID, s.clock.Now())
+		s.mu.Unlock()
+	}
 	if err != nil {
 		return out, err
 	}

@@ -122,6 +122,24 @@ func hostileBodies(size int) map[string][]byte {
 		"resource names": filterArgs(podWith("spec",
 			sized(`"initContainers":[{"resources":{"limits":{`, func(i int) string { return fmt.Sprintf(`"r%x":"1"`, i) }, "}}}]")), few),
 		"nesting": []byte(strings.Repeat("[", size)),
+		// Nodes sent whole (nodeCacheCapable false): more than MaxNodes
+		// objects, one object over MaxNodeBytes, and as many objects as
+		// fit, each of as many annotations as MaxNodeValues allows.
+		"empty nodes": filterArgs(plainPod, sized(`"Nodes":{"items":[`, func(int) string { return "{}" }, "]}")),
+		"node annotation keys": filterArgs(plainPod, sized(`"Nodes":{"items":[{"metadata":{"name":"n","annotations":{`,
+			func(i int) string { return fmt.Sprintf(`"%x":""`, i) }, "}}}]}")),
+		"nodes of annotation keys": filterArgs(plainPod, sized(`"Nodes":{"items":[`, func(i int) string {
+			var b strings.Builder
+			fmt.Fprintf(&b, `{"metadata":{"name":"n%d","annotations":{`, i)
+			for k := range extender.DefaultMaxNodeValues/2 - 10 {
+				if k > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, `"%x":""`, k)
+			}
+			b.WriteString("}}}")
+			return b.String()
+		}, "]}")),
 	}
 	return out
 }
@@ -130,7 +148,7 @@ func hostileBodies(size int) map[string][]byte {
 // as many values as they allow, annotations as large as the API server
 // stores, every node of the cluster named.
 func boundedBodies(clusterNodes []string) map[string][]byte {
-	values := extender.Limits{}.FilterRequestValues() - len(clusterNodes) - 200
+	values := extender.DefaultMaxPodValues - 200
 	list := func(item string, n int) string { return strings.TrimSuffix(strings.Repeat(item+",", n), ",") }
 	all := names(0, nil)
 	if len(clusterNodes) > 0 {
@@ -214,7 +232,7 @@ func refusal(m measured) string {
 func TestHostileBodies(t *testing.T) {
 	ext, clusterNodes := memExtender(t, 1000)
 	h := ext.Handler()
-	over := extender.Limits{}.FilterRequestBytes() + 1
+	namesOver := extender.DefaultMaxNodes*256 + 3
 	type tc struct {
 		path, name string
 		body       []byte
@@ -229,8 +247,10 @@ func TestHostileBodies(t *testing.T) {
 			cases = append(cases, tc{path: path, name: "bounded " + name, body: body})
 		}
 		cases = append(cases,
-			tc{path, "names over the body bound", filterArgs(podWith("metadata", `"labels":{}`), names(int(over), func(i int) string { return fmt.Sprintf("x-%011d", i) })), "bytes"},
+			tc{path, "names over their bound", filterArgs(podWith("metadata", `"labels":{}`), names(namesOver, func(i int) string { return fmt.Sprintf("x-%0250d", i) })), "bytes"},
 			tc{path, "names over the cluster", filterArgs(podWith("metadata", `"labels":{}`), names(1200*16, func(i int) string { return fmt.Sprintf("x-%011d", i) })), "candidate nodes"},
+			tc{path, "more nodes than MaxNodes", hostileBodies(apiServerLimit)["empty nodes"], "candidate nodes"},
+			tc{path, "a node over MaxNodeBytes", hostileBodies(apiServerLimit)["node annotation keys"], "bytes"},
 			tc{path, "null containers", filterArgs(podWith("spec", `"initContainers":[`+strings.Repeat("null,", 600_000)+`null]`), names(0, nil)), "JSON values"},
 		)
 	}
@@ -342,22 +362,24 @@ func TestDecodeTurns(t *testing.T) {
 // TestLimits: zero fields are the documented defaults, and every invalid
 // field is named at once.
 func TestLimits(t *testing.T) {
-	if got, want := (extender.Limits{}).FilterRequestBytes(), int64(3<<20+5000*256+4<<10); got != want {
+	// The candidates' term is the larger of MaxNodes names and MaxNodes
+	// Node objects (with their commas and the list's envelope).
+	if got, want := (extender.Limits{}).FilterRequestBytes(), int64(3<<20+5000*(64<<10+1)+4<<10+4<<10); got != want {
 		t.Errorf("default FilterRequestBytes = %d, want %d", got, want)
 	}
-	if got, want := (extender.Limits{MaxNodes: 10, MaxPodBytes: 1000}).FilterRequestBytes(), int64(1000+10*256+4<<10); got != want {
-		t.Errorf("FilterRequestBytes = %d, want %d", got, want)
+	if got, want := (extender.Limits{MaxNodes: 10, MaxPodBytes: 1000, MaxNodeBytes: 100}).FilterRequestBytes(), int64(1000+10*101+4<<10+4<<10); got != want {
+		t.Errorf("FilterRequestBytes with small nodes = %d, want %d", got, want)
 	}
-	if got, want := (extender.Limits{}).FilterRequestValues(), 50_000+5000+64; got != want {
+	if got, want := (extender.Limits{}).FilterRequestValues(), 50_000+5000*4001+64+64; got != want {
 		t.Errorf("default FilterRequestValues = %d, want %d", got, want)
 	}
 	_, err := extender.New(extender.Config{Client: &memCluster{}, Bind: &gpu.Binder{Exec: noPods{}, Waiter: clockWait{}},
-		Limits: extender.Limits{MaxNodes: -1, MaxPodBytes: -1, MaxPodValues: 1 << 31, MaxConcurrentDecodes: -1}})
+		Limits: extender.Limits{MaxNodes: -1, MaxPodBytes: -1, MaxPodValues: 1 << 31, MaxNodeBytes: -1, MaxNodeValues: 1 << 31, MaxConcurrentDecodes: -1}})
 	var inv *plancore.InvalidError
 	if !errors.Is(err, extender.ErrInvalidConfig) || !errors.As(err, &inv) {
 		t.Fatalf("New = %v, want an *plancore.InvalidError wrapping ErrInvalidConfig", err)
 	}
-	want := []string{"limits.maxNodes", "limits.maxPodBytes", "limits.maxConcurrentDecodes", "limits.maxPodValues"}
+	want := []string{"limits.maxNodes", "limits.maxPodBytes", "limits.maxNodeBytes", "limits.maxConcurrentDecodes", "limits.maxPodValues", "limits.maxNodeValues"}
 	if !slices.Equal(inv.Fields(), want) {
 		t.Errorf("fields %v, want %v", inv.Fields(), want)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 )
 
@@ -19,23 +21,22 @@ import (
 // JSON bodies of k8s.io/kube-scheduler/extender/v1's types. A body that does
 // not decode is answered 400 with the reason, one beyond the Limits 413
 // (Filter and Prioritize: Limits.FilterRequestBytes and
-// FilterRequestValues; Bind: 16 KiB), one whose context ends while it waits
+// FilterRequestValues, then the pod, the node names and each Node object
+// within their own bounds; Bind: 16 KiB), one whose context ends while it waits
 // for its turn to be decoded (Limits.MaxConcurrentDecodes) 503; every other
 // outcome is a 200 whose result carries the error, as the protocol
 // expects, but Prioritize's, which has no error field: its errors are 500.
 func (s *Scheduler) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /filter", func(w http.ResponseWriter, r *http.Request) {
-		var args extenderv1.ExtenderArgs
-		if s.decode(w, r, s.limits.FilterRequestBytes(), s.limits.FilterRequestValues(), &args) {
+	mux.HandleFunc("POST /"+FilterVerb, func(w http.ResponseWriter, r *http.Request) {
+		if args, raw, ok := s.decodeArgs(w, r); ok {
 			res := s.Filter(r.Context(), args)
 			res.Error = clip(res.Error)
-			reply(w, res)
+			reply(w, withRawNodes(res, raw))
 		}
 	})
-	mux.HandleFunc("POST /prioritize", func(w http.ResponseWriter, r *http.Request) {
-		var args extenderv1.ExtenderArgs
-		if s.decode(w, r, s.limits.FilterRequestBytes(), s.limits.FilterRequestValues(), &args) {
+	mux.HandleFunc("POST /"+PrioritizeVerb, func(w http.ResponseWriter, r *http.Request) {
+		if args, _, ok := s.decodeArgs(w, r); ok {
 			list, err := s.Prioritize(r.Context(), args)
 			if err != nil {
 				// The protocol has no error field here: an error fails the
@@ -46,9 +47,9 @@ func (s *Scheduler) Handler() http.Handler {
 			reply(w, list)
 		}
 	})
-	mux.HandleFunc("POST /bind", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /"+BindVerb, func(w http.ResponseWriter, r *http.Request) {
 		var args extenderv1.ExtenderBindingArgs
-		if s.decode(w, r, bindRequestBytes, envelopeValues, &args) {
+		if s.decode(w, r, bindRequestBytes, func(body []byte) error { return whole(body, envelopeValues, &args) }) {
 			res := s.Bind(r.Context(), args)
 			res.Error = clip(res.Error)
 			reply(w, res)
@@ -57,11 +58,134 @@ func (s *Scheduler) Handler() http.Handler {
 	return mux
 }
 
-// decode reads one JSON value of at most maxBytes bytes and maxValues
-// values into v, in its turn among Limits.MaxConcurrentDecodes, answering
-// why when it cannot. The body is read and counted before it is decoded,
-// so that no request decodes into more than its bounds allow.
-func (s *Scheduler) decode(w http.ResponseWriter, r *http.Request, maxBytes int64, maxValues int, v any) bool {
+// decodeArgs reads a Filter or Prioritize body within
+// Limits.FilterRequestBytes, then holds each part to its own bounds before
+// it is decoded (parseArgs).
+func (s *Scheduler) decodeArgs(w http.ResponseWriter, r *http.Request) (args extenderv1.ExtenderArgs, raw map[string]json.RawMessage, ok bool) {
+	ok = s.decode(w, r, s.limits.FilterRequestBytes(), func(body []byte) error {
+		var err error
+		args, raw, err = s.parseArgs(body)
+		return err
+	})
+	return args, raw, ok
+}
+
+// parseArgs splits an ExtenderArgs body into its parts in one pass
+// (splitArgs) and decodes each within its own bounds, so that no part
+// spends another's allowance: the pod within MaxPodBytes and MaxPodValues,
+// the node names within MaxNodes names, at most MaxNodes Node objects each
+// within MaxNodeBytes and MaxNodeValues. A Node object is decoded only as
+// far as the fit reads it (name, labels, annotations, capacity and
+// allocatable); raw holds each object as it was sent, by name, to answer
+// with.
+func (s *Scheduler) parseArgs(body []byte) (args extenderv1.ExtenderArgs, raw map[string]json.RawMessage, err error) {
+	l := s.limits
+	parts, err := splitArgs(body, l)
+	if err != nil {
+		return args, nil, err
+	}
+	if err := within("the pod", parts.pod, l.MaxPodBytes, l.MaxPodValues, &args.Pod); err != nil {
+		return args, nil, err
+	}
+	if err := within("the node names", parts.names, l.namesBytes(), l.MaxNodes+1, &args.NodeNames); err != nil {
+		return args, nil, err
+	}
+	if parts.items == nil {
+		return args, nil, nil
+	}
+	args.Nodes = &corev1.NodeList{Items: make([]corev1.Node, len(parts.items))}
+	raw = make(map[string]json.RawMessage, len(parts.items))
+	for i, item := range parts.items {
+		var n templateWire
+		if err := within(fmt.Sprintf("nodes.items[%d]", i), item, l.MaxNodeBytes, l.MaxNodeValues, &n); err != nil {
+			return args, nil, err
+		}
+		args.Nodes.Items[i] = n.node()
+		if _, dup := raw[n.Metadata.Name]; !dup {
+			raw[n.Metadata.Name] = item
+		}
+	}
+	return args, raw, nil
+}
+
+// templateWire is what the fit reads of a Node object (gpu.DecodeNode):
+// the rest of the object is skipped unread.
+type templateWire struct {
+	Metadata struct {
+		Name        string            `json:"name"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Status struct {
+		Capacity    corev1.ResourceList `json:"capacity"`
+		Allocatable corev1.ResourceList `json:"allocatable"`
+	} `json:"status"`
+}
+
+func (t *templateWire) node() corev1.Node {
+	return corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: t.Metadata.Name, Labels: t.Metadata.Labels, Annotations: t.Metadata.Annotations},
+		Status:     corev1.NodeStatus{Capacity: t.Status.Capacity, Allocatable: t.Status.Allocatable},
+	}
+}
+
+// partError is a part of a request refused, with its HTTP status.
+type partError struct {
+	status int
+	msg    string
+}
+
+func (e *partError) Error() string { return e.msg }
+
+func isNull(b json.RawMessage) bool { return len(b) == 0 || string(b) == "null" }
+
+// within decodes b into v when it holds at most maxBytes bytes and
+// maxValues JSON values; an absent or null b leaves v as it is.
+func within(what string, b json.RawMessage, maxBytes int64, maxValues int, v any) error {
+	if isNull(b) {
+		return nil
+	}
+	if int64(len(b)) > maxBytes {
+		return &partError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("%s: %d bytes, over the %d bytes it may take", what, len(b), maxBytes)}
+	}
+	if n := countValues(b, maxValues); n > maxValues {
+		return &partError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("%s: over the %d JSON values it may hold", what, maxValues)}
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: not a %T: %w", what, v, err)
+	}
+	return nil
+}
+
+// filterReply is an ExtenderFilterResult whose Nodes are the objects as
+// they were sent, not the parts the fit read.
+type filterReply struct {
+	Nodes                      *rawNodeList              `json:",omitempty"`
+	NodeNames                  *[]string                 `json:",omitempty"`
+	FailedNodes                extenderv1.FailedNodesMap `json:",omitempty"`
+	FailedAndUnresolvableNodes extenderv1.FailedNodesMap `json:",omitempty"`
+	Error                      string                    `json:",omitempty"`
+}
+
+// withRawNodes is res with its Nodes as raw sent them.
+func withRawNodes(res extenderv1.ExtenderFilterResult, raw map[string]json.RawMessage) any {
+	if res.Nodes == nil {
+		return res
+	}
+	out := filterReply{NodeNames: res.NodeNames, FailedNodes: res.FailedNodes, FailedAndUnresolvableNodes: res.FailedAndUnresolvableNodes, Error: res.Error}
+	out.Nodes = &rawNodeList{Items: make([]json.RawMessage, 0, len(res.Nodes.Items))}
+	for _, n := range res.Nodes.Items {
+		out.Nodes.Items = append(out.Nodes.Items, raw[n.Name])
+	}
+	return out
+}
+
+// decode reads a body of at most maxBytes bytes, in its turn among
+// Limits.MaxConcurrentDecodes, and parses it (still in its turn),
+// answering why when it cannot: 413 beyond maxBytes or a *partError's
+// status, else 400. The body is read whole before it is parsed, and parse
+// bounds what it decodes.
+func (s *Scheduler) decode(w http.ResponseWriter, r *http.Request, maxBytes int64, parse func(body []byte) error) bool {
 	if !s.acquireDecode(w, r) {
 		return false
 	}
@@ -70,25 +194,36 @@ func (s *Scheduler) decode(w http.ResponseWriter, r *http.Request, maxBytes int6
 	var buf bytes.Buffer
 	buf.Grow(int(min(max(r.ContentLength, 0), maxBytes)) + bytes.MinRead)
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBytes))
-	body := buf.Bytes()
 	if err != nil {
 		if errors.As(err, new(*http.MaxBytesError)) {
-			http.Error(w, fmt.Sprintf("extender: the request body is over the %d bytes a %T may take", maxBytes, v), http.StatusRequestEntityTooLarge)
+			http.Error(w, fmt.Sprintf("extender: the request body is over the %d bytes it may take", maxBytes), http.StatusRequestEntityTooLarge)
 			return false
 		}
 		http.Error(w, fmt.Sprintf("extender: reading the request body: %v", err), http.StatusBadRequest)
 		return false
 	}
-	if n := countValues(body, maxValues); n > maxValues {
-		http.Error(w, fmt.Sprintf("extender: the request body holds over the %d JSON values a %T may hold", maxValues, v), http.StatusRequestEntityTooLarge)
-		return false
-	}
-	// Unmarshal refuses anything after the one value.
-	if err := json.Unmarshal(body, v); err != nil {
-		http.Error(w, fmt.Sprintf("extender: the request body is not one %T: %v", v, err), http.StatusBadRequest)
+	if err := parse(buf.Bytes()); err != nil {
+		status := http.StatusBadRequest
+		var pe *partError
+		if errors.As(err, &pe) {
+			status = pe.status
+		}
+		http.Error(w, "extender: the request body: "+err.Error(), status)
 		return false
 	}
 	return true
+}
+
+// whole decodes body into v when it holds at most maxValues JSON values;
+// Unmarshal refuses anything after the one value.
+func whole(body []byte, maxValues int, v any) error {
+	if n := countValues(body, maxValues); n > maxValues {
+		return &partError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("over the %d JSON values a %T may hold", maxValues, v)}
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("not one %T: %w", v, err)
+	}
+	return nil
 }
 
 // acquireDecode takes a turn to decode, waiting while
@@ -148,4 +283,9 @@ func (s *Scheduler) Serve(ctx context.Context, addr string) error {
 		_ = srv.Shutdown(context.Background())
 		return nil
 	}
+}
+
+// rawNodeList is a corev1.NodeList of objects as they were sent.
+type rawNodeList struct {
+	Items []json.RawMessage `json:"items"`
 }

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,8 +33,11 @@ type KubeConfig struct {
 	Seed        uint64
 	// Recorder, when set, records the Bind events on the pods.
 	Recorder record.EventRecorder
-	// Limits bounds what one request may cost, as in Config.
-	Limits Limits
+	// Limits bounds what one request may cost, and KubeScheduler is
+	// kube-scheduler's entry for this extender, checked when it starts, as
+	// in Config.
+	Limits        Limits
+	KubeScheduler *configv1.Extender
 }
 
 // ForKubernetes wires a Scheduler for a live cluster: the node lock on Node
@@ -65,7 +69,7 @@ func ForKubernetes(c KubeConfig) (*Scheduler, error) {
 		pc = c.Clock
 	}
 	s, err := New(Config{
-		Client: c.Client, Reader: reader, Registry: c.Registry, Options: c.Options, Clock: pc, Seed: c.Seed, Limits: c.Limits,
+		Client: c.Client, Reader: reader, Registry: c.Registry, Options: c.Options, Clock: pc, Seed: c.Seed, Limits: c.Limits, KubeScheduler: c.KubeScheduler,
 		Bind: &gpu.Binder{Exec: exec, Waiter: kube.BindWaiter{Store: store, Clock: c.Clock}, Queue: &gpu.NodeQueue{}},
 	})
 	if err != nil {

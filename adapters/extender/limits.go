@@ -21,6 +21,14 @@ const (
 	// JSON value can decode into a Go struct of up to a few hundred bytes
 	// (a container is 384), about 2 KB once lists grow and the fit reads it.
 	DefaultMaxPodValues = 50_000
+	// DefaultMaxNodeBytes bounds one Node object sent whole, 64 KiB: a
+	// node's JSON is a few KiB, 20 to 40 KiB with a long image list and its
+	// managed fields.
+	DefaultMaxNodeBytes = 64 << 10
+	// DefaultMaxNodeValues bounds the JSON values of one Node object sent
+	// whole: a node of 100 images, 50 labels, 50 annotations and its managed
+	// fields holds about 2,000.
+	DefaultMaxNodeValues = 4_000
 	// DefaultMaxConcurrentDecodes lets two requests be read and decoded at
 	// once: kube-scheduler sends Filter and Prioritize from one scheduling
 	// cycle at a time, and only Binds overlap.
@@ -57,6 +65,13 @@ type Limits struct {
 	// in a request (DefaultMaxPodValues when zero). Bytes alone do not bound
 	// decoding: "{}," is three bytes and becomes a 384-byte container.
 	MaxPodValues int
+	// MaxNodeBytes and MaxNodeValues bound each Node object of a request
+	// that sends them whole, as kube-scheduler does with nodeCacheCapable
+	// false (DefaultMaxNodeBytes and DefaultMaxNodeValues when zero). Such
+	// a request may be MaxNodes times as large: a cluster smaller than
+	// MaxNodes should lower MaxNodes to tighten its bound.
+	MaxNodeBytes  int64
+	MaxNodeValues int
 	// MaxConcurrentDecodes bounds the requests read and decoded at once
 	// (DefaultMaxConcurrentDecodes when zero). A request beyond it waits for
 	// a turn until its context ends (kube-scheduler's httpTimeout), rather
@@ -75,12 +90,13 @@ func (l Limits) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int64
-	}{{"maxNodes", int64(l.MaxNodes)}, {"maxPodBytes", l.MaxPodBytes}, {"maxPodValues", int64(l.MaxPodValues)}, {"maxConcurrentDecodes", int64(l.MaxConcurrentDecodes)}} {
+	}{{"maxNodes", int64(l.MaxNodes)}, {"maxPodBytes", l.MaxPodBytes}, {"maxPodValues", int64(l.MaxPodValues)}, {"maxNodeBytes", l.MaxNodeBytes}, {"maxNodeValues", int64(l.MaxNodeValues)}, {"maxConcurrentDecodes", int64(l.MaxConcurrentDecodes)}} {
 		if f.v < 0 {
 			errs = append(errs, field.Invalid(p.Child(f.name), f.v, "must not be negative (zero means the default)"))
 		}
 	}
-	// Bounds beyond these would overflow the request bounds built from them.
+	// Bounds beyond these would overflow the request bounds built from them
+	// (on 64-bit int; MaxNodes × MaxNodeBytes must stay far from 2^63).
 	if l.MaxNodes > 1<<30/maxNodeNameBytes {
 		errs = append(errs, field.Invalid(p.Child("maxNodes"), l.MaxNodes, fmt.Sprintf("must be at most %d", 1<<30/maxNodeNameBytes)))
 	}
@@ -89,6 +105,12 @@ func (l Limits) Validate() error {
 	}
 	if l.MaxPodValues > 1<<30 {
 		errs = append(errs, field.Invalid(p.Child("maxPodValues"), l.MaxPodValues, "must be at most 2^30"))
+	}
+	if l.MaxNodeBytes > 1<<30 {
+		errs = append(errs, field.Invalid(p.Child("maxNodeBytes"), l.MaxNodeBytes, "must be at most 1 GiB"))
+	}
+	if l.MaxNodeValues > 1<<30 {
+		errs = append(errs, field.Invalid(p.Child("maxNodeValues"), l.MaxNodeValues, "must be at most 2^30"))
 	}
 	return plancore.Invalid(ErrInvalidConfig, errs)
 }
@@ -104,31 +126,45 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxPodValues == 0 {
 		l.MaxPodValues = DefaultMaxPodValues
 	}
+	if l.MaxNodeBytes == 0 {
+		l.MaxNodeBytes = DefaultMaxNodeBytes
+	}
+	if l.MaxNodeValues == 0 {
+		l.MaxNodeValues = DefaultMaxNodeValues
+	}
 	if l.MaxConcurrentDecodes == 0 {
 		l.MaxConcurrentDecodes = DefaultMaxConcurrentDecodes
 	}
 	return l
 }
 
-// FilterRequestBytes is the largest Filter or Prioritize body accepted: the
-// pod, MaxNodes node names and the envelope (4.2 MiB by default). It
-// assumes kube-scheduler's nodeCacheCapable true, which sends the
-// candidates as NodeNames only. A configuration sending whole Node objects
-// (nodeCacheCapable false) would add a per-node term for a Node's JSON
-// here and in FilterRequestValues; until then such a body is refused
-// beyond a handful of nodes.
+// FilterRequestBytes is the largest Filter or Prioritize body accepted:
+// the pod, the candidates and the envelope, where the candidates are
+// MaxNodes node names (nodeCacheCapable true, 1.2 MiB by default) or
+// MaxNodes Node objects of MaxNodeBytes (nodeCacheCapable false, 312 MiB
+// by default), whichever is larger. Each part is then held to its own
+// bounds before it is decoded (the pod to MaxPodBytes and MaxPodValues,
+// the names to MaxNodes names, each Node to MaxNodeBytes and
+// MaxNodeValues), so no part spends another's allowance.
 func (l Limits) FilterRequestBytes() int64 {
 	l = l.withDefaults()
-	return l.MaxPodBytes + int64(l.MaxNodes)*maxNodeNameBytes + envelopeBytes
+	return l.MaxPodBytes + max(l.namesBytes(), l.nodesBytes()) + envelopeBytes
 }
 
 // FilterRequestValues is the most JSON values a Filter or Prioritize body
-// may hold: the pod's, one per node name, and the envelope's. See
-// FilterRequestBytes for the names-only assumption.
+// can hold once each part is within its bounds: the pod's, the
+// candidates' (one per node name, or MaxNodeValues per Node object and one
+// per item) and the envelope's.
 func (l Limits) FilterRequestValues() int {
 	l = l.withDefaults()
-	return l.MaxPodValues + l.MaxNodes + envelopeValues
+	return l.MaxPodValues + max(l.MaxNodes, l.nodesValues()) + envelopeValues
 }
+
+// namesBytes bounds a NodeNames list; nodesBytes and nodesValues a Nodes
+// list; each on a Limits with its defaults set.
+func (l Limits) namesBytes() int64 { return int64(l.MaxNodes)*maxNodeNameBytes + 2 }
+func (l Limits) nodesBytes() int64 { return int64(l.MaxNodes)*(l.MaxNodeBytes+1) + envelopeBytes }
+func (l Limits) nodesValues() int  { return l.MaxNodes*(l.MaxNodeValues+1) + envelopeValues }
 
 // countValues counts the JSON values in b, object keys included, stopping
 // once the count passes limit; it only finds where values start (a quote,

@@ -13,10 +13,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
+	"github.com/plancore/plancore/adapters/extender"
 	"github.com/plancore/plancore/adapters/extender/extendertest"
 	"github.com/plancore/plancore/adapters/kube/kubetest"
 	"github.com/plancore/plancore/gpu"
@@ -42,12 +47,23 @@ func schedulerBinary(t *testing.T) string {
 	return path
 }
 
+// hamiExtender is kube-scheduler's extender entry for the extender at url:
+// Filter, Prioritize and Bind of NVIDIA and Hygon pods, nodeCacheCapable
+// true, as HAMi's chart configures it (with Prioritize).
+func hamiExtender(url string) configv1.Extender {
+	e := configv1.Extender{URLPrefix: url, FilterVerb: "filter", PrioritizeVerb: "prioritize", BindVerb: "bind", Weight: 1,
+		NodeCacheCapable: true, HTTPTimeout: metav1.Duration{Duration: 30 * time.Second}}
+	for _, r := range []string{"nvidia.com/gpu", "nvidia.com/gpumem", "hygon.com/dcunum", "hygon.com/dcumem"} {
+		e.ManagedResources = append(e.ManagedResources, configv1.ExtenderManagedResource{Name: r, IgnoredByScheduler: true})
+	}
+	return e
+}
+
 // startScheduler runs kube-scheduler against the test's control plane with
-// the extender at url for Filter, Prioritize and Bind of NVIDIA and Hygon
-// pods, serving only the pods that name schedulerName (other tests' pods are
-// left alone), and stops it when the test ends. Its log is printed if the test
-// fails.
-func startScheduler(t *testing.T, env *kubetest.Env, schedulerName, url string) {
+// the extender entry ext, serving only the pods that name schedulerName
+// (other tests' pods are left alone), and stops it when the test ends. Its
+// log is printed if the test fails.
+func startScheduler(t *testing.T, env *kubetest.Env, schedulerName string, ext configv1.Extender) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := env.Config
@@ -58,6 +74,10 @@ func startScheduler(t *testing.T, env *kubetest.Env, schedulerName, url string) 
 	kc.CurrentContext = "envtest"
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	entry, err := yaml.Marshal([]configv1.Extender{ext})
+	if err != nil {
 		t.Fatal(err)
 	}
 	config := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
@@ -71,24 +91,7 @@ leaderElection:
 profiles:
 - schedulerName: %s
 extenders:
-- urlPrefix: %s
-  filterVerb: filter
-  prioritizeVerb: prioritize
-  bindVerb: bind
-  weight: 1
-  nodeCacheCapable: true
-  httpTimeout: 30s
-  ignorable: false
-  managedResources:
-  - name: nvidia.com/gpu
-    ignoredByScheduler: true
-  - name: nvidia.com/gpumem
-    ignoredByScheduler: true
-  - name: hygon.com/dcunum
-    ignoredByScheduler: true
-  - name: hygon.com/dcumem
-    ignoredByScheduler: true
-`, kubeconfig, schedulerName, url)
+%s`, kubeconfig, schedulerName, entry)
 	configPath := filepath.Join(dir, "scheduler.yaml")
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -119,7 +122,8 @@ extenders:
 }
 
 // TestKubeScheduler schedules pods with kube-scheduler itself, configured
-// with the extender for Filter, Prioritize and Bind: 20 NVIDIA pods asking a
+// nodeCacheCapable true with the extender for Filter, Prioritize and Bind
+// (the configuration New is given, and accepts): 20 NVIDIA pods asking a
 // 10 GiB share onto two nodes of two 40 GiB cards (16 shares), two Hygon
 // pods and one CPU pod. Every device pod that fits is bound by the extender
 // with the annotations HAMi's device plugin reads, no card holds more than
@@ -129,6 +133,9 @@ func TestKubeScheduler(t *testing.T) {
 	c := newCluster(t)
 	srv := httptest.NewServer(c.ext.Handler())
 	t.Cleanup(srv.Close)
+	if _, err := extender.ForKubernetes(extender.KubeConfig{Client: c.env.Client, KubeScheduler: ptr.To(hamiExtender(srv.URL))}); err != nil {
+		t.Fatalf("the configuration refused: %v", err)
+	}
 	nv1 := c.addNode(t, "ks-nv", extendertest.NVIDIA("ks1", 2, 40*gib), nil)
 	nv2 := c.addNode(t, "ks-nv", extendertest.NVIDIA("ks2", 2, 40*gib), nil)
 	dcu := c.addNode(t, "ks-dcu", extendertest.Hygon("ks3", 2), nil) // Hygon pods take a whole card by default (cores 100)
@@ -136,7 +143,7 @@ func TestKubeScheduler(t *testing.T) {
 	defer stop()
 	c.devicePlugin(ctx, t)
 	c.schedulerName = "plancore-" + c.ns
-	startScheduler(t, c.env, c.schedulerName, srv.URL)
+	startScheduler(t, c.env, c.schedulerName, hamiExtender(srv.URL))
 
 	var nvPods, dcuPods []*corev1.Pod
 	for i := range 20 {
@@ -195,6 +202,67 @@ func TestKubeScheduler(t *testing.T) {
 	}
 	if got := c.get(t, cpuPod); got.Spec.NodeName == "" || got.Annotations[gpu.AnnoAssignedNode] != "" {
 		t.Errorf("the CPU pod: node %q, annotations %v", got.Spec.NodeName, got.Annotations)
+	}
+}
+
+// TestKubeSchedulerNodes runs kube-scheduler configured nodeCacheCapable
+// false, with the extender for Filter and Prioritize only (New refuses a
+// bindVerb there): it sends whole Nodes, and the extender fits each pod to
+// those objects as template nodes and answers in Nodes. Three NVIDIA pods,
+// one Hygon pod and one CPU pod are placed by kube-scheduler on a node of
+// their devices, past a node with no devices ("node unregistered"), and no
+// pod is written on (template nodes assign nothing). Fails when the
+// extender answers such a kube-scheduler in NodeNames: it reads Nodes, and
+// every node is filtered out.
+func TestKubeSchedulerNodes(t *testing.T) {
+	c := newCluster(t)
+	srv := httptest.NewUnstartedServer(nil)
+	entry := hamiExtender("http://" + srv.Listener.Addr().String())
+	entry.NodeCacheCapable, entry.BindVerb = false, ""
+	ext, err := extender.ForKubernetes(extender.KubeConfig{Client: c.env.Client, Reader: c.cache, Options: gpu.Options{}, KubeScheduler: &entry})
+	if err != nil {
+		t.Fatalf("the configuration refused: %v", err)
+	}
+	srv.Config.Handler = ext.Handler()
+	srv.Start()
+	t.Cleanup(srv.Close)
+	nv := c.addNode(t, "ksn-nv", extendertest.NVIDIA("ksn1", 2, 40*gib), nil)
+	dcu := c.addNode(t, "ksn-dcu", extendertest.Hygon("ksn2", 2), nil)
+	bare := c.addNode(t, "ksn-bare", nil, nil)
+	c.schedulerName = "plancore-" + c.ns
+	startScheduler(t, c.env, c.schedulerName, entry)
+
+	want := map[string]string{} // pod name -> node
+	var pods []*corev1.Pod
+	for i := range 3 {
+		p := c.addPod(t, fmt.Sprintf("ksn-nv-%d", i), map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "10240"})
+		pods, want[p.Name] = append(pods, p), nv
+	}
+	p := c.addPod(t, "ksn-dcu", map[string]string{"hygon.com/dcunum": "1", "hygon.com/dcumem": "4096"})
+	pods, want[p.Name] = append(pods, p), dcu
+	pods = append(pods, c.addPod(t, "ksn-cpu", map[string]string{"cpu": "100m"}))
+
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, p := range pods {
+		for {
+			got := c.get(t, p)
+			if got.Spec.NodeName != "" {
+				if w, ok := want[p.Name]; ok && got.Spec.NodeName != w {
+					t.Errorf("%s on %s, want %s", p.Name, got.Spec.NodeName, w)
+				}
+				if got.Spec.NodeName == bare && p.Name != "ksn-cpu" {
+					t.Errorf("%s on the node without devices", p.Name)
+				}
+				if a := got.Annotations[gpu.AnnoAssignedNode]; a != "" {
+					t.Errorf("%s written on (%s=%q): template nodes assign nothing", p.Name, gpu.AnnoAssignedNode, a)
+				}
+				break
+			}
+			if podUnschedulable(got) || time.Now().After(deadline) {
+				t.Fatalf("%s not placed: %+v", p.Name, got.Status.Conditions)
+			}
+			time.Sleep(200 * time.Millisecond) // waiting for a real scheduler
+		}
 	}
 }
 
