@@ -37,6 +37,9 @@ type Scheduler struct {
 	seed     uint64
 
 	limits Limits
+	// filterBody bounds a Filter or Prioritize body: the form the
+	// configured kube-scheduler sends, or either.
+	filterBody int64
 
 	// decodes holds a token per request being decoded
 	// (Limits.MaxConcurrentDecodes); decodeWaiters counts those waiting.
@@ -91,7 +94,10 @@ type Config struct {
 	// assigns no devices), and managedResources that keep device pods from
 	// the extender or every node from them. Nil skips the check. Either
 	// way, each request is served in the form it comes in: NodeNames
-	// (nodeCacheCapable true) or whole Nodes (false).
+	// (nodeCacheCapable true) or whole Nodes (false); with the entry set,
+	// a Filter or Prioritize body is bounded for the one form it names
+	// (about 4.2 MiB for names by default, against 312 MiB when Node objects
+	// may come), so set it.
 	KubeScheduler *configv1.Extender
 }
 
@@ -127,6 +133,7 @@ func New(c Config) (*Scheduler, error) {
 	s := &Scheduler{
 		client: c.Client, reader: c.Reader, registry: c.Registry, options: c.Options,
 		binder: c.Bind, clock: c.Clock, seed: c.Seed, limits: c.Limits.withDefaults(),
+		filterBody: c.Limits.filterBodyBytes(c.KubeScheduler),
 	}
 	s.decodes = make(chan struct{}, s.limits.MaxConcurrentDecodes)
 	if s.reader == nil {

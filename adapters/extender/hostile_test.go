@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	configv1 "k8s.io/kube-scheduler/config/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/plancore/plancore"
@@ -413,5 +414,30 @@ func TestUnseenNodes(t *testing.T) {
 	res := ext.Filter(context.Background(), extenderv1.ExtenderArgs{Pod: gpuPod("p", 8000), NodeNames: &nodes})
 	if res.Error != "" || len(*res.NodeNames) != 1 || !strings.Contains(res.FailedNodes["new-49"], "not found") {
 		t.Fatalf("Filter naming 50 unseen nodes: %v, %v, %q", res.Error, res.NodeNames, res.FailedNodes["new-49"])
+	}
+}
+
+// TestBodyBoundFitsTheConfiguration: with kube-scheduler's entry given and
+// nodeCacheCapable true, a Filter body is bounded for names only, so a
+// 63 MB body is refused before it is read whole; without the entry the
+// bound allows Node objects too. Breaking it: bound every body for Node
+// objects whatever the configuration.
+func TestBodyBoundFitsTheConfiguration(t *testing.T) {
+	body := filterArgs(`{"metadata":{"name":"p","namespace":"default"}}`, `"NodeNames":[`+strings.Repeat(`"node-0000",`, 63<<20/12)+`"x"]`)
+	newExt := func(e *configv1.Extender) *extender.Scheduler {
+		ext, err := extender.New(extender.Config{Client: &memCluster{}, Bind: &gpu.Binder{Exec: noPods{}, Waiter: clockWait{}}, KubeScheduler: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ext
+	}
+	names := newExt(&configv1.Extender{URLPrefix: "http://x", FilterVerb: "filter", NodeCacheCapable: true})
+	m := measure(names.Handler(), "/filter", body)
+	if m.status != http.StatusRequestEntityTooLarge || m.alloc > 16<<20 {
+		t.Errorf("names-only configuration: status %d, %d MB allocated; want 413 within 16 MB", m.status, m.alloc>>20)
+	}
+	either := newExt(nil)
+	if m := measure(either.Handler(), "/filter", body); m.status == http.StatusOK && !strings.Contains(m.reply, "error") {
+		t.Errorf("no configuration: a 63 MB body of names was served: %.200s", m.reply)
 	}
 }

@@ -62,7 +62,7 @@ func (s *Scheduler) Handler() http.Handler {
 // Limits.FilterRequestBytes, then holds each part to its own bounds before
 // it is decoded (parseArgs).
 func (s *Scheduler) decodeArgs(w http.ResponseWriter, r *http.Request) (args extenderv1.ExtenderArgs, raw map[string]json.RawMessage, ok bool) {
-	ok = s.decode(w, r, s.limits.FilterRequestBytes(), func(body []byte) error {
+	ok = s.decode(w, r, s.filterBody, func(body []byte) error {
 		var err error
 		args, raw, err = s.parseArgs(body)
 		return err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/plancore/plancore"
 )
@@ -149,6 +150,21 @@ func (l Limits) withDefaults() Limits {
 func (l Limits) FilterRequestBytes() int64 {
 	l = l.withDefaults()
 	return l.MaxPodBytes + max(l.namesBytes(), l.nodesBytes()) + envelopeBytes
+}
+
+// filterBodyBytes is the body bound of the one form a known kube-scheduler
+// configuration sends: names only (nodeCacheCapable true, 4.2 MiB by
+// default) or Node objects only; without a configuration, either
+// (FilterRequestBytes).
+func (l Limits) filterBodyBytes(e *configv1.Extender) int64 {
+	l = l.withDefaults()
+	switch {
+	case e == nil:
+		return l.FilterRequestBytes()
+	case e.NodeCacheCapable:
+		return l.MaxPodBytes + l.namesBytes() + envelopeBytes
+	}
+	return l.MaxPodBytes + l.nodesBytes() + envelopeBytes
 }
 
 // FilterRequestValues is the most JSON values a Filter or Prioritize body

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"time"
 
+	configv1 "k8s.io/kube-scheduler/config/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,7 +94,11 @@ func run(ctx context.Context, out io.Writer) ([]Placement, error) {
 	if !c.WaitForCacheSync(ctx) {
 		return nil, fmt.Errorf("the cache never synced")
 	}
-	ext, err := extender.ForKubernetes(extender.KubeConfig{Client: env.Client, Reader: c})
+	// The entry kube-scheduler would have for this extender: checked when the
+	// extender starts, and it bounds each request for names only.
+	entry := configv1.Extender{URLPrefix: "http://127.0.0.1", FilterVerb: "filter", PrioritizeVerb: "prioritize",
+		BindVerb: "bind", Weight: 1, NodeCacheCapable: true}
+	ext, err := extender.ForKubernetes(extender.KubeConfig{Client: env.Client, Reader: c, KubeScheduler: &entry})
 	if err != nil {
 		return nil, err
 	}
