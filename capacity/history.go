@@ -112,7 +112,7 @@ func CheckLinearizable(history []HistoryOp, o Options) error {
 	byNode := map[string][]HistoryOp{}
 	var errs field.ErrorList
 	for i, op := range history {
-		errs = append(errs, op.validate(field.NewPath("history").Index(i))...)
+		errs = append(errs, op.validate(func() *field.Path { return field.NewPath("history").Index(i) })...)
 		byNode[op.Node] = append(byNode[op.Node], op)
 	}
 	nodes := make([]string, 0, len(byNode))
@@ -137,25 +137,27 @@ func CheckLinearizable(history []HistoryOp, o Options) error {
 	return nil
 }
 
-func (op HistoryOp) validate(path *field.Path) field.ErrorList {
+// validate checks one operation; path builds its field path, only for a
+// problem.
+func (op HistoryOp) validate(path func() *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	switch op.Kind {
 	case OpReserve, OpAck, OpRelease, OpHeartbeat:
 	default:
-		errs = append(errs, field.NotSupported(path.Child("kind"), string(op.Kind),
+		errs = append(errs, field.NotSupported(path().Child("kind"), string(op.Kind),
 			[]string{string(OpReserve), string(OpAck), string(OpRelease), string(OpHeartbeat)}))
 	}
 	if op.Node == "" {
-		errs = append(errs, field.Required(path.Child("node"), "every operation names its node"))
+		errs = append(errs, field.Required(path().Child("node"), "every operation names its node"))
 	}
 	if op.Call >= op.Return {
-		errs = append(errs, field.Invalid(path.Child("call"), op.Call, fmt.Sprintf("must be before return (%d)", op.Return)))
+		errs = append(errs, field.Invalid(path().Child("call"), op.Call, fmt.Sprintf("must be before return (%d)", op.Return)))
 	}
 	if op.Kind == OpReserve && op.Reservation.Node != "" && op.Reservation.Node != op.Node {
-		errs = append(errs, field.Invalid(path.Child("reservation", "node"), op.Reservation.Node, "differs from node "+op.Node))
+		errs = append(errs, field.Invalid(path().Child("reservation", "node"), op.Reservation.Node, "differs from node "+op.Node))
 	}
 	if op.Kind == OpAck && op.Ack.Node != "" && op.Ack.Node != op.Node {
-		errs = append(errs, field.Invalid(path.Child("ack", "node"), op.Ack.Node, "differs from node "+op.Node))
+		errs = append(errs, field.Invalid(path().Child("ack", "node"), op.Ack.Node, "differs from node "+op.Node))
 	}
 	return errs
 }

@@ -228,10 +228,15 @@ func ValidateBatch(items []Reservation, mode BatchMode, o Options) error {
 		errs = append(errs, field.TooMany(field.NewPath("items"), len(items), o.MaxBatch))
 	}
 	for i, it := range items {
-		path := field.NewPath("items").Index(i)
+		// Only a bad item costs anything (errors.As's target and the item's
+		// path live on the heap): a store checks every batch.
 		_, err := it.Resolve(o)
+		if err == nil {
+			continue
+		}
 		var inv *plancore.InvalidError
 		if errors.As(err, &inv) {
+			path := field.NewPath("items").Index(i)
 			for _, e := range inv.Errors {
 				e2 := *e
 				e2.Field = path.String() + "." + e.Field

@@ -78,19 +78,23 @@ func (in Snapshot) Validate() error {
 	seen := make(map[string]struct{}, len(in.Jobs))
 	for i := range in.Jobs {
 		j := &in.Jobs[i]
-		path := field.NewPath("jobs").Index(i)
+		// The job's path is built only when a check fails: Decide validates
+		// every job on every call, so valid input allocates no path.
 		if j.Name == "" {
-			errs = append(errs, field.Required(path.Child("name"), "an observed job has a name"))
+			errs = append(errs, field.Required(jobPath(i).Child("name"), "an observed job has a name"))
 		} else if _, dup := seen[j.Name]; dup {
-			errs = append(errs, field.Duplicate(path.Child("name"), j.Name))
+			errs = append(errs, field.Duplicate(jobPath(i).Child("name"), j.Name))
 		}
 		seen[j.Name] = struct{}{}
 		if j.RunningDuration != nil && *j.RunningDuration < 0 {
-			errs = append(errs, field.Invalid(path.Child("runningDuration"), *j.RunningDuration, "must not be negative"))
+			errs = append(errs, field.Invalid(jobPath(i).Child("runningDuration"), *j.RunningDuration, "must not be negative"))
 		}
 	}
 	return plancore.Invalid(ErrInvalidInput, errs)
 }
+
+// jobPath is the path of the i-th observed job.
+func jobPath(i int) *field.Path { return field.NewPath("jobs").Index(i) }
 
 // planner holds one call's working state.
 type planner struct {

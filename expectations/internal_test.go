@@ -166,3 +166,42 @@ func FuzzState(f *testing.F) {
 		}
 	})
 }
+
+// TestChecksAllocateNothingOnValidInput: the checks every recording and
+// lookup runs (the clock, the owner, the record or reference, the options)
+// build a field path only when one fails, so valid input allocates nothing.
+// Breaking it: build any path eagerly (field.NewPath outside an error branch).
+func TestChecksAllocateNothingOnValidInput(t *testing.T) {
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := Owner{Namespace: "ns", Name: "rc", UID: "u1"}
+	rec := Record{Owner: owner, Group: "g", Action: Create, Token: "t1"}
+	del := Record{Owner: owner, Group: "g", Action: Delete, Pod: "p1"}
+	ref := rec.Ref()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := checkNow(now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ownerKey(owner); err != nil {
+			t.Fatal(err)
+		}
+		if err := rec.validate(); err != nil {
+			t.Fatal(err)
+		}
+		if err := del.validate(); err != nil {
+			t.Fatal(err)
+		}
+		if err := ref.validate(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.opts.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("the checks allocate %v times per call on valid input, want 0", allocs)
+	}
+}

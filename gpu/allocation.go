@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/plancore/plancore"
 )
 
 // AddUsage returns a copy of devices with allocs recorded against them: each
@@ -42,7 +40,7 @@ func AddUsage(devices []Device, allocs ...Allocation) ([]Device, error) {
 		}
 		errs = append(errs, addOne(&out[i], a, p)...)
 	}
-	if err := plancore.Invalid(ErrInvalidDevice, errs); err != nil {
+	if err := invalid(ErrInvalidDevice, errs); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -124,7 +122,7 @@ func EncodeAllocations(containers []ContainerAllocation, vendor string) string {
 // containers[1].devices[0].memoryMiB, with the bad text as the value.
 func DecodeAllocations(s string) ([][]Allocation, error) {
 	out, errs := decodeContainers(s, field.NewPath("containers"))
-	if err := plancore.Invalid(ErrInvalidAllocation, errs); err != nil {
+	if err := invalid(ErrInvalidAllocation, errs); err != nil {
 		return nil, err
 	}
 	return out, nil

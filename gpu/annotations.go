@@ -7,8 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/plancore/plancore"
 )
 
 // Pod annotations read and written by the Bind flow and the fit.
@@ -92,7 +90,7 @@ func FitRequestFromPod(pod *corev1.Pod, reg Registry) (FitRequest, error) {
 		fr.NUMABind = b
 	}
 	fr.Selectors = reg.selectors(a, annos, &errs)
-	if err := plancore.Invalid(ErrInvalidRequest, errs); err != nil {
+	if err := invalid(ErrInvalidRequest, errs); err != nil {
 		return FitRequest{}, err
 	}
 	if a[AnnoAscendVNPUMode] == "hami-core" {

@@ -48,6 +48,31 @@ func BenchmarkFit(b *testing.B) {
 	}
 }
 
+// TestValidationAllocatesNothingOnValidInput: Decide's checks (Input.Validate
+// and Options.Validate) build a field path, and box their error kind, only
+// when a check fails, so on 8 valid nodes of 8 GPUs (one with MIG geometry in
+// use) they allocate nothing; the one-contract rework had made it one path
+// per node and request. Breaking it: build any path eagerly again
+// (field.NewPath outside an error branch), or hand plancore.Invalid a
+// subError sentinel on valid input.
+func TestValidationAllocatesNothingOnValidInput(t *testing.T) {
+	nodes := benchNodes(8)
+	nodes[7].Devices[0] = migCard("GPU-MIG", gpu.MIGPlacement{Start: 0, Size: 1})
+	in := gpu.Input{Nodes: nodes, Request: gpu.FitRequest{GPUPolicy: []gpu.Policy{gpu.Binpack},
+		Requests: []gpu.Request{nvReq("main", 2, 4000, 30), nvReq("side", 1, 1000, 10)}}}
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := in.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if err := (gpu.Options{}).Validate(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Input.Validate + Options.Validate allocate %v times per call on valid input, want 0", allocs)
+	}
+}
+
 // BenchmarkFitPolicies is BenchmarkFit's 1,000 nodes under the other device
 // orders: a binpack,numa chain, numa-bind, and topology-aware (which keeps
 // every fitting device and searches the pairs).

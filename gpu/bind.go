@@ -257,7 +257,7 @@ func (in BindInput) Validate() error {
 	if in.Now.IsZero() {
 		errs = append(errs, field.Required(field.NewPath("now"), "the time Bind starts"))
 	}
-	return plancore.Join(plancore.Invalid(ErrInvalidBind, errs), in.Options.Validate())
+	return plancore.Join(invalid(ErrInvalidBind, errs), in.Options.Validate())
 }
 
 // StartBind validates in and returns the initial state, whose first action is
@@ -614,21 +614,21 @@ func ParseLockEpochs(s string) ([]HeldLock, error) {
 	}
 	var out []HeldLock
 	var errs field.ErrorList
-	anno := field.NewPath("metadata", "annotations").Key(AnnoLockEpoch)
 	for i, part := range strings.Split(s, ";") {
+		anno := func() *field.Path { return field.NewPath("metadata", "annotations").Key(AnnoLockEpoch).Index(i) }
 		name, num, ok := strings.Cut(part, "=")
 		if !ok || name == "" {
-			errs = append(errs, field.Invalid(anno.Index(i), part, "want <lock name>=<epoch>"))
+			errs = append(errs, field.Invalid(anno(), part, "want <lock name>=<epoch>"))
 			continue
 		}
 		e, err := strconv.ParseUint(num, 10, 64)
 		if err != nil || e == 0 {
-			errs = append(errs, field.Invalid(anno.Index(i), part, fmt.Sprintf("epoch %q is not an integer ≥ 1", num)))
+			errs = append(errs, field.Invalid(anno(), part, fmt.Sprintf("epoch %q is not an integer ≥ 1", num)))
 			continue
 		}
 		out = append(out, HeldLock{Name: name, Epoch: e})
 	}
-	if err := plancore.Invalid(ErrInvalidBind, errs); err != nil {
+	if err := invalid(ErrInvalidBind, errs); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -14,8 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/plancore/plancore"
 )
 
 // MIGProfile is one MIG instance shape a MIG-mode NVIDIA device offers, as
@@ -147,7 +145,7 @@ const ReasonVendorUnreadable ReasonCode = "VendorUnreadable"
 // is linear in the size of the node's annotations.
 func DecodeNode(node *corev1.Node, reg Registry) (Node, error) {
 	if node == nil {
-		return Node{}, plancore.Invalid(ErrInvalidDevice, field.ErrorList{field.Required(field.NewPath("node"), "a node is required")})
+		return Node{}, invalid(ErrInvalidDevice, field.ErrorList{field.Required(field.NewPath("node"), "a node is required")})
 	}
 	out := Node{Name: node.Name, InstanceType: node.Labels[LabelInstanceType], VNPUCore: node.Annotations[AnnoVNPUCore] == "true"}
 	annos := field.NewPath("metadata", "annotations")
@@ -213,11 +211,10 @@ func unreadable(typ, key string, errs field.ErrorList) UnreadableVendor {
 // (validateNode), and an id another vendor of the node registered already
 // (in seen).
 func vendorDeviceErrors(devs []Device, seen map[string]bool) field.ErrorList {
-	p := field.NewPath("node")
-	errs := validateNode(Node{Devices: devs}, p)
+	errs := validateNode(Node{Devices: devs}, nodePath)
 	for i, d := range devs {
 		if seen[d.ID] {
-			errs = append(errs, field.Duplicate(p.Child("devices").Index(i).Child("id"), d.ID))
+			errs = append(errs, field.Duplicate(nodePath().Child("devices").Index(i).Child("id"), d.ID))
 		}
 	}
 	return errs
@@ -318,7 +315,7 @@ func registeredErrors(devs []Device, p *field.Path) field.ErrorList {
 		if d.Index < 0 {
 			errs = append(errs, field.Invalid(p.Index(i).Child("index"), d.Index, "must not be negative"))
 		}
-		errs = append(errs, validateMIG(d, p.Index(i))...)
+		errs = append(errs, validateMIG(d, func() *field.Path { return p.Index(i) })...)
 	}
 	return errs
 }
@@ -518,7 +515,7 @@ func decodePairScores(s string, p *field.Path) ([]PairScore, field.ErrorList) {
 // Capacity-derived types are left out: their devices live in the node's
 // status, not in an annotation.
 func EncodeNode(n Node, reg Registry) (map[string]string, error) {
-	if err := plancore.Invalid(ErrInvalidDevice, validateNode(n, field.NewPath("node"))); err != nil {
+	if err := invalid(ErrInvalidDevice, validateNode(n, nodePath)); err != nil {
 		return nil, err
 	}
 	out := map[string]string{}

@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/plancore/plancore"
 )
 
 // Request is what one container asks of one device type, derived with HAMi's
@@ -71,10 +69,10 @@ type Request struct {
 // (spec.initContainers[0].resources.limits[nvidia.com/gpucores]: "-5").
 func DetectRequests(pod *corev1.Pod, reg Registry) ([]Request, error) {
 	if pod == nil {
-		return nil, plancore.Invalid(ErrInvalidRequest, field.ErrorList{field.Required(field.NewPath("pod"), "a pod is required")})
+		return nil, invalid(ErrInvalidRequest, field.ErrorList{field.Required(field.NewPath("pod"), "a pod is required")})
 	}
 	reqs, errs := reg.podRequests(pod)
-	if err := plancore.Invalid(ErrInvalidRequest, errs); err != nil {
+	if err := invalid(ErrInvalidRequest, errs); err != nil {
 		return nil, err
 	}
 	return reqs, nil
@@ -109,7 +107,7 @@ func (r Registry) podRequests(pod *corev1.Pod) ([]Request, field.ErrorList) {
 // DetectRequests names them.
 func (r Registry) Requests(c corev1.Container) ([]Request, error) {
 	reqs, errs := r.containerRequests(&c, false, nil)
-	if err := plancore.Invalid(ErrInvalidRequest, errs); err != nil {
+	if err := invalid(ErrInvalidRequest, errs); err != nil {
 		return nil, err
 	}
 	return reqs, nil

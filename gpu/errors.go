@@ -1,6 +1,12 @@
 package gpu
 
-import "errors"
+import (
+	"errors"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
+)
 
 // ErrInvalidInput is wrapped by every error about invalid input: a fit's
 // request or nodes, a Bind input, a pod's device request or annotations, a
@@ -59,3 +65,13 @@ type subError string
 
 func (e subError) Error() string { return string(e) }
 func (e subError) Unwrap() error { return ErrInvalidInput }
+
+// invalid is plancore.Invalid for a finer sentinel. The sentinel becomes an
+// error (a string boxed on the heap) only when errs is not empty, so a check
+// of valid input allocates nothing.
+func invalid(kind subError, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return plancore.Invalid(kind, errs)
+}

@@ -352,17 +352,25 @@ type Plan struct {
 // problem with its field path, wrapping ErrInvalidRequest (and so
 // ErrInvalidInput).
 func (r FitRequest) Validate() error {
-	return plancore.Invalid(ErrInvalidRequest, r.validate(field.NewPath("request")))
+	return invalid(ErrInvalidRequest, r.validate(requestPath))
 }
 
-func (r FitRequest) validate(p *field.Path) field.ErrorList {
+// pathFn builds a field path when a check fails, and only then: Decide
+// validates every node and device on every call, so valid input builds no
+// path.
+type pathFn func() *field.Path
+
+func requestPath() *field.Path { return field.NewPath("request") }
+func nodePath() *field.Path    { return field.NewPath("node") }
+
+func (r FitRequest) validate(p pathFn) field.ErrorList {
 	var errs field.ErrorList
 	if !nodePolicyKnown(r.NodePolicy) {
-		errs = append(errs, field.NotSupported(p.Child("nodePolicy"), r.NodePolicy, []Policy{Binpack, Spread}))
+		errs = append(errs, field.NotSupported(p().Child("nodePolicy"), r.NodePolicy, []Policy{Binpack, Spread}))
 	}
 	for i, gp := range r.GPUPolicy {
 		if !gpuPolicyKnown(gp) {
-			errs = append(errs, field.NotSupported(p.Child("gpuPolicy").Index(i), gp, gpuPolicies))
+			errs = append(errs, field.NotSupported(p().Child("gpuPolicy").Index(i), gp, gpuPolicies))
 		}
 	}
 	for _, w := range []struct {
@@ -370,28 +378,28 @@ func (r FitRequest) validate(p *field.Path) field.ErrorList {
 		v    float64
 	}{{"slot", r.Weights.Slot}, {"core", r.Weights.Core}, {"memory", r.Weights.Memory}} {
 		if w.v < 0 || math.IsNaN(w.v) || math.IsInf(w.v, 0) {
-			errs = append(errs, field.Invalid(p.Child("weights", w.name), w.v, "must be a finite non-negative number"))
+			errs = append(errs, field.Invalid(p().Child("weights", w.name), w.v, "must be a finite non-negative number"))
 		}
 	}
 	for i, q := range r.Requests {
-		qp := p.Child("requests").Index(i)
+		qp := func() *field.Path { return p().Child("requests").Index(i) }
 		if q.Nums <= 0 {
-			errs = append(errs, field.Invalid(qp.Child("nums"), q.Nums, "must be positive"))
+			errs = append(errs, field.Invalid(qp().Child("nums"), q.Nums, "must be positive"))
 		}
 		if q.MemoryMiB < 0 {
-			errs = append(errs, field.Invalid(qp.Child("memoryMiB"), q.MemoryMiB, "must not be negative"))
+			errs = append(errs, field.Invalid(qp().Child("memoryMiB"), q.MemoryMiB, "must not be negative"))
 		}
 		switch {
 		case !slices.Contains(fitRules(), q.Rule):
-			errs = append(errs, field.NotSupported(qp.Child("rule"), q.Rule, fitRules()))
+			errs = append(errs, field.NotSupported(qp().Child("rule"), q.Rule, fitRules()))
 		case q.Slices < 0 || (q.Slices > 0 && q.Rule != FitSliceProfiles):
-			errs = append(errs, field.Invalid(qp.Child("slices"), q.Slices, "must be 0, or positive under the SliceProfiles rule"))
+			errs = append(errs, field.Invalid(qp().Child("slices"), q.Slices, "must be 0, or positive under the SliceProfiles rule"))
 		}
 		if q.MemoryPercent < 0 || q.MemoryPercent > 100 {
-			errs = append(errs, field.Invalid(qp.Child("memoryPercent"), q.MemoryPercent, "must be within 0..100"))
+			errs = append(errs, field.Invalid(qp().Child("memoryPercent"), q.MemoryPercent, "must be within 0..100"))
 		}
 		if q.Cores < 0 {
-			errs = append(errs, field.Invalid(qp.Child("cores"), q.Cores, "must not be negative"))
+			errs = append(errs, field.Invalid(qp().Child("cores"), q.Cores, "must not be negative"))
 		}
 	}
 	return errs
@@ -411,13 +419,13 @@ func gpuPolicyKnown(p Policy) bool {
 }
 
 // validateNode checks a node's devices.
-func validateNode(n Node, p *field.Path) field.ErrorList {
+func validateNode(n Node, p pathFn) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
 	for j, d := range n.Devices {
 		// The device's path is built only for a problem: a fit validates
 		// every device of every node.
-		dp := func() *field.Path { return p.Child("devices").Index(j) }
+		dp := func() *field.Path { return p().Child("devices").Index(j) }
 		switch {
 		case d.ID == "" || strings.ContainsAny(d.ID, ",:;"):
 			errs = append(errs, field.Invalid(dp().Child("id"), d.ID, "must be non-empty and free of ',', ':' and ';'"))
@@ -434,29 +442,29 @@ func validateNode(n Node, p *field.Path) field.ErrorList {
 			}
 		}
 		if len(d.MIGProfiles)+len(d.MIGInUse) > 0 {
-			errs = append(errs, validateMIG(d, dp())...)
+			errs = append(errs, validateMIG(d, dp)...)
 		}
 	}
 	return errs
 }
 
 // validateMIG checks a device's MIG geometry and instances in use.
-func validateMIG(d Device, p *field.Path) field.ErrorList {
+func validateMIG(d Device, p pathFn) field.ErrorList {
 	var errs field.ErrorList
 	for k, m := range d.MIGProfiles {
-		mp := p.Child("migProfiles").Index(k)
+		mp := func() *field.Path { return p().Child("migProfiles").Index(k) }
 		if m.Name == "" || m.MemoryMiB < 0 || m.Cores < 0 {
-			errs = append(errs, field.Invalid(mp, m.Name, "a MIG profile needs a name and non-negative memory and cores"))
+			errs = append(errs, field.Invalid(mp(), m.Name, "a MIG profile needs a name and non-negative memory and cores"))
 		}
 		for j, pl := range m.Placements {
 			if pl.Size == 0 {
-				errs = append(errs, field.Invalid(mp.Child("placements").Index(j).Child("size"), pl.Size, "must be positive"))
+				errs = append(errs, field.Invalid(mp().Child("placements").Index(j).Child("size"), pl.Size, "must be positive"))
 			}
 		}
 	}
 	for k, pl := range d.MIGInUse {
 		if pl.Size == 0 {
-			errs = append(errs, field.Invalid(p.Child("migInUse").Index(k).Child("size"), pl.Size, "must be positive"))
+			errs = append(errs, field.Invalid(p().Child("migInUse").Index(k).Child("size"), pl.Size, "must be positive"))
 		}
 	}
 	return errs
@@ -467,19 +475,19 @@ func validateMIG(d Device, p *field.Path) field.ErrorList {
 // wrapping ErrInvalidDevice); both wrap ErrInvalidInput.
 func (in Input) Validate() error {
 	var nodeErrs field.ErrorList
-	seen := map[string]bool{}
-	nodes := field.NewPath("nodes")
+	seen := make(map[string]bool, len(in.Nodes))
 	for i, n := range in.Nodes {
+		np := func() *field.Path { return field.NewPath("nodes").Index(i) }
 		switch {
 		case n.Name == "":
-			nodeErrs = append(nodeErrs, field.Required(nodes.Index(i).Child("name"), "the node's name"))
+			nodeErrs = append(nodeErrs, field.Required(np().Child("name"), "the node's name"))
 		case seen[n.Name]:
-			nodeErrs = append(nodeErrs, field.Duplicate(nodes.Index(i).Child("name"), n.Name))
+			nodeErrs = append(nodeErrs, field.Duplicate(np().Child("name"), n.Name))
 		}
 		seen[n.Name] = true
-		nodeErrs = append(nodeErrs, validateNode(n, nodes.Index(i))...)
+		nodeErrs = append(nodeErrs, validateNode(n, np)...)
 	}
-	return plancore.Join(in.Request.Validate(), plancore.Invalid(ErrInvalidDevice, nodeErrs))
+	return plancore.Join(in.Request.Validate(), invalid(ErrInvalidDevice, nodeErrs))
 }
 
 // Decide fits the pod's request onto each node, scores the nodes that fit and
@@ -514,7 +522,7 @@ func Decide(in Input, o Options) (Plan, error) {
 
 // FitNode fits the pod's requests onto one node.
 func FitNode(n Node, req FitRequest) (NodeFit, error) {
-	if err := plancore.Join(req.Validate(), plancore.Invalid(ErrInvalidDevice, validateNode(n, field.NewPath("node")))); err != nil {
+	if err := plancore.Join(req.Validate(), invalid(ErrInvalidDevice, validateNode(n, nodePath))); err != nil {
 		return NodeFit{}, err
 	}
 	return fitNode(n, req), nil

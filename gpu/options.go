@@ -100,10 +100,12 @@ func HAMi() Options {
 // duration or one above MaxTimeout, a retry deadline not below the extender's
 // HTTP timeout, a cap below the base, a jitter outside [0, 1].
 func (o Options) Validate() error {
-	return plancore.Invalid(ErrInvalidOptions, o.validate(field.NewPath("options")))
+	return plancore.Invalid(ErrInvalidOptions, o.validate(optionsPath))
 }
 
-func (o Options) validate(p *field.Path) field.ErrorList {
+func optionsPath() *field.Path { return field.NewPath("options") }
+
+func (o Options) validate(p pathFn) field.ErrorList {
 	var errs field.ErrorList
 	for _, f := range []struct {
 		name string
@@ -112,9 +114,9 @@ func (o Options) validate(p *field.Path) field.ErrorList {
 		{"retryCap", o.RetryCap}, {"fixedInterval", o.FixedInterval}} {
 		switch {
 		case f.d < 0:
-			errs = append(errs, field.Invalid(p.Child(f.name), f.d.String(), "must not be negative"))
+			errs = append(errs, field.Invalid(p().Child(f.name), f.d.String(), "must not be negative"))
 		case f.d > MaxTimeout:
-			errs = append(errs, field.Invalid(p.Child(f.name), f.d.String(), fmt.Sprintf("must be at most %v", MaxTimeout)))
+			errs = append(errs, field.Invalid(p().Child(f.name), f.d.String(), fmt.Sprintf("must be at most %v", MaxTimeout)))
 		}
 	}
 	if len(errs) > 0 {
@@ -122,14 +124,14 @@ func (o Options) validate(p *field.Path) field.ErrorList {
 	}
 	d := o.withDefaults()
 	if d.RetryDeadline >= d.ExtenderHTTPTimeout {
-		errs = append(errs, field.Invalid(p.Child("retryDeadline"), d.RetryDeadline.String(),
+		errs = append(errs, field.Invalid(p().Child("retryDeadline"), d.RetryDeadline.String(),
 			fmt.Sprintf("must be below extenderHTTPTimeout %v, or the scheduler abandons Binds that still hold locks", d.ExtenderHTTPTimeout)))
 	}
 	if d.RetryCap < d.RetryBase {
-		errs = append(errs, field.Invalid(p.Child("retryCap"), d.RetryCap.String(), fmt.Sprintf("must not be below retryBase %v", d.RetryBase)))
+		errs = append(errs, field.Invalid(p().Child("retryCap"), d.RetryCap.String(), fmt.Sprintf("must not be below retryBase %v", d.RetryBase)))
 	}
 	if o.RetryJitter < 0 || o.RetryJitter > 1 || math.IsNaN(o.RetryJitter) {
-		errs = append(errs, field.Invalid(p.Child("retryJitter"), o.RetryJitter, "must be within [0, 1]"))
+		errs = append(errs, field.Invalid(p().Child("retryJitter"), o.RetryJitter, "must be within [0, 1]"))
 	}
 	return errs
 }

@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/plancore/plancore"
 )
 
 // Lock names used by the default registry. HAMi passes LockNvidia for every
@@ -516,7 +514,7 @@ func newRegistry(rows []DeviceType, paths []*field.Path) (Registry, error) {
 			owner[r.name] = t.Type
 		}
 	}
-	if err := plancore.Invalid(ErrInvalidRegistry, errs); err != nil {
+	if err := invalid(ErrInvalidRegistry, errs); err != nil {
 		return Registry{}, err
 	}
 	sorted := make([]DeviceType, len(rows))

@@ -69,7 +69,7 @@ type migAllocationJSON struct {
 // AddPodUsage keeps its slices occupied.
 func DecodePodUsage(pod *corev1.Pod, reg Registry) (PodUsage, error) {
 	if pod == nil {
-		return PodUsage{}, plancore.Invalid(ErrInvalidAllocation, field.ErrorList{field.Required(field.NewPath("pod"), "a pod is required")})
+		return PodUsage{}, invalid(ErrInvalidAllocation, field.ErrorList{field.Required(field.NewPath("pod"), "a pod is required")})
 	}
 	node, ok := pod.Annotations[AnnoAssignedNode]
 	if !ok {
@@ -112,7 +112,7 @@ func DecodePodUsage(pod *corev1.Pod, reg Registry) (PodUsage, error) {
 		out.MIG, bad = decodeMIGAllocations(v, raw["NVIDIA"], annos.Key(AnnoMIGAllocations))
 		errs = append(errs, bad...)
 	}
-	if err := plancore.Invalid(ErrInvalidAllocation, errs); err != nil {
+	if err := invalid(ErrInvalidAllocation, errs); err != nil {
 		return PodUsage{}, err
 	}
 	out.Allocations = collapseUsage(raw, len(pod.Spec.InitContainers))
@@ -239,7 +239,7 @@ func AddPodUsage(devices []Device, usage ...PodUsage) ([]Device, error) {
 		}
 		addMIGUsage(out, byID, u)
 	}
-	if err := plancore.Invalid(ErrInvalidDevice, errs); err != nil {
+	if err := invalid(ErrInvalidDevice, errs); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -46,6 +47,14 @@ func TestBadInput(t *testing.T) {
 		{name: "head without containers", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.HeadGroup.Template.Spec.Containers = nil }, kind: reconcile.ErrInvalidInput, fields: []string{"spec.headGroupSpec.template.spec.containers"}},
 		{name: "empty group name", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.WorkerGroups[0].GroupName = "" }, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".groupName"}},
 		{name: "duplicate group name", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.WorkerGroups[1].GroupName = "a" }, kind: reconcile.ErrInvalidInput, fields: []string{"spec.workerGroupSpecs[1].groupName"}},
+		{name: "a name repeated among 70 groups", edit: func(s *reconcile.Snapshot) {
+			g := s.Cluster.Spec.WorkerGroups[0]
+			s.Cluster.Spec.WorkerGroups = nil
+			for i := range 70 {
+				g.GroupName = fmt.Sprintf("g%d", i%68)
+				s.Cluster.Spec.WorkerGroups = append(s.Cluster.Spec.WorkerGroups, g)
+			}
+		}, kind: reconcile.ErrInvalidInput, fields: []string{"spec.workerGroupSpecs[68].groupName", "spec.workerGroupSpecs[69].groupName"}},
 		{name: "worker without containers", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.WorkerGroups[1].Template.Spec.Containers = nil }, kind: reconcile.ErrInvalidInput, fields: []string{"spec.workerGroupSpecs[1].template.spec.containers"}},
 		{name: "group name giving invalid pod names", edit: func(s *reconcile.Snapshot) { s.Cluster.Spec.WorkerGroups[0].GroupName = "A.-b" }, kind: reconcile.ErrInvalidInput, fields: []string{g0 + ".groupName"}},
 		{name: "multi-host group name too long for a replica label", edit: func(s *reconcile.Snapshot) {

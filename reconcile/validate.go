@@ -42,18 +42,19 @@ func validateForming(forming []FormingGroup) field.ErrorList {
 	var errs field.ErrorList
 	for i := range forming {
 		f := &forming[i]
-		path := field.NewPath("forming").Index(i)
+		// The record's path is built only for a problem.
+		path := func() *field.Path { return field.NewPath("forming").Index(i) }
 		if f.Group == "" {
-			errs = append(errs, field.Required(path.Child("group"), ""))
+			errs = append(errs, field.Required(path().Child("group"), ""))
 		}
 		if f.ReplicaName == "" {
-			errs = append(errs, field.Required(path.Child("replicaName"), ""))
+			errs = append(errs, field.Required(path().Child("replicaName"), ""))
 		}
 		if f.ReplicaIndex < 0 {
-			errs = append(errs, field.Invalid(path.Child("replicaIndex"), f.ReplicaIndex, "must not be negative"))
+			errs = append(errs, field.Invalid(path().Child("replicaIndex"), f.ReplicaIndex, "must not be negative"))
 		}
 		if f.Attempts < 0 {
-			errs = append(errs, field.Invalid(path.Child("attempts"), f.Attempts, "must not be negative"))
+			errs = append(errs, field.Invalid(path().Child("attempts"), f.Attempts, "must not be negative"))
 		}
 	}
 	return errs
@@ -144,16 +145,17 @@ func (c Cluster) Validate() error {
 
 func validateCluster(c *Cluster) field.ErrorList {
 	var errs field.ErrorList
-	meta := field.NewPath("metadata")
+	// Paths are built only for a problem: Decide validates on every pass.
+	meta := func() *field.Path { return field.NewPath("metadata") }
 	nameErrs := len(errs)
 	switch {
 	case c.Name == "":
-		errs = append(errs, field.Required(meta.Child("name"), ""))
+		errs = append(errs, field.Required(meta().Child("name"), ""))
 	default:
 		if nameErrs, bad := validateClusterName(c.Name); bad {
 			errs = append(errs, nameErrs...)
 		} else if !validGeneratedName(podNamePrefix(c.Name, NodeTypeHead, true)) {
-			errs = append(errs, generatedNameError(meta.Child("name"), c.Name, podNamePrefix(c.Name, NodeTypeHead, true)))
+			errs = append(errs, generatedNameError(meta().Child("name"), c.Name, podNamePrefix(c.Name, NodeTypeHead, true)))
 		}
 	}
 	// A bad cluster name is reported once, not again in every group's pod
@@ -163,25 +165,24 @@ func validateCluster(c *Cluster) field.ErrorList {
 		cluster = ""
 	}
 	if c.Namespace == "" {
-		errs = append(errs, field.Required(meta.Child("namespace"), ""))
+		errs = append(errs, field.Required(meta().Child("namespace"), ""))
 	} else if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
-		errs = append(errs, field.Invalid(meta.Child("namespace"), c.Namespace, strings.Join(msgs, "; ")))
+		errs = append(errs, field.Invalid(meta().Child("namespace"), c.Namespace, strings.Join(msgs, "; ")))
 	}
-	spec := field.NewPath("spec")
-	head := spec.Child("headGroupSpec", "template")
+	head := func() *field.Path { return field.NewPath("spec", "headGroupSpec", "template") }
 	if len(c.Spec.HeadGroup.Template.Spec.Containers) == 0 {
-		errs = append(errs, field.Required(head.Child("spec", "containers"), "the Ray container must be first"))
+		errs = append(errs, field.Required(head().Child("spec", "containers"), "the Ray container must be first"))
 	}
-	errs = append(errs, validateLabels(func() *field.Path { return head.Child("metadata", "labels") }, c.Spec.HeadGroup.Template.Labels)...)
-	seen := make(map[string]int, len(c.Spec.WorkerGroups))
+	errs = append(errs, validateLabels(func() *field.Path { return head().Child("metadata", "labels") }, c.Spec.HeadGroup.Template.Labels)...)
+	seen := groupNames{groups: c.Spec.WorkerGroups}
 	for i := range c.Spec.WorkerGroups {
-		errs = append(errs, validateGroup(&c.Spec.WorkerGroups[i], i, cluster, seen)...)
+		errs = append(errs, validateGroup(&c.Spec.WorkerGroups[i], i, cluster, &seen)...)
 	}
 	if us := c.Spec.UpgradeStrategy; us != nil && us.Type != nil {
 		switch *us.Type {
 		case UpgradeRecreate, UpgradeNone:
 		default:
-			errs = append(errs, field.NotSupported(spec.Child("upgradeStrategy", "type"), *us.Type, []string{UpgradeRecreate, UpgradeNone}))
+			errs = append(errs, field.NotSupported(field.NewPath("spec", "upgradeStrategy", "type"), *us.Type, []string{UpgradeRecreate, UpgradeNone}))
 		}
 	}
 	return append(errs, validateControllerRules(c)...)
@@ -195,7 +196,7 @@ func groupPath(i int) *field.Path {
 
 // validateGroup checks worker group i: its name, containers, labels, hosts,
 // replica bounds and the pod count they give.
-func validateGroup(g *WorkerGroup, i int, cluster string, seen map[string]int) field.ErrorList {
+func validateGroup(g *WorkerGroup, i int, cluster string, seen *groupNames) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateGroupName(g, i, cluster, seen)...)
 	if len(g.Template.Spec.Containers) == 0 {
@@ -213,7 +214,7 @@ func validateGroup(g *WorkerGroup, i int, cluster string, seen map[string]int) f
 	return errs
 }
 
-func validateGroupName(g *WorkerGroup, i int, cluster string, seen map[string]int) field.ErrorList {
+func validateGroupName(g *WorkerGroup, i int, cluster string, seen *groupNames) field.ErrorList {
 	name := func() *field.Path { return groupPath(i).Child("groupName") }
 	if g.GroupName == "" {
 		return field.ErrorList{field.Required(name(), "")}
@@ -221,10 +222,9 @@ func validateGroupName(g *WorkerGroup, i int, cluster string, seen map[string]in
 	if msgs := validation.IsValidLabelValue(g.GroupName); len(msgs) > 0 {
 		return field.ErrorList{field.Invalid(name(), g.GroupName, "not a valid label value: "+strings.Join(msgs, "; "))}
 	}
-	if _, dup := seen[g.GroupName]; dup {
+	if seen.repeated(i) {
 		return field.ErrorList{field.Duplicate(name(), g.GroupName)}
 	}
-	seen[g.GroupName] = i
 	if cluster != "" {
 		if prefix := podNamePrefix(cluster+"-"+g.GroupName, NodeTypeWorker, true); !validGeneratedName(prefix) {
 			return field.ErrorList{generatedNameError(name(), g.GroupName, prefix)}
@@ -236,6 +236,41 @@ func validateGroupName(g *WorkerGroup, i int, cluster string, seen map[string]in
 		return field.ErrorList{field.Invalid(name(), g.GroupName, "cannot produce a replica name label: "+strings.Join(msgs, "; "))}
 	}
 	return nil
+}
+
+// linearGroups is the number of worker groups up to which a repeated group
+// name is found by comparing with every earlier group: at most 2,016
+// comparisons, and no map built on every Decide (a cluster has a handful of
+// groups).
+const linearGroups = 64
+
+// groupNames finds repeated worker group names.
+type groupNames struct {
+	groups []WorkerGroup
+	set    map[string]struct{} // the names seen, past linearGroups only
+}
+
+// repeated reports whether group i's name was given to an earlier group.
+// validateGroupName asks it only for a name that is a valid label value, in
+// group order, so an earlier group with that name was asked too.
+func (n *groupNames) repeated(i int) bool {
+	name := n.groups[i].GroupName
+	if len(n.groups) <= linearGroups {
+		for j := range i {
+			if n.groups[j].GroupName == name {
+				return true
+			}
+		}
+		return false
+	}
+	if n.set == nil {
+		n.set = make(map[string]struct{}, len(n.groups))
+	}
+	if _, dup := n.set[name]; dup {
+		return true
+	}
+	n.set[name] = struct{}{}
+	return false
 }
 
 // validateReplicas checks the replica bounds and that replicas × numOfHosts,
