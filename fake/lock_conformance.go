@@ -10,7 +10,8 @@ import (
 )
 
 // CheckLockStore runs the lock.Store contract against a store built by
-// newStore (called once; the store must be empty) and returns every violation
+// newStore (called once per clause; each store must be empty, sharing no
+// state with the ones before it) and returns every violation
 // it finds, in the style of testing/fstest.TestFS. It checks absent reads,
 // acquire-if-absent, compare-and-swap on the observed value only, the epoch
 // rule (exactly high-water + 1), compare-and-delete of the observed value

@@ -79,17 +79,21 @@ func TestNodeLockStoreConformance(t *testing.T) {
 		format kube.WireFormat
 	}{{"extended", kube.WireExtended}, {"hami", kube.WireHAMi}} {
 		t.Run(tc.name, func(t *testing.T) {
-			// The suite's keys name fixed nodes; each run gets them fresh.
-			for _, n := range []string{"conformance-a", "conformance-b"} {
-				node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}
-				if err := env.Client.Delete(ctx, node); err != nil && !apierrors.IsNotFound(err) {
-					t.Fatal(err)
+			// The suite's keys name fixed nodes; each clause gets them fresh
+			// (an empty store).
+			fresh := func() lock.Store {
+				for _, n := range []string{"conformance-a", "conformance-b"} {
+					node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}
+					if err := env.Client.Delete(ctx, node); err != nil && !apierrors.IsNotFound(err) {
+						t.Fatal(err)
+					}
+					if err := env.Client.Create(ctx, node); err != nil {
+						t.Fatal(err)
+					}
 				}
-				if err := env.Client.Create(ctx, node); err != nil {
-					t.Fatal(err)
-				}
+				return &kube.NodeLockStore{Client: env.Client, Format: tc.format}
 			}
-			for _, v := range fake.CheckLockStore(ctx, func() lock.Store { return &kube.NodeLockStore{Client: env.Client, Format: tc.format} }) {
+			for _, v := range fake.CheckLockStore(ctx, fresh) {
 				t.Error(v)
 			}
 		})

@@ -54,7 +54,7 @@ var (
 		gpu.NumaNotFit, gpu.CardUUIDMismatch, gpu.CardTimeSlicingExhausted, gpu.ExclusiveDeviceAllocateConflict,
 		gpu.ResourceQuotaNotFit, gpu.CardInsufficientMemory, gpu.CardInsufficientCore, gpu.CardComputeUnitsExhausted,
 		gpu.AllocatedCardsInsufficientRequest, gpu.NodeInsufficientDevice, gpu.CardMigTopologyInfeasible, gpu.ModeNotFit, gpu.ReasonNodeFits,
-		gpu.ReasonNodeUnfit, gpu.ReasonNodeChosen, gpu.ReasonNoNodeFits)
+		gpu.ReasonNodeUnfit, gpu.ReasonNodeChosen, gpu.ReasonNoNodeFits, gpu.ReasonVendorUnreadable)
 
 	expectationsReasons = set(expectations.ReasonUnseen, expectations.ReasonPresent, expectations.ReasonUnresolved,
 		expectations.ReasonExpired)
