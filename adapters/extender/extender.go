@@ -94,10 +94,11 @@ type Config struct {
 	// assigns no devices), and managedResources that keep device pods from
 	// the extender or every node from them. Nil skips the check. Either
 	// way, each request is served in the form it comes in: NodeNames
-	// (nodeCacheCapable true) or whole Nodes (false); with the entry set,
-	// a Filter or Prioritize body is bounded for the one form it names
-	// (about 4.2 MiB for names by default, against 312 MiB when Node objects
-	// may come), so set it.
+	// (nodeCacheCapable true) or whole Nodes (false). A Filter or
+	// Prioritize body is bounded for the form the entry names: node names
+	// (about 4.2 MiB by default) when it says nodeCacheCapable true or is
+	// nil, Node objects (312 MiB by default) only when it says false, so a
+	// kube-scheduler sending Node objects of a large cluster needs the entry.
 	KubeScheduler *configv1.Extender
 }
 

@@ -20,8 +20,8 @@ import (
 // "prioritize" and bindVerb "bind": POST /filter, /prioritize and /bind with
 // JSON bodies of k8s.io/kube-scheduler/extender/v1's types. A body that does
 // not decode is answered 400 with the reason, one beyond the Limits 413
-// (Filter and Prioritize: Limits.FilterRequestBytes and
-// FilterRequestValues, then the pod, the node names and each Node object
+// (Filter and Prioritize: the body bound of the form Config.KubeScheduler
+// names and FilterRequestValues, then the pod, the node names and each Node object
 // within their own bounds; Bind: 16 KiB), one whose context ends while it waits
 // for its turn to be decoded (Limits.MaxConcurrentDecodes) 503; every other
 // outcome is a 200 whose result carries the error, as the protocol
@@ -58,8 +58,8 @@ func (s *Scheduler) Handler() http.Handler {
 	return mux
 }
 
-// decodeArgs reads a Filter or Prioritize body within
-// Limits.FilterRequestBytes, then holds each part to its own bounds before
+// decodeArgs reads a Filter or Prioritize body within the bound of the
+// configured form (filterBody), then holds each part to its own bounds before
 // it is decoded (parseArgs).
 func (s *Scheduler) decodeArgs(w http.ResponseWriter, r *http.Request) (args extenderv1.ExtenderArgs, raw map[string]json.RawMessage, ok bool) {
 	ok = s.decode(w, r, s.filterBody, func(body []byte) error {
@@ -196,7 +196,7 @@ func (s *Scheduler) decode(w http.ResponseWriter, r *http.Request, maxBytes int6
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBytes))
 	if err != nil {
 		if errors.As(err, new(*http.MaxBytesError)) {
-			http.Error(w, fmt.Sprintf("extender: the request body is over the %d bytes it may take", maxBytes), http.StatusRequestEntityTooLarge)
+			http.Error(w, fmt.Sprintf("extender: the request body is over the %d bytes it may take (whole Node objects, sent with nodeCacheCapable false, need Config.KubeScheduler to say so)", maxBytes), http.StatusRequestEntityTooLarge)
 			return false
 		}
 		http.Error(w, fmt.Sprintf("extender: reading the request body: %v", err), http.StatusBadRequest)

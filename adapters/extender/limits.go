@@ -139,11 +139,12 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// FilterRequestBytes is the largest Filter or Prioritize body accepted:
-// the pod, the candidates and the envelope, where the candidates are
+// FilterRequestBytes is the largest Filter or Prioritize body of either
+// form: the pod, the candidates and the envelope, where the candidates are
 // MaxNodes node names (nodeCacheCapable true, 1.2 MiB by default) or
 // MaxNodes Node objects of MaxNodeBytes (nodeCacheCapable false, 312 MiB
-// by default), whichever is larger. Each part is then held to its own
+// by default), whichever is larger. The Scheduler accepts the bound of the
+// form its Config.KubeScheduler names (names when it names none). Each part is then held to its own
 // bounds before it is decoded (the pod to MaxPodBytes and MaxPodValues,
 // the names to MaxNodes names, each Node to MaxNodeBytes and
 // MaxNodeValues), so no part spends another's allowance.
@@ -152,16 +153,14 @@ func (l Limits) FilterRequestBytes() int64 {
 	return l.MaxPodBytes + max(l.namesBytes(), l.nodesBytes()) + envelopeBytes
 }
 
-// filterBodyBytes is the body bound of the one form a known kube-scheduler
-// configuration sends: names only (nodeCacheCapable true, 4.2 MiB by
-// default) or Node objects only; without a configuration, either
-// (FilterRequestBytes).
+// filterBodyBytes is the body bound of the form kube-scheduler's
+// configuration sends: node names (nodeCacheCapable true, as HAMi's own
+// configuration sets it, 4.2 MiB by default) when the entry says so or is
+// not given, Node objects (312 MiB by default) only when the entry says
+// nodeCacheCapable false; each part is then held to its own bounds.
 func (l Limits) filterBodyBytes(e *configv1.Extender) int64 {
 	l = l.withDefaults()
-	switch {
-	case e == nil:
-		return l.FilterRequestBytes()
-	case e.NodeCacheCapable:
+	if e == nil || e.NodeCacheCapable {
 		return l.MaxPodBytes + l.namesBytes() + envelopeBytes
 	}
 	return l.MaxPodBytes + l.nodesBytes() + envelopeBytes
