@@ -172,15 +172,8 @@ func validateWorkerRules(s *ClusterSpec, i int) field.ErrorList {
 
 // priorityProblem says why a worker group's priority cannot be set, or "".
 func priorityProblem(rayVersion string, v2 bool) string {
-	if rayVersion == "" {
-		return "needs spec.rayVersion 2.56.0 or later"
-	}
-	v, err := version.ParseGeneric(rayVersion)
-	if err != nil {
-		return "needs spec.rayVersion 2.56.0 or later; " + strconv.Quote(rayVersion) + " is not a version"
-	}
-	if v.LessThan(version.MajorMinor(2, 56)) {
-		return "needs spec.rayVersion 2.56.0 or later, not " + rayVersion
+	if msg := rayVersionBelow(rayVersion, 2, 56); msg != "" {
+		return "needs " + msg
 	}
 	if !v2 {
 		return "needs autoscaler v2 (autoscalerOptions.version: v2)"

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 func (d *decider) suspend() bool {
@@ -97,9 +98,11 @@ func (d *decider) deleteAll(group string, r Reason, sel map[string]string, activ
 func (d *decider) deleteAllExpects(sel map[string]string) []Expect {
 	var expects []Expect
 	c := &d.s.Cluster
+	// The executor's DeleteAllOf selects with the same selector.
+	selector := labels.SelectorFromSet(sel)
 	for i := range d.s.Pods {
 		p := &d.s.Pods[i]
-		if p.Namespace != c.Namespace || d.flags[i]&flagTerminating != 0 || !matches(p.Labels, sel) {
+		if p.Namespace != c.Namespace || d.flags[i]&flagTerminating != 0 || !selector.Matches(labels.Set(p.Labels)) {
 			continue
 		}
 		g := p.Labels[LabelGroup]
@@ -110,16 +113,6 @@ func (d *decider) deleteAllExpects(sel map[string]string) []Expect {
 	}
 	slices.SortFunc(expects, func(a, b Expect) int { return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Pod, b.Pod)) })
 	return expects
-}
-
-// matches reports whether labels carry every key and value of sel.
-func matches(labels, sel map[string]string) bool {
-	for k, v := range sel {
-		if got, ok := labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
 }
 
 // notMember is the notice for a workersToDelete name that is not a pod of

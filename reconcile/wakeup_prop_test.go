@@ -57,20 +57,18 @@ func TestPropWakeUpOnlyLoop(t *testing.T) {
 					}
 				}, r.running)
 			case "suspend":
-				r.phase("suspend", func() { r.loop.Cluster.Spec.Suspend = ptrTo(true) }, r.suspended)
-				r.phase("resume", func() { r.loop.Cluster.Spec.Suspend = ptrTo(false) }, r.running)
+				r.phase("suspend", func() { r.loop.Cluster.Spec.Suspend = bptr(true) }, r.suspended)
+				r.phase("resume", func() { r.loop.Cluster.Spec.Suspend = bptr(false) }, r.running)
 			case "upgrade":
 				r.phase("upgrade", func() {
 					c := &r.loop.Cluster.Spec
-					c.UpgradeStrategy = &reconcile.UpgradeStrategy{Type: ptrTo(reconcile.UpgradeRecreate)}
+					c.UpgradeStrategy = &reconcile.UpgradeStrategy{Type: sptr(reconcile.UpgradeRecreate)}
 					c.HeadGroup.Template.Spec.Containers[0].Image += "-new"
 				}, r.upgraded)
 			}
 		}
 	})
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // wakeRun is one case of TestPropWakeUpOnlyLoop.
 type wakeRun struct {

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/plancore/plancore/adapters/extender"
-	"github.com/plancore/plancore/adapters/extender/extendertest"
 	"github.com/plancore/plancore/gpu"
 )
 
@@ -80,17 +79,7 @@ func gpuPod(name string, memMiB int) *corev1.Pod {
 // reports the 99th percentile of the calls (p99-ms) beside the mean.
 func BenchmarkFilter1000Nodes(b *testing.B) {
 	const nodes = 1000
-	m := &memCluster{}
-	var names []string
-	for i := range nodes {
-		name := fmt.Sprintf("node-%04d", i)
-		names = append(names, name)
-		annos, err := gpu.EncodeNode(gpu.Node{Name: name, Devices: extendertest.NVIDIA(name, 8, 80*gib)}, gpu.DefaultRegistry())
-		if err != nil {
-			b.Fatal(err)
-		}
-		m.nodes = append(m.nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annos, ResourceVersion: "1"}})
-	}
+	m, names := nvidiaCluster(b, nodes)
 	ext, err := extender.New(extender.Config{Client: m, Bind: &gpu.Binder{Exec: nopBind{}, Waiter: nopWait{}}})
 	if err != nil {
 		b.Fatal(err)

@@ -30,6 +30,18 @@ import (
 // NVIDIA cards each, with no pods.
 func memExtender(tb testing.TB, nodes int) (*extender.Scheduler, []string) {
 	tb.Helper()
+	m, names := nvidiaCluster(tb, nodes)
+	ext, err := extender.New(extender.Config{Client: m, Bind: &gpu.Binder{Exec: noPods{}, Waiter: clockWait{}}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ext, names
+}
+
+// nvidiaCluster is an in-memory cluster of nodes named node-0000, ...,
+// each registering eight 80 GiB NVIDIA cards, with no pods.
+func nvidiaCluster(tb testing.TB, nodes int) (*memCluster, []string) {
+	tb.Helper()
 	m := &memCluster{}
 	var names []string
 	for i := range nodes {
@@ -41,11 +53,7 @@ func memExtender(tb testing.TB, nodes int) (*extender.Scheduler, []string) {
 		}
 		m.nodes = append(m.nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annos, ResourceVersion: "1"}})
 	}
-	ext, err := extender.New(extender.Config{Client: m, Bind: &gpu.Binder{Exec: noPods{}, Waiter: clockWait{}}})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return ext, names
+	return m, names
 }
 
 // noPods is a Bind executor of a cluster without pods: every Bind fails at
