@@ -107,7 +107,8 @@ func BenchmarkPlan10kPods(b *testing.B) { benchDecide(b, benchCluster(true, fals
 
 // TestValidateBuildsNoPathOnValidInput: Snapshot.Validate builds a field path
 // only when a check fails, and finds repeated group names without a map, so
-// on the 10-group, 10,001-pod cluster it allocates 45 times (79 under -race):
+// on the 10-group, 10,001-pod cluster it allocates 45 times (about 80 under
+// -race, which varies):
 // the pod table (1), and per group and for the head the generated pod-name
 // check (3) and the label-key check (1), which build strings for Kubernetes'
 // validators. Breaking it: build any path eagerly again (field.NewPath outside
@@ -121,7 +122,10 @@ func TestValidateBuildsNoPathOnValidInput(t *testing.T) {
 	})
 	want := 45.0
 	if raceDetector {
-		want = 79 // the validators' strings stay on the heap
+		// The validators' strings stay on the heap, and the race runtime's
+		// own allocations vary from run to run (73 to 82 over 60 runs): the
+		// exact bound is checked without -race (.ci/run's budget step).
+		want = 90
 	}
 	if allocs > want {
 		t.Errorf("Snapshot.Validate allocates %v times on a valid 10-group snapshot, want at most %v", allocs, want)
