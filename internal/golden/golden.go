@@ -199,7 +199,9 @@ func Diff(want, got string) string {
 
 // Decode reads a transcript's YAML input into a T strictly: an unknown or
 // repeated key fails the test, so a misspelt field cannot be silently
-// ignored. Keys are the JSON names of T's fields.
+// ignored. Keys are the JSON names of T's fields. The YAML is YAML 1.1, as
+// kubectl reads it: an unquoted y, n, yes, no, on or off is a boolean, so
+// quote such a name ("n").
 func Decode[T any](t testing.TB, input []byte) T {
 	t.Helper()
 	var v T
