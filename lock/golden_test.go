@@ -67,12 +67,7 @@ type goldenStep struct {
 	// Locker acquires (or releases) through a lock.Locker on the store and
 	// writes the plan, or the error and whether it is ErrInvalid; with
 	// WithErr it writes the plan and then the error, whatever it is.
-	Locker *struct {
-		As        string         `json:"as"`
-		Release   bool           `json:"release"`
-		Requester lock.Requester `json:"requester"`
-		WithErr   bool           `json:"withErr"`
-	} `json:"locker"`
+	Locker *goldenLocker `json:"locker"`
 	// Calls writes the fake store's call log.
 	Calls bool `json:"calls"`
 }
@@ -146,25 +141,7 @@ func (r *goldenRun) step(st goldenStep) error {
 	case st.Fault != nil:
 		return r.fault(*st.Fault)
 	case st.Locker != nil:
-		l := st.Locker
-		var p lock.Plan
-		var err error
-		if l.Release {
-			p, err = r.locker.Release(ctx, node1, l.Requester)
-		} else {
-			var g lock.Grant
-			g, err = r.locker.Acquire(ctx, node1, l.Requester)
-			p = g.Plan
-		}
-		r.b.WriteString(label(l.As, r.world.Clock.Now(), ""))
-		switch {
-		case l.WithErr:
-			fmt.Fprintf(&r.b, "%v (err %v)\n", p, err)
-		case err != nil:
-			fmt.Fprintf(&r.b, "%v (ErrInvalid: %v)\n", err, errors.Is(err, lock.ErrInvalid))
-		default:
-			fmt.Fprintf(&r.b, "%v\n", p)
-		}
+		r.lock(ctx, *st.Locker)
 	case st.Calls:
 		fmt.Fprintln(&r.b, "calls:")
 		for _, c := range r.world.Calls.Calls() {
@@ -174,6 +151,28 @@ func (r *goldenRun) step(st goldenStep) error {
 		return errors.New("the step does nothing")
 	}
 	return nil
+}
+
+// lock runs a locker step.
+func (r *goldenRun) lock(ctx context.Context, l goldenLocker) {
+	var p lock.Plan
+	var err error
+	if l.Release {
+		p, err = r.locker.Release(ctx, node1, l.Requester)
+	} else {
+		var g lock.Grant
+		g, err = r.locker.Acquire(ctx, node1, l.Requester)
+		p = g.Plan
+	}
+	r.b.WriteString(label(l.As, r.world.Clock.Now(), ""))
+	switch {
+	case l.WithErr:
+		fmt.Fprintf(&r.b, "%v (err %v)\n", p, err)
+	case err != nil:
+		fmt.Fprintf(&r.b, "%v (ErrInvalid: %v)\n", err, errors.Is(err, lock.ErrInvalid))
+	default:
+		fmt.Fprintf(&r.b, "%v\n", p)
+	}
 }
 
 func (r *goldenRun) plan(ctx context.Context, st goldenStep) error {
@@ -216,6 +215,14 @@ func (r *goldenRun) plan(ctx context.Context, st goldenStep) error {
 		r.kept[s.Keep] = p
 	}
 	return nil
+}
+
+// goldenLocker is a locker step.
+type goldenLocker struct {
+	As        string         `json:"as"`
+	Release   bool           `json:"release"`
+	Requester lock.Requester `json:"requester"`
+	WithErr   bool           `json:"withErr"`
 }
 
 // goldenFault is a fault step's fault.
