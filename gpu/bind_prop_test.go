@@ -220,7 +220,7 @@ func TestPropBindDeterministic(t *testing.T) {
 		contend := rapid.IntRange(0, 5).Draw(t, "contend")
 		run := func() string {
 			sc := &scripted{step: time.Millisecond, pod: pod.DeepCopy(),
-				results: map[string][]gpu.Result{"Lock " + mutex + " Acquire": slices.Repeat([]gpu.Result{{Err: errContention, Contention: true}}, contend)}}
+				results: map[string][]gpu.Result{"Lock " + gpu.LockNvidia + " Acquire": slices.Repeat([]gpu.Result{{Err: errContention, Contention: true}}, contend)}}
 			steps, out := drive(t, bindInput(gpu.Options{}), sc)
 			return FormatTranscriptWithOutcome(steps, out)
 		}
