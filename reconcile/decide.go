@@ -203,13 +203,13 @@ func (d *decider) finish() {
 	}
 	p.Outcome.RequeueAfter = d.hint
 	if d.foreign > 0 {
-		r := Reason{Code: ReasonForeignOwner, Count: d.foreign}
-		r.Message = fmt.Sprintf("%d pods labelled for this cluster are controlled by another RayCluster UID and are ignored", r.Count)
+		r := Reason{Code: ReasonForeignOwner, Facts: ReasonFacts{Count: d.foreign}}
+		r.Message = fmt.Sprintf("%d pods labelled for this cluster are controlled by another RayCluster UID and are ignored", r.Facts.Count)
 		p.Notices = append(p.Notices, r)
 	}
 	for _, g := range sortedKeys(d.notInSpec) {
-		r := Reason{Code: ReasonGroupNotInSpec, Group: g, Count: d.notInSpec[g]}
-		r.Message = fmt.Sprintf("%d pods carry ray.io/group=%s, which is not in the spec; they are never deleted (#1739)", r.Count, r.Group)
+		r := Reason{Code: ReasonGroupNotInSpec, Facts: ReasonFacts{Group: g, Count: d.notInSpec[g]}}
+		r.Message = fmt.Sprintf("%d pods carry ray.io/group=%s, which is not in the spec; they are never deleted (#1739)", r.Facts.Count, r.Facts.Group)
 		p.Notices = append(p.Notices, r)
 	}
 	slices.SortFunc(p.ExpectationOps.DropForming, func(a, b FormingKey) int {

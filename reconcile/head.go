@@ -23,8 +23,8 @@ func (d *decider) head() error {
 	}
 	if pods, ok := d.pending[HeadGroupKey]; ok {
 		hc.Blocked += max(1, len(pods))
-		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonExpectationsPending, Pods: slices.Clone(pods),
-			Message: "head expectations are not satisfied; the head is reconciled later, workers now"})
+		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonExpectationsPending,
+			Message: "head expectations are not satisfied; the head is reconciled later, workers now", Facts: ReasonFacts{Pods: slices.Clone(pods)}})
 		return nil
 	}
 	switch {
@@ -35,7 +35,7 @@ func (d *decider) head() error {
 			return nil
 		}
 		hc.Unhealthy++
-		d.deletePod(HeadGroupLabel, HeadGroupKey, p, Reason{Code: v.code, Message: v.message, Pods: []string{p.Name}},
+		d.deletePod(HeadGroupLabel, HeadGroupKey, p, Reason{Code: v.code, Message: v.message, Facts: ReasonFacts{Pods: []string{p.Name}}},
 			FailedDeleteHeadPod, !d.c.StrictNotFound, hc)
 		d.stopChain("head", Reason{Code: v.code, Message: v.message}, true)
 	case len(active) == 0:
@@ -76,16 +76,16 @@ func (d *decider) head() error {
 		for k, i := range active {
 			names[k] = d.pod(i).Name
 		}
-		r := Reason{Code: ReasonMultipleHeads, Pods: names, Count: len(names)}
-		r.Message = fmt.Sprintf("%d head pods found %v. Please delete extra head pods", r.Count, r.Pods)
+		r := Reason{Code: ReasonMultipleHeads, Facts: ReasonFacts{Pods: names, Count: len(names)}}
+		r.Message = fmt.Sprintf("%d head pods found %v. Please delete extra head pods", r.Facts.Count, r.Facts.Pods)
 		d.stopChain("head", r, true)
 	}
 	return nil
 }
 
 func (d *decider) mtlsReason() Reason {
-	r := Reason{Code: ReasonMTLSNotReady, LastError: d.s.TLS.NotReadyError}
-	r.Message = "mTLS secrets not ready: " + r.LastError
+	r := Reason{Code: ReasonMTLSNotReady, Facts: ReasonFacts{LastError: d.s.TLS.NotReadyError}}
+	r.Message = "mTLS secrets not ready: " + r.Facts.LastError
 	return r
 }
 

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/expectations"
 )
 
@@ -116,11 +117,12 @@ const (
 	ReasonNotVisited ReasonCode = "NotVisited"
 )
 
-// Reason explains an action, notice or outcome.
-type Reason struct {
-	Code ReasonCode `json:"code"`
-	// Message reuses KubeRay's text where one exists.
-	Message string `json:"message"`
+// Reason explains an action, notice or verdict. Its Message reuses KubeRay's
+// text where one exists.
+type Reason = plancore.Reason[ReasonCode, ReasonFacts]
+
+// ReasonFacts are the facts a Reason's message states.
+type ReasonFacts struct {
 	// Pods names the pods concerned, sorted, when relevant.
 	Pods []string `json:"pods,omitempty"`
 
@@ -162,13 +164,6 @@ type Reason struct {
 	// the creating and current operator versions (RecreateVersionSkip).
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
-}
-
-func (r Reason) String() string {
-	if r.Message == "" {
-		return string(r.Code)
-	}
-	return string(r.Code) + ": " + r.Message
 }
 
 // FailureReason is what an executor reports when an action fails; it feeds
@@ -452,8 +447,8 @@ func (p Plan) Explain() string {
 	fmt.Fprintf(&b, "plan %s  hash %s\n", p.Cluster, p.ClusterHash)
 	for _, n := range p.Notices {
 		fmt.Fprintf(&b, "notice %s", n)
-		if len(n.Pods) > 0 {
-			fmt.Fprintf(&b, " %v", n.Pods)
+		if len(n.Facts.Pods) > 0 {
+			fmt.Fprintf(&b, " %v", n.Facts.Pods)
 		}
 		b.WriteByte('\n')
 	}
