@@ -101,15 +101,15 @@ func TestReconcileEvents(t *testing.T) {
 
 func TestDAGEvents(t *testing.T) {
 	p := dag.Plan{
-		Delete: []dag.DeleteJob{{Flow: "b", Name: "wf-b", Reason: dag.Reason{Code: dag.ReasonRetry, Message: "Retry: flow b failed and is retried"}}},
+		Delete: []dag.DeleteJob{{Flow: "b", Name: "wf-b", Reason: dag.Reason{Code: dag.ReasonRetry, Message: "flow b failed and is retried"}}},
 		Create: []dag.CreateJob{
-			{Flow: "a", Name: "wf-a", Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "DependenciesMet: the dependencies of flow a are satisfied"}},
-			{Flow: "c", Name: "wf-c", Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "DependenciesMet: the dependencies of flow c are satisfied"}},
-			{Flow: "d", Name: "wf-d", Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "DependenciesMet: the dependencies of flow d are satisfied"}},
+			{Flow: "a", Name: "wf-a", Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "the dependencies of flow a are satisfied"}},
+			{Flow: "c", Name: "wf-c", Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "the dependencies of flow c are satisfied"}},
+			{Flow: "d", Name: "wf-d", Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "the dependencies of flow d are satisfied"}},
 		},
 		Blocked: []dag.Blocked{
-			{Flow: "e", Reasons: []dag.Reason{{Code: dag.ReasonDependency, Message: "Dependency a: Pending"}, {Code: dag.ReasonDependency, Message: "Dependency c: Pending"}}},
-			{Flow: "f", Reasons: []dag.Reason{{Code: dag.ReasonNameConflict, Message: `NameConflict wf-f owned by "other"`}}},
+			{Flow: "e", Reasons: []dag.Reason{{Code: dag.ReasonDependency, Message: "a is Pending"}, {Code: dag.ReasonDependency, Message: "c is Pending"}}},
+			{Flow: "f", Reasons: []dag.Reason{{Code: dag.ReasonNameConflict, Message: `NameConflict: wf-f owned by "other"`}}},
 		},
 	}
 	rep := &dag.Report{Actions: []dag.ActionResult{
@@ -122,7 +122,7 @@ func TestDAGEvents(t *testing.T) {
 		{Type: "Normal", Reason: "Retry", Message: "job wf-b: Retry: flow b failed and is retried"},
 		{Type: "Normal", Reason: "DependenciesMet", Message: "job wf-a: DependenciesMet: the dependencies of flow a are satisfied"},
 		{Type: "Warning", Reason: "DependenciesMet", Message: "job wf-c: DependenciesMet: the dependencies of flow c are satisfied (create wf-c failed: forbidden)"},
-		{Type: "Warning", Reason: "NameConflict", Message: `flow f: NameConflict wf-f owned by "other"`},
+		{Type: "Warning", Reason: "NameConflict", Message: `flow f: NameConflict: wf-f owned by "other"`},
 	}
 	if d := cmp.Diff(want, kube.DAGEvents(p, rep)); d != "" {
 		t.Fatalf("DAGEvents (-want +got):\n%s", d)
