@@ -101,7 +101,7 @@ func summarize(r expectations.Result, now time.Time) verdict {
 				n = "[" + e.Token + "]"
 			}
 			if e.Reason.Code != "" {
-				n += ":" + e.Reason.String()
+				n += ":" + e.Reason.Message
 			}
 			out = append(out, n)
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plancore/plancore"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -26,18 +27,7 @@ const (
 
 // Reason explains why an item is pending: a code to match on and a message
 // for people.
-type Reason struct {
-	Code    ReasonCode `json:"code"`
-	Message string     `json:"message"`
-}
-
-// String is the message, or the code when there is none.
-func (r Reason) String() string {
-	if r.Message == "" {
-		return string(r.Code)
-	}
-	return r.Message
-}
+type Reason = plancore.Reason[ReasonCode, plancore.NoFacts]
 
 // reasons holds the one Reason of each code, so a check allocates nothing for it.
 var reasons = map[ReasonCode]Reason{

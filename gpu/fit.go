@@ -239,13 +239,7 @@ const (
 )
 
 // Reason says why: a code to match on and a message for people.
-type Reason struct {
-	Code    ReasonCode `json:"code"`
-	Message string     `json:"message"`
-}
-
-// String renders the code alone.
-func (r Reason) String() string { return string(r.Code) }
+type Reason = plancore.Reason[ReasonCode, plancore.NoFacts]
 
 // Rejection counts the devices of a node rejected for one cause.
 type Rejection struct {
