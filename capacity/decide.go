@@ -166,26 +166,26 @@ func (b Breakdown) Total() int {
 	return n
 }
 
-// Outcome is what a decision or a dispatch came to.
-type Outcome string
+// Verdict is what a decision or a dispatch came to.
+type Verdict string
 
 const (
 	// Selected: at least one candidate (Decide) or a lease was obtained
 	// (Dispatch).
-	Selected Outcome = "Selected"
+	Selected Verdict = "Selected"
 	// NoCapacity: no node can take the job now; requeue after the hint. An
 	// expected outcome, not an error.
-	NoCapacity Outcome = "NoCapacity"
+	NoCapacity Verdict = "NoCapacity"
 )
 
 // Plan is Decide's answer: ranked candidates, and every other node with the
 // reasons it was left out.
 type Plan struct {
-	Outcome    Outcome
+	Verdict    Verdict
 	Candidates []Candidate
 	Excluded   []Exclusion // in input order
 	Breakdown  Breakdown
-	// RequeueAfter is set when Outcome is NoCapacity: the earliest moment worth
+	// RequeueAfter is set when Verdict is NoCapacity: the earliest moment worth
 	// another try is unknown to Decide, so it is Options.RetryAfter.
 	RequeueAfter time.Duration
 }
@@ -245,9 +245,9 @@ func Decide(in Input, o Options) (Plan, error) {
 		p.Candidates = append(p.Candidates, r.c)
 	}
 	if len(p.Candidates) > 0 {
-		p.Outcome = Selected
+		p.Verdict = Selected
 	} else {
-		p.Outcome, p.RequeueAfter = NoCapacity, o.RetryAfter
+		p.Verdict, p.RequeueAfter = NoCapacity, o.RetryAfter
 	}
 	return p, nil
 }

@@ -134,8 +134,8 @@ func TestDecide(t *testing.T) {
 			if len(tc.candidates) == 0 {
 				wantOutcome = capacity.NoCapacity
 			}
-			if sel.Outcome != wantOutcome {
-				t.Errorf("outcome %v, want %v", sel.Outcome, wantOutcome)
+			if sel.Verdict != wantOutcome {
+				t.Errorf("outcome %v, want %v", sel.Verdict, wantOutcome)
 			}
 		})
 	}

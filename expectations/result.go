@@ -37,7 +37,7 @@ var reasons = map[ReasonCode]Reason{
 	ReasonExpired:    {Code: ReasonExpired, Message: "expired"},
 }
 
-// Entry describes one item in a Result.
+// Entry describes one item in a Verdict.
 type Entry struct {
 	// Pod is the pod's name; for a create settled by its token it is the name
 	// the view showed.
@@ -58,8 +58,8 @@ type Entry struct {
 	View ViewState
 }
 
-// Result is the verdict of one check of one group.
-type Result struct {
+// Verdict is the verdict of one check of one group.
+type Verdict struct {
 	Owner Owner
 	Group string
 	// Satisfied is true when nothing is pending: the group may be planned.
@@ -90,13 +90,13 @@ type Result struct {
 }
 
 // LingeringPods returns the names of the Lingering pods, in order.
-func (r Result) LingeringPods() []string {
+func (r Verdict) LingeringPods() []string {
 	return entryNames(r.Lingering)
 }
 
 // PendingPods returns the names of the Pending items' pods in order, with a
 // create not yet named shown as its token in brackets.
-func (r Result) PendingPods() []string {
+func (r Verdict) PendingPods() []string {
 	return entryNames(r.Pending)
 }
 
@@ -124,7 +124,7 @@ func (e Entry) label() string {
 }
 
 // String renders the result deterministically, one line per item.
-func (r Result) String() string {
+func (r Verdict) String() string {
 	var b strings.Builder
 	verdict := "satisfied"
 	if !r.Satisfied {

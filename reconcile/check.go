@@ -192,10 +192,10 @@ func (c *checker) gates() {
 			c.fail("group %q has unsatisfied expectations but gets %s", g, a.Kind)
 		}
 	}
-	if c.p.Outcome.StoppedAt == "suspend" || c.p.Outcome.StoppedAt == "recreate" {
+	if c.p.Verdict.StoppedAt == "suspend" || c.p.Verdict.StoppedAt == "recreate" {
 		for _, a := range c.p.Actions {
 			if a.Kind == KindCreatePod || a.Kind == KindCreateReplicaGroup {
-				c.fail("a plan stopped at %s creates pods (%s in %s)", c.p.Outcome.StoppedAt, a.Kind, a.Group)
+				c.fail("a plan stopped at %s creates pods (%s in %s)", c.p.Verdict.StoppedAt, a.Kind, a.Group)
 			}
 		}
 	}

@@ -57,7 +57,7 @@ func TestPropReasonMessagesShowTheirFacts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reasons := append([]reconcile.Reason{p.Outcome.Reason}, p.Notices...)
+		reasons := append([]reconcile.Reason{p.Verdict.Reason}, p.Notices...)
 		for _, a := range p.Actions {
 			reasons = append(reasons, a.Reason)
 		}

@@ -184,7 +184,7 @@ func summarize(p reconcile.Plan) []string {
 }
 
 func outcome(p reconcile.Plan) string {
-	o := p.Outcome
+	o := p.Verdict
 	// A stop with a reason and a wake-up is KubeRay's requeue error.
 	s := "ok"
 	if o.Reason.Code != reconcile.ReasonOK && o.RequeueAfter > 0 {

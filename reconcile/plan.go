@@ -323,8 +323,8 @@ type FormingKey struct {
 	ReplicaName string
 }
 
-// Outcome is the plan's verdict for the caller's loop.
-type Outcome struct {
+// Verdict is the plan's verdict for the caller's loop.
+type Verdict struct {
 	// RequeueAfter is the wake-up hint, relative to Snapshot.Now: 2s where
 	// KubeRay returns a requeue error, or the earliest expectations deadline or
 	// formation backoff; 0 means none. It maps onto controller-runtime's
@@ -429,7 +429,7 @@ type Plan struct {
 	// in spec order with deletes before creates.
 	Actions        []Action
 	ExpectationOps ExpectationOps
-	Outcome        Outcome
+	Verdict        Verdict
 	// Head counts the head stage (Group HeadGroupLabel).
 	Head   Counters
 	Groups []GroupReport
@@ -504,16 +504,16 @@ func (p Plan) Explain() string {
 		fmt.Fprintf(&b, "expectations drop forming %s/%s\n", k.Group, k.ReplicaName)
 	}
 	b.WriteString("outcome  ")
-	if p.Outcome.RequeueAfter > 0 {
-		fmt.Fprintf(&b, "requeue after %s", p.Outcome.RequeueAfter)
+	if p.Verdict.RequeueAfter > 0 {
+		fmt.Fprintf(&b, "requeue after %s", p.Verdict.RequeueAfter)
 	} else {
 		b.WriteString("ok (no requeue)")
 	}
-	if p.Outcome.StoppedAt != "" {
-		fmt.Fprintf(&b, "  stopped at %s", p.Outcome.StoppedAt)
+	if p.Verdict.StoppedAt != "" {
+		fmt.Fprintf(&b, "  stopped at %s", p.Verdict.StoppedAt)
 	}
-	if p.Outcome.Reason.Code != ReasonOK {
-		fmt.Fprintf(&b, "  %s", p.Outcome.Reason)
+	if p.Verdict.Reason.Code != ReasonOK {
+		fmt.Fprintf(&b, "  %s", p.Verdict.Reason)
 	}
 	b.WriteByte('\n')
 	return b.String()

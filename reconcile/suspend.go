@@ -64,7 +64,7 @@ func (d *decider) suspend() bool {
 // awaitStatus marks a plan whose next step needs the condition this pass's
 // Status computes, and wakes the caller after requeueForStatus.
 func (d *decider) awaitStatus() {
-	d.plan.Outcome.AwaitsStatus = true
+	d.plan.Verdict.AwaitsStatus = true
 	d.addHint(requeueForStatus)
 }
 

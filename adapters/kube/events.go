@@ -133,8 +133,8 @@ func ReconcileEvents(p reconcile.Plan, rep *reconcile.Report) []Event {
 			out = append(out, Event{Type: corev1.EventTypeWarning, Reason: string(r.Code), Message: r.Message})
 		}
 	}
-	if c := p.Outcome.Reason.Code; c != "" && c != reconcile.ReasonOK {
-		stop(p.Outcome.Reason)
+	if c := p.Verdict.Reason.Code; c != "" && c != reconcile.ReasonOK {
+		stop(p.Verdict.Reason)
 	}
 	for _, g := range p.Groups {
 		if g.Stopped != nil {

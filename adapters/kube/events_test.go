@@ -39,7 +39,7 @@ func TestReconcileEvents(t *testing.T) {
 			{Kind: reconcile.KindCreatePod, Group: "cpu", Reason: scaleUp},
 			{Kind: reconcile.KindDeletePod, Group: "cpu", Reason: reconcile.Reason{Code: reconcile.ReasonScaleDown, Message: "scaling down"}},
 		},
-		Outcome: reconcile.Outcome{Reason: heads, StoppedAt: "head"},
+		Verdict: reconcile.Verdict{Reason: heads, StoppedAt: "head"},
 		Groups:  []reconcile.GroupReport{{Group: "cpu"}, {Group: "gpu", Stopped: &pending}},
 		Notices: []reconcile.Reason{{Code: reconcile.ReasonGroupNotInSpec, Message: "pods of group old are left alone"},
 			{Code: reconcile.ReasonExpectationsPending, Message: "head expectations are not satisfied"}},

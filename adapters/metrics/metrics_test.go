@@ -61,7 +61,7 @@ func TestRecorderExportsPlanOutcomes(t *testing.T) {
 	rec.ObserveGPUBind(gpu.Outcome{Bound: true})
 	rec.ObserveGPUBind(gpu.Outcome{Unknown: true})
 	rec.ObserveGPUBind(gpu.Outcome{})
-	rec.ObserveReconcilePlan(reconcile.Plan{Outcome: reconcile.Outcome{Reason: reconcile.Reason{Code: reconcile.ReasonOK}},
+	rec.ObserveReconcilePlan(reconcile.Plan{Verdict: reconcile.Verdict{Reason: reconcile.Reason{Code: reconcile.ReasonOK}},
 		Actions: []reconcile.Action{
 			{Kind: reconcile.KindCreatePod, Reason: reconcile.Reason{Code: reconcile.ReasonScaleUp}},
 			{Kind: reconcile.KindCreatePod, Reason: reconcile.Reason{Code: reconcile.ReasonScaleUp}},
@@ -72,7 +72,7 @@ func TestRecorderExportsPlanOutcomes(t *testing.T) {
 		Delete:  []dag.DeleteJob{{Reason: dag.Reason{Code: dag.ReasonRetry}}},
 		Blocked: []dag.Blocked{{Reasons: []dag.Reason{{Code: dag.ReasonDependency}, {Code: dag.ReasonBackoff}}}, {}},
 	})
-	rec.ObserveExpectations(expectations.Result{Pending: []expectations.Entry{
+	rec.ObserveExpectations(expectations.Verdict{Pending: []expectations.Entry{
 		{Reason: expectations.Reason{Code: expectations.ReasonUnseen}}, {Reason: expectations.Reason{Code: expectations.ReasonUnseen}}}})
 
 	want := `
