@@ -123,8 +123,8 @@ const (
 	ReasonInvalidSpec ReasonCode = "InvalidSpec"
 	// ReasonCycle: the flow is on a dependency cycle.
 	ReasonCycle ReasonCode = "Cycle"
-	// ReasonUnknown: the flow depends on a flow that does not exist.
-	ReasonUnknown ReasonCode = "UnknownTarget"
+	// ReasonUnknownTarget: the flow depends on a flow that does not exist.
+	ReasonUnknownTarget ReasonCode = "UnknownTarget"
 	// ReasonProbe: a probe entry is not passing yet (no result, failed,
 	// stale, or a task count below its minimum).
 	ReasonProbe ReasonCode = "Probe"
@@ -272,7 +272,7 @@ func render(r Reason) string {
 			return fmt.Sprintf("on the %d-flow cycle of %s", r.Facts.Count, r.Facts.Field)
 		}
 		return "flow is on a dependency cycle"
-	case ReasonUnknown:
+	case ReasonUnknownTarget:
 		return fmt.Sprintf("no flow named %q", r.Facts.Target)
 	case ReasonDependenciesMet:
 		return "the dependencies of flow " + r.Facts.Flow + " are satisfied"
@@ -354,7 +354,7 @@ func cycleReason(count int, field string) Reason {
 }
 
 func unknownTargetReason(target, field string) Reason {
-	return rendered(Reason{Code: ReasonUnknown, Facts: ReasonFacts{Target: target, Field: field}})
+	return rendered(Reason{Code: ReasonUnknownTarget, Facts: ReasonFacts{Target: target, Field: field}})
 }
 
 func dependenciesMetReason(flow string) Reason {

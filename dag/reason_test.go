@@ -71,7 +71,7 @@ func TestReasonFacts(t *testing.T) {
 			[]dag.Reason{{Code: dag.ReasonCycle, Facts: dag.ReasonFacts{Count: 2, Field: "flows[0].dependsOn"}}}},
 		{"unknown target: the name and the reference", wf(fl("a", "zz")), nil, dag.Default(),
 			func(p dag.Plan) []dag.Reason { return blocked(p, "a") },
-			[]dag.Reason{{Code: dag.ReasonUnknown, Facts: dag.ReasonFacts{Target: "zz", Field: "flows[0].dependsOn.targets[0]"}}}},
+			[]dag.Reason{{Code: dag.ReasonUnknownTarget, Facts: dag.ReasonFacts{Target: "zz", Field: "flows[0].dependsOn.targets[0]"}}}},
 		{"probe: the entry and what it saw", probe, []dag.Job{tasks}, dag.Default(),
 			func(p dag.Plan) []dag.Reason { return blocked(p, "workers") },
 			[]dag.Reason{{Code: dag.ReasonProbe, Facts: dag.ReasonFacts{Target: "ps", Job: "jf-ps", Probe: &dag.ProbeFacts{Kind: "taskStatus", Entry: 0,

@@ -328,7 +328,7 @@ func TestReplenishScoped(t *testing.T) {
 			t.Errorf("scope %q: purge %v, want %v", tc.scope, p.Purge, tc.purge)
 		}
 		for _, m := range p.Moves {
-			if m.Reason.Code != vcluster.ReasonReplaceDead && m.Reason.Code != vcluster.ReasonReturnDead {
+			if m.Reason.Code != vcluster.ReasonReplaceDeadNode && m.Reason.Code != vcluster.ReasonReturnDeadNode {
 				t.Errorf("scope %q: move %v has reason %v", tc.scope, m, m.Reason)
 			}
 		}

@@ -75,10 +75,10 @@ const (
 	// ReasonNodeRemoved returns a node named by PlanRemoveNodes to the
 	// primary, and sets the cluster's new revision.
 	ReasonNodeRemoved ReasonCode = "NodeRemoved"
-	// ReasonReplaceDead moves an alive node into a dead node's bucket.
-	ReasonReplaceDead ReasonCode = "ReplaceDeadNode"
-	// ReasonReturnDead moves the dead node it replaces to the provider.
-	ReasonReturnDead ReasonCode = "ReturnDeadNode"
+	// ReasonReplaceDeadNode moves an alive node into a dead node's bucket.
+	ReasonReplaceDeadNode ReasonCode = "ReplaceDeadNode"
+	// ReasonReturnDeadNode moves the dead node it replaces to the provider.
+	ReasonReturnDeadNode ReasonCode = "ReturnDeadNode"
 	// ReasonJobFinished removes a finished job cluster and returns its nodes
 	// to its parent (PlanGC).
 	ReasonJobFinished ReasonCode = "JobFinished"
@@ -128,9 +128,9 @@ func withMessage(r Reason) Reason {
 		r.Message = fmt.Sprintf("job cluster %s takes %d %s node(s)", r.Facts.Cluster, r.Facts.Count, r.Facts.Template)
 	case r.Code == ReasonNodeRemoved:
 		r.Message = fmt.Sprintf("%d node(s) removed from virtual cluster %s", r.Facts.Count, r.Facts.Cluster)
-	case r.Code == ReasonReplaceDead:
+	case r.Code == ReasonReplaceDeadNode:
 		r.Message = fmt.Sprintf("replaces dead node %s of %s", r.Facts.Node, r.Facts.Cluster)
-	case r.Code == ReasonReturnDead:
+	case r.Code == ReasonReturnDeadNode:
 		r.Message = fmt.Sprintf("dead node of %s replaced by %s", r.Facts.Cluster, r.Facts.Node)
 	}
 	return r

@@ -154,7 +154,7 @@ var dagProblems = map[dag.ReasonCode]bool{
 	dag.ReasonNameConflict: true,
 	dag.ReasonInvalidSpec:  true,
 	dag.ReasonCycle:        true,
-	dag.ReasonUnknown:      true,
+	dag.ReasonUnknownTarget:      true,
 }
 
 // DAGEvents returns the events of one workflow pass, to record on the

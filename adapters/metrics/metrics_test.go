@@ -55,8 +55,8 @@ func TestRecorderExportsPlanOutcomes(t *testing.T) {
 	rec.ObserveLockPlan(lock.Plan{Kind: lock.Refuse, Reason: lock.Reason{Code: lock.ReasonHeldByOther}})
 	rec.ObserveLockPlan(lock.Plan{Kind: "Odd", Reason: lock.Reason{Code: "odd"}})
 	rec.ObserveGPUPlan(gpu.Plan{Reason: gpu.Reason{Code: gpu.ReasonNoNodeFits}, Nodes: []gpu.NodeFit{
-		{Node: "n1", Rejections: []gpu.Rejection{{Code: gpu.CardInsufficientMemory, Count: 2, Total: 4}, {Code: gpu.CardTypeMismatch, Count: 2, Total: 4}}},
-		{Node: "n2", Rejections: []gpu.Rejection{{Code: gpu.CardInsufficientMemory, Count: 1, Total: 1}}},
+		{Node: "n1", Rejections: []gpu.Rejection{{Code: gpu.ReasonCardInsufficientMemory, Count: 2, Total: 4}, {Code: gpu.ReasonCardTypeMismatch, Count: 2, Total: 4}}},
+		{Node: "n2", Rejections: []gpu.Rejection{{Code: gpu.ReasonCardInsufficientMemory, Count: 1, Total: 1}}},
 	}})
 	rec.ObserveGPUBind(gpu.Outcome{Bound: true})
 	rec.ObserveGPUBind(gpu.Outcome{Unknown: true})
