@@ -66,7 +66,7 @@ func (d *decider) head() error {
 		}
 		hc.Place++
 		d.plan.Actions = append(d.plan.Actions, Action{
-			Kind: KindCreatePod, Group: HeadGroupLabel, FailureReason: FailedCreateHeadPod,
+			Kind: ActionCreatePod, Group: HeadGroupLabel, FailureReason: FailedCreateHeadPod,
 			Reason: Reason{Code: ReasonHeadCreate, Message: "no head pod: creating one"},
 			Expect: []Expect{{Group: HeadGroupKey, Kind: ExpectCreate, Pod: pod.Name}},
 			Create: &CreatePod{Pod: pod, ReplicaIndex: -1, HostIndex: -1},
@@ -92,7 +92,7 @@ func (d *decider) mtlsReason() Reason {
 // deletePod appends a DeletePod with a UID precondition for a pod of the snapshot.
 func (d *decider) deletePod(actionGroup, expGroup string, p *corev1.Pod, r Reason, fr FailureReason, notFoundOK bool, ctr *Counters) {
 	d.plan.Actions = append(d.plan.Actions, Action{
-		Kind: KindDeletePod, Group: actionGroup, Reason: r, FailureReason: fr,
+		Kind: ActionDeletePod, Group: actionGroup, Reason: r, FailureReason: fr,
 		Expect: d.expects.one(Expect{Group: expGroup, Kind: ExpectDelete, Pod: p.Name, Seen: true}),
 		Delete: d.dels.ptr(DeletePod{Namespace: p.Namespace, Name: p.Name, UID: p.UID, NotFoundIsSuccess: notFoundOK}),
 	})

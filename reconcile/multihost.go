@@ -521,7 +521,7 @@ func (d *decider) createReplica(gi int, name string, index int, hosts []int, f *
 	if f != nil {
 		cg.Retry, cg.Attempts, cg.FirstFailure = true, f.Attempts, f.FirstFailure
 	}
-	a := Action{Kind: KindCreateReplicaGroup, Group: g.GroupName, Reason: r, FailureReason: FailedCreateWorkerPod, CreateGroup: cg}
+	a := Action{Kind: ActionCreateReplicaGroup, Group: g.GroupName, Reason: r, FailureReason: FailedCreateWorkerPod, CreateGroup: cg}
 	prefix := podNamePrefix(c.Name+"-"+g.GroupName, NodeTypeWorker, true)
 	for _, h := range hosts {
 		pod, err := d.buildPod(podSpec{group: g, replicaIndex: index, replicaName: name, hostIndex: h})

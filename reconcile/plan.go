@@ -184,11 +184,11 @@ type ActionKind string
 
 // Action kinds, one per executor method.
 const (
-	KindCreatePod           ActionKind = "CreatePod"
-	KindCreateReplicaGroup  ActionKind = "CreateReplicaGroup"
-	KindDeletePod           ActionKind = "DeletePod"
-	KindDeleteAllOf         ActionKind = "DeleteAllOf"
-	KindPatchPodAnnotations ActionKind = "PatchPodAnnotations"
+	ActionCreatePod           ActionKind = "CreatePod"
+	ActionCreateReplicaGroup  ActionKind = "CreateReplicaGroup"
+	ActionDeletePod           ActionKind = "DeletePod"
+	ActionDeleteAllOf         ActionKind = "DeleteAllOf"
+	ActionPatchPodAnnotations ActionKind = "PatchPodAnnotations"
 )
 
 // ExpectKind is the kind of an expectation record.
@@ -523,13 +523,13 @@ func (p Plan) Explain() string {
 func (a *Action) line() string {
 	var s string
 	switch a.Kind {
-	case KindCreatePod:
+	case ActionCreatePod:
 		c := a.Create
 		s = "create " + podNameOrPrefix(c.Pod)
 		if c.ReplicaIndex >= 0 {
 			s += fmt.Sprintf(" index %d", c.ReplicaIndex)
 		}
-	case KindCreateReplicaGroup:
+	case ActionCreateReplicaGroup:
 		c := a.CreateGroup
 		s = fmt.Sprintf("create-group %s index %d hosts %v", c.ReplicaName, c.ReplicaIndex, c.Hosts)
 		if c.Retry {
@@ -541,14 +541,14 @@ func (a *Action) line() string {
 				s += fmt.Sprintf(" (+%d)", len(c.Pods)-1)
 			}
 		}
-	case KindDeletePod:
+	case ActionDeletePod:
 		s = "delete " + a.Delete.Name
 		if a.Delete.UID == "" {
 			s += " (by name)"
 		}
-	case KindDeleteAllOf:
+	case ActionDeleteAllOf:
 		s = fmt.Sprintf("delete-all %s (%d active)", a.DeleteAll.SelectorString(), a.DeleteAll.Active)
-	case KindPatchPodAnnotations:
+	case ActionPatchPodAnnotations:
 		p := a.Patch
 		var kv []string
 		for _, k := range slices.Sorted(maps.Keys(p.Set)) {

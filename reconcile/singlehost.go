@@ -103,7 +103,7 @@ func (d *decider) scaleUp(gi int, running []int32, missing int) error {
 		d.name(pod, prefix, g.GroupName, slot, 0)
 		gr.Place++
 		d.plan.Actions = append(d.plan.Actions, Action{
-			Kind: KindCreatePod, Group: g.GroupName, FailureReason: FailedCreateWorkerPod, Reason: r,
+			Kind: ActionCreatePod, Group: g.GroupName, FailureReason: FailedCreateWorkerPod, Reason: r,
 			Expect: d.expects.one(Expect{Group: g.GroupName, Kind: ExpectCreate, Pod: pod.Name}),
 			Create: &CreatePod{Pod: pod, ReplicaIndex: idx, HostIndex: -1},
 		})
@@ -191,7 +191,7 @@ func (d *decider) workersToDelete(gi int) map[string]bool {
 			rr := r
 			rr.Facts.Pods = []string{name}
 			d.plan.Actions = append(d.plan.Actions, Action{
-				Kind: KindDeletePod, Group: g.GroupName, Reason: rr, FailureReason: FailedDeleteWorkerPod,
+				Kind: ActionDeletePod, Group: g.GroupName, Reason: rr, FailureReason: FailedDeleteWorkerPod,
 				Expect: []Expect{{Group: g.GroupName, Kind: ExpectDelete, Pod: name, Seen: idx >= 0}},
 				Delete: &DeletePod{Namespace: c.Namespace, Name: name, NotFoundIsSuccess: true},
 			})

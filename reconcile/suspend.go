@@ -79,7 +79,7 @@ func (d *decider) deleteAll(group string, r Reason, sel map[string]string, activ
 		return false
 	}
 	d.plan.Actions = append(d.plan.Actions, Action{
-		Kind: KindDeleteAllOf, Group: group, Reason: r, FailureReason: fr,
+		Kind: ActionDeleteAllOf, Group: group, Reason: r, FailureReason: fr,
 		Expect:    d.deleteAllExpects(sel),
 		DeleteAll: &DeleteAllOf{Namespace: d.s.Cluster.Namespace, Selector: sel, Active: active},
 	})
@@ -137,7 +137,7 @@ func (d *decider) recreate() bool {
 		r := Reason{Code: ReasonRecreateVersionSkip, Facts: ReasonFacts{Pods: []string{h.Name}, From: v, To: d.o.operatorVersion()}}
 		r.Message = fmt.Sprintf("head %s was created by KubeRay %s, not %s: adopting the current spec hash instead of recreating", r.Facts.Pods[0], r.Facts.From, r.Facts.To)
 		d.plan.Actions = append(d.plan.Actions, Action{
-			Kind: KindPatchPodAnnotations, Group: "",
+			Kind: ActionPatchPodAnnotations, Group: "",
 			Reason: r,
 			Patch: &PatchPodAnnotations{Namespace: h.Namespace, Name: h.Name, UID: h.UID, ResourceVersion: h.ResourceVersion,
 				Set: map[string]string{AnnotationRecreateHash: d.hash, AnnotationKubeRayVersion: d.o.operatorVersion()}},

@@ -89,7 +89,7 @@ func (r *wakeRun) phase(name string, change func(), goal func() bool) {
 	for pass := 0; pass < maxPasses; pass++ {
 		plan := r.pass()
 		for _, a := range plan.Actions {
-			if a.Kind == reconcile.KindDeleteAllOf && a.Group == "" {
+			if a.Kind == reconcile.ActionDeleteAllOf && a.Group == "" {
 				deleteAlls++
 			}
 		}

@@ -33,11 +33,11 @@ func TestReconcileEvents(t *testing.T) {
 	heads := reconcile.Reason{Code: reconcile.ReasonMultipleHeads, Message: "2 head pods"}
 	p := reconcile.Plan{
 		Actions: []reconcile.Action{
-			{Kind: reconcile.KindCreatePod, Group: reconcile.HeadGroupLabel, Reason: reconcile.Reason{Code: reconcile.ReasonHeadCreate, Message: "no head pod: creating one"}},
-			{Kind: reconcile.KindCreatePod, Group: "cpu", Reason: scaleUp},
-			{Kind: reconcile.KindCreatePod, Group: "cpu", Reason: scaleUp},
-			{Kind: reconcile.KindCreatePod, Group: "cpu", Reason: scaleUp},
-			{Kind: reconcile.KindDeletePod, Group: "cpu", Reason: reconcile.Reason{Code: reconcile.ReasonScaleDown, Message: "scaling down"}},
+			{Kind: reconcile.ActionCreatePod, Group: reconcile.HeadGroupLabel, Reason: reconcile.Reason{Code: reconcile.ReasonHeadCreate, Message: "no head pod: creating one"}},
+			{Kind: reconcile.ActionCreatePod, Group: "cpu", Reason: scaleUp},
+			{Kind: reconcile.ActionCreatePod, Group: "cpu", Reason: scaleUp},
+			{Kind: reconcile.ActionCreatePod, Group: "cpu", Reason: scaleUp},
+			{Kind: reconcile.ActionDeletePod, Group: "cpu", Reason: reconcile.Reason{Code: reconcile.ReasonScaleDown, Message: "scaling down"}},
 		},
 		Verdict: reconcile.Verdict{Reason: heads, StoppedAt: "head"},
 		Groups:  []reconcile.GroupReport{{Group: "cpu"}, {Group: "gpu", Stopped: &pending}},
@@ -45,11 +45,11 @@ func TestReconcileEvents(t *testing.T) {
 			{Code: reconcile.ReasonExpectationsPending, Message: "head expectations are not satisfied"}},
 	}
 	rep := &reconcile.Report{Results: []reconcile.ActionResult{
-		{Index: 0, Kind: reconcile.KindCreatePod, Target: "default/demo-head-*", Status: reconcile.CallDone},
-		{Index: 1, Kind: reconcile.KindCreatePod, Target: "default/demo-cpu-*", Status: reconcile.CallDone},
-		{Index: 2, Kind: reconcile.KindCreatePod, Target: "default/demo-cpu-*", Status: reconcile.CallAlreadyDone},
-		{Index: 3, Kind: reconcile.KindCreatePod, Target: "default/demo-cpu-*", Status: reconcile.CallFailed, Err: errors.Join(errors.New("FailedCreateWorkerPod"), errors.New("exceeded quota"))},
-		{Index: 4, Kind: reconcile.KindDeletePod, Target: "default/w1", Status: reconcile.CallSkipped},
+		{Index: 0, Kind: reconcile.ActionCreatePod, Target: "default/demo-head-*", Status: reconcile.CallDone},
+		{Index: 1, Kind: reconcile.ActionCreatePod, Target: "default/demo-cpu-*", Status: reconcile.CallDone},
+		{Index: 2, Kind: reconcile.ActionCreatePod, Target: "default/demo-cpu-*", Status: reconcile.CallAlreadyDone},
+		{Index: 3, Kind: reconcile.ActionCreatePod, Target: "default/demo-cpu-*", Status: reconcile.CallFailed, Err: errors.Join(errors.New("FailedCreateWorkerPod"), errors.New("exceeded quota"))},
+		{Index: 4, Kind: reconcile.ActionDeletePod, Target: "default/w1", Status: reconcile.CallSkipped},
 	}, Stopped: true}
 
 	want := []kube.Event{

@@ -32,8 +32,8 @@ var (
 		reconcile.ReasonReplicaGroupFormationTimeout, reconcile.ReasonReplicaGroupForming, reconcile.ReasonLegacyMultiHostPods,
 		reconcile.ReasonNotMultipleOfHosts, reconcile.ReasonInvalidNumOfHosts, reconcile.ReasonGroupNotInSpec,
 		reconcile.ReasonForeignOwner, reconcile.ReasonBurstLimited, reconcile.ReasonNotVisited)
-	reconcileKinds = set(reconcile.KindCreatePod, reconcile.KindCreateReplicaGroup, reconcile.KindDeletePod,
-		reconcile.KindDeleteAllOf, reconcile.KindPatchPodAnnotations)
+	reconcileKinds = set(reconcile.ActionCreatePod, reconcile.ActionCreateReplicaGroup, reconcile.ActionDeletePod,
+		reconcile.ActionDeleteAllOf, reconcile.ActionPatchPodAnnotations)
 
 	dagReasons = set(dag.ReasonDependency, dag.ReasonBackoff, dag.ReasonParallelism, dag.ReasonMainNotFinal,
 		dag.ReasonNameConflict, dag.ReasonRetrying, dag.ReasonInvalidSpec, dag.ReasonCycle, dag.ReasonUnknownTarget,

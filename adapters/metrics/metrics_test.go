@@ -63,9 +63,9 @@ func TestRecorderExportsPlanOutcomes(t *testing.T) {
 	rec.ObserveGPUBind(gpu.Outcome{})
 	rec.ObserveReconcilePlan(reconcile.Plan{Verdict: reconcile.Verdict{Reason: reconcile.Reason{Code: reconcile.ReasonOK}},
 		Actions: []reconcile.Action{
-			{Kind: reconcile.KindCreatePod, Reason: reconcile.Reason{Code: reconcile.ReasonScaleUp}},
-			{Kind: reconcile.KindCreatePod, Reason: reconcile.Reason{Code: reconcile.ReasonScaleUp}},
-			{Kind: reconcile.KindDeletePod, Reason: reconcile.Reason{Code: reconcile.ReasonWorkerTerminalPhase}},
+			{Kind: reconcile.ActionCreatePod, Reason: reconcile.Reason{Code: reconcile.ReasonScaleUp}},
+			{Kind: reconcile.ActionCreatePod, Reason: reconcile.Reason{Code: reconcile.ReasonScaleUp}},
+			{Kind: reconcile.ActionDeletePod, Reason: reconcile.Reason{Code: reconcile.ReasonWorkerTerminalPhase}},
 		}})
 	rec.ObserveDAGPlan(dag.Plan{
 		Create:  []dag.CreateJob{{Reason: dag.Reason{Code: dag.ReasonDependenciesMet}}},
