@@ -109,7 +109,7 @@ func TestDAGEvents(t *testing.T) {
 		},
 		Blocked: []dag.Blocked{
 			{Flow: "e", Reasons: []dag.Reason{{Code: dag.ReasonDependency, Message: "a is Pending"}, {Code: dag.ReasonDependency, Message: "c is Pending"}}},
-			{Flow: "f", Reasons: []dag.Reason{{Code: dag.ReasonNameConflict, Message: `NameConflict: wf-f owned by "other"`}}},
+			{Flow: "f", Reasons: []dag.Reason{{Code: dag.ReasonNameConflict, Message: `wf-f owned by "other"`}}},
 		},
 	}
 	rep := &dag.Report{Actions: []dag.ActionResult{
@@ -119,15 +119,15 @@ func TestDAGEvents(t *testing.T) {
 		{Kind: dag.ActionCreate, Name: "wf-d", Skipped: true},
 	}}
 	want := []kube.Event{
-		{Type: "Normal", Reason: "Retry", Message: "job wf-b: Retry: flow b failed and is retried"},
-		{Type: "Normal", Reason: "DependenciesMet", Message: "job wf-a: DependenciesMet: the dependencies of flow a are satisfied"},
-		{Type: "Warning", Reason: "DependenciesMet", Message: "job wf-c: DependenciesMet: the dependencies of flow c are satisfied (create wf-c failed: forbidden)"},
-		{Type: "Warning", Reason: "NameConflict", Message: `flow f: NameConflict: wf-f owned by "other"`},
+		{Type: "Normal", Reason: "Retry", Message: "job wf-b: flow b failed and is retried"},
+		{Type: "Normal", Reason: "DependenciesMet", Message: "job wf-a: the dependencies of flow a are satisfied"},
+		{Type: "Warning", Reason: "DependenciesMet", Message: "job wf-c: the dependencies of flow c are satisfied (Create wf-c failed: forbidden)"},
+		{Type: "Warning", Reason: "NameConflict", Message: `flow f: wf-f owned by "other"`},
 	}
 	if d := cmp.Diff(want, kube.DAGEvents(p, rep)); d != "" {
 		t.Fatalf("DAGEvents (-want +got):\n%s", d)
 	}
-	if got := kube.DAGEvents(p, nil); len(got) != 4+1 || got[3].Type != "Normal" || got[3].Message != "job wf-d: DependenciesMet: the dependencies of flow d are satisfied" {
+	if got := kube.DAGEvents(p, nil); len(got) != 4+1 || got[3].Type != "Normal" || got[3].Message != "job wf-d: the dependencies of flow d are satisfied" {
 		t.Fatalf("dry run events: %+v", got)
 	}
 	// A report out of step with the plan (another plan's) lists nothing.
