@@ -43,12 +43,12 @@ func (s *scripted) do(a gpu.Action) gpu.Result {
 		r = ar
 	} else {
 		switch a.Kind {
-		case gpu.ActGetPod:
+		case gpu.ActionGetPod:
 			r.Pod = s.pod
-		case gpu.ActLock:
+		case gpu.ActionLock:
 			s.epoch++
 			r.Epoch = s.epoch
-		case gpu.ActWait:
+		case gpu.ActionWait:
 			d := a.Wait
 			if s.wakeAfter > 0 && s.wakeAfter < d {
 				d, r.Woken = s.wakeAfter, true
@@ -87,7 +87,7 @@ func drive(t fataler, in gpu.BindInput, s *scripted) ([]gpu.Step, gpu.Outcome) {
 			t.Fatal(err)
 		}
 	}
-	if st.Next().Kind != gpu.ActDone {
+	if st.Next().Kind != gpu.ActionDone {
 		t.Fatalf("finished state's next action is %v", st.Next())
 	}
 	return steps, st.Outcome()
@@ -119,17 +119,17 @@ func checkBindContract(t fataler, steps []gpu.Step, out gpu.Outcome) {
 	podKnown := false
 	for _, s := range steps {
 		a := s.Action
-		if a.Kind != gpu.ActGetPod && a.Kind != gpu.ActForgetAssumed {
+		if a.Kind != gpu.ActionGetPod && a.Kind != gpu.ActionForgetAssumed {
 			podKnown = true
 		}
 		switch a.Kind {
-		case gpu.ActGetPod, gpu.ActForgetAssumed:
-		case gpu.ActLock:
+		case gpu.ActionGetPod, gpu.ActionForgetAssumed:
+		case gpu.ActionLock:
 			// A Lock that failed other than by contention may have written.
 			if s.Result.Err == nil || !s.Result.Contention {
 				held = append(held, a.Lock)
 			}
-		case gpu.ActRelease:
+		case gpu.ActionRelease:
 			if len(held) == 0 || held[len(held)-1] != a.Lock {
 				t.Fatalf("released %s while holding %v: not the last lock taken", a.Lock, held)
 			}
@@ -140,7 +140,7 @@ func checkBindContract(t fataler, steps []gpu.Step, out gpu.Outcome) {
 			if a.Reason.Code == gpu.ReasonFailureRollback {
 				failureReleases = append(failureReleases, a.Lock)
 			}
-		case gpu.ActPatchPod:
+		case gpu.ActionPatchPod:
 			switch a.Annotations[gpu.AnnoBindPhase] {
 			case gpu.PhaseFailed:
 				markedFailed = true
@@ -189,7 +189,7 @@ func TestBindPatchCarriesTimeAndEpochs(t *testing.T) {
 	steps, out := drive(t, bindInput(gpu.Options{}), sc)
 	var patch map[string]string
 	for _, s := range steps {
-		if s.Action.Kind == gpu.ActPatchPod {
+		if s.Action.Kind == gpu.ActionPatchPod {
 			patch = s.Action.Annotations
 		}
 	}
