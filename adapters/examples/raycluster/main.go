@@ -4,7 +4,7 @@
 // with the pure reconcile core, gates the plan on expectations, and applies it
 // through adapters/kube's PodExecutor with bounded concurrency.
 //
-// It runs against a throwaway API server (etcd and kube-apiserver from
+// By default it runs a demo against a throwaway API server (etcd and kube-apiserver from
 // adapters/kube/kubetest; build them once with .ci/kube-apiserver.sh), installs
 // a RayCluster CRD, shows that a RayCluster with a misspelt field is a
 // terminal error (not requeued), creates a cluster with 3 workers and prints
@@ -13,18 +13,26 @@
 // step:
 //
 //	go run ./examples/raycluster
+//
+// With -operator it is an operator process instead: the controller alone
+// against that API server, reconciling up to -max-concurrent-reconciles
+// clusters at once, each pass sending at most -max-in-flight creates at once.
+// The scale harness in ./scale runs it that way beside KubeRay's operator.
 package main
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -35,10 +43,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -54,12 +65,54 @@ import (
 var RayClusterGVK = schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayCluster"}
 
 func main() {
+	operator := flag.Bool("operator", false, "run only the controller, against the API server of -kubeconfig (or $KUBECONFIG), until SIGINT or SIGTERM; "+
+		"the RayCluster CRD must be installed (without this flag: the self-contained demo)")
+	var set Settings
+	flag.IntVar(&set.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "clusters reconciled at once")
+	flag.IntVar(&set.MaxInFlight, "max-in-flight", 16, "creates or deletes one pass sends at once")
+	flag.StringVar(&set.MetricsAddr, "metrics-addr", "0", "address of the Prometheus metrics endpoint (0: none)")
+	qps := flag.Float64("qps", 100, "client-side rate limit of requests to the API server (KubeRay's operator's default)")
+	burst := flag.Int("burst", 200, "client-side burst above -qps (KubeRay's operator's default)")
+	flag.Parse()
+	if *operator {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		set.TokenPrefix, set.CacheRayClusters = fmt.Sprintf("op%d-", os.Getpid()), true
+		if err := operate(ctx, float32(*qps), *burst, set); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := run(ctx, os.Stdout, &kube.PodObserver{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// operate runs the controller alone against the API server that
+// controller-runtime's -kubeconfig flag (or $KUBECONFIG, or the in-cluster
+// config) names until ctx ends: the operator process the scale harness
+// (./scale) measures.
+func operate(ctx context.Context, qps float32, burst int, set Settings) error {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, "plancore-raycluster"
+	ctrl.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard())
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	mgr, _, err := newController(ctx, cfg, scheme, &kube.PodObserver{}, set)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
 }
 
 // Reconciler reconciles RayClusters' pods with plancore's reconcile core.
@@ -74,8 +127,10 @@ type Reconciler struct {
 	Pods    *kube.PodLister
 	buffers sync.Pool
 	Options reconcile.Options
-	// Applier records each create's and delete's expectation in Tracker; its
-	// TokenPrefix should differ between processes.
+	// Applier records each create's and delete's expectation in Tracker and
+	// sends each run of creates or deletes concurrently, at most MaxInFlight
+	// calls at a time (slow start first); its TokenPrefix should differ
+	// between processes.
 	Applier reconcile.Applier
 	// Recorder records each pass's events on the RayCluster
 	// (mgr.GetEventRecorderFor): what the plan did and why it waits.
@@ -116,7 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, kube.TerminalIfInvalid(err)
 	}
 	exec := &kube.PodExecutor{Client: r.Client, Owner: rc}
-	report, applyErr := kube.ApplyConcurrently(ctx, plan, exec, r.Applier, kube.Concurrency{MaxInFlight: 8})
+	report, applyErr := r.Applier.Apply(ctx, plan, exec) // creates in parallel, at most Applier.MaxInFlight
 	// One event per reason: pods created, deleted, failed; why the plan waits.
 	eventErr := kube.Emit(r.Recorder, rc, kube.ReconcileEvents(plan, &report))
 	status, err := reconcile.Status(reconcile.StatusInput{Snapshot: snap, Previous: current, Report: &report}, r.Options)
@@ -231,28 +286,8 @@ func run(ctx context.Context, out io.Writer, podEvents *kube.PodObserver) error 
 		return fmt.Errorf("RayCluster CRD not served: %w", err)
 	}
 
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme, Metrics: server.Options{BindAddress: "0"}})
+	mgr, r, err := newController(ctx, env.Config, scheme, podEvents, Settings{MaxConcurrentReconciles: 1, MaxInFlight: 8, TokenPrefix: "example-"})
 	if err != nil {
-		return err
-	}
-	tracker, err := expectations.NewTracker(expectations.Options{})
-	if err != nil {
-		return err
-	}
-	lister, err := kube.NewPodLister(ctx, mgr.GetCache())
-	if err != nil {
-		return err
-	}
-	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Pods: lister, Options: reconcile.Options{OperatorVersion: "v1.7.0"},
-		Applier: reconcile.Applier{Expectations: tracker, TokenPrefix: "example-"}, Recorder: mgr.GetEventRecorderFor("raycluster")}
-	owner := &unstructured.Unstructured{}
-	owner.SetGroupVersionKind(RayClusterGVK)
-	// Pod events reach the tracker (kube.PodObserver) before they enqueue
-	// the RayCluster that controls the pod, so a create or delete settles
-	// on its event rather than on its expectation's timeout.
-	podEvents.Tracker, podEvents.OwnerKind = tracker, RayClusterGVK.GroupKind()
-	podEvents.Next = handler.EnqueueRequestForOwner(scheme, mgr.GetRESTMapper(), owner, handler.OnlyControllerOwner())
-	if err := ctrl.NewControllerManagedBy(mgr).Named("raycluster").For(owner).Watches(&corev1.Pod{}, podEvents).Complete(r); err != nil {
 		return err
 	}
 	mctx, stop := context.WithCancel(ctx)
@@ -335,6 +370,66 @@ func run(ctx context.Context, out io.Writer, podEvents *kube.PodObserver) error 
 	}
 	stop()
 	return <-done
+}
+
+// Settings are the knobs of one controller process.
+type Settings struct {
+	// MaxConcurrentReconciles is controller-runtime's: how many clusters are
+	// reconciled at once. Above 1, a cluster whose pass sends 500 creates
+	// does not hold up the passes of the others.
+	MaxConcurrentReconciles int
+	// MaxInFlight bounds the creates (or deletes) one pass sends at once
+	// (reconcile.Applier.MaxInFlight).
+	MaxInFlight int
+	// MetricsAddr is where controller-runtime serves Prometheus metrics; ""
+	// or "0" serves none.
+	MetricsAddr string
+	// TokenPrefix starts every create token of this process.
+	TokenPrefix string
+	// CacheRayClusters reads RayClusters from the manager's informer cache,
+	// as KubeRay's operator does, instead of a GET per pass (the client's
+	// default for unstructured objects). The demo reads them live: it
+	// reconciles a cluster the moment it is created.
+	CacheRayClusters bool
+}
+
+// newController builds a manager on cfg with the RayCluster controller
+// registered: a tracker, the pod lister, podEvents (a zero PodObserver) as
+// the pod watch's handler. The caller starts the manager.
+func newController(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, podEvents *kube.PodObserver, set Settings) (ctrl.Manager, *Reconciler, error) {
+	metricsAddr := set.MetricsAddr
+	if metricsAddr == "" {
+		metricsAddr = "0"
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: server.Options{BindAddress: metricsAddr},
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: set.CacheRayClusters}}})
+	if err != nil {
+		return nil, nil, err
+	}
+	tracker, err := expectations.NewTracker(expectations.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	lister, err := kube.NewPodLister(ctx, mgr.GetCache())
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Pods: lister, Options: reconcile.Options{OperatorVersion: "v1.7.0"},
+		Applier:  reconcile.Applier{Expectations: tracker, TokenPrefix: set.TokenPrefix, MaxInFlight: set.MaxInFlight},
+		Recorder: mgr.GetEventRecorderFor("raycluster")}
+	owner := &unstructured.Unstructured{}
+	owner.SetGroupVersionKind(RayClusterGVK)
+	// Pod events reach the tracker (kube.PodObserver) before they enqueue
+	// the RayCluster that controls the pod, so a create or delete settles
+	// on its event rather than on its expectation's timeout.
+	podEvents.Tracker, podEvents.OwnerKind = tracker, RayClusterGVK.GroupKind()
+	podEvents.Next = handler.EnqueueRequestForOwner(scheme, mgr.GetRESTMapper(), owner, handler.OnlyControllerOwner())
+	err = ctrl.NewControllerManagedBy(mgr).Named("raycluster").For(owner).Watches(&corev1.Pod{}, podEvents).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, set.MaxConcurrentReconciles)}).Complete(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return mgr, r, nil
 }
 
 // refuseInvalid creates a RayCluster with a misspelt field and reconciles
