@@ -38,6 +38,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -175,7 +176,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// One event per reason: pods created, deleted, failed; why the plan waits.
 	eventErr := kube.Emit(r.Recorder, rc, kube.ReconcileEvents(plan, &report))
 	status, err := reconcile.Status(reconcile.StatusInput{Snapshot: snap, Previous: current, Report: &report}, r.Options)
-	if err == nil {
+	if err == nil && !sameStatus(current, status) { // no write when only the time moved
 		err = r.writeStatus(ctx, rc, status)
 	}
 	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, errors.Join(applyErr, eventErr, err)
@@ -195,6 +196,14 @@ func (r *Reconciler) buffer() *[]corev1.Pod {
 		return buf
 	}
 	return new([]corev1.Pod)
+}
+
+// sameStatus reports whether next differs from the status the object
+// holds only in LastUpdateTime, as KubeRay's operator decides whether to
+// write: a pass that changed nothing writes nothing.
+func sameStatus(current, next reconcile.ClusterStatus) bool {
+	next.LastUpdateTime = current.LastUpdateTime
+	return equality.Semantic.DeepEqual(current, next)
 }
 
 // writeStatus merge-patches the status subresource with the computed

@@ -78,6 +78,7 @@ type Row struct {
 	PeakRSSMiB   float64        // VmHWM
 	APIServerCPU float64        // kube-apiserver's CPU seconds over the same span
 	EtcdCPU      float64
+	Load         string // /proc/loadavg's 1, 5 and 15 minute averages when every cluster was ready
 	Burst        *BurstRow
 }
 
@@ -89,6 +90,9 @@ type BurstRow struct {
 	ChangedWait time.Duration // cluster 1's spec change seen to its new pod seen
 	Requests    map[string]int
 	CPUSeconds  float64
+	PeakHeapMiB float64 // over the whole run, burst included
+	PeakRSSMiB  float64
+	Load        string
 }
 
 // Results is one run: a row per operator, same API server.
@@ -304,7 +308,7 @@ func newHarness(ctx context.Context, env *kubetest.Env, cfg Config) (*harness, e
 	}
 	go pods.Run(ctx.Done())
 	go rcs.Run(ctx.Done())
-	h.kube.run(ctx, 16)
+	h.kube.run(ctx, 64)
 	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, rcs.HasSynced) {
 		return nil, errors.New("the harness's watches did not sync")
 	}
@@ -361,12 +365,12 @@ func (h *harness) measure(ctx context.Context, name string) (*Row, error) {
 	row := &Row{Operator: name, Clusters: h.cfg.Clusters, Pods: h.cfg.Clusters * (1 + h.cfg.Workers),
 		AllReady: last.Sub(first), FirstPodP50: quantile(lat, 0.5), FirstPodP99: quantile(lat, 0.99),
 		Requests: proxy.snapshot(), CPUSeconds: op.cpuSeconds(), PeakHeapMiB: op.peakHeapMiB(), PeakRSSMiB: op.vmHWM(),
-		APIServerCPU: procCPU(h.apiserverPID) - apiCPU0, EtcdCPU: procCPU(h.etcdPID) - etcdCPU0}
+		APIServerCPU: procCPU(h.apiserverPID) - apiCPU0, EtcdCPU: procCPU(h.etcdPID) - etcdCPU0, Load: loadAvg()}
 	if h.cfg.Burst {
 		if row.Burst, err = h.burst(ctx, name, op, proxy); err != nil {
 			return nil, fmt.Errorf("burst: %w", err)
 		}
-		row.PeakHeapMiB, row.PeakRSSMiB = op.peakHeapMiB(), op.vmHWM()
+		row.Burst.PeakHeapMiB, row.Burst.PeakRSSMiB = op.peakHeapMiB(), op.vmHWM()
 	}
 	op.stop()
 	return row, h.cleanup(ctx, name)
@@ -456,7 +460,7 @@ func (h *harness) burst(ctx context.Context, name string, op *operatorProc, prox
 	}
 	b, s := h.obs.snapshot(big), h.obs.snapshot(small)
 	return &BurstRow{AllExist: b.exist.Sub(b.changed), AllReady: b.ready.Sub(b.changed), ChangedWait: s.exist.Sub(s.changed),
-		Requests: diff(proxy.snapshot(), before), CPUSeconds: op.cpuSeconds() - cpu0}, nil
+		Requests: diff(proxy.snapshot(), before), CPUSeconds: op.cpuSeconds() - cpu0, Load: loadAvg()}, nil
 }
 
 // scale merge-patches the replicas (and maxReplicas) of a cluster's only
@@ -503,4 +507,17 @@ func (h *harness) cleanup(ctx context.Context, op string) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return nil
+}
+
+// loadAvg is the machine's load averages over 1, 5 and 15 minutes.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
