@@ -27,6 +27,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	_ "net/http/pprof" // -pprof-addr
 	"os"
 	"os/signal"
 	"slices"
@@ -72,6 +74,7 @@ func main() {
 	flag.IntVar(&set.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "clusters reconciled at once")
 	flag.IntVar(&set.MaxInFlight, "max-in-flight", 16, "creates or deletes one pass sends at once")
 	flag.StringVar(&set.MetricsAddr, "metrics-addr", "0", "address of the Prometheus metrics endpoint (0: none)")
+	pprofAddr := flag.String("pprof-addr", "", "with -operator, serve net/http/pprof's /debug/pprof/ here")
 	qps := flag.Float64("qps", 100, "client-side rate limit of requests to the API server (KubeRay's operator's default)")
 	burst := flag.Int("burst", 200, "client-side burst above -qps (KubeRay's operator's default)")
 	flag.Parse()
@@ -79,6 +82,9 @@ func main() {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		set.TokenPrefix, set.CacheRayClusters = fmt.Sprintf("op%d-", os.Getpid()), true
+		if *pprofAddr != "" {
+			go func() { _ = http.ListenAndServe(*pprofAddr, nil) }() // net/http/pprof's handlers
+		}
 		if err := operate(ctx, float32(*qps), *burst, set); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -127,6 +133,9 @@ type Reconciler struct {
 	// holds the slices they are read into, reused from pass to pass.
 	Pods    *kube.PodLister
 	buffers sync.Pool
+	// written holds, per cluster, the last status this process wrote and
+	// the resourceVersion it wrote over (see lastStatus).
+	written sync.Map // types.NamespacedName -> writtenStatus
 	Options reconcile.Options
 	// Applier records each create's and delete's expectation in Tracker and
 	// sends each run of creates or deletes concurrently, at most MaxInFlight
@@ -147,6 +156,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	rc := &unstructured.Unstructured{}
 	rc.SetGroupVersionKind(RayClusterGVK)
 	if err := r.Client.Get(ctx, req.NamespacedName, rc); err != nil {
+		r.written.Delete(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	raw, err := rc.MarshalJSON()
@@ -176,7 +186,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// One event per reason: pods created, deleted, failed; why the plan waits.
 	eventErr := kube.Emit(r.Recorder, rc, kube.ReconcileEvents(plan, &report))
 	status, err := reconcile.Status(reconcile.StatusInput{Snapshot: snap, Previous: current, Report: &report}, r.Options)
-	if err == nil && !sameStatus(current, status) { // no write when only the time moved
+	if err == nil && !sameStatus(r.lastStatus(rc, current), status) { // no write when only the time moved
 		err = r.writeStatus(ctx, rc, status)
 	}
 	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, errors.Join(applyErr, eventErr, err)
@@ -206,15 +216,35 @@ func sameStatus(current, next reconcile.ClusterStatus) bool {
 	return equality.Semantic.DeepEqual(current, next)
 }
 
+type writtenStatus struct {
+	over   string // the resourceVersion the write replaced
+	status reconcile.ClusterStatus
+}
+
+// lastStatus is the status the API server holds: current, unless the
+// object read is still the one this process last wrote over (a cache that
+// has not seen that write yet), and then the status written.
+func (r *Reconciler) lastStatus(rc *unstructured.Unstructured, current reconcile.ClusterStatus) reconcile.ClusterStatus {
+	if w, ok := r.written.Load(client.ObjectKeyFromObject(rc)); ok && w.(writtenStatus).over == rc.GetResourceVersion() {
+		return w.(writtenStatus).status
+	}
+	return current
+}
+
 // writeStatus merge-patches the status subresource with the computed
 // status (the whole conditions list, which Status computed from the
-// current one).
+// current one) and remembers what it wrote over.
 func (r *Reconciler) writeStatus(ctx context.Context, rc *unstructured.Unstructured, st reconcile.ClusterStatus) error {
 	body, err := json.Marshal(map[string]any{"status": st})
 	if err != nil {
 		return err
 	}
-	return r.Client.Status().Patch(ctx, rc, client.RawPatch(types.MergePatchType, body))
+	over := rc.GetResourceVersion()
+	if err := r.Client.Status().Patch(ctx, rc, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return err
+	}
+	r.written.Store(client.ObjectKeyFromObject(rc), writtenStatus{over: over, status: st})
+	return nil
 }
 
 // rayClusterCRD is a minimal RayCluster CRD: the schema keeps unknown fields,

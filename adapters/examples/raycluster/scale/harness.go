@@ -59,6 +59,13 @@ type Config struct {
 	PlancoreInFlight   int
 	KubeRayReconciles  int
 
+	// ProfileDir, when set, receives a CPU profile of plancore's operator
+	// (plancore.cpu.pprof) over its first ProfileFor of the steady phase.
+	ProfileDir string
+	ProfileFor time.Duration
+
+	pprofAddr string // plancore's -pprof-addr, chosen per start
+
 	// Progress receives a line every ProgressEvery while a phase runs.
 	Progress      io.Writer
 	ProgressEvery time.Duration
@@ -351,6 +358,10 @@ func (h *harness) measure(ctx context.Context, name string) (*Row, error) {
 	if err := waitWatching(ctx, op, proxy); err != nil {
 		return nil, err
 	}
+	var profiled <-chan error
+	if name == "plancore" && h.cfg.ProfileDir != "" {
+		profiled = profile(&h.cfg, h.cfg.ProfileFor, filepath.Join(h.cfg.ProfileDir, "plancore.cpu.pprof"))
+	}
 	if err := h.createClusters(ctx, name); err != nil {
 		return nil, err
 	}
@@ -360,6 +371,11 @@ func (h *harness) measure(ctx context.Context, name string) (*Row, error) {
 		return all && h.obs.progress(prefix).clusters == h.cfg.Clusters
 	}); err != nil {
 		return nil, fmt.Errorf("waiting for every cluster to be ready: %w", err)
+	}
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return nil, fmt.Errorf("profiling: %w", err)
+		}
 	}
 	first, last, lat, _ := h.obs.steady(prefix)
 	row := &Row{Operator: name, Clusters: h.cfg.Clusters, Pods: h.cfg.Clusters * (1 + h.cfg.Workers),

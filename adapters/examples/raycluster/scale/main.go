@@ -49,6 +49,8 @@ func main() {
 	flag.IntVar(&cfg.PlancoreReconciles, "plancore-reconciles", 8, "plancore's MaxConcurrentReconciles")
 	flag.IntVar(&cfg.PlancoreInFlight, "plancore-in-flight", 16, "plancore's creates in flight per pass")
 	flag.IntVar(&cfg.KubeRayReconciles, "kuberay-reconciles", 1, "KubeRay's --reconcile-concurrency (its default is 1)")
+	flag.StringVar(&cfg.ProfileDir, "profile", "", "directory for a CPU profile of plancore's operator over the start of its steady phase")
+	flag.DurationVar(&cfg.ProfileFor, "profile-for", 30*time.Second, "length of that profile")
 	flag.DurationVar(&cfg.ProgressEvery, "progress", 2*time.Second, "progress line interval")
 	flag.Parse()
 	cfg.Operators = strings.Split(*ops, ",")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -53,7 +54,8 @@ func operatorArgs(cfg *Config, name, metrics string) ([]string, error) {
 	switch name {
 	case "plancore":
 		return []string{cfg.PlancoreBin, "-kubeconfig", "", "-operator", "-metrics-addr", metrics, "-qps", qps, "-burst", burst,
-			"-max-concurrent-reconciles", strconv.Itoa(cfg.PlancoreReconciles), "-max-in-flight", strconv.Itoa(cfg.PlancoreInFlight)}, nil
+			"-max-concurrent-reconciles", strconv.Itoa(cfg.PlancoreReconciles), "-max-in-flight", strconv.Itoa(cfg.PlancoreInFlight),
+			"-pprof-addr", cfg.pprofAddr}, nil
 	case "kuberay":
 		probe, err := freePort()
 		if err != nil {
@@ -69,6 +71,9 @@ func operatorArgs(cfg *Config, name, metrics string) ([]string, error) {
 func startOperator(cfg *Config, name, kubeconfig, dir string) (*operatorProc, error) {
 	metrics, err := freePort()
 	if err != nil {
+		return nil, err
+	}
+	if cfg.pprofAddr, err = freePort(); err != nil {
 		return nil, err
 	}
 	args, err := operatorArgs(cfg, name, metrics)
@@ -258,4 +263,27 @@ func waitWatching(ctx context.Context, o *operatorProc, p *countingProxy) error 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// profile saves a CPU profile of plancore's operator over the next d into
+// file, in the background; the returned channel reports the outcome.
+func profile(cfg *Config, d time.Duration, file string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		c := &http.Client{Timeout: d + 30*time.Second}
+		resp, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", cfg.pprofAddr, int(d.Seconds())))
+		if err != nil {
+			done <- err
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(file)
+		if err != nil {
+			done <- err
+			return
+		}
+		_, err = io.Copy(f, resp.Body)
+		done <- errors.Join(err, f.Close())
+	}()
+	return done
 }
