@@ -60,7 +60,8 @@ type Config struct {
 	KubeRayReconciles  int
 
 	// ProfileDir, when set, receives a CPU profile of plancore's operator
-	// (plancore.cpu.pprof) over its first ProfileFor of the steady phase.
+	// (plancore.cpu.pprof) over its first ProfileFor of the steady phase,
+	// and its heap profile (plancore.heap.pprof) once every cluster is ready.
 	ProfileDir string
 	ProfileFor time.Duration
 
@@ -373,7 +374,8 @@ func (h *harness) measure(ctx context.Context, name string) (*Row, error) {
 		return nil, fmt.Errorf("waiting for every cluster to be ready: %w", err)
 	}
 	if profiled != nil {
-		if err := <-profiled; err != nil {
+		err := errors.Join(<-profiled, heapProfile(&h.cfg, filepath.Join(h.cfg.ProfileDir, "plancore.heap.pprof")))
+		if err != nil {
 			return nil, fmt.Errorf("profiling: %w", err)
 		}
 	}

@@ -268,10 +268,19 @@ func waitWatching(ctx context.Context, o *operatorProc, p *countingProxy) error 
 // profile saves a CPU profile of plancore's operator over the next d into
 // file, in the background; the returned channel reports the outcome.
 func profile(cfg *Config, d time.Duration, file string) <-chan error {
+	return fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", cfg.pprofAddr, int(d.Seconds())), d, file)
+}
+
+// heapProfile saves plancore's operator's heap profile into file.
+func heapProfile(cfg *Config, file string) error {
+	return <-fetchProfile(fmt.Sprintf("http://%s/debug/pprof/heap", cfg.pprofAddr), 0, file)
+}
+
+func fetchProfile(url string, d time.Duration, file string) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		c := &http.Client{Timeout: d + 30*time.Second}
-		resp, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", cfg.pprofAddr, int(d.Seconds())))
+		resp, err := c.Get(url)
 		if err != nil {
 			done <- err
 			return
