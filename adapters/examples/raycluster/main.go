@@ -176,7 +176,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if *buf = pods; err != nil {
 		return ctrl.Result{}, err
 	}
-	snap := reconcile.Snapshot{Cluster: cluster, Pods: pods, Expectations: r.Tracker.Snapshot(), Now: r.now()}
+	// Only this cluster's expectations: a copy of every cluster's would
+	// cost each pass as much as all clusters' creates in flight.
+	exp, err := r.Tracker.SnapshotOwner(expectations.Owner{Namespace: cluster.Namespace, Name: cluster.Name, UID: cluster.UID})
+	if err != nil {
+		return ctrl.Result{}, kube.TerminalIfInvalid(err)
+	}
+	snap := reconcile.Snapshot{Cluster: cluster, Pods: pods, Expectations: exp, Now: r.now()}
 	plan, err := reconcile.Decide(snap, r.Options)
 	if err != nil {
 		return ctrl.Result{}, kube.TerminalIfInvalid(err)
