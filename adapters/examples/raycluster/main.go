@@ -51,6 +51,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -447,6 +448,8 @@ func newController(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 		metricsAddr = "0"
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: server.Options{BindAddress: metricsAddr},
+		// Nothing here reads managedFields: the cache keeps objects without them.
+		Cache:  cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: set.CacheRayClusters}}})
 	if err != nil {
 		return nil, nil, err
