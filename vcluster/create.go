@@ -263,7 +263,7 @@ func zeroTemplates(req Request, cur Cluster, exists bool) []string {
 // always fits the state it was made from; a mismatch is a bug reported as an
 // error wrapping ErrPlanMismatch.
 func finish(s State, p Plan) (Plan, error) {
-	after, err := s.Next(p)
+	after, err := s.next(p, true)
 	if err != nil {
 		return Plan{}, err
 	}

@@ -151,10 +151,10 @@ func ReconcileEvents(p reconcile.Plan, rep *reconcile.Report) []Event {
 // clear without a person (a broken spec, a job name held by another
 // workflow): their events are Warnings; every other wait has none.
 var dagProblems = map[dag.ReasonCode]bool{
-	dag.ReasonNameConflict: true,
-	dag.ReasonInvalidSpec:  true,
-	dag.ReasonCycle:        true,
-	dag.ReasonUnknownTarget:      true,
+	dag.ReasonNameConflict:  true,
+	dag.ReasonInvalidSpec:   true,
+	dag.ReasonCycle:         true,
+	dag.ReasonUnknownTarget: true,
 }
 
 // DAGEvents returns the events of one workflow pass, to record on the
