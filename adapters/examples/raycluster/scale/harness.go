@@ -66,6 +66,7 @@ type Config struct {
 	ProfileFor time.Duration
 
 	pprofAddr string // plancore's -pprof-addr, chosen per start
+	builtDir  string // where resolve built plancore's operator
 
 	// Progress receives a line every ProgressEvery while a phase runs.
 	Progress      io.Writer
@@ -141,11 +142,20 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	for _, name := range cfg.Operators {
 		row, err := h.measure(ctx, name)
 		if err != nil {
+			// The operators' logs stay in h.dir, which the error names.
 			return res, fmt.Errorf("%s: %w", name, err)
 		}
 		res.Rows = append(res.Rows, *row)
 	}
-	return res, nil
+	return res, errors.Join(os.RemoveAll(h.dir), cfg.removeBuilt())
+}
+
+// removeBuilt removes the plancore operator that resolve built.
+func (cfg *Config) removeBuilt() error {
+	if cfg.builtDir == "" {
+		return nil
+	}
+	return os.RemoveAll(cfg.builtDir)
 }
 
 // resolve fills in the defaults that need work: the CRDs, the binaries.
@@ -176,7 +186,7 @@ func (cfg *Config) resolve(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			cfg.PlancoreBin = bin
+			cfg.PlancoreBin, cfg.builtDir = bin, filepath.Dir(bin)
 		case op == "kuberay" && cfg.KubeRayBin == "":
 			cfg.KubeRayBin = filepath.Join(kubeRayCache(), cfg.KubeRayVersion, "ray-operator")
 			if _, err := os.Stat(cfg.KubeRayBin); err != nil {
