@@ -347,7 +347,8 @@ func TestPropDuplicatePods(t *testing.T) {
 // pods finds: a pod is a repeat by name when an earlier one has its namespace
 // and name, by UID when an earlier one has its (non-empty) UID. (Leaving the
 // namespace out of the name's hash and comparison makes it fail, and so does
-// a probe that never finds an earlier entry.)
+// taking a match of the slots' hash bits, with those bits zeroed, for a
+// repeat without comparing the strings.)
 func TestPropDuplicatePodsModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(2, 40).Draw(t, "pods")
