@@ -168,6 +168,9 @@ func DecodeNode(node *corev1.Node, reg Registry) (Node, error) {
 			}
 			out.Devices = append(out.Devices, devs...)
 			out.SliceProfiles = append(out.SliceProfiles, profiles...)
+			if t.Score != ScoreNone && len(devs) > 0 {
+				out.VendorScores = append(out.VendorScores, vendorScore(node, t))
+			}
 		}
 		if h, ok := node.Annotations[t.Annotations.Handshake]; ok && t.Annotations.Handshake != "" {
 			out.Handshakes = append(out.Handshakes, decodeHandshake(node, t, h))
@@ -197,6 +200,18 @@ func DecodeNode(node *corev1.Node, reg Registry) (Node, error) {
 		}
 	}
 	return out, nil
+}
+
+// vendorScore reads what type t's score rule reads from node.
+func vendorScore(node *corev1.Node, t DeviceType) VendorScore {
+	vs := VendorScore{Type: t.Type, Rule: t.Score}
+	if v, ok := node.Annotations[t.Annotations.TopologyLosses]; ok && t.Annotations.TopologyLosses != "" {
+		vs.Losses = decodeScoreTable(v)
+	}
+	if v, ok := node.Annotations[t.Annotations.TopologyScores]; ok && t.Annotations.TopologyScores != "" {
+		vs.Scores = decodeScoreTable(v)
+	}
+	return vs
 }
 
 // unreadable is the UnreadableVendor of type typ whose annotation key

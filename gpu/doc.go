@@ -184,6 +184,12 @@
 // other vendors are fitted with NVIDIA's checks, which HAMi's Hygon,
 // Cambricon, Iluvatar, Mthreads, Vastai and Biren Fits follow closely.
 //
+// A node's score is HAMi's: the default score of its usage before the pod,
+// plus each vendor's score of the devices chosen where HAMi's ScoreNode
+// computes one (a row's Score: Kunlun's groups of four, ScoreLinkGroups;
+// Metax's topology tables, ScoreTopologyTables; DecodeNode puts them in
+// Node.VendorScores), plus the caller's Node.BackendScore.
+//
 // Not modelled, each a known difference:
 //
 //   - Metax sGPU's QoS and MetaLink topology (sdevice.go Fit, checkAppClass,

@@ -71,9 +71,14 @@ type Node struct {
 	Name string
 	// Devices are the node's registered devices with their usage.
 	Devices []Device
-	// BackendScore is added to the node score (HAMi's per-vendor ScoreNode; 0
-	// for NVIDIA).
+	// BackendScore is the caller's own addend to the node score. The
+	// vendors' scores from the chosen devices (HAMi's ScoreNode) are
+	// VendorScores, not this.
 	BackendScore float64
+	// VendorScores are the node's vendor score rules (DeviceType.Score) with
+	// what they read from the node, filled by DecodeNode; Decide adds them
+	// to the score of a node that fits.
+	VendorScores []VendorScore
 	// PairScores are the link scores between the node's NVIDIA devices,
 	// read by the topology-aware policy.
 	PairScores []PairScore
@@ -302,7 +307,9 @@ type NodeFit struct {
 	Node string
 	// Fits reports whether every request found devices.
 	Fits bool
-	// Score is the node score taken before the pod is added (plus BackendScore).
+	// Score is HAMi's node score: the default score taken before the pod is
+	// added, plus, when the node fits, its vendor scores of the chosen
+	// devices (Node.VendorScores), plus BackendScore.
 	Score float64
 	// Containers is the assignment, one entry per container with a request,
 	// init containers first; set only when Fits.
@@ -445,6 +452,11 @@ func validateNode(n Node, p pathFn) field.ErrorList {
 			errs = append(errs, validateMIG(d, dp)...)
 		}
 	}
+	for j, vs := range n.VendorScores {
+		if !slices.Contains(scoreRules(), vs.Rule) {
+			errs = append(errs, field.NotSupported(p().Child("vendorScores").Index(j).Child("rule"), vs.Rule, scoreRules()))
+		}
+	}
 	return errs
 }
 
@@ -556,8 +568,8 @@ func ChooseNode(fits []NodeFit, policy Policy) (NodeFit, bool) {
 // nodeScore is HAMi's default node score (policy.ComputeDefaultScore), in
 // float32 as HAMi computes it: 10 × (used/count + usedCores/cores +
 // usedMem/mem) summed over every device of the node, whatever its vendor,
-// taken before the pod is added (0 when a total is 0), plus BackendScore.
-func nodeScore(n Node) float64 {
+// taken before the pod is added (0 when a total is 0).
+func nodeScore(n Node) float32 {
 	var used, count, usedCores, cores, usedMem, mem int64
 	for _, d := range n.Devices {
 		used += int64(d.Used)
@@ -568,10 +580,9 @@ func nodeScore(n Node) float64 {
 		mem += int64(d.MemoryMiB)
 	}
 	if count == 0 || cores == 0 || mem == 0 {
-		return n.BackendScore
+		return 0
 	}
-	s := float32(10) * (float32(used)/float32(count) + float32(usedCores)/float32(cores) + float32(usedMem)/float32(mem))
-	return float64(s) + n.BackendScore
+	return float32(10) * (float32(used)/float32(count) + float32(usedCores)/float32(cores) + float32(usedMem)/float32(mem))
 }
 
 // fitState is the mutable working copy of one node during a fit.
@@ -593,7 +604,8 @@ func (s fitState) clone() fitState {
 // without the other init containers (they run one after another), app
 // containers accumulating on their own copy, so the pod's footprint is its peak.
 func fitNode(n Node, req FitRequest) NodeFit {
-	out := NodeFit{Node: n.Name, Score: nodeScore(n), Reason: Reason{Code: ReasonNodeFits, Message: "every request fits"}}
+	defaultScore := nodeScore(n)
+	out := NodeFit{Node: n.Name, Score: float64(defaultScore) + n.BackendScore, Reason: Reason{Code: ReasonNodeFits, Message: "every request fits"}}
 	if len(req.Requests) == 0 {
 		out.Fits = true
 		return out
@@ -627,5 +639,9 @@ func fitNode(n Node, req FitRequest) NodeFit {
 		start = end
 	}
 	out.Fits, out.Containers = true, containers
+	if len(n.VendorScores) > 0 {
+		// HAMi adds the vendors' scores to the default one in float32.
+		out.Score = float64(defaultScore+placementScore(n, containers, req.NodePolicy)) + n.BackendScore
+	}
 	return out
 }

@@ -88,6 +88,9 @@ type DeviceType struct {
 	FitRule FitRule
 	// VNPU is an Ascend chip's vNPU configuration (HAMi's vnpus config).
 	VNPU VNPUConfig
+	// Score is the type's node score from the devices a fit chose (HAMi's
+	// ScoreNode); "" adds nothing.
+	Score ScoreRule
 	// Annotations are the node and pod annotations of the type.
 	Annotations Annotations
 	// LockName is the node lock Bind must hold for this type; "" means none.
@@ -292,6 +295,10 @@ type Annotations struct {
 	CoreMask bool
 	// Extra names the vendor-specific annotations Filter writes.
 	Extra ExtraAnnotations
+	// TopologyLosses and TopologyScores are the node annotations a
+	// ScoreTopologyTables type's tables are read from (Metax's
+	// metax-tech.com/gpu.topology.losses and .scores).
+	TopologyLosses, TopologyScores string
 }
 
 // CapacityRule is how HAMi derives a whole-card type's devices from the
@@ -407,6 +414,15 @@ func (t DeviceType) validateRules(p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("vnpu", "templates").Index(i), tp, "a template needs a name and a positive memory, ascending"))
 		}
 	}
+	switch t.Score {
+	case ScoreNone, ScoreLinkGroups:
+	case ScoreTopologyTables:
+		if t.Annotations.TopologyLosses == "" && t.Annotations.TopologyScores == "" {
+			errs = append(errs, field.Required(p.Child("annotations", "topologyLosses"), "the TopologyTables score reads a node annotation"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(p.Child("score"), t.Score, scoreRules()))
+	}
 	if t.VNPU.MemoryAllocatableMiB < 0 || t.VNPU.MemoryCapacityMiB < 0 {
 		errs = append(errs, field.Invalid(p.Child("vnpu"), t.VNPU, "memory must not be negative"))
 	}
@@ -442,7 +458,8 @@ func (t DeviceType) validateAnnotations(p *field.Path) field.ErrorList {
 	}
 	for _, n := range []struct{ name, v string }{{"register", t.Annotations.Register}, {"handshake", t.Annotations.Handshake},
 		{"toAllocate", t.Annotations.ToAllocate}, {"allocated", t.Annotations.Allocated}, {"useType", t.Annotations.UseType},
-		{"noUseType", t.Annotations.NoUseType}, {"useUUID", t.Annotations.UseUUID}, {"noUseUUID", t.Annotations.NoUseUUID}} {
+		{"noUseType", t.Annotations.NoUseType}, {"useUUID", t.Annotations.UseUUID}, {"noUseUUID", t.Annotations.NoUseUUID},
+		{"topologyLosses", t.Annotations.TopologyLosses}, {"topologyScores", t.Annotations.TopologyScores}} {
 		if n.v == "" {
 			continue
 		}

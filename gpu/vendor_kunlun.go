@@ -9,7 +9,9 @@ package gpu
 // hami.io/kunlun-allocated, the last container's indices in
 // BAIDU_COM_DEVICE_IDX), devices derived from the node's capacity of
 // kunlunxin.com/xpu (100 slots, 98,304 MiB, the second half on NUMA node
-// 1), unused XPUs given by the link graph (FitLinkGraph).
+// 1), unused XPUs given by the link graph (FitLinkGraph), the node scored
+// by the groups of four the placement leaves half used (ScoreLinkGroups;
+// device.go ScoreNode, topo.go calcscore).
 //
 // XPU, a vXPU (HAMi pkg/device/kunlun/vdevice.go, GenerateResourceRequests,
 // trimMemory and InitKunlunVDevice): memory rounded up to 24,576, 49,152 or
@@ -20,7 +22,7 @@ package gpu
 func kunlunTypes() []DeviceType {
 	return []DeviceType{
 		{
-			Type: "kunlun", Count: "kunlunxin.com/xpu", FitRule: FitLinkGraph,
+			Type: "kunlun", Count: "kunlunxin.com/xpu", FitRule: FitLinkGraph, Score: ScoreLinkGroups,
 			Annotations: Annotations{
 				RegisterFormat: RegisterCapacity,
 				Capacity:       CapacityRule{Resource: "kunlunxin.com/xpu", PerDevice: 1, IDInfix: "kunlun", MemoryMiB: 98304, Cores: 100, Slots: 100, HalfNUMA: true},

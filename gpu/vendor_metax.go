@@ -5,7 +5,9 @@ package gpu
 // Metax-GPU, a whole card (HAMi pkg/device/metax/device.go,
 // GenerateResourceRequests, InitMetaxDevice and GetNodeDevices): 100 % of
 // the memory and 100 cores, no lock, devices derived from the node's
-// capacity of metax-tech.com/gpu (one slot, 65,536 MiB each).
+// capacity of metax-tech.com/gpu (one slot, 65,536 MiB each), the node
+// scored by its topology tables (ScoreTopologyTables; ScoreNode and
+// parseMetaxAnnos).
 //
 // Metax-SGPU (HAMi pkg/device/metax/sdevice.go, GenerateResourceRequests and
 // InitMetaxSDevice; protocol.go): read from limits only; a bare vmemory value
@@ -17,11 +19,12 @@ package gpu
 func metaxTypes() []DeviceType {
 	return []DeviceType{
 		{
-			Type: "Metax-GPU", Count: "metax-tech.com/gpu", DefaultCores: 100,
+			Type: "Metax-GPU", Count: "metax-tech.com/gpu", DefaultCores: 100, Score: ScoreTopologyTables,
 			Annotations: Annotations{
 				RegisterFormat: RegisterCapacity,
 				Capacity:       CapacityRule{Resource: "metax-tech.com/gpu", PerDevice: 1, IDInfix: "metax", MemoryMiB: 65536, Cores: 100, Slots: 1},
 				ToAllocate:     "hami.io/metax-gpu-devices-to-allocate", Allocated: "hami.io/metax-gpu-devices-allocated",
+				TopologyLosses: "metax-tech.com/gpu.topology.losses", TopologyScores: "metax-tech.com/gpu.topology.scores",
 			},
 		},
 		{
