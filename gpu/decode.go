@@ -256,7 +256,7 @@ func decodeRegister(node *corev1.Node, t DeviceType, annos *field.Path) ([]Devic
 	var errs field.ErrorList
 	switch a.RegisterFormat {
 	case RegisterJSON:
-		devs, errs = decodeJSONRegister(v, p)
+		devs, errs = decodeJSONRegister(v, p, a.DieCards)
 	case RegisterLegacy:
 		devs, errs = decodeLegacyRegister(v, p)
 	case RegisterMetaxSGPU:
@@ -304,12 +304,13 @@ func decodeJSON(s string, v any) error {
 	return json.Unmarshal([]byte(s), v)
 }
 
-func decodeJSONRegister(s string, p *field.Path) ([]Device, field.ErrorList) {
+func decodeJSONRegister(s string, p *field.Path, dieCards bool) ([]Device, field.ErrorList) {
 	var list []registeredDevice
 	if err := decodeJSON(s, &list); err != nil {
 		return nil, field.ErrorList{field.Invalid(p, s, "want HAMi's JSON device list: "+err.Error())}
 	}
 	out := make([]Device, len(list))
+	var errs field.ErrorList
 	for i, r := range list {
 		// HAMi omits a zero index (omitempty), so an absent one is 0; equal
 		// indices keep their list order.
@@ -319,8 +320,34 @@ func decodeJSONRegister(s string, p *field.Path) ([]Device, field.ErrorList) {
 		}
 		out[i] = Device{ID: r.ID, Index: idx, Model: r.Type, Count: r.Count, MemoryMiB: r.Devmem, Cores: r.Devcore,
 			NUMA: r.Numa, Healthy: r.Health, Mode: r.Mode, MIGProfiles: r.MIGProfiles}
+		if dieCards && len(r.CustomInfo) > 0 {
+			card, err := dieCard(r.CustomInfo)
+			if err != nil {
+				errs = append(errs, field.Invalid(p.Index(i).Child("custominfo"), string(r.CustomInfo), err.Error()))
+			}
+			out[i].Card = card
+		}
 	}
-	return out, registeredErrors(out, p)
+	return out, append(errs, registeredErrors(out, p)...)
+}
+
+// dieCard is the card a die sits on, from its register's custominfo as
+// HAMi's Vastai Fit reads it (isDieMode, aicID): the string AIC of a device
+// whose DeviceStrategy is the string "die", else "". A custominfo that is
+// not a JSON object fails HAMi's decoding of the whole register.
+func dieCard(raw json.RawMessage) (string, error) {
+	var info map[string]any
+	if err := json.Unmarshal(raw, &info); err != nil {
+		return "", fmt.Errorf("want a JSON object: %v", err)
+	}
+	if s, _ := info["DeviceStrategy"].(string); s != "die" {
+		return "", nil
+	}
+	aic, _ := info["AIC"].(string)
+	if strings.ContainsAny(aic, ",:;") {
+		return "", fmt.Errorf("the AIC %q holds ',', ':' or ';'", aic)
+	}
+	return aic, nil
 }
 
 // registeredErrors names the impossible values of decoded devices.

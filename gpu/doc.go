@@ -32,6 +32,8 @@
 //	fr, err := gpu.FitRequestFromPod(pod, reg) // requests plus policy and selector annotations
 //	plan, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: fr}, gpu.HAMi())
 //	// plan.Node, plan.Containers, plan.Reason (NodeChosen or NoNodeFits), per-node reasons
+//	plan, err = gpu.Fit(gpu.Input{Nodes: nodes, Request: fr}) // the same plan, for a caller that does not bind
+//	df, err := gpu.FitDevices(node, fr.Requests[0], fr)          // one request on one node's devices of its type, HAMi's per-vendor Fit
 //	annos, err := gpu.FilterAnnotations(gpu.FilterChoice{Pod: pod, Node: chosen, Containers: plan.Containers, Now: now, Registry: reg})
 //
 // Bind it (Bind). Bind is a step machine rather than a Plan applied by one
@@ -46,7 +48,8 @@
 // StoreWaiter's Clock (a k8s.io/utils/clock Clock) is nil for the real clock;
 // tests pass a fake.Clock.
 //
-// Invalid input is refused with every problem at once: Decide, StartBind,
+// Invalid input is refused with every problem at once: Decide, Fit,
+// FitNode, FitDevices, StartBind,
 // Options.Validate, AddUsage, NewRegistry and Registry.With, DetectRequests,
 // RequiredLocks, FitRequestFromPod, DecodeAllocations, DecodeNode,
 // DecodePodUsage, AddPodUsage, FilterAnnotations and ParseLockEpochs
@@ -164,7 +167,11 @@
 //     free, else tries the next;
 //   - numa-bind, the device cordon and topology-aware apply to NVIDIA only,
 //     as in HAMi; mutex applies to every vendor (HAMi's Enflame GCU and
-//     whole Kunlun XPU ignore it).
+//     whole Kunlun XPU ignore it), and to a whole card where a device is a
+//     die of one (Device.Card, Vastai's die mode, as HAMi's Vastai Fit);
+//   - HAMi's Vastai die mode holds when the first device its Fit sees
+//     is a die; plancore's when any device of the type names its card, so
+//     a die without an AIC is fitted as a whole card.
 //
 // MIG instances are placed as HAMi v2.10 places them: on a device in MIG
 // mode, the smallest registered profile holding the request's memory that

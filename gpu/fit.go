@@ -60,6 +60,13 @@ type Device struct {
 	// CoresInUse has bit i set when core i of the device is held, for a type
 	// whose allocations name cores by bit (Annotations.CoreMask, AWS Neuron).
 	CoresInUse uint64
+	// Card is the physical card the device is a die of, for a type whose
+	// plugin registers dies (Annotations.DieCards, Vastai's die mode: its
+	// custominfo DeviceStrategy "die" and AIC); "" otherwise. Under mutex a
+	// card is exclusive: an idle die on a card whose other die is in use is
+	// refused (ExclusiveDeviceAllocateConflict), and a request of several
+	// dies takes them from the cards with the most fitting dies first.
+	Card string
 }
 
 // ModeMIG is the Mode of an NVIDIA device split into MIG instances.
@@ -325,12 +332,55 @@ type NodeFit struct {
 
 // Message renders the rejections as HAMi does, e.g.
 // "1/2 CardInsufficientMemory, 1/2 CardTypeMismatch".
-func (f NodeFit) Message() string {
-	parts := make([]string, len(f.Rejections))
-	for i, r := range f.Rejections {
+func (f NodeFit) Message() string { return rejectionsMessage(f.Rejections) }
+
+// rejectionsMessage renders rejections as HAMi's reasons, comma-separated.
+func rejectionsMessage(rs []Rejection) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
 		parts[i] = r.String()
 	}
 	return strings.Join(parts, ", ")
+}
+
+// DeviceFit is the outcome of fitting one request on a node's devices of
+// its type.
+type DeviceFit struct {
+	// Fits reports whether the request found its devices.
+	Fits bool
+	// Devices are the devices given, in the order chosen; set only when Fits.
+	Devices []Allocation
+	// Rejections count why not, over the node's devices of the request's
+	// type, sorted by their rendering; set only when !Fits.
+	Rejections []Rejection
+}
+
+// Message renders the rejections as HAMi's per-vendor Fit returns its
+// reason, e.g. "2/2 ExclusiveDeviceAllocateConflict".
+func (f DeviceFit) Message() string { return rejectionsMessage(f.Rejections) }
+
+// FitDevices fits one request onto n's devices of r.Type, as HAMi's
+// per-vendor Fit does when its device tests call it with one node's
+// devices of one vendor: req gives the pod's policies, selectors, mode and
+// quota (its Requests are not read), n its devices and what the type's
+// fit rule reads of the node (link scores, slice profiles, instance type,
+// hami-core support). Devices of other types are not looked at, and n is
+// not modified. It refuses what FitNode refuses, r named as
+// request.requests[0]. Like HAMi's Fit, and unlike FitNode, it does not
+// refuse a node with fewer devices of the type than asked before looking
+// at them (NodeInsufficientDevice): it answers why each device was not
+// taken (AllocatedCardsInsufficientRequest for those that were).
+func FitDevices(n Node, r Request, req FitRequest) (DeviceFit, error) {
+	req.Requests = []Request{r}
+	if err := plancore.Join(req.Validate(), invalid(ErrInvalidDevice, validateNode(n, nodePath))); err != nil {
+		return DeviceFit{}, err
+	}
+	st := fitState{devs: n.Devices, profiles: n.SliceProfiles, instanceType: n.InstanceType, vnpuCore: n.VNPUCore}.clone()
+	allocs, rejections := fitRequest(&st, r, req, n.PairScores, false)
+	if allocs == nil {
+		return DeviceFit{Rejections: rejections}, nil
+	}
+	return DeviceFit{Fits: true, Devices: allocs}, nil
 }
 
 // Input is everything Decide needs: the candidate nodes and the pod's
@@ -505,14 +555,29 @@ func (in Input) Validate() error {
 // Decide fits the pod's request onto each node, scores the nodes that fit and
 // chooses one by Request.NodePolicy: one decision per snapshot of the
 // nodes' usage. o is validated (it tunes Bind, which follows), so Decide
-// refuses exactly what Input.Validate and Options.Validate refuse. It is
-// pure: the input is not modified, and equal inputs give equal plans. An
-// error means invalid input; a pod that fits nowhere is a plan with an empty
-// Node, the reason NoNodeFits and per-node reasons.
+// refuses exactly what Input.Validate and Options.Validate refuse, as one
+// *plancore.InvalidError listing every field; Fit is the same decision
+// without Options. It is pure: the input is not modified, and equal inputs
+// give equal plans. An error means invalid input; a pod that fits nowhere
+// is a plan with an empty Node, the reason NoNodeFits and per-node reasons.
 func Decide(in Input, o Options) (Plan, error) {
 	if err := plancore.Join(in.Validate(), o.Validate()); err != nil {
 		return Plan{}, err
 	}
+	return decide(in), nil
+}
+
+// Fit is Decide for a caller that does not bind (a simulator, a tool, a
+// test): the same plan, refusing exactly what Input.Validate refuses.
+func Fit(in Input) (Plan, error) {
+	if err := in.Validate(); err != nil {
+		return Plan{}, err
+	}
+	return decide(in), nil
+}
+
+// decide is Decide on valid input.
+func decide(in Input) Plan {
 	p := Plan{Nodes: make([]NodeFit, 0, len(in.Nodes))}
 	for _, n := range in.Nodes {
 		p.Nodes = append(p.Nodes, fitNode(n, in.Request))
@@ -529,7 +594,7 @@ func Decide(in Input, o Options) (Plan, error) {
 	} else {
 		p.Reason = Reason{Code: ReasonNoNodeFits, Message: fmt.Sprintf("0/%d nodes fit", len(in.Nodes))}
 	}
-	return p, nil
+	return p
 }
 
 // FitNode fits the pod's requests onto one node.
@@ -627,7 +692,7 @@ func fitNode(n Node, req FitRequest) NodeFit {
 		}
 		ca := ContainerAllocation{Container: group[0].Container, Init: group[0].Init}
 		for _, r := range group {
-			allocs, rejections := fitRequest(st, r, req, n.PairScores)
+			allocs, rejections := fitRequest(st, r, req, n.PairScores, true)
 			if allocs == nil {
 				out.FailedContainer, out.FailedType, out.Rejections = r.Container, r.Type, rejections
 				out.Reason = Reason{Code: ReasonNodeUnfit, Message: fmt.Sprintf("%s %s: %s", r.Container, r.Type, out.Message())}

@@ -8,9 +8,9 @@ import (
 	"github.com/plancore/plancore/gpu"
 )
 
-// fit is Decide with default Options, the arguments spelled out as the tests read.
+// fit is Fit, the arguments spelled out as the tests read.
 func fit(nodes []gpu.Node, req gpu.FitRequest) (gpu.Plan, error) {
-	return gpu.Decide(gpu.Input{Nodes: nodes, Request: req}, gpu.Options{})
+	return gpu.Fit(gpu.Input{Nodes: nodes, Request: req})
 }
 
 // fitPod reads pod's request with the default registry and fits it on node,

@@ -11,26 +11,21 @@ import (
 // only, as HAMi's fitInDevices passes its Fit only those. On success st
 // records the new usage. It follows HAMi's NVIDIA Fit (pkg/device/nvidia/
 // device.go): the devices in policy order, walked from the end so the best
-// candidate is tried first, each checked in HAMi's order.
-func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]Allocation, []Rejection) {
-	typeDevs := make([]int, 0, len(st.devs))
-	mig := false
-	for i, d := range st.devs {
-		if d.Vendor == r.Type {
-			typeDevs = append(typeDevs, i)
-			mig = mig || d.Mode == ModeMIG
-		}
-	}
+// candidate is tried first, each checked in HAMi's order. With countFirst
+// a node with fewer devices of the type than asked is refused before any
+// is looked at, as HAMi's fitInDevices does before calling the Fit.
+func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore, countFirst bool) ([]Allocation, []Rejection) {
+	typeDevs, mig, dies := devicesOfType(st.devs, r.Type)
 	// HAMi refuses a node with fewer devices of the type than asked, before
 	// looking at them, unless MIG instances could serve the request.
 	migRequest := r.Type == "NVIDIA" && mig && (req.Mode == "" || strings.Contains(req.Mode, ModeMIG))
-	if int(r.Nums) > len(typeDevs) && !migRequest {
+	if countFirst && int(r.Nums) > len(typeDevs) && !migRequest {
 		return nil, []Rejection{{Code: NodeInsufficientDevice}}
 	}
 	p := &picker{st: st, r: r, req: req, sel: selectorFor(req.Selectors, r.Type), cores: min(r.Cores, 100),
 		need: r.Nums, picked: make([]pick, 0, min(int(r.Nums), len(typeDevs))), quotaMem: st.quotaMem, quotaCores: st.quotaCores, prevNUMA: -1,
 		mutex: req.Exclusive || slices.Contains(req.GPUPolicy, Mutex), topology: slices.Contains(req.GPUPolicy, TopologyAware) && r.Type == "NVIDIA",
-		numaBind: req.NUMABind && r.Type == "NVIDIA"}
+		numaBind: req.NUMABind && r.Type == "NVIDIA", dies: dies}
 	if r.SoftSplit && !st.vnpuCore {
 		// HAMi's Ascend Fit refuses a hami-core pod on a node without it.
 		var counts reasonCounts
@@ -52,7 +47,7 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 	if allocs, rejections, done := p.chooseWhole(order, len(typeDevs)); done {
 		return allocs, rejections
 	}
-	for i := len(order) - 1; i >= 0 && (p.topology || p.pairs || p.need > 0); i-- {
+	for i := len(order) - 1; i >= 0 && (p.walksAll() || p.need > 0); i-- {
 		if p.consider(order[i]) && st.devs[order[i]].Mode == ModeMIG {
 			// HAMi tries a MIG device again after taking an instance of it.
 			i++
@@ -62,6 +57,9 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 		if got := p.chooseModulePairs(); got != int(r.Nums) {
 			return nil, modulePairsReasons(p.counts, got, r.Nums)
 		}
+	}
+	if p.dies {
+		p.chooseByCard()
 	}
 	if p.topology {
 		sorted := slices.Clone(pairs)
@@ -75,6 +73,20 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 		return nil, renderReasons(p.counts, len(typeDevs))
 	}
 	return p.commit(), nil
+}
+
+// devicesOfType returns the positions of the devices of typ in devs, and
+// whether one of them is in MIG mode and one is a die of a card.
+func devicesOfType(devs []Device, typ string) (idx []int, mig, dies bool) {
+	idx = make([]int, 0, len(devs))
+	for i, d := range devs {
+		if d.Vendor == typ {
+			idx = append(idx, i)
+			mig = mig || d.Mode == ModeMIG
+			dies = dies || d.Card != ""
+		}
+	}
+	return idx, mig, dies
 }
 
 // chooseWhole serves the rules that choose a set of devices at once
@@ -115,7 +127,10 @@ type picker struct {
 	mutex, topology      bool
 	numaBind             bool
 	pairs                bool
-	slice                sliceCandidate
+	// dies is true when the type's devices are dies of cards (Device.Card,
+	// Vastai's die mode).
+	dies  bool
+	slice sliceCandidate
 }
 
 // pick is one device slice a request takes.
@@ -144,11 +159,15 @@ func (p *picker) consider(idx int) bool {
 	p.picked = append(p.picked, pk)
 	p.quotaMem += int64(pk.mem)
 	p.quotaCores += int64(p.cores)
-	if !p.topology && !p.pairs {
+	if !p.walksAll() {
 		p.need--
 	}
 	return true
 }
+
+// walksAll reports whether the request considers every device before
+// choosing among those that fit (topology-aware, module pairs, dies).
+func (p *picker) walksAll() bool { return p.topology || p.pairs || p.dies }
 
 // unsuitable returns why the device cannot serve the request whatever its
 // usage (health, cordon, model, mode), or -1.
@@ -189,7 +208,7 @@ func (p *picker) room(idx int) (pick, int) {
 	if d.Used >= d.Count {
 		return pick{}, rCardTimeSlicingExhausted
 	}
-	if p.mutex && d.Used > 0 {
+	if p.mutex && (d.Used > 0 || p.cardInUse(d.Card)) {
 		return pick{}, rExclusiveDeviceAllocateConflict
 	}
 	mem := p.r.MemoryMiB
@@ -332,6 +351,56 @@ func (p *picker) chooseByTopology(pairs []PairScore) {
 		p.picked = []pick{p.picked[best]}
 	default:
 		p.picked = p.bestCombination(pairs, n)
+	}
+	p.need = 0
+}
+
+// cardInUse reports whether a die of card is in use: under mutex HAMi's
+// Vastai Fit refuses an idle die on a card another die of which is in use
+// (a card is exclusive, not a die). "" is no card.
+func (p *picker) cardInUse(card string) bool {
+	if card == "" {
+		return false
+	}
+	for _, d := range p.st.devs {
+		if d.Card == card && d.Vendor == p.r.Type && d.Used > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// chooseByCard keeps, of every die that fits, the r.Nums HAMi's Vastai die
+// mode prefers (its Fit and computeBestCombination): one die, the first in
+// walk order; more, the dies of the card with the most fitting dies first,
+// each card's in walk order. HAMi orders cards with as many fitting dies by
+// its map's order, plancore by the first die of each in walk order.
+func (p *picker) chooseByCard() {
+	n := int(p.r.Nums)
+	if len(p.picked) < n {
+		p.need = p.r.Nums - int32(len(p.picked))
+		return
+	}
+	if len(p.picked) > n && n > 1 {
+		count, first := map[string]int{}, map[string]int{}
+		for i, pk := range p.picked {
+			c := p.st.devs[pk.idx].Card
+			if count[c] == 0 {
+				first[c] = i
+			}
+			count[c]++
+		}
+		slices.SortStableFunc(p.picked, func(a, b pick) int {
+			ca, cb := p.st.devs[a.idx].Card, p.st.devs[b.idx].Card
+			return cmp.Or(cmp.Compare(count[cb], count[ca]), cmp.Compare(first[ca], first[cb]))
+		})
+	}
+	p.picked = p.picked[:n]
+	// Only the dies kept count against the quota.
+	p.quotaMem, p.quotaCores = p.st.quotaMem, p.st.quotaCores
+	for _, pk := range p.picked {
+		p.quotaMem += int64(pk.mem)
+		p.quotaCores += int64(p.cores)
 	}
 	p.need = 0
 }

@@ -290,6 +290,10 @@ type Annotations struct {
 	// Capacity describes the devices a RegisterCapacity type derives from
 	// the node's capacity.
 	Capacity CapacityRule
+	// DieCards: the type's JSON register names, in each device's
+	// custominfo, the card a die sits on (DeviceStrategy "die" and AIC),
+	// read into Device.Card (HAMi's Vastai die mode).
+	DieCards bool
 	// CoreMask: the cores of the type's allocation entries are a bit mask of
 	// the device's cores (bit i for core i), not a count (HAMi's AWS Neuron).
 	CoreMask bool
@@ -415,7 +419,7 @@ func (t DeviceType) validateRules(p *field.Path) field.ErrorList {
 		}
 	}
 	switch t.Score {
-	case ScoreNone, ScoreLinkGroups:
+	case ScoreNone, ScoreLinkGroups, ScoreSameCard:
 	case ScoreTopologyTables:
 		if t.Annotations.TopologyLosses == "" && t.Annotations.TopologyScores == "" {
 			errs = append(errs, field.Required(p.Child("annotations", "topologyLosses"), "the TopologyTables score reads a node annotation"))

@@ -32,10 +32,17 @@ const (
 	// type's devices the pod was given (0 when the table has no entry for
 	// it), a node without it 0.
 	ScoreTopologyTables ScoreRule = "TopologyTables"
+	// ScoreSameCard is HAMi's Vastai ScoreNode (pkg/device/vastai/device.go):
+	// for each container given dies of the type, the share of them on the
+	// card holding most of them (Device.Card), summed over the containers;
+	// 0 when a device given is not a die.
+	ScoreSameCard ScoreRule = "SameCard"
 )
 
 // scoreRules lists the score rules.
-func scoreRules() []ScoreRule { return []ScoreRule{ScoreNone, ScoreLinkGroups, ScoreTopologyTables} }
+func scoreRules() []ScoreRule {
+	return []ScoreRule{ScoreNone, ScoreLinkGroups, ScoreTopologyTables, ScoreSameCard}
+}
 
 // VendorScore is one vendor's placement-dependent score rule on a node, with
 // what the rule reads from the node. Decide adds it to the score of a node
@@ -108,6 +115,8 @@ func placementScore(n Node, containers []ContainerAllocation, policy Policy) flo
 			sum += linkGroupScore(n, containers, vs.Type)
 		case ScoreTopologyTables:
 			sum += topologyTableScore(vs, containers, policy)
+		case ScoreSameCard:
+			sum += sameCardScore(n, containers, vs.Type)
 		}
 	}
 	return sum
@@ -195,4 +204,37 @@ func linkBubbles(indices []int) int {
 		return 1
 	}
 	return cost(left) + cost(right)
+}
+
+// sameCardScore is HAMi's Vastai ScoreNode: per container given devices of
+// typ, the most of them on one card over their number, in float32; 0 when
+// one of them is not a die.
+func sameCardScore(n Node, containers []ContainerAllocation, typ string) float32 {
+	card := make(map[string]string, len(n.Devices))
+	for _, d := range n.Devices {
+		if d.Vendor == typ {
+			card[d.ID] = d.Card
+		}
+	}
+	var sum float32
+	for _, c := range containers {
+		perCard := map[string]int{}
+		most, total := 0, 0
+		for _, a := range c.Devices {
+			if a.Type != typ {
+				continue
+			}
+			k := card[a.UUID]
+			if k == "" {
+				return 0
+			}
+			perCard[k]++
+			most = max(most, perCard[k])
+			total++
+		}
+		if total > 0 {
+			sum += float32(most) / float32(total)
+		}
+	}
+	return sum
 }

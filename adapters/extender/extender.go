@@ -345,7 +345,8 @@ func (s *Scheduler) Prioritize(ctx context.Context, args extenderv1.ExtenderArgs
 	if err != nil {
 		return out, err
 	}
-	plan, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: req}, s.options)
+	// Prioritize binds nothing: the plan needs no Bind options.
+	plan, err := gpu.Fit(gpu.Input{Nodes: nodes, Request: req})
 	if err != nil {
 		return out, err
 	}
