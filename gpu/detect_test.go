@@ -106,14 +106,22 @@ func TestRegistryValidation(t *testing.T) {
 	}
 }
 
-func TestRegistryWithRenamesAndExtends(t *testing.T) {
+func TestRegistryRenameAndWith(t *testing.T) {
 	reg := gpu.DefaultRegistry()
-	renamed, err := reg.With(
-		gpu.DeviceType{Type: "NVIDIA", Count: "example.com/vgpu", Memory: "example.com/vgpu-mem", LockName: gpu.LockNvidia},
-		gpu.DeviceType{Type: "Acme", Count: "acme.io/npu", LockName: "acme.io/npu.lock"},
-	)
+	nv, err := reg.Rename("NVIDIA", gpu.ResourceNames{Count: "example.com/vgpu", Memory: "example.com/vgpu-mem"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	renamed, err := nv.With(gpu.DeviceType{Type: "Acme", Count: "acme.io/npu", LockName: "acme.io/npu.lock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, _ := renamed.Lookup("NVIDIA")
+	old, _ := reg.Lookup("NVIDIA")
+	want := old
+	want.Count, want.Memory = "example.com/vgpu", "example.com/vgpu-mem"
+	if diff := cmp.Diff(want, row); diff != "" {
+		t.Errorf("the renamed row keeps all but its names (-want +got):\n%s", diff)
 	}
 	if len(renamed.Types()) != len(reg.Types())+1 {
 		t.Fatalf("got %d types, want %d", len(renamed.Types()), len(reg.Types())+1)
@@ -123,11 +131,11 @@ func TestRegistryWithRenamesAndExtends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []gpu.Request{
+	wantReqs := []gpu.Request{
 		{Container: "a", Type: "Acme", Nums: 2, MemoryPercent: 100},
 		{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 100},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(wantReqs, got); diff != "" {
 		t.Fatalf("requests (-want +got):\n%s", diff)
 	}
 	locks, err := gpu.RequiredLocks(pod, renamed)
@@ -140,12 +148,56 @@ func TestRegistryWithRenamesAndExtends(t *testing.T) {
 	if _, err := reg.With(gpu.DeviceType{Type: "Dup", Count: "nvidia.com/gpu"}); !errors.Is(err, gpu.ErrInvalidRegistry) {
 		t.Fatalf("a second owner of nvidia.com/gpu was accepted: %v", err)
 	}
+	// The trap Rename replaces: a fresh row given to With would drop the
+	// vendor's register, selectors and cordon; it is refused, each named.
+	_, err = reg.With(gpu.DeviceType{Type: "NVIDIA", Count: "example.com/vgpu", LockName: gpu.LockNvidia})
+	var fields []string
+	for _, e := range invalidErrors(err) {
+		fields = append(fields, e.Field)
+	}
+	wantFields := []string{"register", "registerFormat", "handshake", "toAllocate", "allocated", "useType", "noUseType", "useUUID", "noUseUUID", "cordon"}
+	for i := range wantFields {
+		wantFields[i] = "types[0].annotations." + wantFields[i]
+	}
+	if !errors.Is(err, gpu.ErrInvalidRegistry) || !cmp.Equal(wantFields, fields) {
+		t.Errorf("a fresh NVIDIA row: %v, fields %v", err, fields)
+	}
+	for name, bad := range map[string]func() error{
+		"an unknown type": func() error { _, err := reg.Rename("Nope", gpu.ResourceNames{Count: "x.io/y"}); return err },
+		"a claimed name": func() error {
+			_, err := reg.Rename("NVIDIA", gpu.ResourceNames{Count: "cambricon.com/vmlu"})
+			return err
+		},
+		"an invalid name ": func() error { _, err := reg.Rename("NVIDIA", gpu.ResourceNames{Cores: "not a name"}); return err },
+	} {
+		if err := bad(); !errors.Is(err, gpu.ErrInvalidRegistry) {
+			t.Errorf("Rename with %s: %v", name, err)
+		}
+	}
+}
+
+// TestRenameMovesTheCapacity: a whole-card type whose devices come from the
+// node's capacity of its count resource reads the renamed one.
+func TestRenameMovesTheCapacity(t *testing.T) {
+	reg, err := gpu.DefaultRegistry().Rename("kunlun", gpu.ResourceNames{Count: "example.com/xpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := gpu.DecodeNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w"},
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"example.com/xpu": resource.MustParse("8")}}}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Devices) != 8 || n.Devices[0].Vendor != "kunlun" {
+		t.Fatalf("devices %+v", n.Devices)
+	}
 }
 
 func TestDetectRequests(t *testing.T) {
 	reg := gpu.DefaultRegistry()
-	withDefaults, err := reg.With(gpu.DeviceType{Type: "NVIDIA", Count: "nvidia.com/gpu", Memory: "nvidia.com/gpumem",
-		MemoryPercentage: "nvidia.com/gpumem-percentage", Cores: "nvidia.com/gpucores", DefaultMemoryMiB: 2048, DefaultCores: 10, LockName: gpu.LockNvidia})
+	nvidia, _ := reg.Lookup("NVIDIA")
+	nvidia.DefaultMemoryMiB, nvidia.DefaultCores = 2048, 10
+	withDefaults, err := reg.With(nvidia)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,8 @@
 //
 // Detect what a pod asks for and which node locks binding it needs:
 //
-//	reg := gpu.DefaultRegistry()               // HAMi's vendor table; extend with reg.With(...)
+//	reg := gpu.DefaultRegistry()               // HAMi's vendor table; add rows with reg.With(...),
+//	                                           // rename a vendor's resources with reg.Rename(...)
 //	reqs, err := gpu.DetectRequests(pod, reg)  // init and app containers
 //	locks, err := gpu.RequiredLocks(pod, reg)  // de-duplicated, ascending
 //
@@ -50,7 +51,7 @@
 //
 // Invalid input is refused with every problem at once: Decide, Fit,
 // FitNode, FitDevices, StartBind,
-// Options.Validate, AddUsage, NewRegistry and Registry.With, DetectRequests,
+// Options.Validate, AddUsage, NewRegistry, Registry.With and Rename, DetectRequests,
 // RequiredLocks, FitRequestFromPod, DecodeAllocations, DecodeNode,
 // DecodePodUsage, AddPodUsage, FilterAnnotations and ParseLockEpochs
 // return a *plancore.InvalidError naming each field path and bad value

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Lock names used by the default registry. HAMi passes LockNvidia for every
@@ -547,12 +549,33 @@ func newRegistry(rows []DeviceType, paths []*field.Path) (Registry, error) {
 }
 
 // With returns a registry holding r's types plus types, where a type in types
-// replaces the one of the same name in r. This is how a deployment renames
-// resources (HAMi's per-vendor resource-name flags) or adds a vendor.
-// Problems are named by the index in types (types[1].cores); a clash with a
-// row kept from r is reported on the new row, naming the kept row by its
-// index in r.Types() (registry[20]).
+// replaces the whole row of the same name in r. This is how a deployment
+// adds a vendor or changes a row it read with Lookup; Rename renames a
+// type's resources (HAMi's per-vendor resource-name flags) keeping the
+// rest of its row. A replacing row that would lose an annotation of the
+// row it replaces (its register and its format, handshake, allocation,
+// selector or cordon annotations) is refused, naming each one lost
+// (types[0].annotations.register): a fresh DeviceType given to rename
+// resources would otherwise silently stop reading the vendor's devices
+// and selectors. Problems are named by the index in types
+// (types[1].cores); a clash with a row kept from r is reported on the new
+// row, naming the kept row by its index in r.Types() (registry[20]).
 func (r Registry) With(types ...DeviceType) (Registry, error) {
+	var lost field.ErrorList
+	for i, t := range types {
+		if old, ok := r.Lookup(t.Type); ok {
+			lost = append(lost, lostAnnotations(old.Annotations, t.Annotations, field.NewPath("types").Index(i).Child("annotations"))...)
+		}
+	}
+	reg, err := r.merge(types, func(i int) *field.Path { return field.NewPath("types").Index(i) })
+	if len(lost) > 0 {
+		return Registry{}, plancore.Join(invalid(ErrInvalidRegistry, lost), err)
+	}
+	return reg, err
+}
+
+// merge is With without the annotation check, naming types[i] by path(i).
+func (r Registry) merge(types []DeviceType, path func(int) *field.Path) (Registry, error) {
 	replaced := map[string]bool{}
 	for _, t := range types {
 		replaced[t.Type] = true
@@ -567,9 +590,63 @@ func (r Registry) With(types ...DeviceType) (Registry, error) {
 	}
 	for i, t := range types {
 		merged = append(merged, t)
-		paths = append(paths, field.NewPath("types").Index(i))
+		paths = append(paths, path(i))
 	}
 	return newRegistry(merged, paths)
+}
+
+// lostAnnotations names each annotation old has and repl does not.
+func lostAnnotations(old, repl Annotations, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	const msg = "the row replaced has %q: With replaces a whole row, so start from Lookup's row, or use Rename to rename resources"
+	for _, n := range []struct{ name, old, repl string }{
+		{"register", old.Register, repl.Register}, {"registerFormat", string(old.RegisterFormat), string(repl.RegisterFormat)},
+		{"handshake", old.Handshake, repl.Handshake}, {"toAllocate", old.ToAllocate, repl.ToAllocate},
+		{"allocated", old.Allocated, repl.Allocated}, {"useType", old.UseType, repl.UseType},
+		{"noUseType", old.NoUseType, repl.NoUseType}, {"useUUID", old.UseUUID, repl.UseUUID},
+		{"noUseUUID", old.NoUseUUID, repl.NoUseUUID}} {
+		if n.old != "" && n.repl == "" {
+			errs = append(errs, field.Required(p.Child(n.name), fmt.Sprintf(msg, n.old)))
+		}
+	}
+	if old.Cordon && !repl.Cordon {
+		errs = append(errs, field.Invalid(p.Child("cordon"), false, fmt.Sprintf(msg, "cordon")))
+	}
+	return errs
+}
+
+// ResourceNames are a type's resource names: what HAMi's per-vendor
+// resource-name flags (resourceCountName, resourceMemoryName,
+// resourceMemoryPercentageName, resourceCoreName, resourcePriorityName)
+// set.
+type ResourceNames struct {
+	Count, Memory, MemoryPercentage, Cores, Priority corev1.ResourceName
+}
+
+// Rename returns a registry where type typ's resources are renamed: each
+// non-empty name in names replaces the row's, and a node capacity the
+// row derives its devices from (Annotations.Capacity.Resource) follows the
+// resource it names; everything else of the row is kept. An unknown typ
+// (named by type) or a name another type claims (named under rename[typ])
+// is refused as NewRegistry refuses it.
+func (r Registry) Rename(typ string, names ResourceNames) (Registry, error) {
+	t, ok := r.Lookup(typ)
+	if !ok {
+		return Registry{}, invalid(ErrInvalidRegistry, field.ErrorList{field.NotFound(field.NewPath("type"), typ)})
+	}
+	for _, f := range []struct {
+		to  *corev1.ResourceName
+		new corev1.ResourceName
+	}{{&t.Count, names.Count}, {&t.Memory, names.Memory}, {&t.MemoryPercentage, names.MemoryPercentage}, {&t.Cores, names.Cores}, {&t.Priority, names.Priority}} {
+		if f.new == "" {
+			continue
+		}
+		if t.Annotations.Capacity.Resource == *f.to && *f.to != "" {
+			t.Annotations.Capacity.Resource = f.new
+		}
+		*f.to = f.new
+	}
+	return r.merge([]DeviceType{t}, func(int) *field.Path { return field.NewPath("rename").Key(typ) })
 }
 
 // Types returns a copy of the registry's rows, sorted by Type.
