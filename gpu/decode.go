@@ -188,16 +188,21 @@ func DecodeNode(node *corev1.Node, reg Registry) (Node, error) {
 			out.Devices[i].Cordoned = true
 		}
 	}
-	if v, ok := node.Annotations[AnnoNvidiaPairScore]; ok {
-		scores, bad := decodePairScores(v, annos.Key(AnnoNvidiaPairScore))
-		if len(bad) == 0 {
-			out.PairScores = scores
-		} else if _, nv := reg.Lookup("NVIDIA"); nv {
-			// HAMi's NVIDIA GetNodeDevices fails on link scores it cannot
-			// read, and the scheduler then skips every NVIDIA device.
-			out.Unreadable = append(out.Unreadable, unreadable("NVIDIA", AnnoNvidiaPairScore, bad))
-			out.Devices = slices.DeleteFunc(out.Devices, func(d Device) bool { return d.Vendor == "NVIDIA" })
+	for _, t := range reg.types {
+		key := t.Annotations.LinkScores
+		v, ok := node.Annotations[key]
+		if !ok || key == "" {
+			continue
 		}
+		scores, bad := decodePairScores(v, annos.Key(key))
+		if len(bad) == 0 {
+			out.PairScores = append(out.PairScores, scores...)
+			continue
+		}
+		// HAMi's NVIDIA GetNodeDevices fails on link scores it cannot
+		// read, and the scheduler then skips every NVIDIA device.
+		out.Unreadable = append(out.Unreadable, unreadable(t.Type, key, bad))
+		out.Devices = slices.DeleteFunc(out.Devices, func(d Device) bool { return d.Vendor == t.Type })
 	}
 	return out, nil
 }
@@ -597,7 +602,7 @@ func EncodeNode(n Node, reg Registry) (map[string]string, error) {
 	if len(cordoned) > 0 {
 		out[AnnoDeviceCordon] = strings.Join(cordoned, ",")
 	}
-	if len(n.PairScores) > 0 {
+	if key := reg.linkScoresAnnotation(); len(n.PairScores) > 0 && key != "" {
 		byFrom := map[string]map[string]int{}
 		var froms []string
 		for _, s := range n.PairScores {
@@ -611,7 +616,7 @@ func EncodeNode(n Node, reg Registry) (map[string]string, error) {
 		for i, f := range froms {
 			list[i] = pairScoreJSON{UUID: f, Scores: byFrom[f]}
 		}
-		out[AnnoNvidiaPairScore] = mustJSON(list)
+		out[key] = mustJSON(list)
 	}
 	return out, nil
 }

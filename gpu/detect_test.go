@@ -133,7 +133,7 @@ func TestRegistryRenameAndWith(t *testing.T) {
 	}
 	wantReqs := []gpu.Request{
 		{Container: "a", Type: "Acme", Nums: 2, MemoryPercent: 100},
-		{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 100},
+		{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 100},
 	}
 	if diff := cmp.Diff(wantReqs, got); diff != "" {
 		t.Fatalf("requests (-want +got):\n%s", diff)
@@ -219,7 +219,7 @@ func TestDetectRequests(t *testing.T) {
 		{
 			name:  "init-only request is detected (HAMi #2640 skips it)",
 			pod:   podWith([]corev1.Container{ctr("warm", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"))}, []corev1.Container{ctr("a", rl("cpu", "1"))}),
-			want:  []gpu.Request{{Container: "warm", Init: true, Type: "NVIDIA", Nums: 1, MemoryMiB: 1000}},
+			want:  []gpu.Request{{Container: "warm", Init: true, Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryMiB: 1000}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
@@ -229,10 +229,10 @@ func TestDetectRequests(t *testing.T) {
 				[]corev1.Container{ctr("b", rl("nvidia.com/gpu", "2", "nvidia.com/gpucores", "50")), ctr("a", rl("amd.com/gpu", "1", "nvidia.com/gpu", "1"))}),
 			want: []gpu.Request{
 				{Container: "i1", Init: true, Type: "MLU", Nums: 1, MemoryPercent: 100, Cores: 100},
-				{Container: "i2", Init: true, Type: "NVIDIA", Nums: 1, MemoryPercent: 100},
-				{Container: "b", Type: "NVIDIA", Nums: 2, MemoryPercent: 100, Cores: 50},
+				{Container: "i2", Init: true, Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 100},
+				{Container: "b", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 2, MemoryPercent: 100, Cores: 50},
 				{Container: "a", Type: "AMD", Nums: 1, MemoryPercent: 100, Cores: 100, CoresShare: true},
-				{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 100},
+				{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 100},
 			},
 			locks: []string{gpu.LockCambricon, gpu.LockNvidia},
 		},
@@ -242,45 +242,45 @@ func TestDetectRequests(t *testing.T) {
 				Limits:   rl("nvidia.com/gpu", "2"),
 				Requests: rl("nvidia.com/gpu", "1", "nvidia.com/gpumem", "300"),
 			}}}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 2, MemoryMiB: 300}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 2, MemoryMiB: 300}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
 			name:  "percentage above 100 is clamped",
 			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "150"))}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 100}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 100}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
 			name:  "percentage 40",
 			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "40"))}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 40}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 40}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
 			name:  "MiB wins over a percentage",
 			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem", "512", "nvidia.com/gpumem-percentage", "40"))}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryMiB: 512}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryMiB: 512}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
 			name:  "zero percentage counts as unset",
 			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "0"))}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 100}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 100}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
 			name:  "type defaults apply when unset",
 			reg:   withDefaults,
 			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1"))}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryMiB: 2048, Cores: 10}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryMiB: 2048, Cores: 10}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
 			name:  "explicit zero cores beats the default",
 			reg:   withDefaults,
 			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1", "nvidia.com/gpucores", "0", "nvidia.com/gpumem-percentage", "10"))}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 10}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 10}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
@@ -292,7 +292,7 @@ func TestDetectRequests(t *testing.T) {
 		{
 			name:  "milli-quantity that is a whole number",
 			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "2000m"))}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 2, MemoryPercent: 100}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 2, MemoryPercent: 100}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{

@@ -166,8 +166,9 @@
 //     and takes the devices of those indices, which may be in use (or
 //     missing); plancore takes a run only when the devices it names are
 //     free, else tries the next;
-//   - numa-bind, the device cordon and topology-aware apply to NVIDIA only,
-//     as in HAMi; mutex applies to every vendor (HAMi's Enflame GCU and
+//   - MIG, numa-bind, topology-aware and the device cordon apply to the
+//     types whose row declares them (DeviceType.Capabilities,
+//     Annotations.Cordon): NVIDIA's alone, as in HAMi; mutex applies to every vendor (HAMi's Enflame GCU and
 //     whole Kunlun XPU ignore it), and to a whole card where a device is a
 //     die of one (Device.Card, Vastai's die mode, as HAMi's Vastai Fit);
 //   - HAMi's Vastai die mode holds when the first device its Fit sees

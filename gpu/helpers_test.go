@@ -13,6 +13,13 @@ func fit(nodes []gpu.Node, req gpu.FitRequest) (gpu.Plan, error) {
 	return gpu.Fit(gpu.Input{Nodes: nodes, Request: req})
 }
 
+// nvidiaCaps are the NVIDIA row's capabilities, which DetectRequests
+// copies into each NVIDIA request and a hand-built one sets.
+var nvidiaCaps = func() gpu.Capabilities {
+	t, _ := gpu.DefaultRegistry().Lookup("NVIDIA")
+	return t.Capabilities
+}()
+
 // fitPod reads pod's request with the default registry and fits it on node,
 // failing the test on an error of either step.
 func fitPod(t *testing.T, node gpu.Node, pod *corev1.Pod) gpu.NodeFit {

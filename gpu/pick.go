@@ -18,14 +18,14 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore, coun
 	typeDevs, mig, dies := devicesOfType(st.devs, r.Type)
 	// HAMi refuses a node with fewer devices of the type than asked, before
 	// looking at them, unless MIG instances could serve the request.
-	migRequest := r.Type == "NVIDIA" && mig && (req.Mode == "" || strings.Contains(req.Mode, ModeMIG))
+	migRequest := r.Capabilities.MIG && mig && (req.Mode == "" || strings.Contains(req.Mode, ModeMIG))
 	if countFirst && int(r.Nums) > len(typeDevs) && !migRequest {
 		return nil, []Rejection{{Code: NodeInsufficientDevice}}
 	}
 	p := &picker{st: st, r: r, req: req, sel: selectorFor(req.Selectors, r.Type), cores: min(r.Cores, 100),
 		need: r.Nums, picked: make([]pick, 0, min(int(r.Nums), len(typeDevs))), quotaMem: st.quotaMem, quotaCores: st.quotaCores, prevNUMA: -1,
-		mutex: req.Exclusive || slices.Contains(req.GPUPolicy, Mutex), topology: slices.Contains(req.GPUPolicy, TopologyAware) && r.Type == "NVIDIA",
-		numaBind: req.NUMABind && r.Type == "NVIDIA", dies: dies}
+		mutex: req.Exclusive || slices.Contains(req.GPUPolicy, Mutex), topology: slices.Contains(req.GPUPolicy, TopologyAware) && r.Capabilities.TopologyAware,
+		numaBind: req.NUMABind && r.Capabilities.NUMABind, dies: dies}
 	if r.SoftSplit && !st.vnpuCore {
 		// HAMi's Ascend Fit refuses a hami-core pod on a node without it.
 		var counts reasonCounts

@@ -93,10 +93,28 @@ type DeviceType struct {
 	// Score is the type's node score from the devices a fit chose (HAMi's
 	// ScoreNode); "" adds nothing.
 	Score ScoreRule
+	// Capabilities are the pod policies the type's fit honours beyond the
+	// common checks; HAMi gives them to NVIDIA alone.
+	Capabilities Capabilities
 	// Annotations are the node and pod annotations of the type.
 	Annotations Annotations
 	// LockName is the node lock Bind must hold for this type; "" means none.
 	LockName string
+}
+
+// Capabilities are the pod policies a type's fit honours beyond the
+// common checks. DetectRequests copies them into each Request, so Decide
+// reads them without the registry.
+type Capabilities struct {
+	// MIG: a device of the type in MIG mode serves MIG instances
+	// (Device.MIGProfiles), recorded in hami.io/vgpu-mig-allocations.
+	MIG bool
+	// NUMABind: nvidia.com/numa-bind keeps a request's devices on one NUMA
+	// node.
+	NUMABind bool
+	// TopologyAware: the topology-aware GPU policy chooses the type's
+	// devices by the node's link scores, read from Annotations.LinkScores.
+	TopologyAware bool
 }
 
 // MemoryRule is how a type's Memory value is turned into MiB.
@@ -301,6 +319,11 @@ type Annotations struct {
 	CoreMask bool
 	// Extra names the vendor-specific annotations Filter writes.
 	Extra ExtraAnnotations
+	// LinkScores is the node annotation the type's device-pair link scores
+	// are read from (Node.PairScores; NVIDIA's hami.io/node-nvidia-score),
+	// for Capabilities.TopologyAware; a type whose link scores cannot be
+	// read is unreadable, as HAMi's NVIDIA GetNodeDevices fails on them.
+	LinkScores string
 	// TopologyLosses and TopologyScores are the node annotations a
 	// ScoreTopologyTables type's tables are read from (Metax's
 	// metax-tech.com/gpu.topology.losses and .scores).
@@ -420,6 +443,20 @@ func (t DeviceType) validateRules(p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("vnpu", "templates").Index(i), tp, "a template needs a name and a positive memory, ascending"))
 		}
 	}
+	errs = append(errs, t.validateScoring(p)...)
+	if t.VNPU.MemoryAllocatableMiB < 0 || t.VNPU.MemoryCapacityMiB < 0 {
+		errs = append(errs, field.Invalid(p.Child("vnpu"), t.VNPU, "memory must not be negative"))
+	}
+	return append(errs, t.validateAnnotations(p)...)
+}
+
+// validateScoring reports the problems of the row's score rule and
+// capabilities: each needs the node annotations it reads.
+func (t DeviceType) validateScoring(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if t.Capabilities.TopologyAware && t.Annotations.LinkScores == "" {
+		errs = append(errs, field.Required(p.Child("annotations", "linkScores"), "the TopologyAware capability reads the node's link scores"))
+	}
 	switch t.Score {
 	case ScoreNone, ScoreLinkGroups, ScoreSameCard:
 	case ScoreTopologyTables:
@@ -429,10 +466,7 @@ func (t DeviceType) validateRules(p *field.Path) field.ErrorList {
 	default:
 		errs = append(errs, field.NotSupported(p.Child("score"), t.Score, scoreRules()))
 	}
-	if t.VNPU.MemoryAllocatableMiB < 0 || t.VNPU.MemoryCapacityMiB < 0 {
-		errs = append(errs, field.Invalid(p.Child("vnpu"), t.VNPU, "memory must not be negative"))
-	}
-	return append(errs, t.validateAnnotations(p)...)
+	return errs
 }
 
 // validateAnnotations reports the problems of the row's annotations.
@@ -465,7 +499,7 @@ func (t DeviceType) validateAnnotations(p *field.Path) field.ErrorList {
 	for _, n := range []struct{ name, v string }{{"register", t.Annotations.Register}, {"handshake", t.Annotations.Handshake},
 		{"toAllocate", t.Annotations.ToAllocate}, {"allocated", t.Annotations.Allocated}, {"useType", t.Annotations.UseType},
 		{"noUseType", t.Annotations.NoUseType}, {"useUUID", t.Annotations.UseUUID}, {"noUseUUID", t.Annotations.NoUseUUID},
-		{"topologyLosses", t.Annotations.TopologyLosses}, {"topologyScores", t.Annotations.TopologyScores}} {
+		{"topologyLosses", t.Annotations.TopologyLosses}, {"topologyScores", t.Annotations.TopologyScores}, {"linkScores", t.Annotations.LinkScores}} {
 		if n.v == "" {
 			continue
 		}
@@ -647,6 +681,28 @@ func (r Registry) Rename(typ string, names ResourceNames) (Registry, error) {
 		*f.to = f.new
 	}
 	return r.merge([]DeviceType{t}, func(int) *field.Path { return field.NewPath("rename").Key(typ) })
+}
+
+// migType is the first type with the MIG capability, "" when none: the
+// type hami.io/vgpu-mig-allocations' instances are of.
+func (r Registry) migType() string {
+	for _, t := range r.types {
+		if t.Capabilities.MIG {
+			return t.Type
+		}
+	}
+	return ""
+}
+
+// linkScoresAnnotation is the first type's link-score annotation, "" when
+// no type has one.
+func (r Registry) linkScoresAnnotation() string {
+	for _, t := range r.types {
+		if t.Annotations.LinkScores != "" {
+			return t.Annotations.LinkScores
+		}
+	}
+	return ""
 }
 
 // Types returns a copy of the registry's rows, sorted by Type.

@@ -109,7 +109,7 @@ func DecodePodUsage(pod *corev1.Pod, reg Registry) (PodUsage, error) {
 	}
 	if v, ok := pod.Annotations[AnnoMIGAllocations]; ok {
 		var bad field.ErrorList
-		out.MIG, bad = decodeMIGAllocations(v, raw["NVIDIA"], annos.Key(AnnoMIGAllocations))
+		out.MIG, bad = decodeMIGAllocations(v, reg.migType(), raw[reg.migType()], annos.Key(AnnoMIGAllocations))
 		errs = append(errs, bad...)
 	}
 	if err := invalid(ErrInvalidAllocation, errs); err != nil {
@@ -127,7 +127,7 @@ func DecodePodUsage(pod *corev1.Pod, reg Registry) (PodUsage, error) {
 // so its slices stay occupied. An entry's memory and cores are those of the
 // NVIDIA entry at its container and device index when that entry is on the
 // same GPU, and zero otherwise (the reservation alone occupies slices).
-func decodeMIGAllocations(s string, nvidia [][]Allocation, p *field.Path) ([]Allocation, field.ErrorList) {
+func decodeMIGAllocations(s, typ string, nvidia [][]Allocation, p *field.Path) ([]Allocation, field.ErrorList) {
 	var list []migAllocationJSON
 	if err := decodeJSON(s, &list); err != nil {
 		return nil, field.ErrorList{field.Invalid(p, s, "want HAMi's JSON MIG allocation list: "+err.Error())}
@@ -152,7 +152,7 @@ func decodeMIGAllocations(s string, nvidia [][]Allocation, p *field.Path) ([]All
 		case seen[key]:
 			errs = append(errs, field.Duplicate(ip, fmt.Sprintf("container %d device %d", m.ContainerIndex, m.DeviceIndex)))
 		default:
-			a := Allocation{UUID: m.GPUUUID, Type: "NVIDIA"}
+			a := Allocation{UUID: m.GPUUUID, Type: typ}
 			if m.ContainerIndex < len(nvidia) && m.DeviceIndex < len(nvidia[m.ContainerIndex]) && nvidia[m.ContainerIndex][m.DeviceIndex].UUID == m.GPUUUID {
 				a = nvidia[m.ContainerIndex][m.DeviceIndex]
 			}
@@ -379,7 +379,7 @@ func FilterAnnotations(c FilterChoice) (map[string]string, error) {
 				out[key] = enc
 			}
 		}
-		if t.Type == "NVIDIA" {
+		if t.Capabilities.MIG {
 			if mig := encodeMIG(list); mig != "" {
 				out[AnnoMIGAllocations] = mig
 			}
