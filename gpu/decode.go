@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -15,36 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
-
-// MIGProfile is one MIG instance shape a MIG-mode NVIDIA device offers, as
-// its device plugin registers it (HAMi pkg/device/devices.go, MigProfile):
-// the instance's memory and cores and the slice ranges it may start at.
-type MIGProfile struct {
-	Name       string         `json:"name"`
-	MemoryMiB  int32          `json:"memoryMB"`
-	Cores      int32          `json:"core"`
-	SliceCount uint32         `json:"sliceCount"`
-	Placements []MIGPlacement `json:"placements"`
-}
-
-// MIGPlacement is a range of memory slices of a MIG-mode device: Size
-// slices from Start. A zero Size is no placement.
-type MIGPlacement struct {
-	Start uint32 `json:"start"`
-	Size  uint32 `json:"size"`
-}
-
-// overlaps reports whether two placements share a slice.
-func (a MIGPlacement) overlaps(b MIGPlacement) bool {
-	return a.Start < b.Start+b.Size && b.Start < a.Start+a.Size
-}
-
-// PairScore is the link score between two NVIDIA devices of a node (HAMi's
-// hami.io/node-nvidia-score), higher for a better link (NVLink).
-type PairScore struct {
-	From, To string
-	Score    int
-}
 
 // Handshake is one vendor's scheduler/device-plugin handshake annotation
 // (HAMi pkg/device/devices.go, CheckHealth).
@@ -336,25 +305,6 @@ func decodeJSONRegister(s string, p *field.Path, dieCards bool) ([]Device, field
 	return out, append(errs, registeredErrors(out, p)...)
 }
 
-// dieCard is the card a die sits on, from its register's custominfo as
-// HAMi's Vastai Fit reads it (isDieMode, aicID): the string AIC of a device
-// whose DeviceStrategy is the string "die", else "". A custominfo that is
-// not a JSON object fails HAMi's decoding of the whole register.
-func dieCard(raw json.RawMessage) (string, error) {
-	var info map[string]any
-	if err := json.Unmarshal(raw, &info); err != nil {
-		return "", fmt.Errorf("want a JSON object: %v", err)
-	}
-	if s, _ := info["DeviceStrategy"].(string); s != "die" {
-		return "", nil
-	}
-	aic, _ := info["AIC"].(string)
-	if strings.ContainsAny(aic, ",:;") {
-		return "", fmt.Errorf("the AIC %q holds ',', ':' or ';'", aic)
-	}
-	return aic, nil
-}
-
 // registeredErrors names the impossible values of decoded devices.
 func registeredErrors(devs []Device, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
@@ -413,37 +363,6 @@ func parseInt32(s string, p *field.Path, errs *field.ErrorList) int32 {
 		*errs = append(*errs, field.Invalid(p, s, "must be an int32"))
 	}
 	return int32(n)
-}
-
-// metaxDevice is one device of Metax's own register (HAMi
-// pkg/device/metax/protocol.go, MetaxSDeviceInfo).
-type metaxDevice struct {
-	UUID              string `json:"uuid"`
-	BDF               string `json:"bdf,omitempty"`
-	Model             string `json:"model,omitempty"`
-	TotalDevCount     int32  `json:"totalDevCount,omitempty"`
-	TotalCompute      int32  `json:"totalCompute,omitempty"`
-	TotalVRam         int32  `json:"totalVRam,omitempty"`
-	AvailableDevCount int32  `json:"availableDevCount,omitempty"`
-	AvailableCompute  int32  `json:"availableCompute,omitempty"`
-	AvailableVRam     int32  `json:"availableVRam,omitempty"`
-	Numa              int32  `json:"numa,omitempty"`
-	Healthy           bool   `json:"healthy,omitempty"`
-	QosPolicy         string `json:"qosPolicy,omitempty"`
-	LinkZone          int32  `json:"linkZone,omitempty"`
-}
-
-func decodeMetaxRegister(s string, p *field.Path) ([]Device, field.ErrorList) {
-	var list []metaxDevice
-	if err := decodeJSON(s, &list); err != nil {
-		return nil, field.ErrorList{field.Invalid(p, s, "want Metax's JSON device list: "+err.Error())}
-	}
-	out := make([]Device, len(list))
-	for i, m := range list {
-		out[i] = Device{ID: m.UUID, Index: i, Count: m.TotalDevCount, MemoryMiB: m.TotalVRam,
-			Cores: m.TotalCompute, NUMA: int(m.Numa), Healthy: m.Healthy}
-	}
-	return out, nil
 }
 
 // capacityDevices derives a whole-card type's devices from the node's
@@ -529,31 +448,6 @@ func decodeHandshake(node *corev1.Node, t DeviceType, v string) Handshake {
 	}
 	h.Requesting, h.Since = true, at
 	return h
-}
-
-// pairScoreJSON is one entry of hami.io/node-nvidia-score.
-type pairScoreJSON struct {
-	UUID   string         `json:"uuid"`
-	Scores map[string]int `json:"score"`
-}
-
-// decodePairScores reads hami.io/node-nvidia-score as HAMi's
-// DecodePairScores does (unknown keys ignored).
-func decodePairScores(s string, p *field.Path) ([]PairScore, field.ErrorList) {
-	var list []pairScoreJSON
-	if err := decodeJSON(s, &list); err != nil {
-		return nil, field.ErrorList{field.Invalid(p, s, "want [{\"uuid\":...,\"score\":{uuid:n}}]: "+err.Error())}
-	}
-	var out []PairScore
-	for _, e := range list {
-		for to, sc := range e.Scores {
-			out = append(out, PairScore{From: e.UUID, To: to, Score: sc})
-		}
-	}
-	slices.SortFunc(out, func(a, b PairScore) int {
-		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To), cmp.Compare(a.Score, b.Score))
-	})
-	return out, nil
 }
 
 // EncodeNode writes node's devices back as the annotations DecodeNode reads

@@ -69,9 +69,6 @@ type Device struct {
 	Card string
 }
 
-// ModeMIG is the Mode of an NVIDIA device split into MIG instances.
-const ModeMIG = "mig"
-
 // Node is one candidate node of a fit.
 type Node struct {
 	// Name is the node name.
@@ -505,28 +502,6 @@ func validateNode(n Node, p pathFn) field.ErrorList {
 	for j, vs := range n.VendorScores {
 		if !slices.Contains(scoreRules(), vs.Rule) {
 			errs = append(errs, field.NotSupported(p().Child("vendorScores").Index(j).Child("rule"), vs.Rule, scoreRules()))
-		}
-	}
-	return errs
-}
-
-// validateMIG checks a device's MIG geometry and instances in use.
-func validateMIG(d Device, p pathFn) field.ErrorList {
-	var errs field.ErrorList
-	for k, m := range d.MIGProfiles {
-		mp := func() *field.Path { return p().Child("migProfiles").Index(k) }
-		if m.Name == "" || m.MemoryMiB < 0 || m.Cores < 0 {
-			errs = append(errs, field.Invalid(mp(), m.Name, "a MIG profile needs a name and non-negative memory and cores"))
-		}
-		for j, pl := range m.Placements {
-			if pl.Size == 0 {
-				errs = append(errs, field.Invalid(mp().Child("placements").Index(j).Child("size"), pl.Size, "must be positive"))
-			}
-		}
-	}
-	for k, pl := range d.MIGInUse {
-		if pl.Size == 0 {
-			errs = append(errs, field.Invalid(p().Child("migInUse").Index(k).Child("size"), pl.Size, "must be positive"))
 		}
 	}
 	return errs
