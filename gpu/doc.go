@@ -50,7 +50,7 @@
 // tests pass a fake.Clock.
 //
 // Invalid input is refused with every problem at once: Decide, Fit,
-// FitNode, FitDevices, StartBind,
+// FitDevices, StartBind,
 // Options.Validate, AddUsage, NewRegistry, Registry.With and Rename, DetectRequests,
 // RequiredLocks, FitRequestFromPod, DecodeAllocations, DecodeNode,
 // DecodePodUsage, AddPodUsage, FilterAnnotations and ParseLockEpochs
@@ -230,10 +230,42 @@
 //     allocation without its profile and counts one slot, as
 //     DecodePodUsage does; its in-memory cache counted the profile's slices.
 //
+// # Files
+//
+// Where to find what (tests sit beside, *_test.go; testdata/ holds the
+// golden transcripts):
+//
+//	doc.go                this overview
+//	registry.go           DeviceType (a vendor's row: resources, request rules, fit and
+//	                      score rules, capabilities, annotations, lock), Registry, With, Rename
+//	vendors.go            DefaultTypes: the rows of HAMi's table, in order
+//	vendor_<name>.go      one vendor: its row(s) and everything only it does (its fit
+//	                      rule, score, register decoding, own Filter annotations)
+//	detect.go             Request, DetectRequests, RequiredLocks: what a pod asks
+//	annotations.go        FitRequestFromPod: policy, selector and weight annotations
+//	decode.go             DecodeNode, DropStaleVendors, EncodeNode: the node's registers
+//	allocation.go         Allocation encoding (EncodeAllocations, DecodeAllocations), AddUsage
+//	usage.go              DecodePodUsage, AddPodUsage, FilterAnnotations: pods' usage and
+//	                      what Filter writes; annotations_vendor.go dispatches a row's Extra
+//	fit.go                Device, Node, FitRequest, reasons, Input, Plan, Decide, Fit,
+//	                      FitDevices, ChooseNode, the node score
+//	pick.go               one request on one node: device order, HAMi's checks, reasons
+//	score.go              ScoreRule and VendorScore: vendors' placement-dependent scores
+//	mig.go                the MIG capability: geometry, instance choice, its annotation
+//	topology.go           the TopologyAware capability: link scores, combination search
+//	check.go              CheckPlan: the invariants of a plan
+//	plan.go               String renderings of plans and Bind actions
+//	bind.go               the Bind state machine (StartBind, Next, StepBind), Action, Result
+//	apply.go              BindExecutor and ApplyBind; wait.go the Waiter; queue.go NodeQueue
+//	options.go            Options (HAMi() preset); errors.go the sentinels
+//
 // # Vendors
 //
 // One row (or rows) per vendor, each in vendor_<name>.go citing the HAMi
-// files it follows (pkg/device/<vendor>/):
+// files it follows (pkg/device/<vendor>/), with the code only that vendor
+// uses; no other file compares a vendor's name. The fit rule column adds
+// the node score where the vendor has one (Metax's topology tables,
+// Kunlun's groups of four, Vastai's dies on one card):
 //
 //	type(s)                     register (DecodeNode)                   fit rule              Filter annotations beyond vgpu-node/-time
 //	NVIDIA                      hami.io/node-nvidia-register (JSON)     NVIDIA's, MIG         vgpu-devices-to-allocate/-allocated, vgpu-mig-allocations
@@ -241,14 +273,15 @@
 //	DCU                         hami.io/node-dcu-register (legacy)      NVIDIA's              dcu-devices-*
 //	Ascend310P … Ascend910C     hami.io/node-register-<chip> (JSON)     NVIDIA's; 910C pairs  <chip>-devices-*, huawei.com/<chip>, predicate-time
 //	BI-V100, BI-V150, MR-V…     hami.io/node-<chip>-register (legacy)   NVIDIA's              <chip>-devices-*
-//	Metax-GPU                   capacity (metax-tech.com/gpu)           NVIDIA's              metax-gpu-devices-*
+//	Metax-GPU                   capacity (metax-tech.com/gpu)           NVIDIA's; tables      metax-gpu-devices-*
 //	Metax-SGPU                  metax-tech.com/node-gpu-devices         NVIDIA's              metax-sgpu-devices-*, metax-tech.com/gpu-devices-allocated, predicate-time
-//	kunlun                      capacity (kunlunxin.com/xpu)            link graph            kunlun-allocated, BAIDU_COM_DEVICE_IDX
+//	kunlun                      capacity (kunlunxin.com/xpu)            link graph; groups    kunlun-allocated, BAIDU_COM_DEVICE_IDX
 //	XPU                         hami.io/node-register-xpu (JSON)        link graph, shared    xpu-devices-*
 //	Mthreads                    capacity (mthreads.com/sgpu-core)       NVIDIA's              mthreads-vgpu-devices-allocated, mthreads.com/gpu-index, predicate-time/-node
 //	Enflame                     enflame.com/gcu-drs-capacity (JSON)     slice profiles        enflame-vgpu-devices-allocated, enflame.com/gcu-assigned*, gcu-request-size, assigned-containers
 //	GCU                         capacity (enflame.com/gcu)              NVIDIA's              enflame-gcu-devices-*
 //	AWSNeuron                   capacity (aws.amazon.com/neuron, -core) runs, core masks      aws-neuron-devices-allocated, AWS_NEURON_IDS, NEURON_*, aws.amazon.com/predicate-node
 //	AMD                         hami.io/node-amd-register (JSON)        compute-unit share    amd-devices-* (entries typed by product)
-//	Vastai, Biren               hami.io/node-<x>-register (JSON)        NVIDIA's              <x>-devices-*
+//	Vastai                      hami.io/node-va-register (JSON)         NVIDIA's; dies, cards Vastai-devices-*
+//	Biren                       hami.io/node-biren-register (JSON)      NVIDIA's              Biren-devices-*
 package gpu

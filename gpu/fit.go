@@ -362,8 +362,8 @@ func (f DeviceFit) Message() string { return rejectionsMessage(f.Rejections) }
 // quota (its Requests are not read), n its devices and what the type's
 // fit rule reads of the node (link scores, slice profiles, instance type,
 // hami-core support). Devices of other types are not looked at, and n is
-// not modified. It refuses what FitNode refuses, r named as
-// request.requests[0]. Like HAMi's Fit, and unlike FitNode, it does not
+// not modified. It refuses what Fit refuses of n and r, r named as
+// request.requests[0] and n as node. Like HAMi's Fit, and unlike Fit, it does not
 // refuse a node with fewer devices of the type than asked before looking
 // at them (NodeInsufficientDevice): it answers why each device was not
 // taken (AllocatedCardsInsufficientRequest for those that were).
@@ -570,14 +570,6 @@ func decide(in Input) Plan {
 		p.Reason = Reason{Code: ReasonNoNodeFits, Message: fmt.Sprintf("0/%d nodes fit", len(in.Nodes))}
 	}
 	return p
-}
-
-// FitNode fits the pod's requests onto one node.
-func FitNode(n Node, req FitRequest) (NodeFit, error) {
-	if err := plancore.Join(req.Validate(), invalid(ErrInvalidDevice, validateNode(n, nodePath))); err != nil {
-		return NodeFit{}, err
-	}
-	return fitNode(n, req), nil
 }
 
 // ChooseNode picks among the fitting nodes: HAMi sorts ascending by score for

@@ -20,6 +20,15 @@ var nvidiaCaps = func() gpu.Capabilities {
 	return t.Capabilities
 }()
 
+// fitOne fits req on node alone: Fit's outcome for it.
+func fitOne(node gpu.Node, req gpu.FitRequest) (gpu.NodeFit, error) {
+	p, err := gpu.Fit(gpu.Input{Nodes: []gpu.Node{node}, Request: req})
+	if err != nil {
+		return gpu.NodeFit{}, err
+	}
+	return p.Nodes[0], nil
+}
+
 // fitPod reads pod's request with the default registry and fits it on node,
 // failing the test on an error of either step.
 func fitPod(t *testing.T, node gpu.Node, pod *corev1.Pod) gpu.NodeFit {
@@ -28,7 +37,7 @@ func fitPod(t *testing.T, node gpu.Node, pod *corev1.Pod) gpu.NodeFit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nf, err := gpu.FitNode(node, fr)
+	nf, err := fitOne(node, fr)
 	if err != nil {
 		t.Fatal(err)
 	}
