@@ -39,7 +39,7 @@ func BenchmarkFit(b *testing.B) {
 			req := gpu.FitRequest{Requests: []gpu.Request{nvReq("main", 2, 4000, 30)}}
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := fit(nodes, req)
+				res, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: req}, gpu.Options{})
 				if err != nil || res.Node == "" {
 					b.Fatalf("fit failed: %v %+v", err, res.Nodes[0])
 				}

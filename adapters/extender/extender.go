@@ -57,9 +57,11 @@ type Scheduler struct {
 	cache usageCache
 
 	// templateMu guards templateCache, the template nodes of the last call
-	// that sent whole Nodes, decoded (decodeTemplate).
+	// that sent whole Nodes, decoded (decodeTemplate), and wireCache, the
+	// same call's Node objects as sent, by their bytes (parseArgs).
 	templateMu    sync.Mutex
 	templateCache map[string]decodedTemplate
+	wireCache     map[string]wireNode
 }
 
 // Config is what New needs.
