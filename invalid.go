@@ -1,5 +1,19 @@
-// Package plancore holds the one type every core shares: the error that reports
-// invalid input or options, every problem at once.
+// Package plancore holds the types every core shares: the error that reports
+// invalid input or options, every problem at once, and the Reason that says
+// why a core decided what it did.
+//
+// Every core uses the same words for the same things:
+//
+//   - a Plan is what a decision function returns: actions to apply, with a
+//     Reason for each;
+//   - a Reason is Reason[Code, Facts]: a code constant Reason<Name> whose
+//     value is <Name>, a message for people, and the facts it states;
+//   - an action's kind is a constant Action<Verb> of the core's ActionKind,
+//     whose value is <Verb>;
+//   - a Verdict is a decision's answer to the caller's loop (requeue, wait,
+//     go ahead);
+//   - a Result is what one executor or store call reported;
+//   - an Outcome is how something ended: a flow, a bind, a recorded call.
 //
 // Each core (reconcile, expectations, dag, capacity, lock, gpu, vcluster) defines
 // its own sentinels ErrInvalidInput and ErrInvalidOptions and returns them inside an

@@ -42,7 +42,7 @@ func TestBadInput(t *testing.T) {
 		}, capacity.ErrInvalidOptions, []string{"maxJobs"}},
 		{"decide: nil nodes is legal (no capacity)", func() error {
 			p, err := capacity.Decide(capacity.Input{Now: t0}, capacity.Options{})
-			if err == nil && p.Outcome != capacity.NoCapacity {
+			if err == nil && p.Verdict != capacity.NoCapacity {
 				return errors.New("want NoCapacity")
 			}
 			return err

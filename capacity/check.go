@@ -64,10 +64,10 @@ func CheckPlan(in Input, o Options, p Plan) error {
 		}
 	}
 	switch {
-	case len(p.Candidates) > 0 && (p.Outcome != Selected || p.RequeueAfter != 0):
-		fail("outcome %s, requeue after %v, with %d candidates", p.Outcome, p.RequeueAfter, len(p.Candidates))
-	case len(p.Candidates) == 0 && (p.Outcome != NoCapacity || p.RequeueAfter != o.RetryAfter):
-		fail("outcome %s, requeue after %v, with no candidate (want NoCapacity after %v)", p.Outcome, p.RequeueAfter, o.RetryAfter)
+	case len(p.Candidates) > 0 && (p.Verdict != Selected || p.RequeueAfter != 0):
+		fail("outcome %s, requeue after %v, with %d candidates", p.Verdict, p.RequeueAfter, len(p.Candidates))
+	case len(p.Candidates) == 0 && (p.Verdict != NoCapacity || p.RequeueAfter != o.RetryAfter):
+		fail("outcome %s, requeue after %v, with no candidate (want NoCapacity after %v)", p.Verdict, p.RequeueAfter, o.RetryAfter)
 	}
 	return errors.Join(errs...)
 }

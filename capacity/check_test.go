@@ -38,7 +38,7 @@ func TestCheckPlanCatchesBrokenPlans(t *testing.T) {
 		}},
 		{"a node dropped", "2 candidates and 1 exclusions for 4 nodes", func(p *capacity.Plan) { p.Excluded = p.Excluded[1:] }},
 		{"a breakdown that does not sum", "breakdown", func(p *capacity.Plan) { p.Breakdown.StaleHeartbeat++ }},
-		{"NoCapacity with candidates", "outcome NoCapacity", func(p *capacity.Plan) { p.Outcome = capacity.NoCapacity }},
+		{"NoCapacity with candidates", "outcome NoCapacity", func(p *capacity.Plan) { p.Verdict = capacity.NoCapacity }},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			p := plan

@@ -68,9 +68,10 @@ var exclusionCodes = [...]ReasonCode{ReasonInvalidNode, ReasonStaleHeartbeat, Re
 // Reason says why: Code for programs, Message (with the numbers) for people,
 // and the numbers themselves as fields, so a program never parses Message.
 // Every Message is rendered from the fields beside it.
-type Reason struct {
-	Code    ReasonCode `json:"code"`
-	Message string     `json:"message"`
+type Reason = plancore.Reason[ReasonCode, ReasonFacts]
+
+// ReasonFacts are the facts a Reason states; zero where its code states none.
+type ReasonFacts struct {
 	// Observed and Limit are the figures compared: the node's effective
 	// jobs and its limit M (CapacityExceeded; for InvalidNode, Limit is the
 	// node's M), or a usage percentage and the threshold (CPU-, GPU- and
@@ -87,16 +88,16 @@ type Reason struct {
 // overLimit is a reason comparing observed with limit; its message renders
 // them (the jobs' as integers, a usage as a percentage).
 func overLimit(code ReasonCode, observed, limit float64) Reason {
-	r := Reason{Code: code, Observed: observed, Limit: limit}
+	r := Reason{Code: code, Facts: ReasonFacts{Observed: observed, Limit: limit}}
 	switch code {
 	case ReasonCapacityExceeded:
-		r.Message = fmt.Sprintf("effective %g >= max %g", r.Observed, r.Limit)
+		r.Message = fmt.Sprintf("effective %g >= max %g", r.Facts.Observed, r.Facts.Limit)
 	case ReasonCPUOverThreshold:
-		r.Message = fmt.Sprintf("cpu %g%% > %g%%", r.Observed, r.Limit)
+		r.Message = fmt.Sprintf("cpu %g%% > %g%%", r.Facts.Observed, r.Facts.Limit)
 	case ReasonGPUOverThreshold:
-		r.Message = fmt.Sprintf("gpu %g%% > %g%%", r.Observed, r.Limit)
+		r.Message = fmt.Sprintf("gpu %g%% > %g%%", r.Facts.Observed, r.Facts.Limit)
 	case ReasonMemoryOverThreshold:
-		r.Message = fmt.Sprintf("memory %g%% > %g%%", r.Observed, r.Limit)
+		r.Message = fmt.Sprintf("memory %g%% > %g%%", r.Facts.Observed, r.Facts.Limit)
 	}
 	return r
 }
@@ -104,19 +105,11 @@ func overLimit(code ReasonCode, observed, limit float64) Reason {
 // staleHeartbeat is a StaleHeartbeat reason; a zero age says no heartbeat
 // was ever seen.
 func staleHeartbeat(age, timeout time.Duration) Reason {
-	r := Reason{Code: ReasonStaleHeartbeat, HeartbeatAge: age, HeartbeatTimeout: timeout, Message: "no heartbeat"}
+	r := Reason{Code: ReasonStaleHeartbeat, Message: "no heartbeat", Facts: ReasonFacts{HeartbeatAge: age, HeartbeatTimeout: timeout}}
 	if age > 0 {
-		r.Message = fmt.Sprintf("heartbeat %v old > %v", r.HeartbeatAge, r.HeartbeatTimeout)
+		r.Message = fmt.Sprintf("heartbeat %v old > %v", r.Facts.HeartbeatAge, r.Facts.HeartbeatTimeout)
 	}
 	return r
-}
-
-// String renders the reason as "Code: Message".
-func (r Reason) String() string {
-	if r.Message == "" {
-		return string(r.Code)
-	}
-	return string(r.Code) + ": " + r.Message
 }
 
 // Candidate is a node that qualifies, with what ranked it.
@@ -173,26 +166,26 @@ func (b Breakdown) Total() int {
 	return n
 }
 
-// Outcome is what a decision or a dispatch came to.
-type Outcome string
+// Verdict is what a decision or a dispatch came to.
+type Verdict string
 
 const (
 	// Selected: at least one candidate (Decide) or a lease was obtained
 	// (Dispatch).
-	Selected Outcome = "Selected"
+	Selected Verdict = "Selected"
 	// NoCapacity: no node can take the job now; requeue after the hint. An
 	// expected outcome, not an error.
-	NoCapacity Outcome = "NoCapacity"
+	NoCapacity Verdict = "NoCapacity"
 )
 
 // Plan is Decide's answer: ranked candidates, and every other node with the
 // reasons it was left out.
 type Plan struct {
-	Outcome    Outcome
+	Verdict    Verdict
 	Candidates []Candidate
 	Excluded   []Exclusion // in input order
 	Breakdown  Breakdown
-	// RequeueAfter is set when Outcome is NoCapacity: the earliest moment worth
+	// RequeueAfter is set when Verdict is NoCapacity: the earliest moment worth
 	// another try is unknown to Decide, so it is Options.RetryAfter.
 	RequeueAfter time.Duration
 }
@@ -252,9 +245,9 @@ func Decide(in Input, o Options) (Plan, error) {
 		p.Candidates = append(p.Candidates, r.c)
 	}
 	if len(p.Candidates) > 0 {
-		p.Outcome = Selected
+		p.Verdict = Selected
 	} else {
-		p.Outcome, p.RequeueAfter = NoCapacity, o.RetryAfter
+		p.Verdict, p.RequeueAfter = NoCapacity, o.RetryAfter
 	}
 	return p, nil
 }
@@ -274,7 +267,7 @@ func excludeReasons(n NodeLoad, dup bool, now time.Time, o Options) []Reason {
 		return []Reason{{Code: ReasonDuplicateNode, Message: "node listed twice; the first snapshot is used"}}
 	}
 	if msg := invalidNode(n, o); msg != "" {
-		return []Reason{{Code: ReasonInvalidNode, Message: msg, Limit: float64(nodeLimit(n, o))}}
+		return []Reason{{Code: ReasonInvalidNode, Message: msg, Facts: ReasonFacts{Limit: float64(nodeLimit(n, o))}}}
 	}
 	var reasons []Reason
 	if r, stale := staleReason(n, now, o); stale {

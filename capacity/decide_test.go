@@ -134,8 +134,8 @@ func TestDecide(t *testing.T) {
 			if len(tc.candidates) == 0 {
 				wantOutcome = capacity.NoCapacity
 			}
-			if sel.Outcome != wantOutcome {
-				t.Errorf("outcome %v, want %v", sel.Outcome, wantOutcome)
+			if sel.Verdict != wantOutcome {
+				t.Errorf("outcome %v, want %v", sel.Verdict, wantOutcome)
 			}
 		})
 	}
@@ -191,12 +191,12 @@ func TestExclusionFacts(t *testing.T) {
 	for _, e := range p.Excluded {
 		got[e.ID] = e.Reason
 	}
-	timeout := got["old"].HeartbeatTimeout
+	timeout := got["old"].Facts.HeartbeatTimeout
 	want := map[string]capacity.Reason{
-		"full":  {Code: capacity.ReasonCapacityExceeded, Message: "effective 4 >= max 4", Observed: 4, Limit: 4},
-		"hot":   {Code: capacity.ReasonCPUOverThreshold, Message: "cpu 95.5% > 90%", Observed: 95.5, Limit: 90},
-		"old":   {Code: capacity.ReasonStaleHeartbeat, Message: "heartbeat 1m0s old > " + timeout.String(), HeartbeatAge: time.Minute, HeartbeatTimeout: timeout},
-		"never": {Code: capacity.ReasonStaleHeartbeat, Message: "no heartbeat", HeartbeatTimeout: timeout},
+		"full":  {Code: capacity.ReasonCapacityExceeded, Message: "effective 4 >= max 4", Facts: capacity.ReasonFacts{Observed: 4, Limit: 4}},
+		"hot":   {Code: capacity.ReasonCPUOverThreshold, Message: "cpu 95.5% > 90%", Facts: capacity.ReasonFacts{Observed: 95.5, Limit: 90}},
+		"old":   {Code: capacity.ReasonStaleHeartbeat, Message: "heartbeat 1m0s old > " + timeout.String(), Facts: capacity.ReasonFacts{HeartbeatAge: time.Minute, HeartbeatTimeout: timeout}},
+		"never": {Code: capacity.ReasonStaleHeartbeat, Message: "no heartbeat", Facts: capacity.ReasonFacts{HeartbeatTimeout: timeout}},
 	}
 	if timeout <= 0 || timeout >= time.Minute {
 		t.Fatalf("default heartbeat timeout %v: the rows assume one under a minute", timeout)

@@ -68,8 +68,8 @@ type Lease struct {
 
 // DispatchResult is what Dispatch came to.
 type DispatchResult struct {
-	Outcome Outcome
-	// Lease is set when Outcome is Selected.
+	Verdict Verdict
+	// Lease is set when Verdict is Selected.
 	Lease Lease
 	// Attempts lists every reserve call in order, refused ones with reasons.
 	Attempts []Attempt
@@ -125,7 +125,7 @@ func Dispatch(ctx context.Context, store SlotStore, p Plan, rid string, o Dispat
 		}
 		if res.Status.Granted() {
 			out.Attempts = append(out.Attempts, Attempt{Node: c.ID, Result: res, Reason: Reason{Code: ReasonReserved, Message: "lease granted (" + res.Status.String() + ")"}})
-			out.Outcome = Selected
+			out.Verdict = Selected
 			out.Lease = Lease{Node: c.ID, RID: rid, Epoch: res.Epoch, Expiry: res.Expiry}
 			return out, nil
 		}
@@ -134,7 +134,7 @@ func Dispatch(ctx context.Context, store SlotStore, p Plan, rid string, o Dispat
 			earliest = e
 		}
 	}
-	out.Outcome = NoCapacity
+	out.Verdict = NoCapacity
 	now := o.Clock.Now()
 	switch {
 	case len(p.Candidates) == 0 && p.RequeueAfter > 0:

@@ -50,7 +50,7 @@ func TestDispatch(t *testing.T) {
 		}
 		return s
 	}
-	sel := capacity.Plan{Outcome: capacity.Selected, Candidates: []capacity.Candidate{
+	sel := capacity.Plan{Verdict: capacity.Selected, Candidates: []capacity.Candidate{
 		{ID: "a", Max: 2}, {ID: "b", Max: 2}, {ID: "c", Max: 2}, {ID: "d", Max: 2}}}
 	nodesOf := func(r capacity.DispatchResult) []string {
 		var out []string
@@ -69,7 +69,7 @@ func TestDispatch(t *testing.T) {
 		if diff := cmp.Diff([]string{"a:full", "b:full", "c:ok"}, nodesOf(res)); diff != "" {
 			t.Fatalf("attempts (-want +got):\n%s", diff)
 		}
-		if res.Outcome != capacity.Selected || res.Lease.Node != "c" || res.Lease.Epoch != 7 || !res.Lease.Expiry.Equal(t0.Add(5*time.Second)) {
+		if res.Verdict != capacity.Selected || res.Lease.Node != "c" || res.Lease.Epoch != 7 || !res.Lease.Expiry.Equal(t0.Add(5*time.Second)) {
 			t.Fatalf("lease %+v", res.Lease)
 		}
 	})
@@ -79,14 +79,14 @@ func TestDispatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Outcome != capacity.NoCapacity || len(res.Attempts) != 2 || res.RequeueAfter != time.Second {
+		if res.Verdict != capacity.NoCapacity || len(res.Attempts) != 2 || res.RequeueAfter != time.Second {
 			t.Fatalf("got %v", res)
 		}
 	})
 	t.Run("a store error stops the walk and is never a yes", func(t *testing.T) {
 		s := setup(t)
 		res, err := capacity.Dispatch(ctx, failingStore{s, map[string]bool{"b": true}}, sel, "job#1", capacity.DispatchOptions{Clock: fixedClock(t0)})
-		if !errors.Is(err, capacity.ErrStoreUnavailable) || res.Outcome == capacity.Selected {
+		if !errors.Is(err, capacity.ErrStoreUnavailable) || res.Verdict == capacity.Selected {
 			t.Fatalf("got %v, %v", res, err)
 		}
 		if diff := cmp.Diff([]string{"a:full"}, nodesOf(res)); diff != "" {
@@ -95,10 +95,10 @@ func TestDispatch(t *testing.T) {
 	})
 	t.Run("no candidate keeps the selection's breakdown and hint", func(t *testing.T) {
 		s := setup(t)
-		empty := capacity.Plan{Outcome: capacity.NoCapacity, RequeueAfter: 3 * time.Second,
+		empty := capacity.Plan{Verdict: capacity.NoCapacity, RequeueAfter: 3 * time.Second,
 			Excluded: []capacity.Exclusion{{ID: "z", Reason: capacity.Reason{Code: capacity.ReasonStaleHeartbeat}}}, Breakdown: capacity.Breakdown{StaleHeartbeat: 1}}
 		res, err := capacity.Dispatch(ctx, s, empty, "job#1", capacity.DispatchOptions{Clock: fixedClock(t0)})
-		if err != nil || res.Outcome != capacity.NoCapacity || res.RequeueAfter != 3*time.Second || res.Breakdown.StaleHeartbeat != 1 {
+		if err != nil || res.Verdict != capacity.NoCapacity || res.RequeueAfter != 3*time.Second || res.Breakdown.StaleHeartbeat != 1 {
 			t.Fatalf("got %v, %v", res, err)
 		}
 	})

@@ -374,7 +374,7 @@ func (d *Dispatcher) work(ctx context.Context, clk clock.Clock, e *queued) {
 	case JobSent:
 		delete(d.jobs, e.job.ID)
 	default:
-		if ev.Result.Outcome == Selected {
+		if ev.Result.Verdict == Selected {
 			// A lease was granted and released: a late ACK of this rid
 			// must never match the next attempt's lease.
 			e.attempt++
@@ -437,7 +437,7 @@ func (d *Dispatcher) attempt(ctx context.Context, clk clock.Clock, e *queued) Di
 	if err != nil {
 		return fail(err)
 	}
-	if ev.Result.Outcome != Selected {
+	if ev.Result.Verdict != Selected {
 		ev.Outcome, ev.RequeueAfter = JobNoCapacity, ev.Result.RequeueAfter
 		return ev
 	}

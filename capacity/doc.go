@@ -11,7 +11,7 @@
 //	loads, err := store.Loads(ctx, nodeIDs)
 //	plan, err := capacity.Decide(capacity.Input{Nodes: loads, Now: now, SpreadKey: jobID}, capacity.Options{})
 //	res, err := capacity.Dispatch(ctx, store, plan, rid, capacity.DispatchOptions{})
-//	if res.Outcome == capacity.NoCapacity { requeue after res.RequeueAfter }
+//	if res.Verdict == capacity.NoCapacity { requeue after res.RequeueAfter }
 //	// send the job with res.Lease; on a send failure or NACK: store.Release.
 //
 // Dispatcher is that loop, written once: Submit jobs, Run it (in a

@@ -66,7 +66,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.ObservePlan(sel)
-	res, err := capacity.Dispatch(ctx, s, capacity.Plan{Outcome: capacity.Selected, Candidates: []capacity.Candidate{{ID: "b", Max: 2}, {ID: "a", Max: 2}}},
+	res, err := capacity.Dispatch(ctx, s, capacity.Plan{Verdict: capacity.Selected, Candidates: []capacity.Candidate{{ID: "b", Max: 2}, {ID: "a", Max: 2}}},
 		"j8", capacity.DispatchOptions{Clock: fixedClock(t0)})
 	if err != nil {
 		t.Fatal(err)

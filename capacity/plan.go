@@ -9,7 +9,7 @@ import (
 // order, exclusions in input order, and the breakdown.
 func (s Plan) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "selection: %s", s.Outcome)
+	fmt.Fprintf(&b, "selection: %s", s.Verdict)
 	if s.RequeueAfter > 0 {
 		fmt.Fprintf(&b, " requeue=%v", s.RequeueAfter)
 	}
@@ -49,8 +49,8 @@ func (b Breakdown) String() string {
 // String renders the dispatch deterministically.
 func (d DispatchResult) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "dispatch: %s", d.Outcome)
-	if d.Outcome == Selected {
+	fmt.Fprintf(&b, "dispatch: %s", d.Verdict)
+	if d.Verdict == Selected {
 		fmt.Fprintf(&b, " node=%s rid=%s epoch=%d", d.Lease.Node, d.Lease.RID, d.Lease.Epoch)
 		if !d.Lease.Expiry.IsZero() {
 			fmt.Fprintf(&b, " expiry=%s", fmtTime(d.Lease.Expiry))

@@ -27,9 +27,9 @@ type ActionKind string
 
 // Action kinds.
 const (
-	ActionDelete ActionKind = "delete"
-	ActionCreate ActionKind = "create"
-	ActionStatus ActionKind = "status"
+	ActionDelete ActionKind = "Delete"
+	ActionCreate ActionKind = "Create"
+	ActionStatus ActionKind = "Status"
 )
 
 // ActionResult is what happened to one action.

@@ -32,9 +32,9 @@ func Example_chain() {
 	}
 	fmt.Print(res)
 	// Output:
-	// phase "" -> Running, write status, 536 status bytes
+	// phase "" -> Running, write status, 539 status bytes
 	// create jf-b flow=b template=ns/b attempt=1
-	// blocked c: Dependency b.Succeeded: NotCreated
+	// blocked c: Dependency: b.Succeeded is NotCreated
 }
 
 // Example_dependsOnFailure: notify runs because
@@ -105,8 +105,8 @@ func ExampleRenderDOT() {
 	//   rankdir=TB;
 	//   node [shape=box, style="rounded,filled"];
 	//   f0 [label="a\nRunning", class="running", fillcolor="#bbdefb"];
-	//   f1 [label="b\nwaiting: Dependency a.Succeeded: Running", class="waiting", fillcolor="#eeeeee"];
-	//   f2 [label="c\nwaiting: Dependency a.Succeeded: Running", class="waiting", fillcolor="#eeeeee"];
+	//   f1 [label="b\nwaiting: Dependency: a.Succeeded is Running", class="waiting", fillcolor="#eeeeee"];
+	//   f2 [label="c\nwaiting: Dependency: a.Succeeded is Running", class="waiting", fillcolor="#eeeeee"];
 	//   f0 -> f1;
 	//   f0 -> f2 [style=dashed];
 	//   f1 -> f2 [label="Failed", style=dashed];
@@ -157,8 +157,8 @@ func Example_probe() {
 		ProbeResults: []dag.ProbeResult{{Flow: "workers", Entry: 0, OK: true, Time: t0.Add(10 * time.Second)}}}, dag.Default())
 	fmt.Print(res)
 	// Output:
-	// phase "" -> Running, write status, 614 status bytes
-	// blocked workers: Probe ps[0] on jf-ps: httpGet no result; Probe ps[1] on jf-ps: task ps Running 0/1
+	// phase "" -> Running, write status, 616 status bytes
+	// blocked workers: Probe: ps[0] on jf-ps: httpGet no result; Probe: ps[1] on jf-ps: task ps Running 0/1
 	// requeue after 10s
 	// phase Running, write status, 480 status bytes
 	// create jf-workers flow=workers template=ns/workers attempt=1

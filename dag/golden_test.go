@@ -3,142 +3,149 @@ package dag_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"strings"
 	"testing"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/plancore/plancore/dag"
 	"github.com/plancore/plancore/fake"
+	"github.com/plancore/plancore/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/")
-
-// scenario is one golden transcript: a workflow run against the fake runner
-// for a number of rounds; each round plans, applies and advances the jobs.
-type scenario struct {
-	name   string
-	wf     dag.Workflow
-	opt    dag.Options
-	rounds int
-	// script fixes the end phase of each job's attempts.
-	script map[string][]dag.JobPhase
-	// setup prepares the runner (extra jobs, lag, faults).
-	setup func(w *fake.World, r *fake.DAGRunner)
-	// step advances the jobs after round k (default: every job to its end).
-	step func(r *fake.DAGRunner, k int)
-	// render appends the Mermaid picture of the final state.
-	render bool
-	// probes returns the probe results the executor reports before round k.
-	probes func(k int, now time.Time) []dag.ProbeResult
+// goldenInput is one transcript's input: a JobFlow run against the fake
+// runner (fake.NewWorld(7, t0)) for Rounds rounds; each round reads a
+// snapshot, plans, applies the plan and then moves the jobs on.
+type goldenInput struct {
+	// JobFlow is the workflow, a JobFlow object as dag.DecodeJobFlow reads it.
+	JobFlow map[string]any `json:"jobFlow"`
+	// Options is default or VolcanoCompat.
+	Options string `json:"options"`
+	Rounds  int    `json:"rounds"`
+	// Script fixes the end phase of each job's attempts, in order.
+	Script map[string][]dag.JobPhase `json:"script"`
+	// Setup prepares the runner before the first round.
+	Setup []goldenOp `json:"setup"`
+	// After says how the jobs move on after round k; a round it does not
+	// list runs Otherwise, and without Otherwise every job ends (Finish).
+	After     map[int][]goldenOp `json:"after"`
+	Otherwise *[]goldenOp        `json:"otherwise"`
+	// Probes are the probe results the executor reports before round k.
+	Probes map[int][]goldenProbe `json:"probes"`
+	// Render appends the Mermaid and DOT pictures of the final state.
+	Render bool `json:"render"`
 }
 
-func failFast(w dag.Workflow, on bool) dag.Workflow {
-	w.Spec.FailFast = &on
-	return w
+// goldenOp is one change of the fake runner, exactly one of its fields.
+type goldenOp struct {
+	// Finish ends every running job with its scripted phase; Step moves
+	// every job one phase on.
+	Finish bool `json:"finish"`
+	Step   bool `json:"step"`
+	// SetPhase sets job Job's phase; SetTasks its tasks' pod counts by phase.
+	SetPhase *struct {
+		Job   string       `json:"job"`
+		Phase dag.JobPhase `json:"phase"`
+	} `json:"setPhase"`
+	SetTasks *struct {
+		Job   string                      `json:"job"`
+		Tasks map[string]map[string]int32 `json:"tasks"`
+	} `json:"setTasks"`
+	// CreateJob creates a job directly, as another controller could.
+	CreateJob *struct {
+		Name   string            `json:"name"`
+		Labels map[string]string `json:"labels"`
+	} `json:"createJob"`
+	// Lag is the share of status reads the runner answers from a stale view.
+	Lag *float64 `json:"lag"`
+	// Fault fails (Fail) or loses the answer of (Lose) the next call of Kind.
+	Fault *struct {
+		Kind string `json:"kind"`
+		Fail string `json:"fail"`
+		Lose string `json:"lose"`
+	} `json:"fault"`
 }
 
-func scenarios() []scenario {
-	chain := wf(fl("a"), fl("b", "a"), fl("c", "b"))
-	diamond := wf(fl("a"), fl("b", "a"), fl("c", "a"), fl("d", "b", "c"))
-	F, C := dag.JobPhaseFailed, dag.JobPhaseCompleted
-	retrying := wf(dag.Flow{Name: "a", Retry: &dag.Retry{Limit: 2, Backoff: dag.Backoff{Duration: 90 * time.Second, Factor: 2}}}, fl("b", "a"))
-	withFinally := wf(fl("a"), fl("b", "a"))
-	withFinally.Spec.Finally = []dag.Flow{fl("cleanup"), dep("alert", "a.Failed || b.Failed")}
-	parallel := wf(fl("a"), fl("b"), fl("c"), fl("d"), fl("e"))
-	parallel.Spec.Parallelism = 2
-	return []scenario{
-		{name: "chain_default", wf: chain, rounds: 4},
-		{name: "chain_compat", wf: chain, opt: dag.VolcanoCompat(), rounds: 5},
-		{name: "diamond_default", wf: diamond, rounds: 4, render: true},
-		{name: "diamond_compat", wf: diamond, opt: dag.VolcanoCompat(), rounds: 5},
-		{name: "failure_failfast_default", wf: diamond, rounds: 5, script: map[string][]dag.JobPhase{"jf-b": {F}}, step: func(r *fake.DAGRunner, k int) {
-			switch k {
-			case 2:
-				r.SetPhase("ns", "jf-b", F) // b fails while c still runs
-				r.SetPhase("ns", "jf-c", dag.JobPhaseRunning)
-			case 3:
-				r.SetPhase("ns", "jf-c", C)
-			default:
-				r.Finish()
-			}
-		}, render: true},
-		{name: "failure_failfast_off_default", wf: failFast(wf(fl("a"), fl("b", "a"), fl("c"), fl("d", "c")), false), rounds: 4, script: map[string][]dag.JobPhase{"jf-a": {F}}, render: true},
-		{name: "failure_compat", wf: diamond, opt: dag.VolcanoCompat(), rounds: 4, script: map[string][]dag.JobPhase{"jf-b": {dag.JobPhaseTerminated}}},
-		{name: "retry_backoff_default", wf: retrying, rounds: 9, script: map[string][]dag.JobPhase{"jf-a": {F, F, C}}},
-		{name: "retry_exhausted_default", wf: retrying, rounds: 9, script: map[string][]dag.JobPhase{"jf-a": {F, F, F}}},
-		{name: "retain_delete_default", wf: withRetain(chain, dag.RetainPolicyDelete), rounds: 5},
-		{name: "retain_delete_compat", wf: withRetain(chain, dag.RetainPolicyDelete), opt: dag.VolcanoCompat(), rounds: 6},
-		{name: "duplicates_default", wf: wf(fl("a"), fl("b", "a"), fl("a")), rounds: 2},
-		{name: "duplicates_compat", wf: wf(fl("a"), fl("b", "a"), fl("a")), opt: dag.VolcanoCompat(), rounds: 4},
-		{name: "cycle_default", wf: wf(fl("a"), fl("b", "c"), fl("c", "b"), fl("d", "c")), rounds: 2, render: true},
-		{name: "cycle_compat", wf: wf(fl("a"), fl("b", "c"), fl("c", "b"), fl("d", "c")), opt: dag.VolcanoCompat(), rounds: 3},
-		{name: "depends_example4", wf: wf(fl("train"), dep("notify", "train.Failed"), fl("publish", "train")), rounds: 3,
-			script: map[string][]dag.JobPhase{"jf-train": {F}}, render: true},
-		{name: "finally_after_failure", wf: withFinally, rounds: 4, script: map[string][]dag.JobPhase{"jf-b": {F}}, render: true},
-		{name: "parallelism", wf: parallel, rounds: 5},
-		{name: "aborted_compat_waits", wf: wf(fl("a"), fl("b", "a")), opt: dag.VolcanoCompat(), rounds: 4, script: map[string][]dag.JobPhase{"jf-b": {dag.JobPhaseAborted}}},
-		{name: "aborted_default_fails", wf: wf(fl("a"), fl("b", "a")), rounds: 3, script: map[string][]dag.JobPhase{"jf-b": {dag.JobPhaseAborted}}},
-		{name: "name_conflict_default", wf: wf(fl("a"), fl("b")), rounds: 2, setup: func(w *fake.World, r *fake.DAGRunner) {
-			_ = r.CreateJob(context.Background(), dag.CreateJob{Name: "jf-a", Namespace: "ns", Labels: map[string]string{dag.LabelCreatedByJobFlow: "ns.other"}})
-		}},
-		{name: "informer_lag_and_faults", wf: chain, rounds: 7, setup: func(w *fake.World, r *fake.DAGRunner) {
-			r.Lag = 0.5
-			w.Faults.FailNext(fake.KindDAGCreate, 1, errors.New("apiserver unavailable"))
-			w.Faults.LoseResponseNext(fake.KindDAGStatus, 1, errors.New("timeout"))
-		}},
-		{name: "probe_ps_workers", wf: wf(fl("ps"), dag.Flow{Name: "workers", DependsOn: &dag.DependsOn{Targets: []string{"ps"}, Probe: &dag.Probe{
-			HTTPGet:    []dag.HTTPGetProbe{{Task: "ps", Path: "/healthz", Port: 8080}},
-			TaskStatus: []dag.TaskStatusProbe{{Task: "ps", Phase: "Running", Min: 1}},
-		}}}), rounds: 6, step: func(r *fake.DAGRunner, k int) {
-			switch k {
-			case 1: // the ps pod is scheduled but not running yet
-				r.SetPhase("ns", "jf-ps", dag.JobPhaseRunning)
-				r.SetTasks("ns", "jf-ps", map[string]map[string]int32{"ps": {"Pending": 1}})
-			case 2:
-				r.SetTasks("ns", "jf-ps", map[string]map[string]int32{"ps": {"Running": 1}})
-			case 4: // workers created: they run and finish
-				r.Finish()
-			case 5: // then the parameter server ends
-				r.SetTasks("ns", "jf-ps", map[string]map[string]int32{"ps": {"Succeeded": 1}})
-				r.SetPhase("ns", "jf-ps", dag.JobPhaseCompleted)
-			}
-		}, probes: func(k int, now time.Time) []dag.ProbeResult {
-			switch k {
-			case 3: // /healthz not answering yet
-				return []dag.ProbeResult{{Flow: "workers", Entry: 0, OK: false, Time: now.Add(-5 * time.Second)}}
-			case 4:
-				return []dag.ProbeResult{{Flow: "workers", Entry: 0, OK: true, Time: now.Add(-5 * time.Second)}}
-			}
-			return nil
-		}, render: true},
-		{name: "ml_pipeline_steps", wf: func() dag.Workflow {
-			w := wf(fl("data-preprocess"), fl("model-training", "data-preprocess"), fl("feature-engineering", "data-preprocess"),
-				fl("model-evaluation", "model-training", "feature-engineering"), fl("model-deploy", "model-evaluation"))
-			return w
-		}(), rounds: 8, step: func(r *fake.DAGRunner, k int) { r.Step(); r.Step() }, render: true},
+// goldenProbe is a probe result, taken Age before the round's snapshot.
+type goldenProbe struct {
+	Flow  string          `json:"flow"`
+	Entry int             `json:"entry"`
+	OK    bool            `json:"ok"`
+	Age   golden.Duration `json:"age"`
+}
+
+func (op goldenOp) apply(w *fake.World, r *fake.DAGRunner) error {
+	switch {
+	case op.Finish:
+		r.Finish()
+	case op.Step:
+		r.Step()
+	case op.SetPhase != nil:
+		r.SetPhase("ns", op.SetPhase.Job, op.SetPhase.Phase)
+	case op.SetTasks != nil:
+		r.SetTasks("ns", op.SetTasks.Job, op.SetTasks.Tasks)
+	case op.CreateJob != nil:
+		return r.CreateJob(context.Background(), dag.CreateJob{Name: op.CreateJob.Name, Namespace: "ns", Labels: op.CreateJob.Labels})
+	case op.Lag != nil:
+		r.Lag = *op.Lag
+	case op.Fault != nil && op.Fault.Fail != "":
+		w.Faults.FailNext(op.Fault.Kind, 1, errors.New(op.Fault.Fail))
+	case op.Fault != nil && op.Fault.Lose != "":
+		w.Faults.LoseResponseNext(op.Fault.Kind, 1, errors.New(op.Fault.Lose))
+	default:
+		return errors.New("the operation does nothing")
 	}
+	return nil
 }
 
-func runScenario(t *testing.T, sc scenario) string {
+// TestGolden runs each testdata/*.txt; go test -run TestGolden -update
+// rewrites their outputs.
+func TestGolden(t *testing.T) {
+	golden.Run(t, "testdata", func(t *testing.T, input []byte) string {
+		in := golden.Decode[goldenInput](t, input)
+		doc, err := yaml.Marshal(in.JobFlow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := dag.DecodeJobFlow(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var opt dag.Options
+		switch in.Options {
+		case "", "default":
+		case "VolcanoCompat":
+			opt = dag.VolcanoCompat()
+		default:
+			t.Fatalf("unknown options %q (default or VolcanoCompat)", in.Options)
+		}
+		return runScenario(t, path.Base(t.Name()), in, w, opt)
+	})
+}
+
+func runScenario(t *testing.T, name string, in goldenInput, w dag.Workflow, opt dag.Options) string {
 	world := fake.NewWorld(7, t0)
 	r := fake.NewDAGRunner(world)
-	r.Script = sc.script
-	if sc.setup != nil {
-		sc.setup(world, r)
-	}
-	var b strings.Builder
-	w := sc.wf
-	fmt.Fprintf(&b, "# %s\n", sc.name)
-	for k := 1; k <= sc.rounds; k++ {
-		s := r.Snapshot(w)
-		if sc.probes != nil {
-			s.ProbeResults = sc.probes(k, s.Now)
+	r.Script = in.Script
+	ops := func(what string, ops []goldenOp) {
+		for _, op := range ops {
+			if err := op.apply(world, r); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
 		}
-		res, err := dag.Decide(s, sc.opt)
+	}
+	ops("setup", in.Setup)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n", name)
+	for k := 1; k <= in.Rounds; k++ {
+		s := r.Snapshot(w)
+		for _, p := range in.Probes[k] {
+			s.ProbeResults = append(s.ProbeResults, dag.ProbeResult{Flow: p.Flow, Entry: p.Entry, OK: p.OK, Time: s.Now.Add(-p.Age.D())})
+		}
+		res, err := dag.Decide(s, opt)
 		if err != nil {
 			t.Fatalf("round %d: %v", k, err)
 		}
@@ -160,14 +167,17 @@ func runScenario(t *testing.T, sc scenario) string {
 		if err != nil {
 			fmt.Fprintf(&b, "apply failed: %v\n", err)
 		}
-		if sc.step != nil {
-			sc.step(r, k)
-		} else {
+		switch after, ok := in.After[k]; {
+		case ok:
+			ops(fmt.Sprintf("after round %d", k), after)
+		case in.Otherwise != nil:
+			ops(fmt.Sprintf("after round %d", k), *in.Otherwise)
+		default:
 			r.Finish()
 		}
 		world.Clock.Advance(time.Minute)
 	}
-	if sc.render {
+	if in.Render {
 		w.Status = r.Status(w.Namespace, w.Name)
 		b.WriteString("\n== mermaid\n")
 		b.WriteString(dag.RenderMermaid(w))
@@ -175,48 +185,4 @@ func runScenario(t *testing.T, sc scenario) string {
 		b.WriteString(dag.RenderDOT(w))
 	}
 	return b.String()
-}
-
-// TestGolden compares each scenario's transcript with testdata/<name>.txt;
-// run with -update to rewrite them.
-func TestGolden(t *testing.T) {
-	for _, sc := range scenarios() {
-		t.Run(sc.name, func(t *testing.T) {
-			got := runScenario(t, sc)
-			if again := runScenario(t, sc); again != got {
-				t.Fatal("transcript differs between two runs")
-			}
-			path := filepath.Join("testdata", sc.name+".txt")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("transcript differs from %s (run with -update after checking):\n%s", path, lineDiff(string(want), got))
-			}
-		})
-	}
-}
-
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var a, b string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			b = g[i]
-		}
-		if a != b {
-			return fmt.Sprintf("line %d:\n- %s\n+ %s", i+1, a, b)
-		}
-	}
-	return ""
 }

@@ -9,6 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/plancore/plancore"
 )
 
 // Plan is one decision: what to create and delete, the complete new status and
@@ -121,8 +123,8 @@ const (
 	ReasonInvalidSpec ReasonCode = "InvalidSpec"
 	// ReasonCycle: the flow is on a dependency cycle.
 	ReasonCycle ReasonCode = "Cycle"
-	// ReasonUnknown: the flow depends on a flow that does not exist.
-	ReasonUnknown ReasonCode = "UnknownTarget"
+	// ReasonUnknownTarget: the flow depends on a flow that does not exist.
+	ReasonUnknownTarget ReasonCode = "UnknownTarget"
 	// ReasonProbe: a probe entry is not passing yet (no result, failed,
 	// stale, or a task count below its minimum).
 	ReasonProbe ReasonCode = "Probe"
@@ -144,14 +146,15 @@ const (
 	ReasonRecreate ReasonCode = "Recreate"
 )
 
-// Reason says why: Code for programs, the typed fields for the facts, and
-// Message (one line, starting with the code's word) for people. Message is
-// rendered from Code and the fields (Reason.render, the one place), so a
-// program reads the fields and never parses Message. Which fields a reason
-// sets depends on its Code, as each field says; the others are zero.
-type Reason struct {
-	Code    ReasonCode `json:"code"`
-	Message string     `json:"message"`
+// Reason says why: Code for programs, the facts as typed fields for
+// programs too, and Message (one line) for people. Message is rendered from
+// Code and Facts (render, the one place), so a program reads the facts and
+// never parses Message.
+type Reason = plancore.Reason[ReasonCode, ReasonFacts]
+
+// ReasonFacts are the facts a Reason states. Which of them a reason sets
+// depends on its Code, as each field says; the others are zero.
+type ReasonFacts struct {
 
 	// Flow is the flow an action is for: DependenciesMet, Retry.
 	Flow string `json:"flow,omitempty"`
@@ -229,78 +232,70 @@ const (
 	ProbeBelowMinimum ProbeState = "BelowMinimum"
 )
 
-// String renders the reason on one line: its message, or its code.
-func (r Reason) String() string {
-	if r.Message == "" {
-		return string(r.Code)
-	}
-	return r.Message
-}
-
 // rendered returns r with its Message rendered from its fields.
-func (r Reason) rendered() Reason {
-	r.Message = r.render()
+func rendered(r Reason) Reason {
+	r.Message = render(r)
 	return r
 }
 
 // render is the one place a reason's message is written, from its code and
 // fields.
-func (r Reason) render() string {
+func render(r Reason) string {
 	rfc := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	switch r.Code {
 	case ReasonDependency:
-		target := r.Target
-		if r.Result != "" {
-			target += "." + r.Result
+		target := r.Facts.Target
+		if r.Facts.Result != "" {
+			target += "." + r.Facts.Result
 		}
-		return fmt.Sprintf("Dependency %s: %s", target, r.State)
+		return fmt.Sprintf("%s is %s", target, r.Facts.State)
 	case ReasonBackoff:
-		return "Backoff until " + rfc(r.Until)
+		return "until " + rfc(r.Facts.Until)
 	case ReasonParallelism:
-		return fmt.Sprintf("Parallelism %d/%d active", r.Active, r.Limit)
+		return fmt.Sprintf("%d/%d active", r.Facts.Active, r.Facts.Limit)
 	case ReasonMainNotFinal:
-		return fmt.Sprintf("MainNotFinal %d", r.Count)
+		return fmt.Sprintf("%d main flows not final", r.Facts.Count)
 	case ReasonNameConflict:
-		return fmt.Sprintf("NameConflict %s owned by %q", r.Job, r.Owner)
+		return fmt.Sprintf("%s owned by %q", r.Facts.Job, r.Facts.Owner)
 	case ReasonRetrying:
-		return "Retrying: waiting for " + r.Job + " to go"
+		return "waiting for " + r.Facts.Job + " to go"
 	case ReasonProbe:
-		pf := r.probe()
-		return fmt.Sprintf("Probe %s[%d] on %s: %s", r.Target, pf.Entry, r.Job, pf.text(rfc))
+		pf := probeOf(r)
+		return fmt.Sprintf("%s[%d] on %s: %s", r.Facts.Target, pf.Entry, r.Facts.Job, pf.text(rfc))
 	case ReasonInvalidSpec:
-		if r.Probe != nil {
-			return fmt.Sprintf("InvalidSpec: probe entry %d has no target", r.Probe.Entry)
+		if r.Facts.Probe != nil {
+			return fmt.Sprintf("probe entry %d has no target", r.Facts.Probe.Entry)
 		}
-		return "InvalidSpec: the workflow spec is invalid"
+		return "the workflow spec is invalid"
 	case ReasonCycle:
-		if r.Count > 0 {
-			return fmt.Sprintf("Cycle: on the %d-flow cycle of %s", r.Count, r.Field)
+		if r.Facts.Count > 0 {
+			return fmt.Sprintf("on the %d-flow cycle of %s", r.Facts.Count, r.Facts.Field)
 		}
-		return "Cycle: flow is on a dependency cycle"
-	case ReasonUnknown:
-		return fmt.Sprintf("UnknownTarget: no flow named %q", r.Target)
+		return "flow is on a dependency cycle"
+	case ReasonUnknownTarget:
+		return fmt.Sprintf("no flow named %q", r.Facts.Target)
 	case ReasonDependenciesMet:
-		return "DependenciesMet: the dependencies of flow " + r.Flow + " are satisfied"
+		return "the dependencies of flow " + r.Facts.Flow + " are satisfied"
 	case ReasonFinally:
-		return "Finally: the main flows are final (" + r.Outcome + ")"
+		return "the main flows are final (" + r.Facts.Outcome + ")"
 	case ReasonRetry:
-		if r.Attempt > 0 {
-			return fmt.Sprintf("Retry: attempt %d of flow %s", r.Attempt, r.Flow)
+		if r.Facts.Attempt > 0 {
+			return fmt.Sprintf("attempt %d of flow %s", r.Facts.Attempt, r.Facts.Flow)
 		}
-		return "Retry: flow " + r.Flow + " failed and is retried"
+		return "flow " + r.Facts.Flow + " failed and is retried"
 	case ReasonRetention:
-		return "Retention: the workflow succeeded and its retain policy is delete"
+		return "the workflow succeeded and its retain policy is delete"
 	case ReasonRecreate:
-		return "Recreate: job " + r.Job + " was removed after success under the retain policy"
+		return "job " + r.Facts.Job + " was removed after success under the retain policy"
 	}
 	return string(r.Code)
 }
 
-func (r Reason) probe() ProbeFacts {
-	if r.Probe == nil {
+func probeOf(r Reason) ProbeFacts {
+	if r.Facts.Probe == nil {
 		return ProbeFacts{}
 	}
-	return *r.Probe
+	return *r.Facts.Probe
 }
 
 // text says what a probe entry saw.
@@ -319,68 +314,70 @@ func (pf ProbeFacts) text(rfc func(time.Time) string) string {
 }
 
 func dependencyReason(target, result, state string) Reason {
-	return Reason{Code: ReasonDependency, Target: target, Result: result, State: state}.rendered()
+	return rendered(Reason{Code: ReasonDependency, Facts: ReasonFacts{Target: target, Result: result, State: state}})
 }
 
 func backoffReason(until time.Time) Reason {
-	return Reason{Code: ReasonBackoff, Until: until}.rendered()
+	return rendered(Reason{Code: ReasonBackoff, Facts: ReasonFacts{Until: until}})
 }
 
 func parallelismReason(active, limit int) Reason {
-	return Reason{Code: ReasonParallelism, Active: active, Limit: limit}.rendered()
+	return rendered(Reason{Code: ReasonParallelism, Facts: ReasonFacts{Active: active, Limit: limit}})
 }
 
 func mainNotFinalReason(count int) Reason {
-	return Reason{Code: ReasonMainNotFinal, Count: count}.rendered()
+	return rendered(Reason{Code: ReasonMainNotFinal, Facts: ReasonFacts{Count: count}})
 }
 
 func nameConflictReason(job, owner string) Reason {
-	return Reason{Code: ReasonNameConflict, Job: job, Owner: owner}.rendered()
+	return rendered(Reason{Code: ReasonNameConflict, Facts: ReasonFacts{Job: job, Owner: owner}})
 }
 
 func retryingReason(job string) Reason {
-	return Reason{Code: ReasonRetrying, Job: job}.rendered()
+	return rendered(Reason{Code: ReasonRetrying, Facts: ReasonFacts{Job: job}})
 }
 
 // probeReason is a Probe reason for what entry seen saw on target's job.
 func probeReason(seen ProbeFacts, target, job string) Reason {
-	return Reason{Code: ReasonProbe, Target: target, Job: job, Probe: &seen}.rendered()
+	return rendered(Reason{Code: ReasonProbe, Facts: ReasonFacts{Target: target, Job: job, Probe: &seen}})
 }
 
-func invalidSpecReason() Reason { return Reason{Code: ReasonInvalidSpec}.rendered() }
+func invalidSpecReason() Reason { return rendered(Reason{Code: ReasonInvalidSpec}) }
 
 func probeWithoutTargetReason(kind string, entry int) Reason {
-	return Reason{Code: ReasonInvalidSpec, Probe: &ProbeFacts{Kind: kind, Entry: entry}}.rendered()
+	return rendered(Reason{Code: ReasonInvalidSpec, Facts: ReasonFacts{Probe: &ProbeFacts{Kind: kind, Entry: entry}}})
 }
 
 // cycleReason: count 0 when the flow is only known to be on a cycle.
 func cycleReason(count int, field string) Reason {
-	return Reason{Code: ReasonCycle, Count: count, Field: field}.rendered()
+	return rendered(Reason{Code: ReasonCycle, Facts: ReasonFacts{Count: count, Field: field}})
 }
 
 func unknownTargetReason(target, field string) Reason {
-	return Reason{Code: ReasonUnknown, Target: target, Field: field}.rendered()
+	return rendered(Reason{Code: ReasonUnknownTarget, Facts: ReasonFacts{Target: target, Field: field}})
 }
 
 func dependenciesMetReason(flow string) Reason {
-	return Reason{Code: ReasonDependenciesMet, Flow: flow}.rendered()
+	return rendered(Reason{Code: ReasonDependenciesMet, Facts: ReasonFacts{Flow: flow}})
 }
 
 func finallyReason(outcome string) Reason {
-	return Reason{Code: ReasonFinally, Outcome: outcome}.rendered()
+	return rendered(Reason{Code: ReasonFinally, Facts: ReasonFacts{Outcome: outcome}})
 }
 
 func retryCreateReason(flow string, attempt int) Reason {
-	return Reason{Code: ReasonRetry, Flow: flow, Attempt: attempt}.rendered()
+	return rendered(Reason{Code: ReasonRetry, Facts: ReasonFacts{Flow: flow, Attempt: attempt}})
 }
 
 func retryDeleteReason(flow string) Reason {
-	return Reason{Code: ReasonRetry, Flow: flow}.rendered()
+	return rendered(Reason{Code: ReasonRetry, Facts: ReasonFacts{Flow: flow}})
 }
 
-func retentionReason() Reason { return Reason{Code: ReasonRetention}.rendered() }
+func retentionReason() Reason { return rendered(Reason{Code: ReasonRetention}) }
 
-func recreateReason(job string) Reason { return Reason{Code: ReasonRecreate, Job: job}.rendered() }
+func recreateReason(job string) Reason {
+	return rendered(Reason{Code: ReasonRecreate, Facts: ReasonFacts{Job: job}})
+}
 
 // Blocked is one waiting flow.
 type Blocked struct {

@@ -111,36 +111,36 @@ func TestCompatDeployAndPhase(t *testing.T) {
 	C, R := dag.JobPhaseCompleted, dag.JobPhaseRunning
 	runPlanCases(t, dag.VolcanoCompat(), []planCase{
 		{"new: no dependencies are created", chain, nil, summary{Phase: "Pending", Write: true, Create: []string{"jf-a"},
-			Blocked: []string{"b: Dependency a: NotCreated", "c: Dependency b: NotCreated"}}},
+			Blocked: []string{"b: Dependency: a is NotCreated", "c: Dependency: b is NotCreated"}}},
 		{"nil and empty targets count as none", wf(dag.Flow{Name: "a", DependsOn: &dag.DependsOn{}}, dag.Flow{Name: "b", DependsOn: &dag.DependsOn{Targets: []string{}}}), nil,
 			summary{Phase: "Pending", Write: true, Create: []string{"jf-a", "jf-b"}}},
 		{"target Completed: create", pending, []dag.Job{job("a", C)}, summary{Phase: "Running", Write: true, Create: []string{"jf-b"},
-			Blocked: []string{"c: Dependency b: NotCreated"}}},
+			Blocked: []string{"c: Dependency: b is NotCreated"}}},
 		{"Completing does not satisfy", pending, []dag.Job{job("a", dag.JobPhaseCompleting)}, summary{Phase: "Pending", Write: true,
-			Blocked: []string{"b: Dependency a: Completing", "c: Dependency b: NotCreated"}}},
+			Blocked: []string{"b: Dependency: a is Completing", "c: Dependency: b is NotCreated"}}},
 		{"Failed target: Pending fails", pending, []dag.Job{job("a", dag.JobPhaseFailed)}, summary{Phase: "Failed", Write: true,
-			Blocked: []string{"b: Dependency a: Failed", "c: Dependency b: NotCreated"}}},
+			Blocked: []string{"b: Dependency: a is Failed", "c: Dependency: b is NotCreated"}}},
 		{"Terminated target: Pending fails (#4442)", pending, []dag.Job{job("a", dag.JobPhaseTerminated)}, summary{Phase: "Failed", Write: true,
-			Blocked: []string{"b: Dependency a: Terminated", "c: Dependency b: NotCreated"}}},
+			Blocked: []string{"b: Dependency: a is Terminated", "c: Dependency: b is NotCreated"}}},
 		{"Aborted never satisfies and never fails", running, []dag.Job{job("a", C), job("b", dag.JobPhaseAborted)}, summary{Phase: "Running", Write: true,
-			Blocked: []string{"c: Dependency b: Aborted"}}},
+			Blocked: []string{"c: Dependency: b is Aborted"}}},
 		{"one wave per call: a completed chain moves to Running, not Succeed", pending, []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Running", Write: true}},
 		{"a completed chain, next sync: Succeed", running, []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true}},
 		{"Running + Failed job: Failed (#4134)", running, []dag.Job{job("a", C), job("b", dag.JobPhaseFailed)}, summary{Phase: "Failed", Write: true,
-			Blocked: []string{"c: Dependency b: Failed"}}},
+			Blocked: []string{"c: Dependency: b is Failed"}}},
 		{"Running + Terminated job: Failed (#5672)", running, []dag.Job{job("a", C), job("b", dag.JobPhaseTerminated)}, summary{Phase: "Failed", Write: true,
-			Blocked: []string{"c: Dependency b: Terminated"}}},
+			Blocked: []string{"c: Dependency: b is Terminated"}}},
 		{"Pending with Running and Terminated moves to Running", wf(fl("a"), fl("b")), []dag.Job{job("a", R), job("b", dag.JobPhaseTerminated)}, summary{Phase: "Running", Write: true}},
 		{"Pending stays Pending while jobs are Pending", pending, []dag.Job{job("a", dag.JobPhasePending)}, summary{Phase: "Pending", Write: true,
-			Blocked: []string{"b: Dependency a: Pending", "c: Dependency b: NotCreated"}}},
+			Blocked: []string{"b: Dependency: a is Pending", "c: Dependency: b is NotCreated"}}},
 		{"Running stays Running; status written anyway", running, []dag.Job{job("a", C), job("b", R)}, summary{Phase: "Running", Write: true,
-			Blocked: []string{"c: Dependency b: Running"}}},
+			Blocked: []string{"c: Dependency: b is Running"}}},
 		{"existing jobs are never re-created, whatever the phase", running, []dag.Job{job("a", dag.JobPhaseFailed), job("b", dag.JobPhaseAborted), job("c", "")}, summary{Phase: "Failed", Write: true}},
 		{"existence by name only: an unlabelled job blocks the create", wf(fl("a")), []dag.Job{unlabelled("a", R)}, summary{Phase: "Pending", Write: true}},
 		{"targets by name only: an unlabelled Completed target satisfies", wf(fl("a"), fl("b", "a")), []dag.Job{unlabelled("a", C)}, summary{Phase: "Pending", Write: true, Create: []string{"jf-b"}}},
 		{"unknown target waits forever", wf(fl("a", "zz")), nil, summary{Phase: "Pending", Write: true, Blocked: []string{`a: UnknownTarget: no flow named "zz"`}}},
 		{"cycle waits forever", wf(fl("a", "b"), fl("b", "a")), nil, summary{Phase: "Pending", Write: true,
-			Blocked: []string{"a: Dependency b: NotCreated; Cycle: flow is on a dependency cycle", "b: Dependency a: NotCreated; Cycle: flow is on a dependency cycle"}}},
+			Blocked: []string{"a: Dependency: b is NotCreated; Cycle: flow is on a dependency cycle", "b: Dependency: a is NotCreated; Cycle: flow is on a dependency cycle"}}},
 		{"duplicate targets are harmless", wf(fl("a"), fl("b", "a", "a")), []dag.Job{job("a", C)}, summary{Phase: "Running", Write: true, Create: []string{"jf-b"}}},
 		{"duplicate flows: one create; count rule never succeeds", withPhase(wf(fl("a"), fl("a")), dag.PhaseRunning), []dag.Job{job("a", C)}, summary{Phase: "Running", Write: true}},
 		{"zero flows: Pending stays Pending", wf(), nil, summary{Phase: "Pending", Write: true}},
@@ -212,7 +212,7 @@ func TestCreateIdentity(t *testing.T) {
 		Template: dag.TemplateRef{Namespace: "default", Name: "data-preprocess"}, Labels: meta, Annotations: meta,
 		Owner: metav1.OwnerReference{APIVersion: "flow.volcano.sh/v1alpha1", Kind: "JobFlow", Name: "ml-pipeline", UID: "uid-ml",
 			Controller: &yes, BlockOwnerDeletion: &yes}, Attempt: 1,
-		Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "DependenciesMet: the dependencies of flow data-preprocess are satisfied", Flow: "data-preprocess"}}
+		Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "the dependencies of flow data-preprocess are satisfied", Facts: dag.ReasonFacts{Flow: "data-preprocess"}}}
 	// The patch is Volcano's type: its jobSpec reaches the executor as the
 	// template's spec.
 	w := dag.Workflow{Name: "ml-pipeline", Namespace: "default", UID: "uid-ml", Spec: dag.Spec{Flows: []dag.Flow{{Name: "data-preprocess", Patch: []byte(`{"jobSpec": {"minAvailable": 2}}`)}}}}
@@ -380,7 +380,7 @@ func TestDefaultRules(t *testing.T) {
 	runPlanCases(t, dag.Default(), []planCase{
 		{"a completed chain succeeds in one call", withPhase(chain, dag.PhasePending), []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true}},
 		{"one step: a Completed job releases its dependents at once", chain, []dag.Job{job("a", C)}, summary{Phase: "Running", Write: true, Create: []string{"jf-b"},
-			Blocked: []string{"c: Dependency b.Succeeded: NotCreated"}}},
+			Blocked: []string{"c: Dependency: b.Succeeded is NotCreated"}}},
 		{"a cycle fails the workflow, no creates", wf(fl("a", "b"), fl("b", "a"), fl("c")), nil, summary{Phase: "Failed", Write: true,
 			Blocked: []string{"a: Cycle: on the 2-flow cycle of flows[0].dependsOn", "b: Cycle: on the 2-flow cycle of flows[0].dependsOn", "c: InvalidSpec: the workflow spec is invalid"}}},
 		{"unknown target", wf(fl("a", "zz")), nil, summary{Phase: "Failed", Write: true, Blocked: []string{`a: UnknownTarget: no flow named "zz"`}}},
@@ -393,11 +393,11 @@ func TestDefaultRules(t *testing.T) {
 		{"retention deletes in the call that enters Succeed", withRetain(withPhase(chain, dag.PhaseRunning), dag.RetainPolicyDelete), []dag.Job{job("a", C), job("b", C), job("c", C)}, summary{Phase: "Succeed", Write: true,
 			Delete: []string{"jf-a:Retention", "jf-b:Retention", "jf-c:Retention"}}},
 		{"a same-named job of another workflow blocks the flow", wf(fl("a"), fl("b")), []dag.Job{foreign("a", R)}, summary{Phase: "Pending", Write: true, Create: []string{"jf-b"},
-			Blocked: []string{`a: NameConflict jf-a owned by "ns.other"`}}},
+			Blocked: []string{`a: NameConflict: jf-a owned by "ns.other"`}}},
 		{"Failed is absorbing: no creates", withPhase(chain, dag.PhaseFailed), []dag.Job{job("a", C)}, summary{Phase: "Failed", Write: true}},
 		{"Terminating: empty plan", withPhase(chain, dag.PhaseTerminating), []dag.Job{job("a", C)}, summary{Phase: "Terminating"}},
 		{"Pending while every job is Pending", chain, []dag.Job{job("a", dag.JobPhasePending)}, summary{Phase: "Pending", Write: true,
-			Blocked: []string{"b: Dependency a.Succeeded: Pending", "c: Dependency b.Succeeded: NotCreated"}}},
+			Blocked: []string{"b: Dependency: a.Succeeded is Pending", "c: Dependency: b.Succeeded is NotCreated"}}},
 		{"failure fails the workflow once everything is final", wf(fl("a"), fl("b", "a")), []dag.Job{job("a", dag.JobPhaseFailed)}, summary{Phase: "Failed", Write: true}},
 		{"failFast: siblings without a job are omitted, running ones run on", wf(fl("a"), fl("b"), fl("c"), fl("d", "b")), []dag.Job{job("a", dag.JobPhaseFailed), job("b", R)}, summary{Phase: "Running", Write: true}},
 		{"failFast off: independent branches go on", func() dag.Workflow {
@@ -410,12 +410,12 @@ func TestDefaultRules(t *testing.T) {
 			w := wf(fl("a"), fl("b"), fl("c"), fl("d"))
 			w.Spec.Parallelism = 3
 			return w
-		}(), []dag.Job{job("a", R)}, summary{Phase: "Running", Write: true, Create: []string{"jf-b", "jf-c"}, Blocked: []string{"d: Parallelism 3/3 active"}}},
+		}(), []dag.Job{job("a", R)}, summary{Phase: "Running", Write: true, Create: []string{"jf-b", "jf-c"}, Blocked: []string{"d: Parallelism: 3/3 active"}}},
 		{"parallelism already exceeded: nothing is created", func() dag.Workflow {
 			w := wf(fl("a"), fl("b"), fl("c"))
 			w.Spec.Parallelism = 1
 			return w
-		}(), []dag.Job{job("a", R), job("b", "")}, summary{Phase: "Running", Write: true, Blocked: []string{"c: Parallelism 2/1 active"}}},
+		}(), []dag.Job{job("a", R), job("b", "")}, summary{Phase: "Running", Write: true, Blocked: []string{"c: Parallelism: 2/1 active"}}},
 	})
 }
 
@@ -446,13 +446,13 @@ func TestDependsEvaluation(t *testing.T) {
 		{"short-circuit: a || b starts once a succeeds", wf(fl("a"), fl("b"), dep("c", "a || b")), []dag.Job{job("a", C), job("b", R)},
 			summary{Phase: "Running", Write: true, Create: []string{"jf-c"}}},
 		{"undecided atoms are listed", wf(fl("a"), fl("b"), dep("c", "a.Failed || b")), []dag.Job{job("a", R), job("b", "")},
-			summary{Phase: "Running", Write: true, Blocked: []string{"c: Dependency a.Failed: Running; Dependency b.Succeeded: Created"}}},
+			summary{Phase: "Running", Write: true, Blocked: []string{"c: Dependency: a.Failed is Running; Dependency: b.Succeeded is Created"}}},
 		{"omission propagates through the graph in one call", noFF(wf(fl("a"), fl("b", "a"), fl("c", "b"), dep("d", "c.Omitted"))), []dag.Job{job("a", F)},
 			summary{Phase: "Running", Write: true, Create: []string{"jf-d"}}},
 		{"Started: satisfied by a running target", wf(fl("a"), dep("b", "a.Started")), []dag.Job{job("a", R)},
 			summary{Phase: "Running", Write: true, Create: []string{"jf-b"}}},
 		{"Started: not yet for a Pending target", wf(fl("a"), dep("b", "a.Started")), []dag.Job{job("a", dag.JobPhasePending)},
-			summary{Phase: "Pending", Write: true, Blocked: []string{"b: Dependency a.Started: Pending"}}},
+			summary{Phase: "Pending", Write: true, Blocked: []string{"b: Dependency: a.Started is Pending"}}},
 		{"not: !a.Failed after success", wf(fl("a"), dep("b", "!a.Failed")), []dag.Job{job("a", C)},
 			summary{Phase: "Running", Write: true, Create: []string{"jf-b"}}},
 		{"Done: waits for any outcome", noFF(wf(fl("a"), dep("b", "a.Done"))), []dag.Job{job("a", F)},
@@ -504,7 +504,7 @@ func TestRetries(t *testing.T) {
 			t.Fatalf("deleted before due: %s", res)
 		}
 		res = step(w, []dag.Job{failed(uid)}, failedAt.Add(waits[len(waits)-1]))
-		if diff := cmp.Diff([]dag.DeleteJob{{Flow: "a", Name: "jf-a", Namespace: "ns", UID: uid, Reason: dag.Reason{Code: dag.ReasonRetry, Message: "Retry: flow a failed and is retried", Flow: "a"}}}, res.Delete); diff != "" {
+		if diff := cmp.Diff([]dag.DeleteJob{{Flow: "a", Name: "jf-a", Namespace: "ns", UID: uid, Reason: dag.Reason{Code: dag.ReasonRetry, Message: "flow a failed and is retried", Facts: dag.ReasonFacts{Flow: "a"}}}}, res.Delete); diff != "" {
 			t.Fatalf("attempt %d due: (-want +got)\n%s", attempt, diff)
 		}
 		w.Status = res.Status
@@ -542,7 +542,7 @@ func TestFinally(t *testing.T) {
 	}
 	runPlanCases(t, dag.Default(), []planCase{
 		{"finally waits for the main part", mk(fl("cleanup")), []dag.Job{job("a", R)}, summary{Phase: "Running", Write: true,
-			Blocked: []string{"b: Dependency a.Succeeded: Running", "cleanup: MainNotFinal 2"}}},
+			Blocked: []string{"b: Dependency: a.Succeeded is Running", "cleanup: MainNotFinal: 2 main flows not final"}}},
 		{"finally runs once every main flow is final", mk(fl("cleanup")), []dag.Job{job("a", C), job("b", C)}, summary{Phase: "Running", Write: true, Create: []string{"jf-cleanup"}}},
 		{"finally runs after a failure too (not stopped by failFast)", mk(fl("cleanup")), []dag.Job{job("a", F)}, summary{Phase: "Running", Write: true, Create: []string{"jf-cleanup"}}},
 		{"a finally condition false: Omitted", mk(dep("on-fail", "a.Failed")), []dag.Job{job("a", C), job("b", C)}, summary{Phase: "Succeed", Write: true}},
@@ -557,7 +557,7 @@ func TestFinally(t *testing.T) {
 	skip.SkipValidation = true
 	runPlanCases(t, skip, []planCase{
 		{"finally waits for main flows on a cycle", cyclic, []dag.Job{job("c", C)}, summary{Phase: "Running", Write: true,
-			Blocked: []string{"cleanup: MainNotFinal 2"}}},
+			Blocked: []string{"cleanup: MainNotFinal: 2 main flows not final"}}},
 	})
 	res := plan(t, mk(fl("cleanup")), []dag.Job{job("a", F)}, dag.Default())
 	if got := res.Create[0].Annotations["plancore.io/workflow-outcome"]; got != "Failed" || !res.Create[0].Finally {

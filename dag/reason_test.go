@@ -50,41 +50,41 @@ func TestReasonFacts(t *testing.T) {
 	}{
 		{"dependency: target, awaited result and its state", wf(fl("a"), fl("b", "a")), []dag.Job{job("a", R)}, dag.Default(),
 			func(p dag.Plan) []dag.Reason { return blocked(p, "b") },
-			[]dag.Reason{{Code: dag.ReasonDependency, Target: "a", Result: "Succeeded", State: "Running"}}},
+			[]dag.Reason{{Code: dag.ReasonDependency, Facts: dag.ReasonFacts{Target: "a", Result: "Succeeded", State: "Running"}}}},
 		{"dependency in VolcanoCompat: target and its job's state", wf(fl("a"), fl("b", "a")), nil, dag.VolcanoCompat(),
 			func(p dag.Plan) []dag.Reason { return blocked(p, "b") },
-			[]dag.Reason{{Code: dag.ReasonDependency, Target: "a", State: "NotCreated"}}},
+			[]dag.Reason{{Code: dag.ReasonDependency, Facts: dag.ReasonFacts{Target: "a", State: "NotCreated"}}}},
 		{"backoff: its deadline", retried, []dag.Job{failed}, dag.Default(),
 			func(p dag.Plan) []dag.Reason { return blocked(p, "a") },
-			[]dag.Reason{{Code: dag.ReasonBackoff, Until: failedAt.Add(10 * time.Second)}}},
+			[]dag.Reason{{Code: dag.ReasonBackoff, Facts: dag.ReasonFacts{Until: failedAt.Add(10 * time.Second)}}}},
 		{"parallelism: active jobs and the limit", capped, nil, dag.Default(),
 			func(p dag.Plan) []dag.Reason { return blocked(p, "c") },
-			[]dag.Reason{{Code: dag.ReasonParallelism, Active: 2, Limit: 2}}},
+			[]dag.Reason{{Code: dag.ReasonParallelism, Facts: dag.ReasonFacts{Active: 2, Limit: 2}}}},
 		{"main not final: how many", final, []dag.Job{job("a", R)}, dag.Default(),
 			func(p dag.Plan) []dag.Reason { return blocked(p, "notify") },
-			[]dag.Reason{{Code: dag.ReasonMainNotFinal, Count: 1}}},
+			[]dag.Reason{{Code: dag.ReasonMainNotFinal, Facts: dag.ReasonFacts{Count: 1}}}},
 		{"name conflict: the job and its owner", wf(fl("a")), []dag.Job{foreign("a", R)}, dag.Default(),
 			func(p dag.Plan) []dag.Reason { return blocked(p, "a") },
-			[]dag.Reason{{Code: dag.ReasonNameConflict, Job: "jf-a", Owner: "ns.other"}}},
+			[]dag.Reason{{Code: dag.ReasonNameConflict, Facts: dag.ReasonFacts{Job: "jf-a", Owner: "ns.other"}}}},
 		{"cycle: its size and the issue's field", wf(fl("a", "b"), fl("b", "a")), nil, dag.Default(),
 			func(p dag.Plan) []dag.Reason { return blocked(p, "b") },
-			[]dag.Reason{{Code: dag.ReasonCycle, Count: 2, Field: "flows[0].dependsOn"}}},
+			[]dag.Reason{{Code: dag.ReasonCycle, Facts: dag.ReasonFacts{Count: 2, Field: "flows[0].dependsOn"}}}},
 		{"unknown target: the name and the reference", wf(fl("a", "zz")), nil, dag.Default(),
 			func(p dag.Plan) []dag.Reason { return blocked(p, "a") },
-			[]dag.Reason{{Code: dag.ReasonUnknown, Target: "zz", Field: "flows[0].dependsOn.targets[0]"}}},
+			[]dag.Reason{{Code: dag.ReasonUnknownTarget, Facts: dag.ReasonFacts{Target: "zz", Field: "flows[0].dependsOn.targets[0]"}}}},
 		{"probe: the entry and what it saw", probe, []dag.Job{tasks}, dag.Default(),
 			func(p dag.Plan) []dag.Reason { return blocked(p, "workers") },
-			[]dag.Reason{{Code: dag.ReasonProbe, Target: "ps", Job: "jf-ps", Probe: &dag.ProbeFacts{Kind: "taskStatus", Entry: 0,
-				State: dag.ProbeBelowMinimum, Task: "ps", TaskPhase: "Running", Tasks: 1, MinTasks: 3}}}},
+			[]dag.Reason{{Code: dag.ReasonProbe, Facts: dag.ReasonFacts{Target: "ps", Job: "jf-ps", Probe: &dag.ProbeFacts{Kind: "taskStatus", Entry: 0,
+				State: dag.ProbeBelowMinimum, Task: "ps", TaskPhase: "Running", Tasks: 1, MinTasks: 3}}}}},
 		{"create: the flow whose dependencies are met", wf(fl("a"), fl("b", "a")), []dag.Job{job("a", C)}, dag.Default(),
 			func(p dag.Plan) []dag.Reason { return []dag.Reason{p.Create[0].Reason} },
-			[]dag.Reason{{Code: dag.ReasonDependenciesMet, Flow: "b"}}},
+			[]dag.Reason{{Code: dag.ReasonDependenciesMet, Facts: dag.ReasonFacts{Flow: "b"}}}},
 		{"finally create: the main part's outcome", final, []dag.Job{job("a", C)}, dag.Default(),
 			func(p dag.Plan) []dag.Reason { return []dag.Reason{p.Create[0].Reason} },
-			[]dag.Reason{{Code: dag.ReasonFinally, Outcome: "Succeeded"}}},
+			[]dag.Reason{{Code: dag.ReasonFinally, Facts: dag.ReasonFacts{Outcome: "Succeeded"}}}},
 		{"retry delete: the flow", retried, []dag.Job{failed}, dag.Default(),
 			func(p dag.Plan) []dag.Reason { return []dag.Reason{p.Delete[0].Reason, blocked(p, "a")[0]} },
-			[]dag.Reason{{Code: dag.ReasonRetry, Flow: "a"}, {Code: dag.ReasonRetrying, Job: "jf-a"}}},
+			[]dag.Reason{{Code: dag.ReasonRetry, Facts: dag.ReasonFacts{Flow: "a"}}, {Code: dag.ReasonRetrying, Facts: dag.ReasonFacts{Job: "jf-a"}}}},
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,7 +118,7 @@ func TestReasonFacts(t *testing.T) {
 		if p, err = dag.Decide(dag.Snapshot{Flow: w, Now: due}, dag.Default()); err != nil || len(p.Create) != 1 {
 			t.Fatalf("%v\n%s", err, p)
 		}
-		want := dag.Reason{Code: dag.ReasonRetry, Flow: "a", Attempt: 2}
+		want := dag.Reason{Code: dag.ReasonRetry, Facts: dag.ReasonFacts{Flow: "a", Attempt: 2}}
 		if d := cmp.Diff(want, p.Create[0].Reason, cmpopts.IgnoreFields(dag.Reason{}, "Message")); d != "" {
 			t.Fatalf("(-want +got):\n%s", d)
 		}

@@ -89,7 +89,7 @@ func BenchmarkSatisfiedInto10k(b *testing.B) {
 	base := benchState(b, names, true)
 	view := benchView(names, benchN)
 	now := benchT0.Add(time.Second)
-	var r Result
+	var r Verdict
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -224,7 +224,7 @@ func BenchmarkSatisfiedIntoWarm10kNoneObserved(b *testing.B) {
 	names := benchNames("w")
 	s := benchState(b, names, true)
 	view := benchView(names, 0)
-	var r Result
+	var r Verdict
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {

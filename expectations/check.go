@@ -9,9 +9,9 @@ import (
 // given view: every item of the group is decided from the view, with no
 // early exit. It is what a pure planner calls on the State held in its snapshot;
 // a nil State holds nothing, so every group is satisfied.
-// Satisfied returns the same Result and also applies it.
-func (s *State) Check(now time.Time, owner Owner, group string, view *View) (Result, error) {
-	var r Result
+// Satisfied returns the same Verdict and also applies it.
+func (s *State) Check(now time.Time, owner Owner, group string, view *View) (Verdict, error) {
+	var r Verdict
 	err := s.check(&r, now, owner, group, view, false)
 	return r, err
 }
@@ -19,7 +19,7 @@ func (s *State) Check(now time.Time, owner Owner, group string, view *View) (Res
 // CheckInto is Check writing into *r, reusing the capacity of r's lists, so a
 // controller that checks many large groups allocates nothing in steady state.
 // The previous contents of r, including its lists, are overwritten.
-func (s *State) CheckInto(r *Result, now time.Time, owner Owner, group string, view *View) error {
+func (s *State) CheckInto(r *Verdict, now time.Time, owner Owner, group string, view *View) error {
 	return s.check(r, now, owner, group, view, false)
 }
 
@@ -30,30 +30,30 @@ func (s *State) CheckInto(r *Result, now time.Time, owner Owner, group string, v
 // their token. Under ByUID identity it also drops the items of an earlier owner
 // with the same namespace and name. Calling it again with the same arguments
 // gives the same Satisfied, Pending and RequeueAfter, and nothing newly settled.
-func (s *State) Satisfied(now time.Time, owner Owner, group string, view *View) (Result, error) {
-	var r Result
+func (s *State) Satisfied(now time.Time, owner Owner, group string, view *View) (Verdict, error) {
+	var r Verdict
 	err := s.check(&r, now, owner, group, view, true)
 	return r, err
 }
 
 // SatisfiedInto is Satisfied writing into *r, reusing the capacity of r's
 // lists (see CheckInto).
-func (s *State) SatisfiedInto(r *Result, now time.Time, owner Owner, group string, view *View) error {
+func (s *State) SatisfiedInto(r *Verdict, now time.Time, owner Owner, group string, view *View) error {
 	return s.check(r, now, owner, group, view, true)
 }
 
 // reset empties r for a new check, keeping its lists' capacity.
-func (r *Result) reset(owner Owner, group string) {
-	*r = Result{
+func (r *Verdict) reset(owner Owner, group string) {
+	*r = Verdict{
 		Owner: owner, Group: group, Satisfied: true,
 		Pending: r.Pending[:0], Observed: r.Observed[:0], Expired: r.Expired[:0],
 		Overdue: r.Overdue[:0], Lingering: r.Lingering[:0],
 	}
 }
 
-// trim turns the lists a check left empty back into nil, so a Result compares
+// trim turns the lists a check left empty back into nil, so a Verdict compares
 // and prints the same whether or not its lists were reused.
-func (r *Result) trim() {
+func (r *Verdict) trim() {
 	for _, l := range []*[]Entry{&r.Pending, &r.Observed, &r.Expired, &r.Overdue, &r.Lingering} {
 		if len(*l) == 0 {
 			*l = nil
@@ -64,16 +64,16 @@ func (r *Result) trim() {
 // check walks the group's items in key order. In commit mode it sorts the
 // group's order in place if records were added since the last check, updates
 // items as it goes and compacts the survivors; otherwise it only reads.
-func (s *State) check(r *Result, now time.Time, owner Owner, groupName string, view *View, commit bool) error {
+func (s *State) check(r *Verdict, now time.Time, owner Owner, groupName string, view *View, commit bool) error {
 	r.reset(owner, groupName)
 	defer r.trim()
 	if err := checkNow(now); err != nil {
-		*r = Result{}
+		*r = Verdict{}
 		return err
 	}
 	key, rec, g, err := s.findGroup(owner, groupName, commit)
 	if err != nil {
-		*r = Result{}
+		*r = Verdict{}
 		return err
 	}
 	if g == nil {
@@ -120,7 +120,7 @@ func (s *State) findGroup(owner Owner, groupName string, commit bool) (string, *
 
 // walk decides every live item of order into r and returns how many it
 // settled; in commit mode it marks them dead and applies the other verdicts.
-func (s *State) walk(r *Result, now time.Time, sp *viewSpace, order []*item, live int, commit bool) int {
+func (s *State) walk(r *Verdict, now time.Time, sp *viewSpace, order []*item, live int, commit bool) int {
 	settled, seen := 0, 0
 	var d decision
 	for _, it := range order {
@@ -148,7 +148,7 @@ func (s *State) walk(r *Result, now time.Time, sp *viewSpace, order []*item, liv
 }
 
 // add files e in the list d chose, sizing a new list for rest entries.
-func (r *Result) add(d *decision, e Entry, deadline, now time.Time, rest int) {
+func (r *Verdict) add(d *decision, e Entry, deadline, now time.Time, rest int) {
 	switch d.list {
 	case listPending:
 		r.Pending = appendSized(r.Pending, e, rest)

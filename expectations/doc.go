@@ -62,7 +62,7 @@
 //     keeps it until its pod is seen or it expires.
 //  3. Check (or Satisfied) the group on the snapshot a plan is built from,
 //     and plan nothing for a group that is not satisfied; requeue after the
-//     Result's RequeueAfter.
+//     Verdict's RequeueAfter.
 //  4. Feed informer events to Observe where you can, and Forget an owner
 //     when it is deleted.
 //
@@ -71,7 +71,7 @@
 // Nothing in this package reads a clock, draws randomness, logs or starts a
 // goroutine: the time is always an argument. Every item of a group is checked
 // (no early exit at the first unsatisfied one, unlike KubeRay #4209), in key
-// order, so a Result lists its items sorted and its String is byte-identical for
+// order, so a Verdict lists its items sorted and its String is byte-identical for
 // identical inputs. Checking twice with the same arguments gives the same
 // verdict, Pending list and RequeueAfter, and settles nothing new. A View is never
 // modified.

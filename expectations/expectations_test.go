@@ -70,7 +70,7 @@ func record(t *testing.T, s *expectations.State, now time.Time, r expectations.R
 	return ref
 }
 
-func satisfied(t *testing.T, s *expectations.State, now time.Time, group string, v *expectations.View) expectations.Result {
+func satisfied(t *testing.T, s *expectations.State, now time.Time, group string, v *expectations.View) expectations.Verdict {
 	t.Helper()
 	r, err := s.Satisfied(now, rc, group, v)
 	if err != nil {
@@ -88,7 +88,7 @@ type verdict struct {
 
 // summarize reports the next change as a time (now plus RequeueAfter), so
 // the table reads in the clock of its steps.
-func summarize(r expectations.Result, now time.Time) verdict {
+func summarize(r expectations.Verdict, now time.Time) verdict {
 	var next time.Time
 	if r.RequeueAfter > 0 {
 		next = now.Add(r.RequeueAfter)
@@ -101,7 +101,7 @@ func summarize(r expectations.Result, now time.Time) verdict {
 				n = "[" + e.Token + "]"
 			}
 			if e.Reason.Code != "" {
-				n += ":" + e.Reason.String()
+				n += ":" + e.Reason.Message
 			}
 			out = append(out, n)
 		}
@@ -577,7 +577,7 @@ func TestIntoVariantsMatch(t *testing.T) {
 	}
 	record(t, s, t0, expectations.Record{Owner: rc, Group: "h", Action: expectations.Delete, Pod: "d", Seen: true})
 	view := pods("a", "d")
-	var reused expectations.Result
+	var reused expectations.Verdict
 	for _, group := range []string{"g", "h", "g", "none"} {
 		want, _ := s.Clone().Check(at(time.Second), rc, group, view)
 		if err := s.CheckInto(&reused, at(time.Second), rc, group, view); err != nil {

@@ -1,64 +1,126 @@
 package expectations_test
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/plancore/plancore/expectations"
+	"github.com/plancore/plancore/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata")
-
-// transcript drives a State and writes down every call and every result, for
-// the golden files in testdata.
-type transcript struct {
-	t   *testing.T
-	s   *expectations.State
-	b   strings.Builder
-	now time.Time
+// goldenInput is one transcript's input: a State built with the options
+// of Profile (default, KubeRay or OpenKruise), then Steps, each run at
+// t0 + At (an absent At keeps the previous step's time).
+type goldenInput struct {
+	// Title is the transcript's first line.
+	Title   string `json:"title"`
+	Profile string `json:"profile"`
+	// CountsTerminating overrides the profile's option of that name.
+	CountsTerminating *bool        `json:"countsTerminating"`
+	Steps             []goldenStep `json:"steps"`
 }
 
-func newTranscript(t *testing.T, title string, o expectations.Options) *transcript {
-	s, err := expectations.New(o)
-	if err != nil {
-		t.Fatal(err)
+// goldenStep is one call, exactly one of Record, Conclude and Satisfied.
+type goldenStep struct {
+	At     *golden.Duration     `json:"at"`
+	Record *expectations.Record `json:"record"`
+	// Conclude concludes the Ref-th record (from 1) with the API's answer:
+	// Error (none, quota or timeout) and the created pod's Name and UID.
+	Conclude *struct {
+		Ref   int    `json:"ref"`
+		Error string `json:"error"`
+		Name  string `json:"name"`
+		UID   string `json:"uid"`
+	} `json:"conclude"`
+	// Satisfied asks whether Group is satisfied by a view of Pods, each
+	// "name", "name~" (terminating), "name@uid" or "name#token".
+	Satisfied *struct {
+		Group string   `json:"group"`
+		Pods  []string `json:"pods"`
+	} `json:"satisfied"`
+}
+
+// goldenErrors are the API errors a conclude step can name.
+var goldenErrors = map[string]error{
+	"":        nil,
+	"quota":   errQuota,
+	"timeout": apierrors.NewServerTimeout(podsGR, "create", 1),
+}
+
+func goldenOptions(t *testing.T, in goldenInput) expectations.Options {
+	var o expectations.Options
+	switch in.Profile {
+	case "", "default":
+	case "KubeRay":
+		o = expectations.KubeRay()
+	case "OpenKruise":
+		o = expectations.OpenKruise()
+	default:
+		t.Fatalf("unknown profile %q (default, KubeRay or OpenKruise)", in.Profile)
 	}
-	tr := &transcript{t: t, s: s, now: t0}
-	fmt.Fprintf(&tr.b, "# %s\n# options %+v\n", title, o)
-	return tr
-}
-
-func (tr *transcript) at(d time.Duration) *transcript {
-	tr.now = t0.Add(d)
-	return tr
-}
-
-func (tr *transcript) record(r expectations.Record) expectations.Ref {
-	if r.Owner == (expectations.Owner{}) {
-		r.Owner = rc
+	if in.CountsTerminating != nil {
+		o.CountsTerminating = *in.CountsTerminating
 	}
-	ref, err := tr.s.Record(tr.now, r)
-	fmt.Fprintf(&tr.b, "t+%v record %s group=%q pod=%q token=%q seen=%t err=%v\n", tr.now.Sub(t0), r.Action, r.Group, r.Pod, r.Token, r.Seen, err)
-	return ref
+	return o
 }
 
-func (tr *transcript) conclude(ref expectations.Ref, err error, name string, uid types.UID) {
-	a := expectations.Create
-	if ref.Pod != "" && ref.Token == "" && name == "" {
-		a = expectations.Delete
-	}
-	res := expectations.Classify(a, err, false)
-	found, cerr := tr.s.Conclude(tr.now, ref, res, name, uid)
-	fmt.Fprintf(&tr.b, "t+%v conclude %s%s as %s (api error: %v) name=%q found=%t err=%v\n", tr.now.Sub(t0), ref.Pod, bracket(ref.Token), res, err, name, found, cerr)
+// TestGoldenTranscripts replays testdata/*.txt, writing down every call
+// and every answer (go test -run Golden -update rewrites the outputs).
+func TestGoldenTranscripts(t *testing.T) {
+	golden.Run(t, "testdata", func(t *testing.T, input []byte) string {
+		in := golden.Decode[goldenInput](t, input)
+		o := goldenOptions(t, in)
+		s, err := expectations.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "# %s\n# options %+v\n", in.Title, o)
+		now := t0
+		var refs []expectations.Ref
+		for i, st := range in.Steps {
+			if st.At != nil {
+				now = t0.Add(st.At.D())
+			}
+			switch {
+			case st.Record != nil:
+				r := *st.Record
+				if r.Owner == (expectations.Owner{}) {
+					r.Owner = rc
+				}
+				ref, err := s.Record(now, r)
+				fmt.Fprintf(&b, "t+%v record %s group=%q pod=%q token=%q seen=%t err=%v\n", now.Sub(t0), r.Action, r.Group, r.Pod, r.Token, r.Seen, err)
+				refs = append(refs, ref)
+			case st.Conclude != nil:
+				c := st.Conclude
+				apiErr, ok := goldenErrors[c.Error]
+				if !ok || c.Ref < 1 || c.Ref > len(refs) {
+					t.Fatalf("step %d: unknown error %q or no record %d", i, c.Error, c.Ref)
+				}
+				ref := refs[c.Ref-1]
+				a := expectations.Create
+				if ref.Pod != "" && ref.Token == "" && c.Name == "" {
+					a = expectations.Delete
+				}
+				res := expectations.Classify(a, apiErr, false)
+				found, cerr := s.Conclude(now, ref, res, c.Name, types.UID(c.UID))
+				fmt.Fprintf(&b, "t+%v conclude %s%s as %s (api error: %v) name=%q found=%t err=%v\n", now.Sub(t0), ref.Pod, bracket(ref.Token), res, apiErr, c.Name, found, cerr)
+			case st.Satisfied != nil:
+				r, err := s.Satisfied(now, rc, st.Satisfied.Group, pods(st.Satisfied.Pods...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(&b, "t+%v satisfied? view: %s  (len %d)\n%s", now.Sub(t0), "["+strings.Join(st.Satisfied.Pods, " ")+"]", s.Len(), r)
+			default:
+				t.Fatalf("step %d: needs one of record, conclude and satisfied", i)
+			}
+		}
+		return b.String()
+	})
 }
 
 func bracket(token string) string {
@@ -67,107 +129,3 @@ func bracket(token string) string {
 	}
 	return "[" + token + "]"
 }
-
-func (tr *transcript) check(group string, view *expectations.View, desc string) {
-	r, err := tr.s.Satisfied(tr.now, rc, group, view)
-	if err != nil {
-		tr.t.Fatal(err)
-	}
-	fmt.Fprintf(&tr.b, "t+%v satisfied? view: %s  (len %d)\n%s", tr.now.Sub(t0), desc, tr.s.Len(), r)
-}
-
-func (tr *transcript) golden(name string) {
-	tr.t.Helper()
-	path := filepath.Join("testdata", name+".txt")
-	got := tr.b.String()
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			tr.t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			tr.t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		tr.t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		tr.t.Fatalf("%s differs (-want +got); run go test -update if the change is intended:\n%s", path, diff)
-	}
-}
-
-func TestGoldenTranscripts(t *testing.T) {
-	pods := func(specs ...string) (*expectations.View, string) {
-		return podsView(specs...), "[" + strings.Join(specs, " ") + "]"
-	}
-	timeout := apierrors.NewServerTimeout(podsGR, "create", 1)
-
-	t.Run("partial_failure", func(t *testing.T) {
-		tr := newTranscript(t, "partial failure", expectations.Options{})
-		t1 := tr.record(expectations.Record{Group: "gpu", Action: expectations.Create, Token: "t1"})
-		t2 := tr.record(expectations.Record{Group: "gpu", Action: expectations.Create, Token: "t2"})
-		tr.at(time.Second).conclude(t1, nil, "rc-gpu-worker-x7k2p", "uid-x7k2p")
-		tr.conclude(t2, errQuota, "", "")
-		v, d := pods()
-		tr.at(2*time.Second).check("gpu", v, d)
-		v, d = pods("rc-gpu-worker-x7k2p@uid-x7k2p")
-		tr.at(9*time.Second).check("gpu", v, d)
-		tr.golden("partial_failure")
-	})
-	t.Run("ambiguous_create", func(t *testing.T) {
-		tr := newTranscript(t, "an ambiguous create found by its stamped token", expectations.Options{})
-		ref := tr.record(expectations.Record{Group: "gpu", Action: expectations.Create, Token: "t3"})
-		tr.at(10*time.Second).conclude(ref, timeout, "", "")
-		v, d := pods()
-		tr.at(20*time.Second).check("gpu", v, d)
-		v, d = pods("rc-gpu-worker-q8z2m#t3")
-		tr.at(30*time.Second).check("gpu", v, d)
-		tr.golden("ambiguous_create")
-	})
-	t.Run("stuck_terminating", func(t *testing.T) {
-		for _, c := range []struct {
-			name string
-			o    expectations.Options
-		}{{"stuck_terminating_default", expectations.Options{}}, {"stuck_terminating_counted", expectations.Options{CountsTerminating: true}}, {"stuck_terminating_kuberay", expectations.KubeRay()}} {
-			tr := newTranscript(t, "a pod stuck terminating ("+c.name+")", c.o)
-			ref := tr.record(expectations.Record{Group: "small", Action: expectations.Delete, Pod: "w-3", Seen: true})
-			tr.conclude(ref, nil, "", "")
-			v, d := pods("w-3~", "w-4")
-			tr.at(time.Minute).check("small", v, d)
-			tr.at(5*time.Minute).check("small", v, d)
-			tr.at(10*time.Minute).check("small", v, d)
-			v, d = pods("w-4")
-			tr.at(11*time.Minute).check("small", v, d)
-			tr.golden(c.name)
-		}
-	})
-	t.Run("stale_cache_kuberay", func(t *testing.T) {
-		// A stale cache answers "no pods" on the second pass.
-		// With real expectations the second pass creates nothing.
-		tr := newTranscript(t, "a stale cache on the KubeRay profile", expectations.KubeRay())
-		for _, p := range []struct{ group, pod string }{{"", "rc-head"}, {"small", "rc-small-a"}, {"small", "rc-small-b"}, {"small", "rc-small-c"}} {
-			ref := tr.record(expectations.Record{Group: p.group, Action: expectations.Create, Token: "tok-" + p.pod})
-			tr.conclude(ref, nil, p.pod, "")
-		}
-		v, d := pods()
-		tr.at(time.Second).check("", v, d)
-		tr.check("small", v, d)
-		tr.at(30*time.Second).check("small", v, d)
-		tr.golden("stale_cache_kuberay")
-	})
-	t.Run("openkruise_block", func(t *testing.T) {
-		tr := newTranscript(t, "OpenKruise profile: blocked after the timeout until observed", expectations.OpenKruise())
-		tr.record(expectations.Record{Group: "", Action: expectations.Create, Pod: "p-1"})
-		v, d := pods()
-		tr.at(5*time.Minute).check("", v, d)
-		tr.at(70*time.Hour).check("", v, d)
-		v, d = pods("p-1")
-		tr.check("", v, d)
-		tr.golden("openkruise_block")
-	})
-}
-
-// podsView is pods() without the test's *testing.T.
-func podsView(specs ...string) *expectations.View { return pods(specs...) }

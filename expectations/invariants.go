@@ -20,7 +20,7 @@ import (
 //     except entries becoming overdue (Block reports those without a wake-up).
 //
 // It reads s and changes nothing.
-func CheckResult(s *State, now time.Time, owner Owner, group string, view *View, r Result) error {
+func CheckResult(s *State, now time.Time, owner Owner, group string, view *View, r Verdict) error {
 	again, err := s.Check(now, owner, group, view)
 	if err != nil {
 		return fmt.Errorf("Check refuses the arguments: %w", err)

@@ -34,11 +34,11 @@ func TestCheckResultCatchesBrokenResults(t *testing.T) {
 	}
 	for _, b := range []struct {
 		name, want string
-		brk        func(r *expectations.Result)
+		brk        func(r *expectations.Verdict)
 	}{
-		{"a wake-up too early", "not what Check answers", func(r *expectations.Result) { r.RequeueAfter -= time.Second }},
-		{"no wake-up", "not what Check answers", func(r *expectations.Result) { r.RequeueAfter = 0 }},
-		{"a pending create dropped", "not what Check answers", func(r *expectations.Result) { r.Pending, r.Satisfied = nil, true }},
+		{"a wake-up too early", "not what Check answers", func(r *expectations.Verdict) { r.RequeueAfter -= time.Second }},
+		{"no wake-up", "not what Check answers", func(r *expectations.Verdict) { r.RequeueAfter = 0 }},
+		{"a pending create dropped", "not what Check answers", func(r *expectations.Verdict) { r.Pending, r.Satisfied = nil, true }},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			broken := r

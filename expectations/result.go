@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plancore/plancore"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -26,18 +27,7 @@ const (
 
 // Reason explains why an item is pending: a code to match on and a message
 // for people.
-type Reason struct {
-	Code    ReasonCode `json:"code"`
-	Message string     `json:"message"`
-}
-
-// String is the message, or the code when there is none.
-func (r Reason) String() string {
-	if r.Message == "" {
-		return string(r.Code)
-	}
-	return r.Message
-}
+type Reason = plancore.Reason[ReasonCode, plancore.NoFacts]
 
 // reasons holds the one Reason of each code, so a check allocates nothing for it.
 var reasons = map[ReasonCode]Reason{
@@ -47,7 +37,7 @@ var reasons = map[ReasonCode]Reason{
 	ReasonExpired:    {Code: ReasonExpired, Message: "expired"},
 }
 
-// Entry describes one item in a Result.
+// Entry describes one item in a Verdict.
 type Entry struct {
 	// Pod is the pod's name; for a create settled by its token it is the name
 	// the view showed.
@@ -68,8 +58,8 @@ type Entry struct {
 	View ViewState
 }
 
-// Result is the verdict of one check of one group.
-type Result struct {
+// Verdict is the verdict of one check of one group.
+type Verdict struct {
 	Owner Owner
 	Group string
 	// Satisfied is true when nothing is pending: the group may be planned.
@@ -100,13 +90,13 @@ type Result struct {
 }
 
 // LingeringPods returns the names of the Lingering pods, in order.
-func (r Result) LingeringPods() []string {
+func (r Verdict) LingeringPods() []string {
 	return entryNames(r.Lingering)
 }
 
 // PendingPods returns the names of the Pending items' pods in order, with a
 // create not yet named shown as its token in brackets.
-func (r Result) PendingPods() []string {
+func (r Verdict) PendingPods() []string {
 	return entryNames(r.Pending)
 }
 
@@ -134,7 +124,7 @@ func (e Entry) label() string {
 }
 
 // String renders the result deterministically, one line per item.
-func (r Result) String() string {
+func (r Verdict) String() string {
 	var b strings.Builder
 	verdict := "satisfied"
 	if !r.Satisfied {

@@ -90,7 +90,7 @@ func (t *Tracker) Finish(now time.Time, tk Ticket, res CallResult, name string, 
 }
 
 // Check is State.Check under the lock.
-func (t *Tracker) Check(now time.Time, owner Owner, group string, view *View) (Result, error) {
+func (t *Tracker) Check(now time.Time, owner Owner, group string, view *View) (Verdict, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.state().Check(now, owner, group, view)
@@ -98,7 +98,7 @@ func (t *Tracker) Check(now time.Time, owner Owner, group string, view *View) (R
 
 // Satisfied is State.Satisfied under the lock; it counts the expiries it
 // reports.
-func (t *Tracker) Satisfied(now time.Time, owner Owner, group string, view *View) (Result, error) {
+func (t *Tracker) Satisfied(now time.Time, owner Owner, group string, view *View) (Verdict, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r, err := t.state().Satisfied(now, owner, group, view)
@@ -108,7 +108,7 @@ func (t *Tracker) Satisfied(now time.Time, owner Owner, group string, view *View
 }
 
 // CheckInto is State.CheckInto under the lock.
-func (t *Tracker) CheckInto(r *Result, now time.Time, owner Owner, group string, view *View) error {
+func (t *Tracker) CheckInto(r *Verdict, now time.Time, owner Owner, group string, view *View) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.state().CheckInto(r, now, owner, group, view)
@@ -116,7 +116,7 @@ func (t *Tracker) CheckInto(r *Result, now time.Time, owner Owner, group string,
 
 // SatisfiedInto is State.SatisfiedInto under the lock; it counts the expiries
 // it reports.
-func (t *Tracker) SatisfiedInto(r *Result, now time.Time, owner Owner, group string, view *View) error {
+func (t *Tracker) SatisfiedInto(r *Verdict, now time.Time, owner Owner, group string, view *View) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	err := t.state().SatisfiedInto(r, now, owner, group, view)

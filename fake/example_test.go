@@ -101,7 +101,7 @@ func ExampleNodeAgent() {
 	plan, _ := capacity.Decide(capacity.Input{Now: clk.Now(), Nodes: loads}, capacity.Options{})
 	res, _ := capacity.Dispatch(ctx, store, plan, "job-1/1", capacity.DispatchOptions{Clock: clk})
 	out, _ := node.Dispatch(ctx, res.Lease)
-	fmt.Println("job-1:", res.Outcome, out.Accept, out.Ack, "started:", out.Started)
+	fmt.Println("job-1:", res.Verdict, out.Accept, out.Ack, "started:", out.Started)
 
 	// The node is full now: the next job gets no lease and waits.
 	loads, _ = store.Loads(ctx, []string{"n1"})

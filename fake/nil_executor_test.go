@@ -28,7 +28,7 @@ func TestTypedNilExecutors(t *testing.T) {
 		invalidIn error
 	}{
 		{"reconcile", func() error {
-			_, err := reconcile.Apply(ctx, reconcile.Plan{Actions: []reconcile.Action{{Kind: reconcile.KindDeleteAllOf,
+			_, err := reconcile.Apply(ctx, reconcile.Plan{Actions: []reconcile.Action{{Kind: reconcile.ActionDeleteAllOf,
 				DeleteAll: &reconcile.DeleteAllOf{Namespace: "ns", Selector: map[string]string{"a": "b"}}}}}, (*fake.ReconcileExecutor)(nil))
 			return err
 		}, reconcile.ErrNilExecutor, reconcile.ErrInvalidInput},

@@ -194,7 +194,7 @@ func TestRayClusterLoopAdoptsHashOnOperatorUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Actions) != 1 || p.Actions[0].Kind != reconcile.KindPatchPodAnnotations || p.Actions[0].Reason.Code != reconcile.ReasonRecreateVersionSkip {
+	if len(p.Actions) != 1 || p.Actions[0].Kind != reconcile.ActionPatchPodAnnotations || p.Actions[0].Reason.Code != reconcile.ReasonRecreateVersionSkip {
 		t.Fatalf("after the upgrade the plan is\n%s\nwant one RecreateVersionSkip patch", p)
 	}
 	if rep.Results[0].Status != reconcile.CallDone {

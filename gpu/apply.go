@@ -89,7 +89,7 @@ func ApplyBind(ctx context.Context, in BindInput, exec BindExecutor, w Waiter) (
 	for !st.Done() {
 		a := st.Next()
 		var r Result
-		if a.Kind == ActWait {
+		if a.Kind == ActionWait {
 			if len(a.WaitLocks) == 0 {
 				wake = nil // polling, as HAMi does
 			}
@@ -122,11 +122,11 @@ func ApplyBind(ctx context.Context, in BindInput, exec BindExecutor, w Waiter) (
 // ctx's cancellation, so a cancelled Bind still cleans up.
 func Perform(ctx context.Context, a Action, exec BindExecutor, changes func(node, lockName string) <-chan struct{}) (r Result, wake <-chan struct{}) {
 	switch a.Kind {
-	case ActGetPod:
+	case ActionGetPod:
 		r.Pod, r.Err = exec.GetPod(ctx, a.Pod)
-	case ActGetNode:
+	case ActionGetNode:
 		r.Err = exec.GetNode(ctx, a.Node)
-	case ActLock:
+	case ActionLock:
 		var ch <-chan struct{}
 		if changes != nil {
 			ch = changes(a.Node, a.Lock)
@@ -135,16 +135,16 @@ func Perform(ctx context.Context, a Action, exec BindExecutor, changes func(node
 		if r.Err != nil && errors.Is(r.Err, lock.ErrContention) {
 			r.Contention, wake = true, ch
 		}
-	case ActRelease:
+	case ActionRelease:
 		r.Err = exec.Release(cleanup(ctx, a), a.Node, a.Lock, a.Pod)
-	case ActPatchPod:
+	case ActionPatchPod:
 		r.Err = exec.PatchPodAnnotations(cleanup(ctx, a), a.Pod, a.Annotations)
-	case ActBind:
+	case ActionBind:
 		r.Err = exec.Bind(ctx, a.Pod, a.Node)
 		r.OutcomeUnknown = r.Err != nil && (errors.Is(r.Err, ErrOutcomeUnknown) || errors.Is(r.Err, context.DeadlineExceeded))
-	case ActEvent:
+	case ActionEvent:
 		r.Err = exec.Event(context.WithoutCancel(ctx), a.Pod, a.EventType, a.EventReason, a.Message)
-	case ActForgetAssumed:
+	case ActionForgetAssumed:
 		r.Err = exec.ForgetAssumed(context.WithoutCancel(ctx), a.Pod)
 	default:
 		r.Err = fmt.Errorf("%w: Perform cannot run action %q", ErrInvalidBind, a.Kind)

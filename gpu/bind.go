@@ -47,17 +47,17 @@ type ActionKind string
 // The actions of the Bind state machine, in the order a successful Bind emits
 // them (Wait, Release, Event and ForgetAssumed appear on retries and failures).
 const (
-	ActGetPod        ActionKind = "GetPod"
-	ActGetNode       ActionKind = "GetNode"
-	ActLock          ActionKind = "Lock"
-	ActRelease       ActionKind = "Release"
-	ActWait          ActionKind = "Wait"
-	ActPatchPod      ActionKind = "PatchPod"
-	ActBind          ActionKind = "Bind"
-	ActEvent         ActionKind = "Event"
-	ActForgetAssumed ActionKind = "ForgetAssumed"
-	// ActDone means the state machine has finished; see BindState.Outcome.
-	ActDone ActionKind = "Done"
+	ActionGetPod        ActionKind = "GetPod"
+	ActionGetNode       ActionKind = "GetNode"
+	ActionLock          ActionKind = "Lock"
+	ActionRelease       ActionKind = "Release"
+	ActionWait          ActionKind = "Wait"
+	ActionPatchPod      ActionKind = "PatchPod"
+	ActionBind          ActionKind = "Bind"
+	ActionEvent         ActionKind = "Event"
+	ActionForgetAssumed ActionKind = "ForgetAssumed"
+	// ActionDone means the state machine has finished; see BindState.Outcome.
+	ActionDone ActionKind = "Done"
 )
 
 // Reason codes of Bind actions.
@@ -293,23 +293,23 @@ func (s BindState) Next() Action {
 	a := Action{Pod: s.in.Pod, Node: s.in.Node}
 	switch s.phase {
 	case phGetPod:
-		a.Kind, a.Reason = ActGetPod, actionReason(ReasonRead)
+		a.Kind, a.Reason = ActionGetPod, actionReason(ReasonRead)
 	case phReread:
-		a.Kind, a.Reason = ActGetPod, actionReason(ReasonRereadAfterUnknown)
+		a.Kind, a.Reason = ActionGetPod, actionReason(ReasonRereadAfterUnknown)
 	case phGetNode:
-		a.Kind, a.Reason = ActGetNode, actionReason(ReasonRead)
+		a.Kind, a.Reason = ActionGetNode, actionReason(ReasonRead)
 	case phLock:
-		a.Kind, a.Lock, a.Reason = ActLock, s.locks[s.idx], actionReason(ReasonAcquire)
+		a.Kind, a.Lock, a.Reason = ActionLock, s.locks[s.idx], actionReason(ReasonAcquire)
 	case phRetryRelease:
-		a.Kind, a.Lock, a.Reason = ActRelease, s.taken[len(s.taken)-1-s.idx].Name, actionReason(ReasonRetryRollback)
+		a.Kind, a.Lock, a.Reason = ActionRelease, s.taken[len(s.taken)-1-s.idx].Name, actionReason(ReasonRetryRollback)
 	case phWait:
-		a.Kind, a.Wait, a.Reason = ActWait, s.waitFor, actionReason(ReasonBackoff)
+		a.Kind, a.Wait, a.Reason = ActionWait, s.waitFor, actionReason(ReasonBackoff)
 		if s.opts.FixedInterval == 0 {
 			// HAMi polls (Options.FixedInterval restores that); plancore wakes on release.
 			a.WaitLocks = slices.Clone(s.locks)
 		}
 	case phPatch:
-		a.Kind, a.Reason = ActPatchPod, actionReason(ReasonMarkAllocating)
+		a.Kind, a.Reason = ActionPatchPod, actionReason(ReasonMarkAllocating)
 		a.Annotations = map[string]string{
 			AnnoBindPhase: PhaseAllocating,
 			AnnoBindTime:  strconv.FormatInt(s.bindTime, 10),
@@ -318,26 +318,26 @@ func (s BindState) Next() Action {
 			a.Annotations[AnnoLockEpoch] = FormatLockEpochs(s.taken)
 		}
 	case phBind:
-		a.Kind, a.Reason = ActBind, actionReason(ReasonBind)
+		a.Kind, a.Reason = ActionBind, actionReason(ReasonBind)
 	case phSuccessEvent:
-		a.Kind, a.EventType, a.EventReason, a.Reason = ActEvent, "Normal", EventBindingSucceeded, actionReason(ReasonReport)
+		a.Kind, a.EventType, a.EventReason, a.Reason = ActionEvent, "Normal", EventBindingSucceeded, actionReason(ReasonReport)
 		a.Message = fmt.Sprintf("bound %s to %s", s.in.Pod, s.in.Node)
 		if s.unknown {
 			a.EventType, a.EventReason = "Warning", EventBindingUnknown
 			a.Message = fmt.Sprintf("binding %s to %s: %v; locks kept until they expire", s.in.Pod, s.in.Node, s.err)
 		}
 	case phFailPatch:
-		a.Kind, a.Reason = ActPatchPod, actionReason(ReasonMarkFailed)
+		a.Kind, a.Reason = ActionPatchPod, actionReason(ReasonMarkFailed)
 		a.Annotations = map[string]string{AnnoBindPhase: PhaseFailed}
 	case phFailRelease:
-		a.Kind, a.Lock, a.Reason = ActRelease, s.taken[len(s.taken)-1-s.idx].Name, actionReason(ReasonFailureRollback)
+		a.Kind, a.Lock, a.Reason = ActionRelease, s.taken[len(s.taken)-1-s.idx].Name, actionReason(ReasonFailureRollback)
 	case phFailEvent:
-		a.Kind, a.EventType, a.EventReason, a.Reason = ActEvent, "Warning", EventBindingFailed, actionReason(ReasonReport)
+		a.Kind, a.EventType, a.EventReason, a.Reason = ActionEvent, "Warning", EventBindingFailed, actionReason(ReasonReport)
 		a.Message = fmt.Sprintf("binding %s to %s failed: %v", s.in.Pod, s.in.Node, s.err)
 	case phForget:
-		a.Kind, a.Reason = ActForgetAssumed, actionReason(ReasonForget)
+		a.Kind, a.Reason = ActionForgetAssumed, actionReason(ReasonForget)
 	default:
-		a.Kind = ActDone
+		a.Kind = ActionDone
 	}
 	return a
 }

@@ -80,7 +80,7 @@ func (e *randomExecutor) do(a gpu.Action) gpu.Result {
 	fail := func(p float64) bool { return e.rnd.Float64() < p }
 	var r gpu.Result
 	switch a.Kind {
-	case gpu.ActGetPod:
+	case gpu.ActionGetPod:
 		if fail(0.05) {
 			r.Err = errAPI
 			break
@@ -90,7 +90,7 @@ func (e *randomExecutor) do(a gpu.Action) gpu.Result {
 			p.Spec.NodeName = a.Node
 		}
 		r.Pod = p
-	case gpu.ActLock:
+	case gpu.ActionLock:
 		switch {
 		case fail(0.3):
 			r.Err, r.Contention = errContention, true
@@ -100,14 +100,14 @@ func (e *randomExecutor) do(a gpu.Action) gpu.Result {
 			e.ep++
 			r.Epoch = e.ep
 		}
-	case gpu.ActWait:
+	case gpu.ActionWait:
 		d := a.Wait
 		if e.rnd.IntN(2) == 0 {
 			d = time.Duration(e.rnd.Int64N(int64(d) + 1))
 			r.Woken = true
 		}
 		e.now = e.now.Add(d)
-	case gpu.ActBind:
+	case gpu.ActionBind:
 		if fail(0.15) {
 			r.Err, r.OutcomeUnknown = errTimeout, e.rnd.IntN(2) == 0
 		}
@@ -166,12 +166,12 @@ func TestPropBindContract(t *testing.T) {
 		var attempt []string
 		for _, s := range steps {
 			switch s.Action.Kind {
-			case gpu.ActLock:
+			case gpu.ActionLock:
 				attempt = append(attempt, s.Action.Lock)
 				if !slices.Equal(attempt, locks[:len(attempt)]) {
 					t.Fatalf("lock order %v, want a prefix of %v", attempt, locks)
 				}
-			case gpu.ActWait:
+			case gpu.ActionWait:
 				attempt = nil
 				if end := s.Result.Now.Sub(tBind); end > in.Options.RetryDeadline+5*time.Millisecond {
 					t.Fatalf("a wait ended at %v, past the %v deadline", end, in.Options.RetryDeadline)
@@ -180,7 +180,7 @@ func TestPropBindContract(t *testing.T) {
 		}
 		if lockErr == nil && len(locks) == 0 {
 			for _, s := range steps {
-				if s.Action.Kind == gpu.ActLock || s.Action.Kind == gpu.ActRelease {
+				if s.Action.Kind == gpu.ActionLock || s.Action.Kind == gpu.ActionRelease {
 					t.Fatalf("a pod without lockable requests touched a lock: %v", s.Action)
 				}
 			}
@@ -206,7 +206,7 @@ func TestPropBindContract(t *testing.T) {
 // other than contention timing out (a failed release or wait).
 func retryCut(steps []transcriptStep) bool {
 	for _, s := range steps {
-		if (s.Action.Kind == gpu.ActRelease && s.Action.Reason.Code == gpu.ReasonRetryRollback || s.Action.Kind == gpu.ActWait) && s.Result.Err != nil {
+		if (s.Action.Kind == gpu.ActionRelease && s.Action.Reason.Code == gpu.ReasonRetryRollback || s.Action.Kind == gpu.ActionWait) && s.Result.Err != nil {
 			return true
 		}
 	}
@@ -220,7 +220,7 @@ func TestPropBindDeterministic(t *testing.T) {
 		contend := rapid.IntRange(0, 5).Draw(t, "contend")
 		run := func() string {
 			sc := &scripted{step: time.Millisecond, pod: pod.DeepCopy(),
-				results: map[string][]gpu.Result{"Lock " + mutex + " Acquire": slices.Repeat([]gpu.Result{{Err: errContention, Contention: true}}, contend)}}
+				results: map[string][]gpu.Result{"Lock " + gpu.LockNvidia + " Acquire": slices.Repeat([]gpu.Result{{Err: errContention, Contention: true}}, contend)}}
 			steps, out := drive(t, bindInput(gpu.Options{}), sc)
 			return FormatTranscriptWithOutcome(steps, out)
 		}

@@ -2,10 +2,6 @@ package gpu_test
 
 import (
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,8 +10,6 @@ import (
 
 	"github.com/plancore/plancore/gpu"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 var (
 	tBind         = time.Date(2026, 6, 14, 10, 0, 0, 0, time.UTC)
@@ -49,12 +43,12 @@ func (s *scripted) do(a gpu.Action) gpu.Result {
 		r = ar
 	} else {
 		switch a.Kind {
-		case gpu.ActGetPod:
+		case gpu.ActionGetPod:
 			r.Pod = s.pod
-		case gpu.ActLock:
+		case gpu.ActionLock:
 			s.epoch++
 			r.Epoch = s.epoch
-		case gpu.ActWait:
+		case gpu.ActionWait:
 			d := a.Wait
 			if s.wakeAfter > 0 && s.wakeAfter < d {
 				d, r.Woken = s.wakeAfter, true
@@ -93,7 +87,7 @@ func drive(t fataler, in gpu.BindInput, s *scripted) ([]transcriptStep, gpu.Outc
 			t.Fatal(err)
 		}
 	}
-	if st.Next().Kind != gpu.ActDone {
+	if st.Next().Kind != gpu.ActionDone {
 		t.Fatalf("finished state's next action is %v", st.Next())
 	}
 	return steps, st.Outcome()
@@ -108,274 +102,6 @@ func gpuPod(limits ...string) *corev1.Pod {
 func bindInput(opts gpu.Options) gpu.BindInput {
 	return gpu.BindInput{Pod: gpu.PodRef{Namespace: "default", Name: "p", UID: "uid-p"}, Node: "n1", Now: tBind,
 		Registry: gpu.DefaultRegistry(), Options: opts, Seed: 1}
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".txt")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("transcript differs from %s (-want +got):\n%s", path, diff)
-	}
-}
-
-// kinds lists "<Kind> <Lock> (<Reason code>)" of every step, the shape the table checks.
-func kinds(steps []transcriptStep) []string {
-	out := make([]string, len(steps))
-	for i, s := range steps {
-		out[i] = strings.TrimSpace(string(s.Action.Kind)+" "+s.Action.Lock) + " (" + string(s.Action.Reason.Code) + ")"
-	}
-	return out
-}
-
-const (
-	mutex = gpu.LockNvidia
-	mlu   = gpu.LockCambricon
-)
-
-func TestBindFlow(t *testing.T) {
-	nvidiaAndMLU := gpuPod("nvidia.com/gpu", "1", "cambricon.com/vmlu", "1")
-	contended := gpu.Result{Err: errContention, Contention: true}
-	cases := []struct {
-		name      string
-		pod       *corev1.Pod
-		opts      gpu.Options
-		results   map[string][]gpu.Result
-		always    map[string]gpu.Result
-		wakeAfter time.Duration
-		want      []string
-		bound     bool
-		released  []string
-		errIs     error
-		errHas    string
-	}{
-		{
-			name:  "success keeps the lock for the allocator",
-			pod:   gpuPod("nvidia.com/gpu", "1"),
-			want:  []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "Event (Report)"},
-			bound: true,
-		},
-		{
-			name:  "no lockable device binds without locks",
-			pod:   gpuPod("mthreads.com/vgpu", "1"),
-			want:  []string{"GetPod (Read)", "GetNode (Read)", "PatchPod (MarkAllocating)", "Bind (Bind)", "Event (Report)"},
-			bound: true,
-		},
-		{
-			name:  "mixed vendors lock in ascending name order",
-			pod:   nvidiaAndMLU,
-			want:  []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "Event (Report)"},
-			bound: true,
-		},
-		{
-			name:    "pod missing: forget and return a Go error",
-			pod:     gpuPod("nvidia.com/gpu", "1"),
-			results: map[string][]gpu.Result{"GetPod  Read": {{Err: errAPI}}},
-			want:    []string{"GetPod (Read)", "ForgetAssumed (Forget)"},
-			errIs:   errAPI,
-		},
-		{
-			name:    "node missing: failure path without locks",
-			pod:     gpuPod("nvidia.com/gpu", "1"),
-			results: map[string][]gpu.Result{"GetNode  Read": {{Err: errAPI}}},
-			want:    []string{"GetPod (Read)", "GetNode (Read)", "PatchPod (MarkFailed)", "Event (Report)", "ForgetAssumed (Forget)"},
-			errIs:   errAPI,
-		},
-		{
-			name:     "second lock fails: release both, the failed one first",
-			pod:      nvidiaAndMLU,
-			results:  map[string][]gpu.Result{"Lock " + mutex + " Acquire": {{Err: errAPI}}},
-			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkFailed)", "Release " + mutex + " (FailureRollback)", "Release " + mlu + " (FailureRollback)", "Event (Report)", "ForgetAssumed (Forget)"},
-			released: []string{mutex, mlu},
-			errIs:    errAPI,
-		},
-		{
-			name:     "first lock fails: release it in case the write took effect",
-			pod:      nvidiaAndMLU,
-			results:  map[string][]gpu.Result{"Lock " + mlu + " Acquire": {{Err: errAPI}}},
-			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "PatchPod (MarkFailed)", "Release " + mlu + " (FailureRollback)", "Event (Report)", "ForgetAssumed (Forget)"},
-			errIs:    errAPI,
-			released: []string{mlu},
-		},
-		{
-			name:     "patch fails: release both in reverse",
-			pod:      nvidiaAndMLU,
-			results:  map[string][]gpu.Result{"PatchPod  MarkAllocating": {{Err: errAPI}}},
-			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "PatchPod (MarkFailed)", "Release " + mutex + " (FailureRollback)", "Release " + mlu + " (FailureRollback)", "Event (Report)", "ForgetAssumed (Forget)"},
-			released: []string{mutex, mlu},
-			errIs:    errAPI,
-		},
-		{
-			name:     "bind fails: release both in reverse",
-			pod:      nvidiaAndMLU,
-			results:  map[string][]gpu.Result{"Bind  Bind": {{Err: errAPI}}},
-			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "PatchPod (MarkFailed)", "Release " + mutex + " (FailureRollback)", "Release " + mlu + " (FailureRollback)", "Event (Report)", "ForgetAssumed (Forget)"},
-			released: []string{mutex, mlu},
-			errIs:    errAPI,
-		},
-		{
-			name: "failed mark and failed release still release everything and report the original error",
-			pod:  nvidiaAndMLU,
-			results: map[string][]gpu.Result{
-				"Bind  Bind":                            {{Err: errAPI}},
-				"PatchPod  MarkFailed":                  {{Err: errors.New("patch refused")}},
-				"Release " + mutex + " FailureRollback": {{Err: errors.New("release refused")}},
-			},
-			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "PatchPod (MarkFailed)", "Release " + mutex + " (FailureRollback)", "Release " + mlu + " (FailureRollback)", "Event (Report)", "ForgetAssumed (Forget)"},
-			released: []string{mutex, mlu},
-			errIs:    errAPI,
-			errHas:   "also failed to mark hami.io/bind-phase=failed: patch refused",
-		},
-		{
-			name:    "unknown bind outcome, pod found bound: success",
-			pod:     gpuPod("nvidia.com/gpu", "1"),
-			results: map[string][]gpu.Result{"Bind  Bind": {{Err: errTimeout, OutcomeUnknown: true}}, "GetPod  RereadAfterUnknown": {{Pod: boundPod("n1")}}},
-			want:    []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "GetPod (RereadAfterUnknown)", "Event (Report)"},
-			bound:   true,
-		},
-		{
-			name:     "unknown bind outcome, pod unbound: failure path",
-			pod:      gpuPod("nvidia.com/gpu", "1"),
-			results:  map[string][]gpu.Result{"Bind  Bind": {{Err: errTimeout, OutcomeUnknown: true}}, "GetPod  RereadAfterUnknown": {{Pod: boundPod("")}}},
-			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "GetPod (RereadAfterUnknown)", "PatchPod (MarkFailed)", "Release " + mutex + " (FailureRollback)", "Event (Report)", "ForgetAssumed (Forget)"},
-			released: []string{mutex},
-			errIs:    errTimeout,
-		},
-		{
-			name:    "unknown bind outcome, re-read fails: keep the locks and Report",
-			pod:     gpuPod("nvidia.com/gpu", "1"),
-			results: map[string][]gpu.Result{"Bind  Bind": {{Err: errTimeout, OutcomeUnknown: true}}, "GetPod  RereadAfterUnknown": {{Err: errAPI}}},
-			want:    []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "GetPod (RereadAfterUnknown)", "Event (Report)"},
-			errIs:   errTimeout,
-			errHas:  "re-reading the pod failed: apiserver unavailable",
-		},
-		{
-			name:      "contention: rollback, woken retry",
-			pod:       nvidiaAndMLU,
-			results:   map[string][]gpu.Result{"Lock " + mutex + " Acquire": {contended}},
-			wakeAfter: 30 * time.Millisecond,
-			want:      []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "Release " + mlu + " (RetryRollback)", "Wait (Backoff)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "Event (Report)"},
-			bound:     true,
-		},
-		{
-			name:     "contention past the deadline",
-			pod:      nvidiaAndMLU,
-			opts:     gpu.Options{RetryDeadline: 2 * time.Second, ExtenderHTTPTimeout: 3 * time.Second},
-			always:   map[string]gpu.Result{"Lock " + mutex + " Acquire": contended},
-			released: []string{mlu},
-			errIs:    errContention,
-			errHas:   "still contended after 2s and 6 attempts",
-		},
-		{
-			name:     "RetryPodGroupOnly: a lone pod fails at once",
-			pod:      gpuPod("nvidia.com/gpu", "1"),
-			opts:     gpu.Options{RetryPodGroupOnly: true},
-			results:  map[string][]gpu.Result{"Lock " + mutex + " Acquire": {contended}},
-			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkFailed)", "Event (Report)", "ForgetAssumed (Forget)"},
-			errIs:    errContention,
-			errHas:   "no retry: not a pod-group member",
-			released: nil,
-		},
-		{
-			name: "RetryPodGroupOnly: a gang pod retries",
-			pod: func() *corev1.Pod {
-				p := gpuPod("nvidia.com/gpu", "1")
-				p.Labels = map[string]string{gpu.LabelPodGroup: "g1"}
-				return p
-			}(),
-			opts:    gpu.Options{RetryPodGroupOnly: true},
-			results: map[string][]gpu.Result{"Lock " + mutex + " Acquire": {contended}},
-			want:    []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mutex + " (Acquire)", "Wait (Backoff)", "Lock " + mutex + " (Acquire)", "PatchPod (MarkAllocating)", "Bind (Bind)", "Event (Report)"},
-			bound:   true,
-		},
-		{
-			name: "rollback release fails: failure path releases what is left",
-			pod:  nvidiaAndMLU,
-			results: map[string][]gpu.Result{
-				"Lock " + mutex + " Acquire":        {contended},
-				"Release " + mlu + " RetryRollback": {{Err: errAPI}},
-			},
-			want:     []string{"GetPod (Read)", "GetNode (Read)", "Lock " + mlu + " (Acquire)", "Lock " + mutex + " (Acquire)", "Release " + mlu + " (RetryRollback)", "PatchPod (MarkFailed)", "Release " + mlu + " (FailureRollback)", "Event (Report)", "ForgetAssumed (Forget)"},
-			released: []string{mlu},
-			errIs:    errAPI,
-		},
-		{
-			name:   "malformed quantity: failure path with a clear error",
-			pod:    gpuPod("nvidia.com/gpu", "1.5"),
-			want:   []string{"GetPod (Read)", "PatchPod (MarkFailed)", "Event (Report)", "ForgetAssumed (Forget)"},
-			errIs:  gpu.ErrInvalidRequest,
-			errHas: `pod default/p: gpu: invalid device request: spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "1500m"`,
-		},
-		{
-			name:    "replaced pod (UID differs): like a missing pod",
-			pod:     gpuPod("nvidia.com/gpu", "1"),
-			results: map[string][]gpu.Result{"GetPod  Read": {{Pod: func() *corev1.Pod { p := gpuPod("nvidia.com/gpu", "1"); p.UID = "other"; return p }()}}},
-			want:    []string{"GetPod (Read)", "ForgetAssumed (Forget)"},
-			errHas:  "the pod was replaced",
-		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			sc := &scripted{step: time.Millisecond, pod: tc.pod, results: tc.results, always: tc.always, wakeAfter: tc.wakeAfter}
-			steps, out := drive(t, bindInput(tc.opts), sc)
-			if tc.want != nil {
-				if diff := cmp.Diff(tc.want, kinds(steps)); diff != "" {
-					t.Errorf("actions (-want +got):\n%s", diff)
-				}
-			}
-			if out.Bound != tc.bound {
-				t.Errorf("bound = %v, want %v (%v)", out.Bound, tc.bound, out)
-			}
-			if diff := cmp.Diff(tc.released, out.Released); diff != "" {
-				t.Errorf("released (-want +got):\n%s", diff)
-			}
-			if tc.errIs != nil && !errors.Is(out.Err, tc.errIs) {
-				t.Errorf("err = %v, want it to wrap %v", out.Err, tc.errIs)
-			}
-			if tc.errHas != "" && !strings.Contains(out.ExtenderError(), tc.errHas) {
-				t.Errorf("error %q does not mention %q", out.ExtenderError(), tc.errHas)
-			}
-			if tc.bound != (out.Err == nil) {
-				t.Errorf("bound=%v but err=%v", tc.bound, out.Err)
-			}
-			checkBindContract(t, steps, out)
-			golden(t, "bind/"+fileName(tc.name), FormatTranscriptWithOutcome(steps, out))
-		})
-	}
-}
-
-// fileName keeps letters and digits of a case name and joins the rest with "-".
-func fileName(name string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(name) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
-			dash = false
-		} else if !dash && b.Len() > 0 {
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	return strings.TrimSuffix(b.String(), "-")
-}
-
-func boundPod(node string) *corev1.Pod {
-	p := gpuPod("nvidia.com/gpu", "1")
-	p.Spec.NodeName = node
-	return p
 }
 
 // FormatTranscriptWithOutcome is the golden file body.
@@ -393,17 +119,17 @@ func checkBindContract(t fataler, steps []transcriptStep, out gpu.Outcome) {
 	podKnown := false
 	for _, s := range steps {
 		a := s.Action
-		if a.Kind != gpu.ActGetPod && a.Kind != gpu.ActForgetAssumed {
+		if a.Kind != gpu.ActionGetPod && a.Kind != gpu.ActionForgetAssumed {
 			podKnown = true
 		}
 		switch a.Kind {
-		case gpu.ActGetPod, gpu.ActForgetAssumed:
-		case gpu.ActLock:
+		case gpu.ActionGetPod, gpu.ActionForgetAssumed:
+		case gpu.ActionLock:
 			// A Lock that failed other than by contention may have written.
 			if s.Result.Err == nil || !s.Result.Contention {
 				held = append(held, a.Lock)
 			}
-		case gpu.ActRelease:
+		case gpu.ActionRelease:
 			if len(held) == 0 || held[len(held)-1] != a.Lock {
 				t.Fatalf("released %s while holding %v: not the last lock taken", a.Lock, held)
 			}
@@ -414,7 +140,7 @@ func checkBindContract(t fataler, steps []transcriptStep, out gpu.Outcome) {
 			if a.Reason.Code == gpu.ReasonFailureRollback {
 				failureReleases = append(failureReleases, a.Lock)
 			}
-		case gpu.ActPatchPod:
+		case gpu.ActionPatchPod:
 			switch a.Annotations[gpu.AnnoBindPhase] {
 			case gpu.PhaseFailed:
 				markedFailed = true
@@ -463,7 +189,7 @@ func TestBindPatchCarriesTimeAndEpochs(t *testing.T) {
 	steps, out := drive(t, bindInput(gpu.Options{}), sc)
 	var patch map[string]string
 	for _, s := range steps {
-		if s.Action.Kind == gpu.ActPatchPod {
+		if s.Action.Kind == gpu.ActionPatchPod {
 			patch = s.Action.Annotations
 		}
 	}

@@ -74,7 +74,7 @@ func checkRejections(fail func(string, ...any), n Node, f NodeFit) {
 	}
 	sum := 0
 	for _, r := range f.Rejections {
-		if r.Code == NodeInsufficientDevice {
+		if r.Code == ReasonNodeInsufficientDevice {
 			if r.Total != 0 || len(f.Rejections) != 1 {
 				fail("%s: %s must be the only reason and count no device: %q", f.Node, r.Code, f.Message())
 			}

@@ -35,11 +35,11 @@ func ExampleStartBind() {
 		fmt.Println(a)
 		r := gpu.Result{Now: now}
 		switch a.Kind {
-		case gpu.ActGetPod:
+		case gpu.ActionGetPod:
 			r.Pod = pod
-		case gpu.ActLock:
+		case gpu.ActionLock:
 			r.Epoch = 7
-		case gpu.ActBind:
+		case gpu.ActionBind:
 			r.Err = errors.New("admission webhook denied the binding")
 		}
 		st, _ = gpu.StepBind(st, r)

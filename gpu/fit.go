@@ -210,28 +210,28 @@ type ReasonCode string
 
 // Reason codes of a device rejected by a fit; the strings are HAMi's.
 const (
-	CardNotHealth                     ReasonCode = "CardNotHealth"
-	CardCordoned                      ReasonCode = "CardCordoned"
-	CardTypeMismatch                  ReasonCode = "CardTypeMismatch"
-	NumaNotFit                        ReasonCode = "NumaNotFit"
-	CardUUIDMismatch                  ReasonCode = "CardUuidMismatch"
-	CardTimeSlicingExhausted          ReasonCode = "CardTimeSlicingExhausted"
-	ExclusiveDeviceAllocateConflict   ReasonCode = "ExclusiveDeviceAllocateConflict"
-	ResourceQuotaNotFit               ReasonCode = "ResourceQuotaNotFit"
-	CardInsufficientMemory            ReasonCode = "CardInsufficientMemory"
-	CardInsufficientCore              ReasonCode = "CardInsufficientCore"
-	CardComputeUnitsExhausted         ReasonCode = "CardComputeUnitsExhausted"
-	AllocatedCardsInsufficientRequest ReasonCode = "AllocatedCardsInsufficientRequest"
-	// NodeInsufficientDevice: the node has fewer devices of the requested
+	ReasonCardNotHealth                     ReasonCode = "CardNotHealth"
+	ReasonCardCordoned                      ReasonCode = "CardCordoned"
+	ReasonCardTypeMismatch                  ReasonCode = "CardTypeMismatch"
+	ReasonNumaNotFit                        ReasonCode = "NumaNotFit"
+	ReasonCardUUIDMismatch                  ReasonCode = "CardUuidMismatch"
+	ReasonCardTimeSlicingExhausted          ReasonCode = "CardTimeSlicingExhausted"
+	ReasonExclusiveDeviceAllocateConflict   ReasonCode = "ExclusiveDeviceAllocateConflict"
+	ReasonResourceQuotaNotFit               ReasonCode = "ResourceQuotaNotFit"
+	ReasonCardInsufficientMemory            ReasonCode = "CardInsufficientMemory"
+	ReasonCardInsufficientCore              ReasonCode = "CardInsufficientCore"
+	ReasonCardComputeUnitsExhausted         ReasonCode = "CardComputeUnitsExhausted"
+	ReasonAllocatedCardsInsufficientRequest ReasonCode = "AllocatedCardsInsufficientRequest"
+	// ReasonNodeInsufficientDevice: the node has fewer devices of the requested
 	// type than the request asks (HAMi's message is the bare code).
-	NodeInsufficientDevice ReasonCode = "NodeInsufficientDevice"
-	// CardMigTopologyInfeasible: no MIG profile of the device large enough
+	ReasonNodeInsufficientDevice ReasonCode = "NodeInsufficientDevice"
+	// ReasonCardMigTopologyInfeasible: no MIG profile of the device large enough
 	// for the request has a free placement.
-	CardMigTopologyInfeasible ReasonCode = "CardMigTopologyInfeasible"
-	// ModeNotFit: no slice profile of the node matches the request
+	ReasonCardMigTopologyInfeasible ReasonCode = "CardMigTopologyInfeasible"
+	// ReasonModeNotFit: no slice profile of the node matches the request
 	// (FitSliceProfiles, HAMi's Enflame DRS), or the node does not support
 	// the hami-core soft split an Ascend request asks (Request.SoftSplit).
-	ModeNotFit ReasonCode = "ModeNotFit"
+	ReasonModeNotFit ReasonCode = "ModeNotFit"
 )
 
 // Reason codes of a node's and a plan's outcome.
@@ -248,13 +248,7 @@ const (
 )
 
 // Reason says why: a code to match on and a message for people.
-type Reason struct {
-	Code    ReasonCode `json:"code"`
-	Message string     `json:"message"`
-}
-
-// String renders the code alone.
-func (r Reason) String() string { return string(r.Code) }
+type Reason = plancore.Reason[ReasonCode, plancore.NoFacts]
 
 // Rejection counts the devices of a node rejected for one cause.
 type Rejection struct {

@@ -3,7 +3,6 @@ package gpu_test
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -489,33 +488,4 @@ func FuzzDecodeAllocations(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestFitGolden renders the policy fixture and the memory-and-type example in full, scores and
-// all, against testdata/fit/*.txt (-update rewrites them).
-func TestFitGolden(t *testing.T) {
-	var out strings.Builder
-	for _, np := range []gpu.Policy{gpu.Binpack, gpu.Spread} {
-		for _, gp := range []gpu.Policy{gpu.Binpack, gpu.Spread} {
-			res, err := fit(policyFixture(), gpu.FitRequest{Requests: []gpu.Request{nvReq("main", 1, 1000, 20)}, NodePolicy: np, GPUPolicy: []gpu.Policy{gp}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintf(&out, "# node %s, gpu %s\n%s\n", np, gp, res)
-		}
-	}
-	res, err := fit(policyFixture(), gpu.FitRequest{GPUPolicy: []gpu.Policy{gpu.Binpack}, Requests: []gpu.Request{
-		{Container: "init", Init: true, Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryMiB: 5000}, nvReq("app", 1, 4000, 0)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(&out, "# init 5000 MiB + app 4000 MiB, binpack\n%s\n", res)
-	full := used(card("g0", 0), 1, 7500, 0)
-	res, err = fit([]gpu.Node{{Name: "n", Devices: []gpu.Device{full, {ID: "m0", Index: 1, Vendor: "MLU", Count: 10, MemoryMiB: 8000, Cores: 100, Healthy: true}}}},
-		gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 1, 1000, 0)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(&out, "# reasons\n%s", res)
-	golden(t, "fit/policy-and-memory-examples", out.String())
 }

@@ -20,7 +20,7 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore, coun
 	// looking at them, unless MIG instances could serve the request.
 	migRequest := r.Capabilities.MIG && mig && (req.Mode == "" || strings.Contains(req.Mode, ModeMIG))
 	if countFirst && int(r.Nums) > len(typeDevs) && !migRequest {
-		return nil, []Rejection{{Code: NodeInsufficientDevice}}
+		return nil, []Rejection{{Code: ReasonNodeInsufficientDevice}}
 	}
 	p := &picker{st: st, r: r, req: req, sel: selectorFor(req.Selectors, r.Type), cores: min(r.Cores, 100),
 		need: r.Nums, picked: make([]pick, 0, min(int(r.Nums), len(typeDevs))), quotaMem: st.quotaMem, quotaCores: st.quotaCores, prevNUMA: -1,
@@ -317,20 +317,20 @@ const (
 )
 
 var reasonCodes = [...]ReasonCode{
-	rCardTypeMismatch:                  CardTypeMismatch,
-	rCardNotHealth:                     CardNotHealth,
-	rCardCordoned:                      CardCordoned,
-	rNumaNotFit:                        NumaNotFit,
-	rCardUUIDMismatch:                  CardUUIDMismatch,
-	rCardTimeSlicingExhausted:          CardTimeSlicingExhausted,
-	rExclusiveDeviceAllocateConflict:   ExclusiveDeviceAllocateConflict,
-	rResourceQuotaNotFit:               ResourceQuotaNotFit,
-	rCardInsufficientMemory:            CardInsufficientMemory,
-	rCardInsufficientCore:              CardInsufficientCore,
-	rCardComputeUnitsExhausted:         CardComputeUnitsExhausted,
-	rAllocatedCardsInsufficientRequest: AllocatedCardsInsufficientRequest,
-	rCardMigTopologyInfeasible:         CardMigTopologyInfeasible,
-	rModeNotFit:                        ModeNotFit,
+	rCardTypeMismatch:                  ReasonCardTypeMismatch,
+	rCardNotHealth:                     ReasonCardNotHealth,
+	rCardCordoned:                      ReasonCardCordoned,
+	rNumaNotFit:                        ReasonNumaNotFit,
+	rCardUUIDMismatch:                  ReasonCardUUIDMismatch,
+	rCardTimeSlicingExhausted:          ReasonCardTimeSlicingExhausted,
+	rExclusiveDeviceAllocateConflict:   ReasonExclusiveDeviceAllocateConflict,
+	rResourceQuotaNotFit:               ReasonResourceQuotaNotFit,
+	rCardInsufficientMemory:            ReasonCardInsufficientMemory,
+	rCardInsufficientCore:              ReasonCardInsufficientCore,
+	rCardComputeUnitsExhausted:         ReasonCardComputeUnitsExhausted,
+	rAllocatedCardsInsufficientRequest: ReasonAllocatedCardsInsufficientRequest,
+	rCardMigTopologyInfeasible:         ReasonCardMigTopologyInfeasible,
+	rModeNotFit:                        ReasonModeNotFit,
 }
 
 func renderReasons(counts reasonCounts, total int) []Rejection {

@@ -13,15 +13,15 @@ func (a Action) String() string {
 	var b strings.Builder
 	b.WriteString(string(a.Kind))
 	switch a.Kind {
-	case ActGetPod:
+	case ActionGetPod:
 		fmt.Fprintf(&b, " %s", a.Pod)
-	case ActGetNode, ActBind:
+	case ActionGetNode, ActionBind:
 		fmt.Fprintf(&b, " %s -> %s", a.Pod, a.Node)
-	case ActLock, ActRelease:
+	case ActionLock, ActionRelease:
 		fmt.Fprintf(&b, " %s on %s for %s", a.Lock, a.Node, a.Pod)
-	case ActWait:
+	case ActionWait:
 		fmt.Fprintf(&b, " up to %v for %v on %s", a.Wait, a.WaitLocks, a.Node)
-	case ActPatchPod:
+	case ActionPatchPod:
 		fmt.Fprintf(&b, " %s {", a.Pod)
 		for i, k := range slices.Sorted(maps.Keys(a.Annotations)) {
 			if i > 0 {
@@ -30,9 +30,9 @@ func (a Action) String() string {
 			fmt.Fprintf(&b, "%s=%s", k, a.Annotations[k])
 		}
 		b.WriteString("}")
-	case ActEvent:
+	case ActionEvent:
 		fmt.Fprintf(&b, " %s %s %s: %s", a.Pod, a.EventType, a.EventReason, a.Message)
-	case ActForgetAssumed:
+	case ActionForgetAssumed:
 		fmt.Fprintf(&b, " %s", a.Pod)
 	}
 	if a.Reason.Code != "" {

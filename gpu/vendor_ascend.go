@@ -104,7 +104,7 @@ func (p *picker) chooseModulePairs() int {
 func modulePairsReasons(counts reasonCounts, got int, nums int32) []Rejection {
 	counts[rAllocatedCardsInsufficientRequest] = 0
 	out := renderReasons(counts, int(nums))
-	out = append(out, Rejection{Code: AllocatedCardsInsufficientRequest, Count: got, Total: int(nums)})
+	out = append(out, Rejection{Code: ReasonAllocatedCardsInsufficientRequest, Count: got, Total: int(nums)})
 	sortRejections(out)
 	return out
 }

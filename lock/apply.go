@@ -41,20 +41,20 @@ type Notifier interface {
 	Changes(key Key) <-chan struct{}
 }
 
-// Op is the store write a plan asks for.
-type Op string
+// ActionKind is the store write a plan asks for.
+type ActionKind string
 
 const (
-	// OpCompareAndSwap writes Plan.Record under Plan.Precondition.
-	OpCompareAndSwap Op = "CompareAndSwap"
-	// OpCompareAndDelete deletes under Plan.Precondition.
-	OpCompareAndDelete Op = "CompareAndDelete"
+	// ActionCompareAndSwap writes Plan.Record under Plan.Precondition.
+	ActionCompareAndSwap ActionKind = "CompareAndSwap"
+	// ActionCompareAndDelete deletes under Plan.Precondition.
+	ActionCompareAndDelete ActionKind = "CompareAndDelete"
 )
 
-// Result is the outcome of one store write of a plan.
+// Result is what one store write of a plan reported.
 type Result struct {
-	Op  Op
-	Key Key
+	Action ActionKind
+	Key    Key
 	// Err is the store's error (wrapping ErrConflict on a failed
 	// precondition), nil on success.
 	Err error
@@ -78,9 +78,9 @@ func Apply(ctx context.Context, p Plan, s Store) (Report, error) {
 	if plancore.IsNil(s) {
 		return Report{}, fmt.Errorf("lock %s: %s: %w", p.Key, p.Kind, ErrNilStore)
 	}
-	r := Result{Op: OpCompareAndSwap, Key: p.Key}
+	r := Result{Action: ActionCompareAndSwap, Key: p.Key}
 	if p.Kind == Release {
-		r.Op = OpCompareAndDelete
+		r.Action = ActionCompareAndDelete
 		r.Err = s.CompareAndDelete(ctx, p.Key, p.Precondition)
 	} else {
 		r.Err = s.CompareAndSwap(ctx, p.Key, p.Precondition, p.Record)

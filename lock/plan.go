@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/plancore/plancore"
 )
 
 // Kind is what a plan tells the caller to do.
@@ -103,13 +105,7 @@ func (c ReasonCode) Contention() bool { return c == ReasonHeldByOther || c == Re
 
 // Reason says why a plan is what it is: a code to match on and a message for
 // people.
-type Reason struct {
-	Code    ReasonCode `json:"code"`
-	Message string     `json:"message"`
-}
-
-// String renders the code alone, so transcripts stay short and stable.
-func (r Reason) String() string { return string(r.Code) }
+type Reason = plancore.Reason[ReasonCode, plancore.NoFacts]
 
 // reasonMessages are the messages of each code.
 var reasonMessages = map[ReasonCode]string{

@@ -123,7 +123,7 @@ type Report struct {
 func (r Report) Err() error {
 	var errs []error
 	for _, a := range r.Results {
-		if a.Err != nil && a.Kind != KindPatchPodAnnotations {
+		if a.Err != nil && a.Kind != ActionPatchPodAnnotations {
 			errs = append(errs, a.Err)
 		}
 	}
@@ -215,7 +215,7 @@ func (o Applier) Apply(ctx context.Context, p Plan, exec Executor) (Report, erro
 				err = errors.Join(failureError{a.FailureReason}, err)
 			}
 			res.Err = err
-			if a.Kind != KindPatchPodAnnotations && !o.KeepGoing {
+			if a.Kind != ActionPatchPodAnnotations && !o.KeepGoing {
 				rep.Stopped = true
 			}
 		}
@@ -248,7 +248,7 @@ func (ap *applier) expectationOps() error {
 func (ap *applier) do(a *Action, i int, res *ActionResult, rep *Report) error {
 	ctx, exec := ap.ctx, ap.exec
 	switch a.Kind {
-	case KindPatchPodAnnotations:
+	case ActionPatchPodAnnotations:
 		if a.Patch == nil {
 			return fmt.Errorf("%w: action %d has no Patch", ErrInvalidPlan, i)
 		}
@@ -256,13 +256,13 @@ func (ap *applier) do(a *Action, i int, res *ActionResult, rep *Report) error {
 		err := exec.PatchPodAnnotations(ctx, a.Patch.Namespace, a.Patch.Name, a.Patch.UID, a.Patch.ResourceVersion, a.Patch.Set)
 		res.Status = classify(expectations.Create, err, false, false)
 		return err
-	case KindDeleteAllOf:
+	case ActionDeleteAllOf:
 		if a.DeleteAll == nil {
 			return fmt.Errorf("%w: action %d has no DeleteAll", ErrInvalidPlan, i)
 		}
 		res.Target = a.DeleteAll.SelectorString()
 		return ap.deleteAllOf(a, res)
-	case KindDeletePod:
+	case ActionDeletePod:
 		if a.Delete == nil {
 			return fmt.Errorf("%w: action %d has no Delete", ErrInvalidPlan, i)
 		}
@@ -270,7 +270,7 @@ func (ap *applier) do(a *Action, i int, res *ActionResult, rep *Report) error {
 		var err error
 		res.Status, err = ap.deleteOne(a)
 		return err
-	case KindCreatePod:
+	case ActionCreatePod:
 		if a.Create == nil || a.Create.Pod == nil {
 			return fmt.Errorf("%w: action %d has no Create", ErrInvalidPlan, i)
 		}
@@ -281,7 +281,7 @@ func (ap *applier) do(a *Action, i int, res *ActionResult, rep *Report) error {
 			res.Created = append(res.Created, name)
 		}
 		return err
-	case KindCreateReplicaGroup:
+	case ActionCreateReplicaGroup:
 		if a.CreateGroup == nil {
 			return fmt.Errorf("%w: action %d has no CreateGroup", ErrInvalidPlan, i)
 		}
@@ -493,7 +493,7 @@ func UpdateForming(current []FormingGroup, p Plan, r Report) []FormingGroup {
 	out = append(out, r.Forming...)
 	// A retry that succeeded completes the group: its record goes.
 	for _, res := range r.Results {
-		if res.Kind == KindCreateReplicaGroup && res.Status == CallDone {
+		if res.Kind == ActionCreateReplicaGroup && res.Status == CallDone {
 			out = slices.DeleteFunc(out, func(f FormingGroup) bool { return f.Group == res.Group && f.ReplicaName == res.Target })
 		}
 	}

@@ -17,7 +17,7 @@ type Run struct{ Start, End int }
 // independent of each other: pod creates and deletes name distinct pods, and
 // replica-group creates distinct groups.
 func independent(k ActionKind) bool {
-	return k == KindCreatePod || k == KindDeletePod || k == KindCreateReplicaGroup
+	return k == ActionCreatePod || k == ActionDeletePod || k == ActionCreateReplicaGroup
 }
 
 // Runs splits p.Actions into runs: each maximal sequence of consecutive
@@ -78,7 +78,7 @@ func (o Applier) applyConcurrently(ctx context.Context, p Plan, exec Executor) (
 		mu.Unlock()
 	}
 	failed := func(res ActionResult) bool {
-		return res.Kind != KindPatchPodAnnotations && res.Err != nil && (res.Status == CallFailed || res.Status == CallAmbiguous)
+		return res.Kind != ActionPatchPodAnnotations && res.Err != nil && (res.Status == CallFailed || res.Status == CallAmbiguous)
 	}
 	// A done context makes Apply report an action skipped without calling
 	// the executor or touching the expectations.
@@ -87,7 +87,7 @@ func (o Applier) applyConcurrently(ctx context.Context, p Plan, exec Executor) (
 	sem := make(chan struct{}, o.MaxInFlight)
 	for _, run := range p.Runs() {
 		batch := run.End - run.Start
-		if p.Actions[run.Start].Kind != KindDeletePod && !o.NoSlowStart {
+		if p.Actions[run.Start].Kind != ActionDeletePod && !o.NoSlowStart {
 			batch = 1
 		}
 		for i := run.Start; i < run.End; {

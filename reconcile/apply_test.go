@@ -220,7 +220,7 @@ func TestApplyPatchFailureDoesNotStop(t *testing.T) {
 
 func TestApplyRejectsMalformedActions(t *testing.T) {
 	e := newApplyEnv(t)
-	rep := e.apply(reconcile.Plan{Cluster: "ns/rc", ClusterUID: "uid-rc", Actions: []reconcile.Action{{Kind: reconcile.KindDeletePod}}}, false)
+	rep := e.apply(reconcile.Plan{Cluster: "ns/rc", ClusterUID: "uid-rc", Actions: []reconcile.Action{{Kind: reconcile.ActionDeletePod}}}, false)
 	if !errors.Is(rep.Err(), reconcile.ErrInvalidPlan) {
 		t.Fatalf("Err = %v, want ErrInvalidPlan", rep.Err())
 	}
@@ -271,12 +271,12 @@ func TestQuotaThrash(t *testing.T) {
 func TestPlanRuns(t *testing.T) {
 	a := func(k reconcile.ActionKind, g string) reconcile.Action { return reconcile.Action{Kind: k, Group: g} }
 	p := reconcile.Plan{Actions: []reconcile.Action{
-		a(reconcile.KindPatchPodAnnotations, ""), a(reconcile.KindDeleteAllOf, ""),
-		a(reconcile.KindCreatePod, "headgroup"),
-		a(reconcile.KindDeletePod, "g"), a(reconcile.KindDeletePod, "g"),
-		a(reconcile.KindCreatePod, "g"), a(reconcile.KindCreatePod, "g"), a(reconcile.KindCreatePod, "g"),
-		a(reconcile.KindCreatePod, "h"),
-		a(reconcile.KindCreateReplicaGroup, "tpu"), a(reconcile.KindCreateReplicaGroup, "tpu"),
+		a(reconcile.ActionPatchPodAnnotations, ""), a(reconcile.ActionDeleteAllOf, ""),
+		a(reconcile.ActionCreatePod, "headgroup"),
+		a(reconcile.ActionDeletePod, "g"), a(reconcile.ActionDeletePod, "g"),
+		a(reconcile.ActionCreatePod, "g"), a(reconcile.ActionCreatePod, "g"), a(reconcile.ActionCreatePod, "g"),
+		a(reconcile.ActionCreatePod, "h"),
+		a(reconcile.ActionCreateReplicaGroup, "tpu"), a(reconcile.ActionCreateReplicaGroup, "tpu"),
 	}}
 	want := []reconcile.Run{{0, 1}, {1, 2}, {2, 3}, {3, 5}, {5, 8}, {8, 9}, {9, 11}}
 	if diff := cmp.Diff(want, p.Runs()); diff != "" {

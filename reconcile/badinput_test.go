@@ -357,8 +357,8 @@ func TestKubeRayV170CreatesEveryMissingPod(t *testing.T) {
 	tpu.MaxReplicas = i32(math.MaxInt32)
 	s := snap(cluster(g, tpu), withHead()...)
 	p := mustDecide(t, s, reconcile.KubeRayV170())
-	if p.Groups[0].Place != 2000 || p.Groups[1].Place != 1200 || p.Outcome.RequeueAfter != 0 {
-		t.Fatalf("placed %d and %d pods, requeue after %v; want 2000 and 1200 in one pass", p.Groups[0].Place, p.Groups[1].Place, p.Outcome.RequeueAfter)
+	if p.Groups[0].Place != 2000 || p.Groups[1].Place != 1200 || p.Verdict.RequeueAfter != 0 {
+		t.Fatalf("placed %d and %d pods, requeue after %v; want 2000 and 1200 in one pass", p.Groups[0].Place, p.Groups[1].Place, p.Verdict.RequeueAfter)
 	}
 	o := reconcile.KubeRayV170()
 	o.BurstReplicas = 100

@@ -69,7 +69,7 @@ func (c *checker) ours(pod *corev1.Pod) bool {
 func (c *checker) headCreates() {
 	creates, heads := 0, 0
 	for _, a := range c.p.Actions {
-		if a.Group == HeadGroupLabel && a.Kind == KindCreatePod {
+		if a.Group == HeadGroupLabel && a.Kind == ActionCreatePod {
 			creates++
 		}
 	}
@@ -87,9 +87,9 @@ func (c *checker) unhealthyStopsGroup() {
 	unhealthy, creates := map[string]bool{}, map[string]bool{}
 	for _, a := range c.p.Actions {
 		switch {
-		case a.Kind == KindDeletePod && (a.Reason.Code == ReasonWorkerTerminalPhase || a.Reason.Code == ReasonWorkerContainerExited):
+		case a.Kind == ActionDeletePod && (a.Reason.Code == ReasonWorkerTerminalPhase || a.Reason.Code == ReasonWorkerContainerExited):
 			unhealthy[a.Group] = true
-		case a.Kind == KindCreatePod && a.Group != HeadGroupLabel:
+		case a.Kind == ActionCreatePod && a.Group != HeadGroupLabel:
 			creates[a.Group] = true
 		}
 	}
@@ -138,9 +138,9 @@ func (c *checker) deletesAreSafe() {
 	seen := map[string]bool{}
 	for _, a := range c.p.Actions {
 		switch a.Kind {
-		case KindDeletePod:
+		case ActionDeletePod:
 			c.deleteIsSafe(a, pods, seen)
-		case KindDeleteAllOf:
+		case ActionDeleteAllOf:
 			if a.DeleteAll.Selector[LabelCluster] != c.in.Cluster.Name || a.DeleteAll.Namespace != c.in.Cluster.Namespace || a.DeleteAll.Active == 0 {
 				c.fail("DeleteAllOf %s in %q with %d active pods", a.DeleteAll.SelectorString(), a.DeleteAll.Namespace, a.DeleteAll.Active)
 			}
@@ -192,10 +192,10 @@ func (c *checker) gates() {
 			c.fail("group %q has unsatisfied expectations but gets %s", g, a.Kind)
 		}
 	}
-	if c.p.Outcome.StoppedAt == "suspend" || c.p.Outcome.StoppedAt == "recreate" {
+	if c.p.Verdict.StoppedAt == "suspend" || c.p.Verdict.StoppedAt == "recreate" {
 		for _, a := range c.p.Actions {
-			if a.Kind == KindCreatePod || a.Kind == KindCreateReplicaGroup {
-				c.fail("a plan stopped at %s creates pods (%s in %s)", c.p.Outcome.StoppedAt, a.Kind, a.Group)
+			if a.Kind == ActionCreatePod || a.Kind == ActionCreateReplicaGroup {
+				c.fail("a plan stopped at %s creates pods (%s in %s)", c.p.Verdict.StoppedAt, a.Kind, a.Group)
 			}
 		}
 	}
@@ -240,7 +240,7 @@ func (c *checker) desired() {
 func (c *checker) replicaGroups() {
 	deleted, whole := map[string]bool{}, map[string]bool{}
 	for _, a := range c.p.Actions {
-		if a.Kind == KindDeletePod {
+		if a.Kind == ActionDeletePod {
 			deleted[a.Delete.Name] = true
 			// Blind workersToDelete deletes (KubeRay's mode) may hit any pod.
 			if a.Delete.UID != "" {
@@ -270,10 +270,10 @@ func (c *checker) replicaGroups() {
 // group has all its hosts, labelled with its name and index.
 func (c *checker) createdGroups(hosts map[string]int, multi bool) {
 	for _, a := range c.p.Actions {
-		if a.Kind == KindCreatePod && a.Group != HeadGroupLabel && multi && hosts[a.Group] > 1 {
+		if a.Kind == ActionCreatePod && a.Group != HeadGroupLabel && multi && hosts[a.Group] > 1 {
 			c.fail("single pod created in multi-host group %s", a.Group)
 		}
-		if a.Kind != KindCreateReplicaGroup {
+		if a.Kind != ActionCreateReplicaGroup {
 			continue
 		}
 		cg := a.CreateGroup
@@ -391,13 +391,13 @@ func (c *checker) reasonsAndCounters() {
 			c.fail("%s action in group %q without a reason code", a.Kind, a.Group)
 		}
 		switch a.Kind {
-		case KindCreatePod:
+		case ActionCreatePod:
 			place++
-		case KindCreateReplicaGroup:
+		case ActionCreateReplicaGroup:
 			place += len(a.CreateGroup.Pods)
-		case KindDeletePod:
+		case ActionDeletePod:
 			stop++
-		case KindDeleteAllOf:
+		case ActionDeleteAllOf:
 			all += a.DeleteAll.Active
 		}
 	}

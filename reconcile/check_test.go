@@ -31,7 +31,7 @@ func TestCheckPlanCatchesBrokenPlans(t *testing.T) {
 	other := reconciletest.Worker("x", "a")
 	other.Labels[reconcile.LabelCluster] = "other"
 	s.Pods = append(s.Pods, other)
-	headCreate := reconcile.Action{Kind: reconcile.KindCreatePod, Group: reconcile.HeadGroupLabel,
+	headCreate := reconcile.Action{Kind: reconcile.ActionCreatePod, Group: reconcile.HeadGroupLabel,
 		Reason: reconcile.Reason{Code: reconcile.ReasonHeadCreate}, Create: &reconcile.CreatePod{Pod: &corev1.Pod{}, ReplicaIndex: -1, HostIndex: -1}}
 	breaks := []struct {
 		name, want string
@@ -42,12 +42,12 @@ func TestCheckPlanCatchesBrokenPlans(t *testing.T) {
 			p.Totals.Place++
 		}},
 		{"a pod of another cluster deleted", "not a pod of this cluster", func(p *reconcile.Plan) {
-			p.Actions = append(p.Actions, reconcile.Action{Kind: reconcile.KindDeletePod, Group: "a",
+			p.Actions = append(p.Actions, reconcile.Action{Kind: reconcile.ActionDeletePod, Group: "a",
 				Reason: reconcile.Reason{Code: reconcile.ReasonScaleDown}, Delete: &reconcile.DeletePod{Namespace: "ns", Name: "x", UID: "uid-x"}})
 		}},
 		{"a pod deleted twice", "deleted twice", func(p *reconcile.Plan) {
 			for _, a := range p.Actions {
-				if a.Kind == reconcile.KindDeletePod {
+				if a.Kind == reconcile.ActionDeletePod {
 					p.Actions = append(p.Actions, a)
 					return
 				}

@@ -198,7 +198,7 @@ func (r *convRun) step(round int) reconcile.Plan {
 			a := plan.Actions[res.Index]
 			// A delete of a pod already terminating removes nothing more,
 			// unless the planner counts terminating pods.
-			if a.Group == g.GroupName && a.Kind == reconcile.KindDeletePod && a.Reason.Code == reconcile.ReasonScaleDown &&
+			if a.Group == g.GroupName && a.Kind == reconcile.ActionDeletePod && a.Reason.Code == reconcile.ReasonScaleDown &&
 				active[a.Delete.Name] && (res.Status == reconcile.CallDone || res.Status == reconcile.CallAmbiguous) {
 				deleted++
 			}

@@ -16,7 +16,7 @@ const maxActionsHint = 4096
 const requeueAfterError = 2 * time.Second
 
 // requeueForStatus is the wake-up of a plan that waits on the caller's own
-// status write (Outcome.AwaitsStatus): a loop driven by watch events sees that
+// status write (Verdict.AwaitsStatus): a loop driven by watch events sees that
 // write at once; one that is not comes back after this.
 const requeueForStatus = time.Second
 
@@ -98,7 +98,7 @@ func (d *decider) run() error {
 	d.plan.Cluster = c.Namespace + "/" + c.Name
 	d.plan.ClusterUID = c.UID
 	d.plan.Now = s.Now
-	d.plan.Outcome.Reason = Reason{Code: ReasonOK}
+	d.plan.Verdict.Reason = Reason{Code: ReasonOK}
 	if s.ClusterHash != "" {
 		d.hash = s.ClusterHash
 	} else {
@@ -198,18 +198,18 @@ func (d *decider) finish() {
 	}
 	p.Totals.add(&p.Head)
 	if d.firstStop != nil {
-		p.Outcome.Reason = *d.firstStop
+		p.Verdict.Reason = *d.firstStop
 		d.addHint(requeueAfterError)
 	}
-	p.Outcome.RequeueAfter = d.hint
+	p.Verdict.RequeueAfter = d.hint
 	if d.foreign > 0 {
-		r := Reason{Code: ReasonForeignOwner, Count: d.foreign}
-		r.Message = fmt.Sprintf("%d pods labelled for this cluster are controlled by another RayCluster UID and are ignored", r.Count)
+		r := Reason{Code: ReasonForeignOwner, Facts: ReasonFacts{Count: d.foreign}}
+		r.Message = fmt.Sprintf("%d pods labelled for this cluster are controlled by another RayCluster UID and are ignored", r.Facts.Count)
 		p.Notices = append(p.Notices, r)
 	}
 	for _, g := range sortedKeys(d.notInSpec) {
-		r := Reason{Code: ReasonGroupNotInSpec, Group: g, Count: d.notInSpec[g]}
-		r.Message = fmt.Sprintf("%d pods carry ray.io/group=%s, which is not in the spec; they are never deleted (#1739)", r.Count, r.Group)
+		r := Reason{Code: ReasonGroupNotInSpec, Facts: ReasonFacts{Group: g, Count: d.notInSpec[g]}}
+		r.Message = fmt.Sprintf("%d pods carry ray.io/group=%s, which is not in the spec; they are never deleted (#1739)", r.Facts.Count, r.Facts.Group)
 		p.Notices = append(p.Notices, r)
 	}
 	slices.SortFunc(p.ExpectationOps.DropForming, func(a, b FormingKey) int {
@@ -227,13 +227,13 @@ func (d *decider) addHint(h time.Duration) {
 // Compat.StopAtFirstGroupRequeue mode).
 func (d *decider) stopChain(at string, r Reason, requeue bool) {
 	d.stopped = true
-	d.plan.Outcome.StoppedAt = at
+	d.plan.Verdict.StoppedAt = at
 	if requeue {
 		if d.firstStop == nil {
 			d.firstStop = &r
 		}
 	} else if d.firstStop == nil {
-		d.plan.Outcome.Reason = r
+		d.plan.Verdict.Reason = r
 	}
 }
 
@@ -247,7 +247,7 @@ func (d *decider) stopGroup(gi int, r Reason) {
 	}
 	if d.c.StopAtFirstGroupRequeue {
 		d.stopped = true
-		d.plan.Outcome.StoppedAt = "group " + gr.Group
+		d.plan.Verdict.StoppedAt = "group " + gr.Group
 	}
 }
 

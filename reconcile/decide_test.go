@@ -431,7 +431,7 @@ func TestBurstReplicas(t *testing.T) {
 	if p.Groups[0].Place != reconcile.DefaultBurstReplicas || p.Groups[1].Place != reconcile.DefaultBurstReplicas {
 		t.Fatalf("placed %d and %d pods, want %d each", p.Groups[0].Place, p.Groups[1].Place, reconcile.DefaultBurstReplicas)
 	}
-	if p.Outcome.RequeueAfter != 2*time.Second {
-		t.Errorf("RequeueAfter = %v, want a prompt requeue", p.Outcome.RequeueAfter)
+	if p.Verdict.RequeueAfter != 2*time.Second {
+		t.Errorf("RequeueAfter = %v, want a prompt requeue", p.Verdict.RequeueAfter)
 	}
 }

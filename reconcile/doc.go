@@ -16,7 +16,7 @@
 //	applier := reconcile.Applier{Expectations: tracker}
 //	report, err := applier.Apply(ctx, plan, exec)
 //	forming = reconcile.UpdateForming(forming, plan, report)
-//	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, err
+//	return ctrl.Result{RequeueAfter: plan.Verdict.RequeueAfter}, err
 //
 // Decide follows KubeRay's decision chain: spec hash, suspend, Recreate
 // upgrade, head pod, then worker groups in spec order. Every situation
@@ -43,9 +43,9 @@
 //     keeps Plan's order and concurrency rules (Plan.Runs).
 //  4. Keep Report's formation records (UpdateForming) for the next pass.
 //  5. Compute Status from the same snapshot and the report, and write it
-//     BEFORE the next pass when Outcome.AwaitsStatus: the suspend and resume
+//     BEFORE the next pass when Verdict.AwaitsStatus: the suspend and resume
 //     steps wait on the conditions it sets.
-//  6. Return Outcome.RequeueAfter as the wake-up, and Apply's error as the
+//  6. Return Verdict.RequeueAfter as the wake-up, and Apply's error as the
 //     error (a failed call is retried on the next pass, never patched).
 //
 // # Steps
@@ -139,7 +139,7 @@
 //     sent is in flight (KubeRay can leave a head it created a moment before
 //     running);
 //   - a plan that waits on the caller's own status write (suspend, resume)
-//     or on pods to go (Recreate) carries a wake-up (Outcome.AwaitsStatus,
+//     or on pods to go (Recreate) carries a wake-up (Verdict.AwaitsStatus,
 //     RequeueAfter), so a loop that no watch event drives does not stall.
 //
 // Decide refuses, as invalid input, every spec KubeRay v1.7's RayCluster

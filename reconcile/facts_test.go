@@ -30,17 +30,17 @@ func TestReasonFacts(t *testing.T) {
 		return reconcile.Reason{}
 	}
 	ignoreMessage := cmpopts.IgnoreFields(reconcile.Reason{}, "Message")
-	if diff := cmp.Diff(reconcile.Reason{Code: reconcile.ReasonBurstLimited, Group: "big", Count: 500, Of: 700, Limit: 500},
+	if diff := cmp.Diff(reconcile.Reason{Code: reconcile.ReasonBurstLimited, Facts: reconcile.ReasonFacts{Group: "big", Count: 500, Of: 700, Limit: 500}},
 		notice(reconcile.ReasonBurstLimited), ignoreMessage); diff != "" {
 		t.Errorf("BurstLimited (-want +got):\n%s", diff)
 	}
 	var scaleUp *reconcile.Reason
 	for i := range p.Actions {
-		if r := p.Actions[i].Reason; r.Code == reconcile.ReasonScaleUp && r.Group == "small" {
+		if r := p.Actions[i].Reason; r.Code == reconcile.ReasonScaleUp && r.Facts.Group == "small" {
 			scaleUp = &p.Actions[i].Reason
 		}
 	}
-	if scaleUp == nil || scaleUp.Count != 0 || scaleUp.Of != 2 {
+	if scaleUp == nil || scaleUp.Facts.Count != 0 || scaleUp.Facts.Of != 2 {
 		t.Errorf("ScaleUp of small = %+v, want 0 of 2 running", scaleUp)
 	}
 }
@@ -57,17 +57,17 @@ func TestPropReasonMessagesShowTheirFacts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reasons := append([]reconcile.Reason{p.Outcome.Reason}, p.Notices...)
+		reasons := append([]reconcile.Reason{p.Verdict.Reason}, p.Notices...)
 		for _, a := range p.Actions {
 			reasons = append(reasons, a.Reason)
 		}
 		for _, r := range reasons {
-			for name, n := range map[string]int{"count": r.Count, "of": r.Of, "limit": r.Limit, "numOfHosts": r.NumOfHosts, "attempt": r.Attempt} {
+			for name, n := range map[string]int{"count": r.Facts.Count, "of": r.Facts.Of, "limit": r.Facts.Limit, "numOfHosts": r.Facts.NumOfHosts, "attempt": r.Facts.Attempt} {
 				if n != 0 && !strings.Contains(r.Message, strconv.Itoa(n)) {
 					t.Fatalf("%s: %s %d is not in %q", r.Code, name, n, r.Message)
 				}
 			}
-			for name, v := range map[string]string{"replicaGroup": r.ReplicaGroup, "from": r.From, "to": r.To, "lastError": r.LastError} {
+			for name, v := range map[string]string{"replicaGroup": r.Facts.ReplicaGroup, "from": r.Facts.From, "to": r.Facts.To, "lastError": r.Facts.LastError} {
 				if v != "" && !strings.Contains(r.Message, v) {
 					t.Fatalf("%s: %s %q is not in %q", r.Code, name, v, r.Message)
 				}

@@ -11,9 +11,7 @@ import (
 // scenarios) to Decide in both modes: it must never panic, and when it
 // plans, the plan must render and keep every invariant of CheckPlan.
 func FuzzDecide(f *testing.F) {
-	for _, gc := range goldenCases() {
-		s := gc.snap
-		s.Expectations = nil
+	for _, s := range goldenSnapshots(f) {
 		b, err := json.Marshal(s)
 		if err != nil {
 			f.Fatal(err)

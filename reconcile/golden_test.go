@@ -1,7 +1,6 @@
 package reconcile_test
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,83 +11,204 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/plancore/plancore/internal/golden"
 	"github.com/plancore/plancore/reconcile"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.txt golden transcripts")
-
-type goldenCase struct {
-	name string
-	snap reconcile.Snapshot
-	opts reconcile.Options
+// goldenInput is one transcript's input: a RayCluster and its pods in the
+// tests' pod model (helpers_test.go), and the options Decide runs with.
+type goldenInput struct {
+	Cluster goldenCluster `json:"cluster"`
+	Pods    []goldenPod   `json:"pods"`
+	// Pending records create expectations for Pods of Group, not yet seen.
+	Pending *struct {
+		Group string   `json:"group"`
+		Pods  []string `json:"pods"`
+	} `json:"pending"`
+	Forming []reconcile.FormingGroup `json:"forming"`
+	TLS     reconcile.TLS            `json:"tls"`
+	Now     time.Time                `json:"now"`
+	Seed    uint64                   `json:"seed"`
+	Options reconcile.Options        `json:"options"`
+	// Compat names a compatibility profile whose Compat replaces the
+	// options': KubeRayV170, or none.
+	Compat string `json:"compat"`
 }
 
-func derived(o reconcile.Options) reconcile.Options {
-	o.NameMode = reconcile.NameModeDerived
-	return o
+// goldenCluster is cluster(groups...) of helpers_test.go: namespace ns,
+// UID uid-rc, a head and workers of image rayproject/ray:2.9.
+type goldenCluster struct {
+	// Name is rc unless set.
+	Name   string        `json:"name"`
+	Groups []goldenGroup `json:"groups"`
+	// InTreeAutoscaling sets spec.enableInTreeAutoscaling.
+	InTreeAutoscaling *bool `json:"inTreeAutoscaling"`
+	// Upgrade sets spec.upgradeStrategy.type.
+	Upgrade    string             `json:"upgrade"`
+	Conditions []metav1.Condition `json:"conditions"`
 }
 
-func goldenCases() []goldenCase {
-	mhHealthy := []corev1.Pod{mhWorker("a0", "tpu", "tpu-A1", 0, 0), mhWorker("a1", "tpu", "tpu-A1", 0, 1),
-		mhWorker("b0", "tpu", "tpu-B1", 1, 0), mhWorker("b1", "tpu", "tpu-B1", 1, 1)}
-	random := opts()
-	random.RandomPodDelete = true
-	randomCompat := compat()
-	randomCompat.RandomPodDelete = true
-	wtd := func() reconcile.Snapshot {
-		g := group("small-group", 3)
-		g.MaxReplicas = i32(10000)
-		g.ScaleStrategy.WorkersToDelete = []string{"pod2", "missing"}
-		c := cluster(g)
-		c.Spec.EnableInTreeAutoscaling = bptr(true)
-		return snap(c, withHead(worker("pod1", "small-group", created(-5*time.Hour)), worker("pod2", "small-group"),
-			worker("pod3", "small-group"), worker("pod4", "small-group"), worker("pod5", "small-group", notReady()))...)
+// goldenGroup is group(name, replicas) of helpers_test.go: min 0, max 10,
+// one host, unless set.
+type goldenGroup struct {
+	Name            string   `json:"name"`
+	Replicas        int32    `json:"replicas"`
+	Hosts           *int32   `json:"hosts"`
+	MaxReplicas     *int32   `json:"maxReplicas"`
+	WorkersToDelete []string `json:"workersToDelete"`
+}
+
+// goldenPod is a running, ready pod of cluster rc (basePod in
+// helpers_test.go), created an hour before t0, changed by its fields.
+type goldenPod struct {
+	Name string `json:"name"`
+	// Head makes it the head; otherwise it is a worker of Group.
+	Head  bool   `json:"head"`
+	Group string `json:"group"`
+	// Replica, ReplicaIndex and Host set the multi-host labels.
+	Replica      string `json:"replica"`
+	ReplicaIndex *int   `json:"replicaIndex"`
+	Host         *int   `json:"host"`
+	// Phase replaces Running.
+	Phase corev1.PodPhase `json:"phase"`
+	// Terminating gives it a deletion timestamp (a minute before t0) and a
+	// finalizer that holds it.
+	Terminating bool `json:"terminating"`
+	// Exited makes its container exit with code 1 under this restart policy.
+	Exited corev1.RestartPolicy `json:"exited"`
+	// NotReady makes its Ready condition false.
+	NotReady bool `json:"notReady"`
+	// Created is its creation time relative to t0 (default -1h).
+	Created     *golden.Duration  `json:"created"`
+	Annotations map[string]string `json:"annotations"`
+	// OwnerUID replaces its owner reference's UID (uid-rc).
+	OwnerUID string `json:"ownerUID"`
+}
+
+func (g goldenGroup) build() reconcile.WorkerGroup {
+	w := group(g.Name, g.Replicas)
+	if g.Hosts != nil {
+		w.NumOfHosts = *g.Hosts
 	}
-	suspending := cluster(group("small", 2))
-	suspending.Conditions = []metav1.Condition{{Type: reconcile.ConditionSuspending, Status: metav1.ConditionTrue}}
-	recreate := recreateCluster()
-	forming := snap(cluster(mhGroup("tpu", 2, 2)), withHead(mhHealthy[0], mhHealthy[1], mhWorker("c0", "tpu", "tpu-C1", 1, 0))...)
-	forming.Forming = []reconcile.FormingGroup{{Group: "tpu", ReplicaName: "tpu-C1", ReplicaIndex: 1, Missing: []int{1},
-		Attempts: 1, FirstFailure: t0.Add(-time.Minute), LastAttempt: t0.Add(-time.Minute), LastError: "exceeded quota: gpu"}}
-	pendingSnap := snap(cluster(group("a", 2), group("b", 1)), withHead(worker("a1", "a", index(0)))...)
-	pending(&pendingSnap, "a", "rc-a-worker-zzzzz")
-	mtls := snap(cluster(group("small", 1)), withHead()...)
-	mtls.TLS = reconcile.TLS{Enabled: true, NotReadyError: `secret "rc-ca" not found`}
-	zeroHosts := group("small", 2)
-	zeroHosts.NumOfHosts = 0
-	longName := cluster(group("group-with-a-rather-long-name", 1))
-	longName.Name = "ray-cluster-0000000000000000000000011111111122222222"
-	return []goldenCase{
-		{"fresh_cluster", snap(cluster(group("small", 2), mhGroup("tpu", 1, 2))), opts()},
-		{"fresh_cluster_derived_names", snap(cluster(group("small", 2), mhGroup("tpu", 1, 2))), derived(opts())},
-		{"deterministic_head_long_names", snap(longName), func() reconcile.Options { o := opts(); o.DeterministicHeadName = true; return o }()},
-		{"steady_state", snap(cluster(group("small", 2)), withHead(worker("w0", "small", index(0)), worker("w1", "small", index(1)))...), opts()},
-		{"suspending", snap(suspending, withHead(worker("w0", "small"))...), opts()},
-		{"recreate_spec_changed", snap(recreate, head("rc-head-aaaaa", annotate(reconcile.AnnotationKubeRayVersion, "v1.7.0"), annotate(reconcile.AnnotationRecreateHash, "OLDHASH")), worker("w1", "small")), opts()},
-		{"recreate_version_skip", snap(recreate, head("rc-head-aaaaa", annotate(reconcile.AnnotationKubeRayVersion, "v1.6.1"), annotate(reconcile.AnnotationRecreateHash, "OLDHASH")), worker("w1", "small")), opts()},
-		{"head_failed", snap(cluster(group("small", 1)), head("rc-head-aaaaa", phase(corev1.PodFailed)), worker("w1", "small")), opts()},
-		{"two_heads", snap(cluster(group("small", 1)), head("headNode2"), head("headNode")), opts()},
-		{"unhealthy_worker_default", snap(cluster(group("a", 2), group("b", 1)), withHead(worker("a1", "a", phase(corev1.PodFailed)), worker("a2", "a", exited(corev1.RestartPolicyNever)))...), opts()},
-		{"unhealthy_worker_compat", snap(cluster(group("a", 2), group("b", 1)), withHead(worker("a1", "a", phase(corev1.PodFailed)), worker("a2", "a", exited(corev1.RestartPolicyNever)))...), compat()},
-		{"workers_to_delete_default", wtd(), random},
-		{"workers_to_delete_compat", wtd(), randomCompat},
-		{"terminating_default", snap(cluster(group("small", 2)), withHead(worker("w0", "small", index(0), terminatingPod()), worker("w1", "small", index(1)))...), opts()},
-		{"terminating_compat", snap(cluster(group("small", 2)), withHead(worker("w0", "small", index(0), terminatingPod()), worker("w1", "small", index(1)))...), compat()},
-		{"multihost_replace_unhealthy", snap(cluster(mhGroup("tpu", 2, 2)), withHead(mhWorker("a0", "tpu", "tpu-A1", 0, 0, phase(corev1.PodFailed)), mhHealthy[1], mhHealthy[2], mhHealthy[3])...), derived(opts())},
-		{"multihost_incomplete", snap(cluster(mhGroup("tpu", 2, 2)), withHead(mhHealthy[0], mhHealthy[2], mhHealthy[3])...), opts()},
-		{"multihost_forming_retry", forming, derived(opts())},
-		{"multihost_scale_down_legacy", snap(cluster(mhGroup("tpu", 1, 2)), withHead(worker("l0", "tpu"), worker("l1", "tpu"), mhHealthy[0], mhHealthy[1])...), opts()},
-		{"expectations_pending", pendingSnap, opts()},
-		{"mtls_not_ready", mtls, opts()},
-		{"zero_hosts_default", snap(cluster(zeroHosts), withHead(worker("w1", "small"))...), opts()},
-		{"zero_hosts_compat", snap(cluster(zeroHosts), withHead(worker("w1", "small"))...), compat()},
-		{"group_not_in_spec_and_foreign", snap(cluster(group("small", 1)), withHead(worker("old", "removed"), func() corev1.Pod {
-			p := worker("prev", "small")
-			p.OwnerReferences[0].UID = "uid-previous"
-			return p
-		}())...), opts()},
+	if g.MaxReplicas != nil {
+		w.MaxReplicas = g.MaxReplicas
 	}
+	w.ScaleStrategy.WorkersToDelete = g.WorkersToDelete
+	return w
+}
+
+func (p goldenPod) build() corev1.Pod {
+	var o []podOpt
+	if p.Phase != "" {
+		o = append(o, phase(p.Phase))
+	}
+	if p.Terminating {
+		o = append(o, terminatingPod())
+	}
+	if p.Exited != "" {
+		o = append(o, exited(p.Exited))
+	}
+	if p.NotReady {
+		o = append(o, notReady())
+	}
+	if p.Created != nil {
+		o = append(o, created(p.Created.D()))
+	}
+	for _, k := range sortedMapKeys(p.Annotations) {
+		o = append(o, annotate(k, p.Annotations[k]))
+	}
+	var pod corev1.Pod
+	if p.Head {
+		pod = head(p.Name, o...)
+	} else {
+		pod = worker(p.Name, p.Group, o...)
+	}
+	if p.Replica != "" {
+		pod.Labels[reconcile.LabelReplicaName] = p.Replica
+	}
+	if p.ReplicaIndex != nil {
+		pod.Labels[reconcile.LabelReplicaIndex] = fmt.Sprint(*p.ReplicaIndex)
+	}
+	if p.Host != nil {
+		pod.Labels[reconcile.LabelHostIndex] = fmt.Sprint(*p.Host)
+	}
+	if p.OwnerUID != "" {
+		pod.OwnerReferences[0].UID = types.UID(p.OwnerUID)
+	}
+	return pod
+}
+
+func (in goldenInput) build(t testing.TB) (reconcile.Snapshot, reconcile.Options) {
+	var groups []reconcile.WorkerGroup
+	for _, g := range in.Cluster.Groups {
+		groups = append(groups, g.build())
+	}
+	c := cluster(groups...)
+	if in.Cluster.Name != "" {
+		c.Name = in.Cluster.Name
+	}
+	c.Spec.EnableInTreeAutoscaling = in.Cluster.InTreeAutoscaling
+	if in.Cluster.Upgrade != "" {
+		c.Spec.UpgradeStrategy = &reconcile.UpgradeStrategy{Type: sptr(in.Cluster.Upgrade)}
+	}
+	c.Conditions = in.Cluster.Conditions
+	var pods []corev1.Pod
+	for _, p := range in.Pods {
+		pods = append(pods, p.build())
+	}
+	s := reconcile.Snapshot{Cluster: c, Pods: pods, Forming: in.Forming, TLS: in.TLS, Now: in.Now, Seed: in.Seed}
+	if in.Pending != nil {
+		pending(&s, in.Pending.Group, in.Pending.Pods...)
+	}
+	o := in.Options
+	switch in.Compat {
+	case "":
+	case "KubeRayV170":
+		o.Compat = reconcile.KubeRayV170().Compat
+	default:
+		t.Fatalf("unknown compat %q (KubeRayV170 or none)", in.Compat)
+	}
+	return s, o
+}
+
+// goldenSnapshots are the snapshots of the golden transcripts, without
+// their expectations, for seeding fuzz tests.
+func goldenSnapshots(t testing.TB) []reconcile.Snapshot {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden transcripts: %v", err)
+	}
+	var out []reconcile.Snapshot
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := golden.Parse(data)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		s, _ := golden.Decode[goldenInput](t, tr.Input).build(t)
+		s.Expectations = nil
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestGolden runs Decide on each testdata/*.txt and compares the plan's
+// explanation and the pods it creates (go test -run TestGolden -update
+// rewrites the outputs).
+func TestGolden(t *testing.T) {
+	golden.Run(t, "testdata", func(t *testing.T, input []byte) string {
+		s, o := golden.Decode[goldenInput](t, input).build(t)
+		p, err := reconcile.Decide(s, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return renderInput(s, o) + p.Explain() + renderPods(p)
+	})
 }
 
 // renderInput summarizes a snapshot for the golden file's header.
@@ -158,34 +278,4 @@ func sortedMapKeys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func TestGolden(t *testing.T) {
-	cases := goldenCases()
-	if len(cases) < 15 {
-		t.Fatalf("only %d golden scenarios", len(cases))
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p, err := reconcile.Decide(tc.snap, tc.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := renderInput(tc.snap, tc.opts) + p.Explain() + renderPods(p)
-			path := filepath.Join("testdata", tc.name+".txt")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if string(want) != got {
-				t.Errorf("%s differs (run go test -run TestGolden -update and review the diff):\n--- want\n%s\n--- got\n%s", path, want, got)
-			}
-		})
-	}
 }

@@ -73,20 +73,20 @@ func (d *decider) group(gi int) error {
 	gr := &d.plan.Groups[gi]
 	gr.Observed, gr.Terminating = len(d.groupPods(gi)), d.termGroup[gi]
 	if g.NumOfHosts <= 0 && !d.c.ZeroHostsMeansZeroPods {
-		r := Reason{Code: ReasonInvalidNumOfHosts, Group: g.GroupName, NumOfHosts: int(g.NumOfHosts)}
-		r.Message = fmt.Sprintf("group %s: numOfHosts %d is treated as 1 (KubeRay would delete every worker, #2084)", r.Group, r.NumOfHosts)
+		r := Reason{Code: ReasonInvalidNumOfHosts, Facts: ReasonFacts{Group: g.GroupName, NumOfHosts: int(g.NumOfHosts)}}
+		r.Message = fmt.Sprintf("group %s: numOfHosts %d is treated as 1 (KubeRay would delete every worker, #2084)", r.Facts.Group, r.Facts.NumOfHosts)
 		d.plan.Notices = append(d.plan.Notices, r)
 	}
 	if pods, ok := d.pending[g.GroupName]; ok {
 		gr.Blocked += max(1, len(pods))
-		r := Reason{Code: ReasonExpectationsPending, Pods: slices.Clone(pods), Group: g.GroupName}
-		r.Message = fmt.Sprintf("group %s: expectations are not satisfied; the group is skipped this pass", r.Group)
+		r := Reason{Code: ReasonExpectationsPending, Facts: ReasonFacts{Pods: slices.Clone(pods), Group: g.GroupName}}
+		r.Message = fmt.Sprintf("group %s: expectations are not satisfied; the group is skipped this pass", r.Facts.Group)
 		d.plan.Notices = append(d.plan.Notices, r)
 		return nil
 	}
 	if g.Suspend != nil && *g.Suspend {
-		r := Reason{Code: ReasonGroupSuspended, Group: g.GroupName}
-		r.Message = fmt.Sprintf("group %s is suspended: deleting its pods", r.Group)
+		r := Reason{Code: ReasonGroupSuspended, Facts: ReasonFacts{Group: g.GroupName}}
+		r.Message = fmt.Sprintf("group %s is suspended: deleting its pods", r.Facts.Group)
 		d.deleteAll(g.GroupName, r,
 			map[string]string{LabelCluster: c.Name, LabelGroup: g.GroupName}, d.activeGroup[gi], FailedDeleteWorkerPod, &gr.Counters)
 		return nil

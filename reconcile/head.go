@@ -23,8 +23,8 @@ func (d *decider) head() error {
 	}
 	if pods, ok := d.pending[HeadGroupKey]; ok {
 		hc.Blocked += max(1, len(pods))
-		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonExpectationsPending, Pods: slices.Clone(pods),
-			Message: "head expectations are not satisfied; the head is reconciled later, workers now"})
+		d.plan.Notices = append(d.plan.Notices, Reason{Code: ReasonExpectationsPending,
+			Message: "head expectations are not satisfied; the head is reconciled later, workers now", Facts: ReasonFacts{Pods: slices.Clone(pods)}})
 		return nil
 	}
 	switch {
@@ -35,7 +35,7 @@ func (d *decider) head() error {
 			return nil
 		}
 		hc.Unhealthy++
-		d.deletePod(HeadGroupLabel, HeadGroupKey, p, Reason{Code: v.code, Message: v.message, Pods: []string{p.Name}},
+		d.deletePod(HeadGroupLabel, HeadGroupKey, p, Reason{Code: v.code, Message: v.message, Facts: ReasonFacts{Pods: []string{p.Name}}},
 			FailedDeleteHeadPod, !d.c.StrictNotFound, hc)
 		d.stopChain("head", Reason{Code: v.code, Message: v.message}, true)
 	case len(active) == 0:
@@ -66,7 +66,7 @@ func (d *decider) head() error {
 		}
 		hc.Place++
 		d.plan.Actions = append(d.plan.Actions, Action{
-			Kind: KindCreatePod, Group: HeadGroupLabel, FailureReason: FailedCreateHeadPod,
+			Kind: ActionCreatePod, Group: HeadGroupLabel, FailureReason: FailedCreateHeadPod,
 			Reason: Reason{Code: ReasonHeadCreate, Message: "no head pod: creating one"},
 			Expect: []Expect{{Group: HeadGroupKey, Kind: ExpectCreate, Pod: pod.Name}},
 			Create: &CreatePod{Pod: pod, ReplicaIndex: -1, HostIndex: -1},
@@ -76,23 +76,23 @@ func (d *decider) head() error {
 		for k, i := range active {
 			names[k] = d.pod(i).Name
 		}
-		r := Reason{Code: ReasonMultipleHeads, Pods: names, Count: len(names)}
-		r.Message = fmt.Sprintf("%d head pods found %v. Please delete extra head pods", r.Count, r.Pods)
+		r := Reason{Code: ReasonMultipleHeads, Facts: ReasonFacts{Pods: names, Count: len(names)}}
+		r.Message = fmt.Sprintf("%d head pods found %v. Please delete extra head pods", r.Facts.Count, r.Facts.Pods)
 		d.stopChain("head", r, true)
 	}
 	return nil
 }
 
 func (d *decider) mtlsReason() Reason {
-	r := Reason{Code: ReasonMTLSNotReady, LastError: d.s.TLS.NotReadyError}
-	r.Message = "mTLS secrets not ready: " + r.LastError
+	r := Reason{Code: ReasonMTLSNotReady, Facts: ReasonFacts{LastError: d.s.TLS.NotReadyError}}
+	r.Message = "mTLS secrets not ready: " + r.Facts.LastError
 	return r
 }
 
 // deletePod appends a DeletePod with a UID precondition for a pod of the snapshot.
 func (d *decider) deletePod(actionGroup, expGroup string, p *corev1.Pod, r Reason, fr FailureReason, notFoundOK bool, ctr *Counters) {
 	d.plan.Actions = append(d.plan.Actions, Action{
-		Kind: KindDeletePod, Group: actionGroup, Reason: r, FailureReason: fr,
+		Kind: ActionDeletePod, Group: actionGroup, Reason: r, FailureReason: fr,
 		Expect: d.expects.one(Expect{Group: expGroup, Kind: ExpectDelete, Pod: p.Name, Seen: true}),
 		Delete: d.dels.ptr(DeletePod{Namespace: p.Namespace, Name: p.Name, UID: p.UID, NotFoundIsSuccess: notFoundOK}),
 	})

@@ -160,7 +160,7 @@ func summarize(p reconcile.Plan) []string {
 	for _, a := range p.Actions {
 		var s string
 		switch a.Kind {
-		case reconcile.KindCreatePod:
+		case reconcile.ActionCreatePod:
 			n := a.Create.Pod.Name
 			if n == "" {
 				n = a.Create.Pod.GenerateName + "*"
@@ -169,13 +169,13 @@ func summarize(p reconcile.Plan) []string {
 			if a.Create.ReplicaIndex >= 0 {
 				s += fmt.Sprintf(" #%d", a.Create.ReplicaIndex)
 			}
-		case reconcile.KindCreateReplicaGroup:
+		case reconcile.ActionCreateReplicaGroup:
 			s = fmt.Sprintf("create-group %s %s #%d hosts %v", a.Group, maskReplica(a.Group, a.CreateGroup.ReplicaName), a.CreateGroup.ReplicaIndex, a.CreateGroup.Hosts)
-		case reconcile.KindDeletePod:
+		case reconcile.ActionDeletePod:
 			s = fmt.Sprintf("delete %s %s", a.Group, a.Delete.Name)
-		case reconcile.KindDeleteAllOf:
+		case reconcile.ActionDeleteAllOf:
 			s = fmt.Sprintf("delete-all %s", a.DeleteAll.SelectorString())
-		case reconcile.KindPatchPodAnnotations:
+		case reconcile.ActionPatchPodAnnotations:
 			s = fmt.Sprintf("patch %s", a.Patch.Name)
 		}
 		out = append(out, s+" "+string(a.Reason.Code))
@@ -184,7 +184,7 @@ func summarize(p reconcile.Plan) []string {
 }
 
 func outcome(p reconcile.Plan) string {
-	o := p.Outcome
+	o := p.Verdict
 	// A stop with a reason and a wake-up is KubeRay's requeue error.
 	s := "ok"
 	if o.Reason.Code != reconcile.ReasonOK && o.RequeueAfter > 0 {

@@ -106,8 +106,8 @@ func (d *decider) multiHost(gi int) error {
 	d.deleteUnhealthy(m)
 	d.deleteUnhealthyLegacy(m)
 	if n := d.multiHostWorkersToDelete(m); n > 0 {
-		r := Reason{Code: ReasonWorkersToDelete, Group: g.GroupName, Count: n}
-		r.Message = fmt.Sprintf("deleted %d worker Pods based on ScaleStrategy, requeueing", r.Count)
+		r := Reason{Code: ReasonWorkersToDelete, Facts: ReasonFacts{Group: g.GroupName, Count: n}}
+		r.Message = fmt.Sprintf("deleted %d worker Pods based on ScaleStrategy, requeueing", r.Facts.Count)
 		d.stopGroup(gi, r)
 		return nil
 	}
@@ -119,8 +119,8 @@ func (d *decider) multiHost(gi int) error {
 	running := len(m.valid) + legacyReplicas
 	desiredPods := int(m.gr.Desired)
 	if desiredPods%m.hosts != 0 {
-		r := Reason{Code: ReasonNotMultipleOfHosts, Group: g.GroupName, Count: desiredPods, NumOfHosts: m.hosts}
-		r.Message = fmt.Sprintf("desired worker pods (%d) is not a multiple of NumOfHosts (%d) for group %s", r.Count, r.NumOfHosts, r.Group)
+		r := Reason{Code: ReasonNotMultipleOfHosts, Facts: ReasonFacts{Group: g.GroupName, Count: desiredPods, NumOfHosts: m.hosts}}
+		r.Message = fmt.Sprintf("desired worker pods (%d) is not a multiple of NumOfHosts (%d) for group %s", r.Facts.Count, r.Facts.NumOfHosts, r.Facts.Group)
 		d.stopGroup(gi, r)
 		return nil
 	}
@@ -218,8 +218,8 @@ func (d *decider) deleteIncomplete(m *mhPass) bool {
 		}
 		if rg.forming != nil {
 			if d.s.Now.Sub(rg.forming.FirstFailure) >= d.o.formationTimeout() {
-				r := Reason{Code: ReasonReplicaGroupFormationTimeout, Group: m.g.GroupName, ReplicaGroup: rg.name, Timeout: d.o.formationTimeout(), LastError: rg.forming.LastError}
-				r.Message = fmt.Sprintf("replica group %s did not form within %s (last error: %s); deleting it", r.ReplicaGroup, r.Timeout, r.LastError)
+				r := Reason{Code: ReasonReplicaGroupFormationTimeout, Facts: ReasonFacts{Group: m.g.GroupName, ReplicaGroup: rg.name, Timeout: d.o.formationTimeout(), LastError: rg.forming.LastError}}
+				r.Message = fmt.Sprintf("replica group %s did not form within %s (last error: %s); deleting it", r.Facts.ReplicaGroup, r.Facts.Timeout, r.Facts.LastError)
 				d.deleteReplica(m.gi, rg, r)
 				d.dropForming(m.g.GroupName, rg.name)
 				rg.forming = nil
@@ -234,8 +234,8 @@ func (d *decider) deleteIncomplete(m *mhPass) bool {
 	// KubeRay takes the first in map order, a random choice; plancore ranks.
 	d.rankReplicas(incomplete)
 	rg := incomplete[0]
-	r := Reason{Code: ReasonIncompleteReplicaGroup, Group: m.g.GroupName, ReplicaGroup: rg.name}
-	r.Message = fmt.Sprintf("cleaned up incomplete replica group %s, requeueing", r.ReplicaGroup)
+	r := Reason{Code: ReasonIncompleteReplicaGroup, Facts: ReasonFacts{Group: m.g.GroupName, ReplicaGroup: rg.name}}
+	r.Message = fmt.Sprintf("cleaned up incomplete replica group %s, requeueing", r.Facts.ReplicaGroup)
 	d.deleteReplica(m.gi, rg, r)
 	d.stopGroup(m.gi, r)
 	return true
@@ -290,8 +290,8 @@ func (d *decider) deleteUnhealthyLegacy(m *mhPass) {
 		d.deletePods(m.gi, m.legacy, Reason{Code: ReasonLegacyMultiHostPods, Message: "unlabelled multi-host pods with an unhealthy member: " + first.message})
 		m.legacyDeleted = true
 	case len(m.legacy)%m.hosts != 0:
-		r := Reason{Code: ReasonLegacyMultiHostPods, Group: m.g.GroupName, Count: len(m.legacy), NumOfHosts: m.hosts}
-		r.Message = fmt.Sprintf("%d unlabelled pods are not a multiple of numOfHosts %d: deleting them", r.Count, r.NumOfHosts)
+		r := Reason{Code: ReasonLegacyMultiHostPods, Facts: ReasonFacts{Group: m.g.GroupName, Count: len(m.legacy), NumOfHosts: m.hosts}}
+		r.Message = fmt.Sprintf("%d unlabelled pods are not a multiple of numOfHosts %d: deleting them", r.Facts.Count, r.Facts.NumOfHosts)
 		d.deletePods(m.gi, m.legacy, r)
 		m.legacyDeleted = true
 	}
@@ -317,8 +317,8 @@ func (d *decider) collectValid(m *mhPass) {
 func (d *decider) scaleDownReplicas(m *mhPass, surplus, legacyReplicas int) int {
 	if !d.scaleDownAllowed() {
 		m.gr.Ignore += surplus * m.hosts
-		r := Reason{Code: ReasonScaleDownLeftToAutoscaler, Group: m.g.GroupName, Count: surplus}
-		r.Message = fmt.Sprintf("group %s: %d surplus replica groups are left to the autoscaler (#1253)", r.Group, r.Count)
+		r := Reason{Code: ReasonScaleDownLeftToAutoscaler, Facts: ReasonFacts{Group: m.g.GroupName, Count: surplus}}
+		r.Message = fmt.Sprintf("group %s: %d surplus replica groups are left to the autoscaler (#1253)", r.Facts.Group, r.Facts.Count)
 		d.plan.Notices = append(d.plan.Notices, r)
 		return 0
 	}
@@ -351,8 +351,8 @@ func (d *decider) formationRetries(m *mhPass) []*replicaGroup {
 		next := rg.forming.LastAttempt.Add(formationBackoff(rg.forming.Attempts))
 		if d.s.Now.Before(next) {
 			d.addHint(next.Sub(d.s.Now))
-			r := Reason{Code: ReasonReplicaGroupFormationBackoff, Group: m.g.GroupName, ReplicaGroup: rg.name, At: next}
-			r.Message = fmt.Sprintf("group %s: replica group %s retries its missing hosts at %s", r.Group, r.ReplicaGroup, r.At.UTC().Format(time.RFC3339))
+			r := Reason{Code: ReasonReplicaGroupFormationBackoff, Facts: ReasonFacts{Group: m.g.GroupName, ReplicaGroup: rg.name, At: next}}
+			r.Message = fmt.Sprintf("group %s: replica group %s retries its missing hosts at %s", r.Facts.Group, r.Facts.ReplicaGroup, r.Facts.At.UTC().Format(time.RFC3339))
 			d.plan.Notices = append(d.plan.Notices, r)
 			continue
 		}
@@ -382,8 +382,8 @@ func (d *decider) createReplicas(m *mhPass, toCreate, running, desired int) erro
 	}
 	if m.forming && !d.c.DeleteIncompleteGroupsImmediately {
 		// Two half-formed groups could deadlock on one quota (KubeRay #4540).
-		r := Reason{Code: ReasonReplicaGroupForming, Group: m.g.GroupName, Count: toCreate}
-		r.Message = fmt.Sprintf("group %s: %d new replica groups wait until the forming group is complete", r.Group, r.Count)
+		r := Reason{Code: ReasonReplicaGroupForming, Facts: ReasonFacts{Group: m.g.GroupName, Count: toCreate}}
+		r.Message = fmt.Sprintf("group %s: %d new replica groups wait until the forming group is complete", r.Facts.Group, r.Facts.Count)
 		d.plan.Notices = append(d.plan.Notices, r)
 		return nil
 	}
@@ -406,8 +406,8 @@ func (d *decider) createReplicas(m *mhPass, toCreate, running, desired int) erro
 		next := used.take()
 		m.gr.FreeIndices = append(m.gr.FreeIndices, next)
 		name := d.replicaName(m.gi, next)
-		r := Reason{Code: ReasonReplicaGroupCreate, Group: m.g.GroupName, Count: running, Of: desired}
-		r.Message = fmt.Sprintf("scaling up: %d of %d replica groups running", r.Count, r.Of)
+		r := Reason{Code: ReasonReplicaGroupCreate, Facts: ReasonFacts{Group: m.g.GroupName, Count: running, Of: desired}}
+		r.Message = fmt.Sprintf("scaling up: %d of %d replica groups running", r.Facts.Count, r.Facts.Of)
 		if err := d.createReplica(m.gi, name, next, allHosts, nil, r); err != nil {
 			return err
 		}
@@ -430,8 +430,8 @@ func (d *decider) retryReplica(m *mhPass, rg *replicaGroup) error {
 		}
 	}
 	f := rg.forming
-	r := Reason{Code: ReasonReplicaGroupFormationRetry, Group: m.g.GroupName, ReplicaGroup: rg.name, Hosts: hosts, Attempt: f.Attempts + 1, LastError: f.LastError}
-	r.Message = fmt.Sprintf("completing replica group %s: hosts %v are missing (attempt %d; last error: %s)", r.ReplicaGroup, r.Hosts, r.Attempt, r.LastError)
+	r := Reason{Code: ReasonReplicaGroupFormationRetry, Facts: ReasonFacts{Group: m.g.GroupName, ReplicaGroup: rg.name, Hosts: hosts, Attempt: f.Attempts + 1, LastError: f.LastError}}
+	r.Message = fmt.Sprintf("completing replica group %s: hosts %v are missing (attempt %d; last error: %s)", r.Facts.ReplicaGroup, r.Facts.Hosts, r.Facts.Attempt, r.Facts.LastError)
 	return d.createReplica(m.gi, rg.name, f.ReplicaIndex, hosts, f, r)
 }
 
@@ -506,7 +506,7 @@ func (d *decider) deletePods(gi int, pods []int32, r Reason) {
 			continue
 		}
 		rr := r
-		rr.Pods = names
+		rr.Facts.Pods = names
 		d.deletePodAt(i, g, g, rr, FailedDeleteWorkerPod, true, &gr.Counters)
 	}
 }
@@ -521,7 +521,7 @@ func (d *decider) createReplica(gi int, name string, index int, hosts []int, f *
 	if f != nil {
 		cg.Retry, cg.Attempts, cg.FirstFailure = true, f.Attempts, f.FirstFailure
 	}
-	a := Action{Kind: KindCreateReplicaGroup, Group: g.GroupName, Reason: r, FailureReason: FailedCreateWorkerPod, CreateGroup: cg}
+	a := Action{Kind: ActionCreateReplicaGroup, Group: g.GroupName, Reason: r, FailureReason: FailedCreateWorkerPod, CreateGroup: cg}
 	prefix := podNamePrefix(c.Name+"-"+g.GroupName, NodeTypeWorker, true)
 	for _, h := range hosts {
 		pod, err := d.buildPod(podSpec{group: g, replicaIndex: index, replicaName: name, hostIndex: h})

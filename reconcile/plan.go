@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/expectations"
 )
 
@@ -116,11 +117,12 @@ const (
 	ReasonNotVisited ReasonCode = "NotVisited"
 )
 
-// Reason explains an action, notice or outcome.
-type Reason struct {
-	Code ReasonCode `json:"code"`
-	// Message reuses KubeRay's text where one exists.
-	Message string `json:"message"`
+// Reason explains an action, notice or verdict. Its Message reuses KubeRay's
+// text where one exists.
+type Reason = plancore.Reason[ReasonCode, ReasonFacts]
+
+// ReasonFacts are the facts a Reason's message states.
+type ReasonFacts struct {
 	// Pods names the pods concerned, sorted, when relevant.
 	Pods []string `json:"pods,omitempty"`
 
@@ -164,13 +166,6 @@ type Reason struct {
 	To   string `json:"to,omitempty"`
 }
 
-func (r Reason) String() string {
-	if r.Message == "" {
-		return string(r.Code)
-	}
-	return string(r.Code) + ": " + r.Message
-}
-
 // FailureReason is what an executor reports when an action fails; it feeds
 // the RayClusterReplicaFailure condition.
 type FailureReason string
@@ -189,11 +184,11 @@ type ActionKind string
 
 // Action kinds, one per executor method.
 const (
-	KindCreatePod           ActionKind = "CreatePod"
-	KindCreateReplicaGroup  ActionKind = "CreateReplicaGroup"
-	KindDeletePod           ActionKind = "DeletePod"
-	KindDeleteAllOf         ActionKind = "DeleteAllOf"
-	KindPatchPodAnnotations ActionKind = "PatchPodAnnotations"
+	ActionCreatePod           ActionKind = "CreatePod"
+	ActionCreateReplicaGroup  ActionKind = "CreateReplicaGroup"
+	ActionDeletePod           ActionKind = "DeletePod"
+	ActionDeleteAllOf         ActionKind = "DeleteAllOf"
+	ActionPatchPodAnnotations ActionKind = "PatchPodAnnotations"
 )
 
 // ExpectKind is the kind of an expectation record.
@@ -328,8 +323,8 @@ type FormingKey struct {
 	ReplicaName string
 }
 
-// Outcome is the plan's verdict for the caller's loop.
-type Outcome struct {
+// Verdict is the plan's verdict for the caller's loop.
+type Verdict struct {
 	// RequeueAfter is the wake-up hint, relative to Snapshot.Now: 2s where
 	// KubeRay returns a requeue error, or the earliest expectations deadline or
 	// formation backoff; 0 means none. It maps onto controller-runtime's
@@ -434,7 +429,7 @@ type Plan struct {
 	// in spec order with deletes before creates.
 	Actions        []Action
 	ExpectationOps ExpectationOps
-	Outcome        Outcome
+	Verdict        Verdict
 	// Head counts the head stage (Group HeadGroupLabel).
 	Head   Counters
 	Groups []GroupReport
@@ -452,8 +447,8 @@ func (p Plan) Explain() string {
 	fmt.Fprintf(&b, "plan %s  hash %s\n", p.Cluster, p.ClusterHash)
 	for _, n := range p.Notices {
 		fmt.Fprintf(&b, "notice %s", n)
-		if len(n.Pods) > 0 {
-			fmt.Fprintf(&b, " %v", n.Pods)
+		if len(n.Facts.Pods) > 0 {
+			fmt.Fprintf(&b, " %v", n.Facts.Pods)
 		}
 		b.WriteByte('\n')
 	}
@@ -509,16 +504,16 @@ func (p Plan) Explain() string {
 		fmt.Fprintf(&b, "expectations drop forming %s/%s\n", k.Group, k.ReplicaName)
 	}
 	b.WriteString("outcome  ")
-	if p.Outcome.RequeueAfter > 0 {
-		fmt.Fprintf(&b, "requeue after %s", p.Outcome.RequeueAfter)
+	if p.Verdict.RequeueAfter > 0 {
+		fmt.Fprintf(&b, "requeue after %s", p.Verdict.RequeueAfter)
 	} else {
 		b.WriteString("ok (no requeue)")
 	}
-	if p.Outcome.StoppedAt != "" {
-		fmt.Fprintf(&b, "  stopped at %s", p.Outcome.StoppedAt)
+	if p.Verdict.StoppedAt != "" {
+		fmt.Fprintf(&b, "  stopped at %s", p.Verdict.StoppedAt)
 	}
-	if p.Outcome.Reason.Code != ReasonOK {
-		fmt.Fprintf(&b, "  %s", p.Outcome.Reason)
+	if p.Verdict.Reason.Code != ReasonOK {
+		fmt.Fprintf(&b, "  %s", p.Verdict.Reason)
 	}
 	b.WriteByte('\n')
 	return b.String()
@@ -528,13 +523,13 @@ func (p Plan) Explain() string {
 func (a *Action) line() string {
 	var s string
 	switch a.Kind {
-	case KindCreatePod:
+	case ActionCreatePod:
 		c := a.Create
 		s = "create " + podNameOrPrefix(c.Pod)
 		if c.ReplicaIndex >= 0 {
 			s += fmt.Sprintf(" index %d", c.ReplicaIndex)
 		}
-	case KindCreateReplicaGroup:
+	case ActionCreateReplicaGroup:
 		c := a.CreateGroup
 		s = fmt.Sprintf("create-group %s index %d hosts %v", c.ReplicaName, c.ReplicaIndex, c.Hosts)
 		if c.Retry {
@@ -546,14 +541,14 @@ func (a *Action) line() string {
 				s += fmt.Sprintf(" (+%d)", len(c.Pods)-1)
 			}
 		}
-	case KindDeletePod:
+	case ActionDeletePod:
 		s = "delete " + a.Delete.Name
 		if a.Delete.UID == "" {
 			s += " (by name)"
 		}
-	case KindDeleteAllOf:
+	case ActionDeleteAllOf:
 		s = fmt.Sprintf("delete-all %s (%d active)", a.DeleteAll.SelectorString(), a.DeleteAll.Active)
-	case KindPatchPodAnnotations:
+	case ActionPatchPodAnnotations:
 		p := a.Patch
 		var kv []string
 		for _, k := range slices.Sorted(maps.Keys(p.Set)) {

@@ -48,7 +48,7 @@ func (d *decider) deleteUnhealthyWorkers(gi int) (running []int32, stop bool) {
 		p := d.pod(i)
 		if v := shouldDeletePod(p, NodeTypeWorker); v.del {
 			nUnhealthy++
-			d.deletePod(g.GroupName, g.GroupName, p, Reason{Code: v.code, Message: v.message, Pods: d.names.one(p.Name)},
+			d.deletePod(g.GroupName, g.GroupName, p, Reason{Code: v.code, Message: v.message, Facts: ReasonFacts{Pods: d.names.one(p.Name)}},
 				FailedDeleteWorkerPod, !d.c.StrictNotFound, &gr.Counters)
 		}
 	}
@@ -57,8 +57,8 @@ func (d *decider) deleteUnhealthyWorkers(gi int) (running []int32, stop bool) {
 		return running, false
 	}
 	sortDeletes(d.plan.Actions[len(d.plan.Actions)-nUnhealthy:])
-	r := Reason{Code: ReasonUnhealthyWorkers, Group: g.GroupName, Count: nUnhealthy}
-	r.Message = "delete " + strconv.Itoa(r.Count) + " unhealthy worker Pods"
+	r := Reason{Code: ReasonUnhealthyWorkers, Facts: ReasonFacts{Group: g.GroupName, Count: nUnhealthy}}
+	r.Message = "delete " + strconv.Itoa(r.Facts.Count) + " unhealthy worker Pods"
 	d.stopGroup(gi, r)
 	return running, true
 }
@@ -83,8 +83,8 @@ func (d *decider) scaleUp(gi int, running []int32, missing int) error {
 		}
 	}
 	n := d.burstLimit(g.GroupName, missing, 1)
-	r := Reason{Code: ReasonScaleUp, Group: g.GroupName, Count: len(running), Of: int(gr.Desired)}
-	r.Message = "scaling up: " + strconv.Itoa(r.Count) + " of " + strconv.Itoa(r.Of) + " worker pods running"
+	r := Reason{Code: ReasonScaleUp, Facts: ReasonFacts{Group: g.GroupName, Count: len(running), Of: int(gr.Desired)}}
+	r.Message = "scaling up: " + strconv.Itoa(r.Facts.Count) + " of " + strconv.Itoa(r.Facts.Of) + " worker pods running"
 	prefix := podNamePrefix(c.Name+"-"+g.GroupName, NodeTypeWorker, true)
 	for k := range n {
 		idx := -1
@@ -103,7 +103,7 @@ func (d *decider) scaleUp(gi int, running []int32, missing int) error {
 		d.name(pod, prefix, g.GroupName, slot, 0)
 		gr.Place++
 		d.plan.Actions = append(d.plan.Actions, Action{
-			Kind: KindCreatePod, Group: g.GroupName, FailureReason: FailedCreateWorkerPod, Reason: r,
+			Kind: ActionCreatePod, Group: g.GroupName, FailureReason: FailedCreateWorkerPod, Reason: r,
 			Expect: d.expects.one(Expect{Group: g.GroupName, Kind: ExpectCreate, Pod: pod.Name}),
 			Create: &CreatePod{Pod: pod, ReplicaIndex: idx, HostIndex: -1},
 		})
@@ -118,8 +118,8 @@ func (d *decider) scaleDown(gi int, running []int32, surplus int) {
 	gr := &d.plan.Groups[gi]
 	if !d.scaleDownAllowed() {
 		gr.Ignore += surplus
-		r := Reason{Code: ReasonScaleDownLeftToAutoscaler, Group: g.GroupName, Count: surplus}
-		r.Message = fmt.Sprintf("group %s: %d surplus pods are left to the autoscaler (#1253)", r.Group, r.Count)
+		r := Reason{Code: ReasonScaleDownLeftToAutoscaler, Facts: ReasonFacts{Group: g.GroupName, Count: surplus}}
+		r.Message = fmt.Sprintf("group %s: %d surplus pods are left to the autoscaler (#1253)", r.Facts.Group, r.Facts.Count)
 		d.plan.Notices = append(d.plan.Notices, r)
 		return
 	}
@@ -127,12 +127,12 @@ func (d *decider) scaleDown(gi int, running []int32, surplus int) {
 	n0 := len(d.plan.Actions)
 	d.plan.Actions = slices.Grow(d.plan.Actions, len(victims))
 	d.reserve(len(victims))
-	r := Reason{Code: ReasonScaleDown, Group: g.GroupName, Count: len(running), Of: int(gr.Desired)}
-	r.Message = "scaling down: " + strconv.Itoa(r.Count) + " worker pods running, " + strconv.Itoa(r.Of) + " desired"
+	r := Reason{Code: ReasonScaleDown, Facts: ReasonFacts{Group: g.GroupName, Count: len(running), Of: int(gr.Desired)}}
+	r.Message = "scaling down: " + strconv.Itoa(r.Facts.Count) + " worker pods running, " + strconv.Itoa(r.Facts.Of) + " desired"
 	for _, i := range victims {
 		p := d.pod(i)
 		rp := r
-		rp.Pods = d.names.one(p.Name)
+		rp.Facts.Pods = d.names.one(p.Name)
 		d.deletePod(g.GroupName, g.GroupName, p, rp, FailedDeleteWorkerPod, true, &gr.Counters)
 	}
 	sortDeletes(d.plan.Actions[n0:])
@@ -146,8 +146,8 @@ func (d *decider) burstLimit(group string, units, hosts int) int {
 	if units <= limit {
 		return units
 	}
-	r := Reason{Code: ReasonBurstLimited, Group: group, Count: limit, Of: units, Limit: d.o.burst()}
-	r.Message = fmt.Sprintf("group %s: creating %d of %d missing replicas in this pass (BurstReplicas %d)", r.Group, r.Count, r.Of, r.Limit)
+	r := Reason{Code: ReasonBurstLimited, Facts: ReasonFacts{Group: group, Count: limit, Of: units, Limit: d.o.burst()}}
+	r.Message = fmt.Sprintf("group %s: creating %d of %d missing replicas in this pass (BurstReplicas %d)", r.Facts.Group, r.Facts.Count, r.Facts.Of, r.Facts.Limit)
 	d.plan.Notices = append(d.plan.Notices, r)
 	d.addHint(requeueAfterError)
 	return limit
@@ -189,9 +189,9 @@ func (d *decider) workersToDelete(gi int) map[string]bool {
 			}
 			d.blindSent[name] = true
 			rr := r
-			rr.Pods = []string{name}
+			rr.Facts.Pods = []string{name}
 			d.plan.Actions = append(d.plan.Actions, Action{
-				Kind: KindDeletePod, Group: g.GroupName, Reason: rr, FailureReason: FailedDeleteWorkerPod,
+				Kind: ActionDeletePod, Group: g.GroupName, Reason: rr, FailureReason: FailedDeleteWorkerPod,
 				Expect: []Expect{{Group: g.GroupName, Kind: ExpectDelete, Pod: name, Seen: idx >= 0}},
 				Delete: &DeletePod{Namespace: c.Namespace, Name: name, NotFoundIsSuccess: true},
 			})
@@ -217,7 +217,7 @@ func (d *decider) workersToDelete(gi int) map[string]bool {
 		}
 		deleted[name] = true
 		rr := r
-		rr.Pods = []string{name}
+		rr.Facts.Pods = []string{name}
 		d.deletePod(g.GroupName, g.GroupName, p, rr, FailedDeleteWorkerPod, true, &gr.Counters)
 	}
 	sortDeletes(d.plan.Actions[n0:])

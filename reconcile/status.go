@@ -180,7 +180,7 @@ func setReplicaFailure(conds *[]metav1.Condition, failure error, r *Report, now 
 	reason := ""
 	for _, res := range r.Results {
 		var f failureError
-		if res.Err != nil && res.Kind != KindPatchPodAnnotations && errors.As(res.Err, &f) {
+		if res.Err != nil && res.Kind != ActionPatchPodAnnotations && errors.As(res.Err, &f) {
 			reason = string(f.reason)
 			break
 		}

@@ -64,7 +64,7 @@ func (d *decider) suspend() bool {
 // awaitStatus marks a plan whose next step needs the condition this pass's
 // Status computes, and wakes the caller after requeueForStatus.
 func (d *decider) awaitStatus() {
-	d.plan.Outcome.AwaitsStatus = true
+	d.plan.Verdict.AwaitsStatus = true
 	d.addHint(requeueForStatus)
 }
 
@@ -79,7 +79,7 @@ func (d *decider) deleteAll(group string, r Reason, sel map[string]string, activ
 		return false
 	}
 	d.plan.Actions = append(d.plan.Actions, Action{
-		Kind: KindDeleteAllOf, Group: group, Reason: r, FailureReason: fr,
+		Kind: ActionDeleteAllOf, Group: group, Reason: r, FailureReason: fr,
 		Expect:    d.deleteAllExpects(sel),
 		DeleteAll: &DeleteAllOf{Namespace: d.s.Cluster.Namespace, Selector: sel, Active: active},
 	})
@@ -118,8 +118,8 @@ func (d *decider) deleteAllExpects(sel map[string]string) []Expect {
 // notMember is the notice for a workersToDelete name that is not a pod of
 // the group.
 func notMember(group, pod string) Reason {
-	r := Reason{Code: ReasonWorkersToDeleteNotMember, Group: group, Pods: []string{pod}}
-	r.Message = fmt.Sprintf("group %s: workersToDelete names %s, which is not a pod of this group; not deleting it", r.Group, r.Pods[0])
+	r := Reason{Code: ReasonWorkersToDeleteNotMember, Facts: ReasonFacts{Group: group, Pods: []string{pod}}}
+	r.Message = fmt.Sprintf("group %s: workersToDelete names %s, which is not a pod of this group; not deleting it", r.Facts.Group, r.Facts.Pods[0])
 	return r
 }
 
@@ -134,10 +134,10 @@ func (d *decider) recreate() bool {
 	h := d.pod(d.heads[0])
 	if v := h.Annotations[AnnotationKubeRayVersion]; v != "" && v != d.o.operatorVersion() {
 		// KubeRay hides this as an Update inside a predicate.
-		r := Reason{Code: ReasonRecreateVersionSkip, Pods: []string{h.Name}, From: v, To: d.o.operatorVersion()}
-		r.Message = fmt.Sprintf("head %s was created by KubeRay %s, not %s: adopting the current spec hash instead of recreating", r.Pods[0], r.From, r.To)
+		r := Reason{Code: ReasonRecreateVersionSkip, Facts: ReasonFacts{Pods: []string{h.Name}, From: v, To: d.o.operatorVersion()}}
+		r.Message = fmt.Sprintf("head %s was created by KubeRay %s, not %s: adopting the current spec hash instead of recreating", r.Facts.Pods[0], r.Facts.From, r.Facts.To)
 		d.plan.Actions = append(d.plan.Actions, Action{
-			Kind: KindPatchPodAnnotations, Group: "",
+			Kind: ActionPatchPodAnnotations, Group: "",
 			Reason: r,
 			Patch: &PatchPodAnnotations{Namespace: h.Namespace, Name: h.Name, UID: h.UID, ResourceVersion: h.ResourceVersion,
 				Set: map[string]string{AnnotationRecreateHash: d.hash, AnnotationKubeRayVersion: d.o.operatorVersion()}},
@@ -148,8 +148,8 @@ func (d *decider) recreate() bool {
 		// The records of the old spec's pods are cleared with the call; once
 		// the call is made, its own delete records stand until the informer
 		// shows the pods gone, and keep it from being sent again.
-		r := Reason{Code: ReasonRecreateSpecChanged, From: v, To: d.hash}
-		r.Message = fmt.Sprintf("spec hash changed from %s to %s: recreating every pod", r.From, r.To)
+		r := Reason{Code: ReasonRecreateSpecChanged, Facts: ReasonFacts{From: v, To: d.hash}}
+		r.Message = fmt.Sprintf("spec hash changed from %s to %s: recreating every pod", r.Facts.From, r.Facts.To)
 		if d.deleteAll("", r,
 			map[string]string{LabelCluster: c.Name}, d.activeAll, FailedDeleteAllPods, nil) {
 			d.plan.ExpectationOps.ClearCluster = true

@@ -89,7 +89,7 @@ func (r *wakeRun) phase(name string, change func(), goal func() bool) {
 	for pass := 0; pass < maxPasses; pass++ {
 		plan := r.pass()
 		for _, a := range plan.Actions {
-			if a.Kind == reconcile.KindDeleteAllOf && a.Group == "" {
+			if a.Kind == reconcile.ActionDeleteAllOf && a.Group == "" {
 				deleteAlls++
 			}
 		}
@@ -99,11 +99,11 @@ func (r *wakeRun) phase(name string, change func(), goal func() bool) {
 		if goal() {
 			return
 		}
-		if plan.Outcome.RequeueAfter <= 0 {
+		if plan.Verdict.RequeueAfter <= 0 {
 			r.t.Fatalf("phase %s stalled at pass %d: the plan has no wake-up and the goal is not reached\n%s\n%s",
 				name, pass, strings.Join(r.log, "\n"), plan.Explain())
 		}
-		r.w.Clock.Advance(plan.Outcome.RequeueAfter)
+		r.w.Clock.Advance(plan.Verdict.RequeueAfter)
 	}
 	r.t.Fatalf("phase %s: goal not reached in %d passes\n%s", name, maxPasses, strings.Join(r.log, "\n"))
 }
@@ -127,7 +127,7 @@ func (r *wakeRun) pass() reconcile.Plan {
 		r.t.Fatalf("status: %v", err)
 	}
 	r.loop.Cluster.Conditions = st.Conditions
-	r.log = append(r.log, fmt.Sprintf("%s: %s %d actions, requeue %v", r.w.Clock.Now().Format("15:04:05"), plan.Outcome.Reason.Code, len(plan.Actions), plan.Outcome.RequeueAfter))
+	r.log = append(r.log, fmt.Sprintf("%s: %s %d actions, requeue %v", r.w.Clock.Now().Format("15:04:05"), plan.Verdict.Reason.Code, len(plan.Actions), plan.Verdict.RequeueAfter))
 	return plan
 }
 

@@ -328,7 +328,7 @@ func TestReplenishScoped(t *testing.T) {
 			t.Errorf("scope %q: purge %v, want %v", tc.scope, p.Purge, tc.purge)
 		}
 		for _, m := range p.Moves {
-			if m.Reason.Code != vcluster.ReasonReplaceDead && m.Reason.Code != vcluster.ReasonReturnDead {
+			if m.Reason.Code != vcluster.ReasonReplaceDeadNode && m.Reason.Code != vcluster.ReasonReturnDeadNode {
 				t.Errorf("scope %q: move %v has reason %v", tc.scope, m, m.Reason)
 			}
 		}
@@ -382,10 +382,10 @@ func TestMoveReasonFacts(t *testing.T) {
 	if err != nil || len(p.Moves) != 2 || len(p.Creates) != 1 {
 		t.Fatalf("plan = %s, %v", p, err)
 	}
-	if r := p.Moves[0].Reason; r.Cluster != "vc" || r.Template != "8c16g" || r.Count != 2 || r.Message != "vc grows to 2 8c16g node(s)" {
+	if r := p.Moves[0].Reason; r.Facts.Cluster != "vc" || r.Facts.Template != "8c16g" || r.Facts.Count != 2 || r.Message != "vc grows to 2 8c16g node(s)" {
 		t.Errorf("move reason = %+v", r)
 	}
-	if r := p.Creates[0].Reason; r.Cluster != "vc" || r.ReplicaSets["8c16g"] != 2 || r.Message != "virtual cluster vc created with {8c16g: 2}" {
+	if r := p.Creates[0].Reason; r.Facts.Cluster != "vc" || r.Facts.ReplicaSets["8c16g"] != 2 || r.Message != "virtual cluster vc created with {8c16g: 2}" {
 		t.Errorf("create reason = %+v", r)
 	}
 }

@@ -171,10 +171,10 @@ func PlanCreateOrUpdate(in CreateOrUpdateInput) (Plan, error) {
 	zero := zeroTemplates(req, cur, exists)
 	if exists {
 		p.Revisions = []Revision{{Cluster: req.ID, Revision: newRev, ZeroTemplates: zero,
-			Reason: withMessage(Reason{Code: ReasonClusterUpdated, Cluster: req.ID, ReplicaSets: req.ReplicaSets})}}
+			Reason: withMessage(Reason{Code: ReasonClusterUpdated, Facts: ReasonFacts{Cluster: req.ID, ReplicaSets: req.ReplicaSets}})}}
 	} else {
 		p.Creates = []Creation{{Cluster: Cluster{ID: req.ID, Kind: cur.Kind, Revision: newRev, ZeroTemplates: zero},
-			Reason: withMessage(Reason{Code: ReasonClusterCreated, Cluster: req.ID, ReplicaSets: req.ReplicaSets})}}
+			Reason: withMessage(Reason{Code: ReasonClusterCreated, Facts: ReasonFacts{Cluster: req.ID, ReplicaSets: req.ReplicaSets}})}}
 	}
 	if cur.Kind == Indivisible {
 		p.Publish = []string{req.ID}
@@ -216,7 +216,7 @@ func shrinkMoves(s State, cur Cluster, req Request, current ReplicaSet) ([]Move,
 		short = short || len(ids) < n
 		for _, id := range ids {
 			moves = append(moves, Move{Node: id, Template: t, From: Place{req.ID, Undivided}, To: Place{PrimaryID, Undivided},
-				Reason: withMessage(Reason{Code: ReasonScaleDown, Cluster: req.ID, Template: t, Count: req.ReplicaSets[t]})})
+				Reason: withMessage(Reason{Code: ReasonScaleDown, Facts: ReasonFacts{Cluster: req.ID, Template: t, Count: req.ReplicaSets[t]}})})
 		}
 	}
 	return moves, found, short
@@ -240,7 +240,7 @@ func growMoves(s State, req Request, current ReplicaSet) ([]Move, ReplicaSet, bo
 		short = short || len(ids) < need
 		for _, id := range ids {
 			moves = append(moves, Move{Node: id, Template: t, From: Place{PrimaryID, Undivided}, To: Place{req.ID, Undivided},
-				Reason: withMessage(Reason{Code: ReasonScaleUp, Cluster: req.ID, Template: t, Count: req.ReplicaSets[t]})})
+				Reason: withMessage(Reason{Code: ReasonScaleUp, Facts: ReasonFacts{Cluster: req.ID, Template: t, Count: req.ReplicaSets[t]}})})
 		}
 	}
 	return moves, found, short
@@ -263,7 +263,7 @@ func zeroTemplates(req Request, cur Cluster, exists bool) []string {
 // always fits the state it was made from; a mismatch is a bug reported as an
 // error wrapping ErrPlanMismatch.
 func finish(s State, p Plan) (Plan, error) {
-	after, err := s.Next(p)
+	after, err := s.next(p, true)
 	if err != nil {
 		return Plan{}, err
 	}

@@ -75,10 +75,10 @@ const (
 	// ReasonNodeRemoved returns a node named by PlanRemoveNodes to the
 	// primary, and sets the cluster's new revision.
 	ReasonNodeRemoved ReasonCode = "NodeRemoved"
-	// ReasonReplaceDead moves an alive node into a dead node's bucket.
-	ReasonReplaceDead ReasonCode = "ReplaceDeadNode"
-	// ReasonReturnDead moves the dead node it replaces to the provider.
-	ReasonReturnDead ReasonCode = "ReturnDeadNode"
+	// ReasonReplaceDeadNode moves an alive node into a dead node's bucket.
+	ReasonReplaceDeadNode ReasonCode = "ReplaceDeadNode"
+	// ReasonReturnDeadNode moves the dead node it replaces to the provider.
+	ReasonReturnDeadNode ReasonCode = "ReturnDeadNode"
 	// ReasonJobFinished removes a finished job cluster and returns its nodes
 	// to its parent (PlanGC).
 	ReasonJobFinished ReasonCode = "JobFinished"
@@ -88,9 +88,10 @@ const (
 // refusal. Message carries the anchor's text byte for byte where it has one.
 // The facts the message states are fields beside it, so a program never
 // parses Message; each message is rendered from them.
-type Reason struct {
-	Code    ReasonCode `json:"code"`
-	Message string     `json:"message"`
+type Reason = plancore.Reason[ReasonCode, ReasonFacts]
+
+// ReasonFacts are the facts a Reason states; zero where its code states none.
+type ReasonFacts struct {
 	// Cluster is the virtual cluster concerned: the one created, resized,
 	// divided or shrunk, or the consumer whose dead node is replaced.
 	Cluster string `json:"cluster,omitempty"`
@@ -109,30 +110,30 @@ type Reason struct {
 	Node string `json:"node,omitempty"`
 }
 
-func (r Reason) String() string { return string(r.Code) + ": " + r.Message }
-
 // withMessage renders r's message from its fields: the one place the
 // messages of moves, creations and revisions are written.
+// The messages of moves, rendered once per moved node, are concatenated
+// rather than formatted: a replenish of 1,000 dead nodes renders 2,000.
 func withMessage(r Reason) Reason {
 	switch {
 	case r.Code == ReasonClusterUpdated:
-		r.Message = fmt.Sprintf("virtual cluster %s resized to %s", r.Cluster, r.ReplicaSets)
+		r.Message = fmt.Sprintf("virtual cluster %s resized to %s", r.Facts.Cluster, r.Facts.ReplicaSets)
 	case r.Code == ReasonClusterCreated:
-		r.Message = fmt.Sprintf("virtual cluster %s created with %s", r.Cluster, r.ReplicaSets)
+		r.Message = fmt.Sprintf("virtual cluster %s created with %s", r.Facts.Cluster, r.Facts.ReplicaSets)
 	case r.Code == ReasonScaleDown:
-		r.Message = fmt.Sprintf("%s shrinks to %d %s node(s)", r.Cluster, r.Count, r.Template)
+		r.Message = r.Facts.Cluster + " shrinks to " + strconv.Itoa(r.Facts.Count) + " " + r.Facts.Template + " node(s)"
 	case r.Code == ReasonScaleUp:
-		r.Message = fmt.Sprintf("%s grows to %d %s node(s)", r.Cluster, r.Count, r.Template)
-	case r.Code == ReasonDivideJob && r.Parent != "":
-		r.Message = fmt.Sprintf("job cluster %s divided from %s with %s", r.Cluster, r.Parent, r.ReplicaSets)
+		r.Message = r.Facts.Cluster + " grows to " + strconv.Itoa(r.Facts.Count) + " " + r.Facts.Template + " node(s)"
+	case r.Code == ReasonDivideJob && r.Facts.Parent != "":
+		r.Message = fmt.Sprintf("job cluster %s divided from %s with %s", r.Facts.Cluster, r.Facts.Parent, r.Facts.ReplicaSets)
 	case r.Code == ReasonDivideJob:
-		r.Message = fmt.Sprintf("job cluster %s takes %d %s node(s)", r.Cluster, r.Count, r.Template)
+		r.Message = "job cluster " + r.Facts.Cluster + " takes " + strconv.Itoa(r.Facts.Count) + " " + r.Facts.Template + " node(s)"
 	case r.Code == ReasonNodeRemoved:
-		r.Message = fmt.Sprintf("%d node(s) removed from virtual cluster %s", r.Count, r.Cluster)
-	case r.Code == ReasonReplaceDead:
-		r.Message = fmt.Sprintf("replaces dead node %s of %s", r.Node, r.Cluster)
-	case r.Code == ReasonReturnDead:
-		r.Message = fmt.Sprintf("dead node of %s replaced by %s", r.Cluster, r.Node)
+		r.Message = fmt.Sprintf("%d node(s) removed from virtual cluster %s", r.Facts.Count, r.Facts.Cluster)
+	case r.Code == ReasonReplaceDeadNode:
+		r.Message = "replaces dead node " + r.Facts.Node + " of " + r.Facts.Cluster
+	case r.Code == ReasonReturnDeadNode:
+		r.Message = "dead node of " + r.Facts.Cluster + " replaced by " + r.Facts.Node
 	}
 	return r
 }

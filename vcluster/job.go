@@ -85,7 +85,7 @@ func PlanCreateJobCluster(in CreateJobClusterInput) (Plan, error) {
 		short = short || len(ids) < need
 		for _, n := range ids {
 			moves = append(moves, Move{Node: n, Template: t, From: Place{req.Parent, Undivided}, To: Place{req.Parent, id},
-				Reason: withMessage(Reason{Code: ReasonDivideJob, Cluster: id, Template: t, Count: need})})
+				Reason: withMessage(Reason{Code: ReasonDivideJob, Facts: ReasonFacts{Cluster: id, Template: t, Count: need}})})
 		}
 	}
 	if short {
@@ -95,7 +95,7 @@ func PlanCreateJobCluster(in CreateJobClusterInput) (Plan, error) {
 	}
 	return finish(s, Plan{
 		Creates: []Creation{{Cluster: Cluster{ID: id, Kind: Job, Revision: in.Revision},
-			Reason: withMessage(Reason{Code: ReasonDivideJob, Cluster: id, Parent: req.Parent, ReplicaSets: req.ReplicaSets})}},
+			Reason: withMessage(Reason{Code: ReasonDivideJob, Facts: ReasonFacts{Cluster: id, Parent: req.Parent, ReplicaSets: req.ReplicaSets}})}},
 		Moves:   moves,
 		Flush:   []string{id},
 		Publish: []string{id},
@@ -312,7 +312,7 @@ func PlanRemoveNodes(in RemoveNodesInput) (Plan, error) {
 	}
 	p := Plan{
 		Revisions: []Revision{{Cluster: id, Revision: nextRevision(in.Revision, c.Revision), ZeroTemplates: slices.Clone(c.ZeroTemplates),
-			Reason: withMessage(Reason{Code: ReasonNodeRemoved, Cluster: id, Count: len(ids)})}},
+			Reason: withMessage(Reason{Code: ReasonNodeRemoved, Facts: ReasonFacts{Cluster: id, Count: len(ids)}})}},
 		Flush: []string{id},
 	}
 	for _, n := range ids {

@@ -94,6 +94,6 @@ func TestPropertyNodeTable(t *testing.T) { rapid.Check(t, propNodeTable) }
 // collapse on delete and the collision lists.
 func TestPropertyNodeTableCollisions(t *testing.T) {
 	defer func(h func(string) uint64) { hashID = h }(hashID)
-	hashID = func(id string) uint64 { return fnv1a(id) & (7 << 10) }
+	hashID = func(id string) uint64 { return idHash(id) & (7 << 10) }
 	rapid.Check(t, propNodeTable)
 }

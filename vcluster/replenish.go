@@ -231,9 +231,9 @@ func (r *replenisher) swap(consumer string, h Cluster, b, t, d string, fallback 
 	r.swaps++
 	r.out.Moves = append(r.out.Moves,
 		Move{Node: x, Template: t, From: Place{provider.ID, Undivided}, To: Place{h.ID, b},
-			Reason: withMessage(Reason{Code: ReasonReplaceDead, Cluster: consumer, Node: d})},
+			Reason: withMessage(Reason{Code: ReasonReplaceDeadNode, Facts: ReasonFacts{Cluster: consumer, Node: d}})},
 		Move{Node: d, Template: t, From: Place{h.ID, b}, To: Place{provider.ID, Undivided},
-			Reason: withMessage(Reason{Code: ReasonReturnDead, Cluster: consumer, Node: x})})
+			Reason: withMessage(Reason{Code: ReasonReturnDeadNode, Facts: ReasonFacts{Cluster: consumer, Node: x}})})
 	if provider.ID == PrimaryID {
 		r.purge = append(r.purge, d)
 	}

@@ -15,8 +15,15 @@ import (
 // A plan made from s always applies. A plan that does not fit s (a node not
 // where a move says it is, a cluster created twice, a removed cluster still
 // holding nodes) returns an error wrapping ErrPlanMismatch and the zero State.
-func (s State) Next(p Plan) (State, error) {
-	a := &applier{s: s, out: State{
+func (s State) Next(p Plan) (State, error) { return s.next(p, false) }
+
+// next applies p to s. A planner passes ownPlan for the plan it has just made
+// from s: its moves were taken from s's own buckets, so next skips checking
+// each one against s (a lookup and a search per moved node, about a third of
+// a 1,000-swap replenish). The property tests check that a planner's After is
+// what Next, checking everything, makes of the same plan.
+func (s State) next(p Plan, ownPlan bool) (State, error) {
+	a := &applier{s: s, ownPlan: ownPlan, out: State{
 		Nodes:   s.Nodes,
 		Primary: s.Primary,
 		Logical: maps.Clone(s.Logical),
@@ -45,6 +52,7 @@ type tkey struct{ cluster, template string }
 // applier carries State.Next's copy-on-write bookkeeping.
 type applier struct {
 	s, out  State
+	ownPlan bool
 	touched map[tkey]bool
 	copied  map[string]bool
 }
@@ -120,6 +128,13 @@ func (a *applier) moves(p Plan) error {
 // checkMove checks that move m starts where its node is and ends in a
 // bucket that exists, recording the node's first place.
 func (a *applier) checkMove(m Move, start, at map[string]Place, order *[]string) error {
+	if a.ownPlan {
+		if _, seen := at[m.Node]; !seen {
+			start[m.Node] = m.From
+			*order = append(*order, m.Node)
+		}
+		return nil
+	}
 	n, ok := a.s.Nodes.Get(m.Node)
 	if !ok || n.Template != m.Template {
 		return mismatch("move %s: no node of template %s", m.Node, m.Template)

@@ -116,6 +116,9 @@ func validDetached(p pathFn, c Cluster) field.ErrorList {
 // validateMembership checks that every node is in exactly one bucket of
 // the primary or a logical cluster, under its own template.
 func (s State) validateMembership(p pathFn) field.ErrorList {
+	if s.membershipHolds() {
+		return nil
+	}
 	seen := make(map[string]bool, s.Nodes.Len())
 	errs := s.validateBuckets(func() *field.Path { return p().Child("primary", "buckets") }, s.Primary, seen)
 	for _, id := range sortedClusterIDs(s.Logical) {
@@ -129,6 +132,54 @@ func (s State) validateMembership(p pathFn) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// membershipHolds is validateMembership's check without its report: every
+// planner validates the whole state, so the valid case walks the buckets
+// once, in map order, building no paths and sorting nothing. When it finds a
+// fault, validateMembership walks again in a stable order to name every one.
+func (s State) membershipHolds() bool {
+	seen := make(map[string]struct{}, s.Nodes.Len())
+	if !s.bucketsHold(s.Primary, seen) {
+		return false
+	}
+	for _, c := range s.Logical {
+		if !s.bucketsHold(c, seen) {
+			return false
+		}
+	}
+	return len(seen) == s.Nodes.Len()
+}
+
+func (s State) bucketsHold(c Cluster, seen map[string]struct{}) bool {
+	for t, byBucket := range c.Buckets {
+		for b, ids := range byBucket {
+			if b != Undivided && !s.jobBucketHolds(c, b) {
+				return false
+			}
+			for i, id := range ids {
+				if i > 0 && ids[i-1] >= id {
+					return false
+				}
+				if n, ok := s.Nodes.Get(id); !ok || n.Template != t {
+					return false
+				}
+				if _, dup := seen[id]; dup {
+					return false
+				}
+				seen[id] = struct{}{}
+			}
+		}
+	}
+	return true
+}
+
+// jobBucketHolds says whether b names a job cluster of c, as
+// validateJobBucket checks.
+func (s State) jobBucketHolds(c Cluster, b string) bool {
+	parent, _, _ := SplitJobID(b)
+	_, ok := s.Jobs[b]
+	return c.Kind.divisible() && parent == c.ID && ok
 }
 
 // validateBuckets checks the buckets of c, marking each listed node in seen.

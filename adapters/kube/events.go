@@ -133,8 +133,8 @@ func ReconcileEvents(p reconcile.Plan, rep *reconcile.Report) []Event {
 			out = append(out, Event{Type: corev1.EventTypeWarning, Reason: string(r.Code), Message: r.Message})
 		}
 	}
-	if c := p.Outcome.Reason.Code; c != "" && c != reconcile.ReasonOK {
-		stop(p.Outcome.Reason)
+	if c := p.Verdict.Reason.Code; c != "" && c != reconcile.ReasonOK {
+		stop(p.Verdict.Reason)
 	}
 	for _, g := range p.Groups {
 		if g.Stopped != nil {
@@ -151,10 +151,10 @@ func ReconcileEvents(p reconcile.Plan, rep *reconcile.Report) []Event {
 // clear without a person (a broken spec, a job name held by another
 // workflow): their events are Warnings; every other wait has none.
 var dagProblems = map[dag.ReasonCode]bool{
-	dag.ReasonNameConflict: true,
-	dag.ReasonInvalidSpec:  true,
-	dag.ReasonCycle:        true,
-	dag.ReasonUnknown:      true,
+	dag.ReasonNameConflict:  true,
+	dag.ReasonInvalidSpec:   true,
+	dag.ReasonCycle:         true,
+	dag.ReasonUnknownTarget: true,
 }
 
 // DAGEvents returns the events of one workflow pass, to record on the

@@ -33,23 +33,23 @@ func TestReconcileEvents(t *testing.T) {
 	heads := reconcile.Reason{Code: reconcile.ReasonMultipleHeads, Message: "2 head pods"}
 	p := reconcile.Plan{
 		Actions: []reconcile.Action{
-			{Kind: reconcile.KindCreatePod, Group: reconcile.HeadGroupLabel, Reason: reconcile.Reason{Code: reconcile.ReasonHeadCreate, Message: "no head pod: creating one"}},
-			{Kind: reconcile.KindCreatePod, Group: "cpu", Reason: scaleUp},
-			{Kind: reconcile.KindCreatePod, Group: "cpu", Reason: scaleUp},
-			{Kind: reconcile.KindCreatePod, Group: "cpu", Reason: scaleUp},
-			{Kind: reconcile.KindDeletePod, Group: "cpu", Reason: reconcile.Reason{Code: reconcile.ReasonScaleDown, Message: "scaling down"}},
+			{Kind: reconcile.ActionCreatePod, Group: reconcile.HeadGroupLabel, Reason: reconcile.Reason{Code: reconcile.ReasonHeadCreate, Message: "no head pod: creating one"}},
+			{Kind: reconcile.ActionCreatePod, Group: "cpu", Reason: scaleUp},
+			{Kind: reconcile.ActionCreatePod, Group: "cpu", Reason: scaleUp},
+			{Kind: reconcile.ActionCreatePod, Group: "cpu", Reason: scaleUp},
+			{Kind: reconcile.ActionDeletePod, Group: "cpu", Reason: reconcile.Reason{Code: reconcile.ReasonScaleDown, Message: "scaling down"}},
 		},
-		Outcome: reconcile.Outcome{Reason: heads, StoppedAt: "head"},
+		Verdict: reconcile.Verdict{Reason: heads, StoppedAt: "head"},
 		Groups:  []reconcile.GroupReport{{Group: "cpu"}, {Group: "gpu", Stopped: &pending}},
 		Notices: []reconcile.Reason{{Code: reconcile.ReasonGroupNotInSpec, Message: "pods of group old are left alone"},
 			{Code: reconcile.ReasonExpectationsPending, Message: "head expectations are not satisfied"}},
 	}
 	rep := &reconcile.Report{Results: []reconcile.ActionResult{
-		{Index: 0, Kind: reconcile.KindCreatePod, Target: "default/demo-head-*", Status: reconcile.CallDone},
-		{Index: 1, Kind: reconcile.KindCreatePod, Target: "default/demo-cpu-*", Status: reconcile.CallDone},
-		{Index: 2, Kind: reconcile.KindCreatePod, Target: "default/demo-cpu-*", Status: reconcile.CallAlreadyDone},
-		{Index: 3, Kind: reconcile.KindCreatePod, Target: "default/demo-cpu-*", Status: reconcile.CallFailed, Err: errors.Join(errors.New("FailedCreateWorkerPod"), errors.New("exceeded quota"))},
-		{Index: 4, Kind: reconcile.KindDeletePod, Target: "default/w1", Status: reconcile.CallSkipped},
+		{Index: 0, Kind: reconcile.ActionCreatePod, Target: "default/demo-head-*", Status: reconcile.CallDone},
+		{Index: 1, Kind: reconcile.ActionCreatePod, Target: "default/demo-cpu-*", Status: reconcile.CallDone},
+		{Index: 2, Kind: reconcile.ActionCreatePod, Target: "default/demo-cpu-*", Status: reconcile.CallAlreadyDone},
+		{Index: 3, Kind: reconcile.ActionCreatePod, Target: "default/demo-cpu-*", Status: reconcile.CallFailed, Err: errors.Join(errors.New("FailedCreateWorkerPod"), errors.New("exceeded quota"))},
+		{Index: 4, Kind: reconcile.ActionDeletePod, Target: "default/w1", Status: reconcile.CallSkipped},
 	}, Stopped: true}
 
 	want := []kube.Event{
@@ -101,15 +101,15 @@ func TestReconcileEvents(t *testing.T) {
 
 func TestDAGEvents(t *testing.T) {
 	p := dag.Plan{
-		Delete: []dag.DeleteJob{{Flow: "b", Name: "wf-b", Reason: dag.Reason{Code: dag.ReasonRetry, Message: "Retry: flow b failed and is retried"}}},
+		Delete: []dag.DeleteJob{{Flow: "b", Name: "wf-b", Reason: dag.Reason{Code: dag.ReasonRetry, Message: "flow b failed and is retried"}}},
 		Create: []dag.CreateJob{
-			{Flow: "a", Name: "wf-a", Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "DependenciesMet: the dependencies of flow a are satisfied"}},
-			{Flow: "c", Name: "wf-c", Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "DependenciesMet: the dependencies of flow c are satisfied"}},
-			{Flow: "d", Name: "wf-d", Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "DependenciesMet: the dependencies of flow d are satisfied"}},
+			{Flow: "a", Name: "wf-a", Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "the dependencies of flow a are satisfied"}},
+			{Flow: "c", Name: "wf-c", Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "the dependencies of flow c are satisfied"}},
+			{Flow: "d", Name: "wf-d", Reason: dag.Reason{Code: dag.ReasonDependenciesMet, Message: "the dependencies of flow d are satisfied"}},
 		},
 		Blocked: []dag.Blocked{
-			{Flow: "e", Reasons: []dag.Reason{{Code: dag.ReasonDependency, Message: "Dependency a: Pending"}, {Code: dag.ReasonDependency, Message: "Dependency c: Pending"}}},
-			{Flow: "f", Reasons: []dag.Reason{{Code: dag.ReasonNameConflict, Message: `NameConflict wf-f owned by "other"`}}},
+			{Flow: "e", Reasons: []dag.Reason{{Code: dag.ReasonDependency, Message: "a is Pending"}, {Code: dag.ReasonDependency, Message: "c is Pending"}}},
+			{Flow: "f", Reasons: []dag.Reason{{Code: dag.ReasonNameConflict, Message: `wf-f owned by "other"`}}},
 		},
 	}
 	rep := &dag.Report{Actions: []dag.ActionResult{
@@ -119,15 +119,15 @@ func TestDAGEvents(t *testing.T) {
 		{Kind: dag.ActionCreate, Name: "wf-d", Skipped: true},
 	}}
 	want := []kube.Event{
-		{Type: "Normal", Reason: "Retry", Message: "job wf-b: Retry: flow b failed and is retried"},
-		{Type: "Normal", Reason: "DependenciesMet", Message: "job wf-a: DependenciesMet: the dependencies of flow a are satisfied"},
-		{Type: "Warning", Reason: "DependenciesMet", Message: "job wf-c: DependenciesMet: the dependencies of flow c are satisfied (create wf-c failed: forbidden)"},
-		{Type: "Warning", Reason: "NameConflict", Message: `flow f: NameConflict wf-f owned by "other"`},
+		{Type: "Normal", Reason: "Retry", Message: "job wf-b: flow b failed and is retried"},
+		{Type: "Normal", Reason: "DependenciesMet", Message: "job wf-a: the dependencies of flow a are satisfied"},
+		{Type: "Warning", Reason: "DependenciesMet", Message: "job wf-c: the dependencies of flow c are satisfied (Create wf-c failed: forbidden)"},
+		{Type: "Warning", Reason: "NameConflict", Message: `flow f: wf-f owned by "other"`},
 	}
 	if d := cmp.Diff(want, kube.DAGEvents(p, rep)); d != "" {
 		t.Fatalf("DAGEvents (-want +got):\n%s", d)
 	}
-	if got := kube.DAGEvents(p, nil); len(got) != 4+1 || got[3].Type != "Normal" || got[3].Message != "job wf-d: DependenciesMet: the dependencies of flow d are satisfied" {
+	if got := kube.DAGEvents(p, nil); len(got) != 4+1 || got[3].Type != "Normal" || got[3].Message != "job wf-d: the dependencies of flow d are satisfied" {
 		t.Fatalf("dry run events: %+v", got)
 	}
 	// A report out of step with the plan (another plan's) lists nothing.

@@ -306,10 +306,10 @@ func (l *rayLoop) pass(ctx context.Context) reconcile.Plan {
 	created, deleted := map[string]bool{}, map[string]bool{}
 	for _, r := range rep.Results {
 		switch r.Kind {
-		case reconcile.KindCreatePod, reconcile.KindCreateReplicaGroup:
+		case reconcile.ActionCreatePod, reconcile.ActionCreateReplicaGroup:
 			l.creates += len(r.Created)
 			created[r.Group] = true
-		case reconcile.KindDeletePod:
+		case reconcile.ActionDeletePod:
 			l.deletes++
 			deleted[r.Group] = true
 		}

@@ -32,11 +32,11 @@ var (
 		reconcile.ReasonReplicaGroupFormationTimeout, reconcile.ReasonReplicaGroupForming, reconcile.ReasonLegacyMultiHostPods,
 		reconcile.ReasonNotMultipleOfHosts, reconcile.ReasonInvalidNumOfHosts, reconcile.ReasonGroupNotInSpec,
 		reconcile.ReasonForeignOwner, reconcile.ReasonBurstLimited, reconcile.ReasonNotVisited)
-	reconcileKinds = set(reconcile.KindCreatePod, reconcile.KindCreateReplicaGroup, reconcile.KindDeletePod,
-		reconcile.KindDeleteAllOf, reconcile.KindPatchPodAnnotations)
+	reconcileKinds = set(reconcile.ActionCreatePod, reconcile.ActionCreateReplicaGroup, reconcile.ActionDeletePod,
+		reconcile.ActionDeleteAllOf, reconcile.ActionPatchPodAnnotations)
 
 	dagReasons = set(dag.ReasonDependency, dag.ReasonBackoff, dag.ReasonParallelism, dag.ReasonMainNotFinal,
-		dag.ReasonNameConflict, dag.ReasonRetrying, dag.ReasonInvalidSpec, dag.ReasonCycle, dag.ReasonUnknown,
+		dag.ReasonNameConflict, dag.ReasonRetrying, dag.ReasonInvalidSpec, dag.ReasonCycle, dag.ReasonUnknownTarget,
 		dag.ReasonProbe, dag.ReasonDependenciesMet, dag.ReasonRetry, dag.ReasonFinally, dag.ReasonRetention,
 		dag.ReasonRecreate)
 
@@ -50,10 +50,10 @@ var (
 
 	gpuReasons = set(gpu.ReasonRead, gpu.ReasonRereadAfterUnknown, gpu.ReasonAcquire, gpu.ReasonRetryRollback,
 		gpu.ReasonBackoff, gpu.ReasonMarkAllocating, gpu.ReasonBind, gpu.ReasonReport, gpu.ReasonMarkFailed,
-		gpu.ReasonFailureRollback, gpu.ReasonForget, gpu.CardNotHealth, gpu.CardCordoned, gpu.CardTypeMismatch,
-		gpu.NumaNotFit, gpu.CardUUIDMismatch, gpu.CardTimeSlicingExhausted, gpu.ExclusiveDeviceAllocateConflict,
-		gpu.ResourceQuotaNotFit, gpu.CardInsufficientMemory, gpu.CardInsufficientCore, gpu.CardComputeUnitsExhausted,
-		gpu.AllocatedCardsInsufficientRequest, gpu.NodeInsufficientDevice, gpu.CardMigTopologyInfeasible, gpu.ModeNotFit, gpu.ReasonNodeFits,
+		gpu.ReasonFailureRollback, gpu.ReasonForget, gpu.ReasonCardNotHealth, gpu.ReasonCardCordoned, gpu.ReasonCardTypeMismatch,
+		gpu.ReasonNumaNotFit, gpu.ReasonCardUUIDMismatch, gpu.ReasonCardTimeSlicingExhausted, gpu.ReasonExclusiveDeviceAllocateConflict,
+		gpu.ReasonResourceQuotaNotFit, gpu.ReasonCardInsufficientMemory, gpu.ReasonCardInsufficientCore, gpu.ReasonCardComputeUnitsExhausted,
+		gpu.ReasonAllocatedCardsInsufficientRequest, gpu.ReasonNodeInsufficientDevice, gpu.ReasonCardMigTopologyInfeasible, gpu.ReasonModeNotFit, gpu.ReasonNodeFits,
 		gpu.ReasonNodeUnfit, gpu.ReasonNodeChosen, gpu.ReasonNoNodeFits, gpu.ReasonVendorUnreadable)
 
 	expectationsReasons = set(expectations.ReasonUnseen, expectations.ReasonPresent, expectations.ReasonUnresolved,

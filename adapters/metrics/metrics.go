@@ -140,7 +140,7 @@ func (r *Recorder) ObserveJob(e capacity.DispatcherEvent) {
 
 // ObserveExpectations counts the pending items of a Satisfied result by
 // reason.
-func (r *Recorder) ObserveExpectations(res expectations.Result) {
+func (r *Recorder) ObserveExpectations(res expectations.Verdict) {
 	for _, e := range res.Pending {
 		r.expPending.WithLabelValues(label(expectationsReasons, e.Reason.Code)).Inc()
 	}
@@ -178,7 +178,7 @@ func (r *Recorder) ObserveGPUBind(o gpu.Outcome) {
 // ObserveReconcilePlan counts one pod plan by its outcome's reason, and its
 // actions by kind and reason.
 func (r *Recorder) ObserveReconcilePlan(p reconcile.Plan) {
-	r.recPlans.WithLabelValues(label(reconcileReasons, p.Outcome.Reason.Code)).Inc()
+	r.recPlans.WithLabelValues(label(reconcileReasons, p.Verdict.Reason.Code)).Inc()
 	for _, a := range p.Actions {
 		r.recActions.WithLabelValues(label(reconcileKinds, a.Kind), label(reconcileReasons, a.Reason.Code)).Inc()
 	}

@@ -55,24 +55,24 @@ func TestRecorderExportsPlanOutcomes(t *testing.T) {
 	rec.ObserveLockPlan(lock.Plan{Kind: lock.Refuse, Reason: lock.Reason{Code: lock.ReasonHeldByOther}})
 	rec.ObserveLockPlan(lock.Plan{Kind: "Odd", Reason: lock.Reason{Code: "odd"}})
 	rec.ObserveGPUPlan(gpu.Plan{Reason: gpu.Reason{Code: gpu.ReasonNoNodeFits}, Nodes: []gpu.NodeFit{
-		{Node: "n1", Rejections: []gpu.Rejection{{Code: gpu.CardInsufficientMemory, Count: 2, Total: 4}, {Code: gpu.CardTypeMismatch, Count: 2, Total: 4}}},
-		{Node: "n2", Rejections: []gpu.Rejection{{Code: gpu.CardInsufficientMemory, Count: 1, Total: 1}}},
+		{Node: "n1", Rejections: []gpu.Rejection{{Code: gpu.ReasonCardInsufficientMemory, Count: 2, Total: 4}, {Code: gpu.ReasonCardTypeMismatch, Count: 2, Total: 4}}},
+		{Node: "n2", Rejections: []gpu.Rejection{{Code: gpu.ReasonCardInsufficientMemory, Count: 1, Total: 1}}},
 	}})
 	rec.ObserveGPUBind(gpu.Outcome{Bound: true})
 	rec.ObserveGPUBind(gpu.Outcome{Unknown: true})
 	rec.ObserveGPUBind(gpu.Outcome{})
-	rec.ObserveReconcilePlan(reconcile.Plan{Outcome: reconcile.Outcome{Reason: reconcile.Reason{Code: reconcile.ReasonOK}},
+	rec.ObserveReconcilePlan(reconcile.Plan{Verdict: reconcile.Verdict{Reason: reconcile.Reason{Code: reconcile.ReasonOK}},
 		Actions: []reconcile.Action{
-			{Kind: reconcile.KindCreatePod, Reason: reconcile.Reason{Code: reconcile.ReasonScaleUp}},
-			{Kind: reconcile.KindCreatePod, Reason: reconcile.Reason{Code: reconcile.ReasonScaleUp}},
-			{Kind: reconcile.KindDeletePod, Reason: reconcile.Reason{Code: reconcile.ReasonWorkerTerminalPhase}},
+			{Kind: reconcile.ActionCreatePod, Reason: reconcile.Reason{Code: reconcile.ReasonScaleUp}},
+			{Kind: reconcile.ActionCreatePod, Reason: reconcile.Reason{Code: reconcile.ReasonScaleUp}},
+			{Kind: reconcile.ActionDeletePod, Reason: reconcile.Reason{Code: reconcile.ReasonWorkerTerminalPhase}},
 		}})
 	rec.ObserveDAGPlan(dag.Plan{
 		Create:  []dag.CreateJob{{Reason: dag.Reason{Code: dag.ReasonDependenciesMet}}},
 		Delete:  []dag.DeleteJob{{Reason: dag.Reason{Code: dag.ReasonRetry}}},
 		Blocked: []dag.Blocked{{Reasons: []dag.Reason{{Code: dag.ReasonDependency}, {Code: dag.ReasonBackoff}}}, {}},
 	})
-	rec.ObserveExpectations(expectations.Result{Pending: []expectations.Entry{
+	rec.ObserveExpectations(expectations.Verdict{Pending: []expectations.Entry{
 		{Reason: expectations.Reason{Code: expectations.ReasonUnseen}}, {Reason: expectations.Reason{Code: expectations.ReasonUnseen}}}})
 
 	want := `

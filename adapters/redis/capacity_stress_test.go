@@ -203,7 +203,7 @@ func (r *stressRig) fullPath(store *redis.CapacityStore, rid string, running []s
 	switch {
 	case err != nil:
 		r.storeErrors.Add(1)
-	case res.Outcome == capacity.Selected:
+	case res.Verdict == capacity.Selected:
 		r.granted.Add(1)
 		running = r.send(running, res.Lease, store)
 	default:

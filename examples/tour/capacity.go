@@ -79,8 +79,8 @@ out, err := agents[res.Lease.Node].Dispatch(ctx, res.Lease)`)
 		if err != nil {
 			return err
 		}
-		if res.Outcome != capacity.Selected {
-			fmt.Fprintf(w, "  %s: %s, requeue after %v (%s)\n", rid, res.Outcome, res.RequeueAfter, res.Breakdown)
+		if res.Verdict != capacity.Selected {
+			fmt.Fprintf(w, "  %s: %s, requeue after %v (%s)\n", rid, res.Verdict, res.RequeueAfter, res.Breakdown)
 			continue
 		}
 		out, err := agents[res.Lease.Node].Dispatch(ctx, res.Lease)

@@ -181,7 +181,7 @@ func (tr *reconcileTour) settle() error {
 		if err != nil {
 			return err
 		}
-		if len(p.Actions) == 0 && p.Outcome.RequeueAfter == 0 {
+		if len(p.Actions) == 0 && p.Verdict.RequeueAfter == 0 {
 			return nil
 		}
 		if _, _, err := tr.loop.Step(context.Background()); err != nil {

@@ -132,7 +132,7 @@ type Store interface {
 	Record(time.Time, expectations.Record) (expectations.Ref, error)
 	Conclude(time.Time, expectations.Ref, expectations.CallResult, string, types.UID) (bool, error)
 	Observe(expectations.Owner, expectations.ObservedPod) (int, error)
-	Satisfied(time.Time, expectations.Owner, string, *expectations.View) (expectations.Result, error)
+	Satisfied(time.Time, expectations.Owner, string, *expectations.View) (expectations.Verdict, error)
 	Forget(expectations.Owner) (int, error)
 	Prune(time.Time, []expectations.Owner) (int, error)
 }

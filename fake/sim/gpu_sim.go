@@ -266,12 +266,12 @@ func (s *burstSim) feed(i int, a gpu.Action, r gpu.Result) error {
 // trackLocks checks mutual exclusion on what proc i's action did.
 func (s *burstSim) trackLocks(i int, a gpu.Action, r gpu.Result, now time.Time) {
 	switch {
-	case a.Kind == gpu.ActLock && r.Err == nil:
+	case a.Kind == gpu.ActionLock && r.Err == nil:
 		if h, ok := s.holder[a.Lock]; ok && h != i {
 			s.violate("mutual exclusion", "%s took %s at %v while %s holds it", s.procs[i].ref, a.Lock, now.Sub(s.start), s.procs[h].ref)
 		}
 		s.holder[a.Lock] = i
-	case a.Kind == gpu.ActRelease && r.Err == nil:
+	case a.Kind == gpu.ActionRelease && r.Err == nil:
 		if s.holder[a.Lock] == i {
 			delete(s.holder, a.Lock)
 		}
@@ -321,7 +321,7 @@ func (s *burstSim) next() error {
 		err = s.step(ev.proc)
 	case simWaitTimeout:
 		p.waiting, p.wake = false, nil
-		err = s.feed(ev.proc, gpu.Action{Kind: gpu.ActWait}, gpu.Result{Now: s.w.Clock.Now()})
+		err = s.feed(ev.proc, gpu.Action{Kind: gpu.ActionWait}, gpu.Result{Now: s.w.Clock.Now()})
 	case simAllocate:
 		s.allocate(ev.proc)
 	}
@@ -336,7 +336,7 @@ func (s *burstSim) step(i int) error {
 	p := s.procs[i]
 	a := p.st.Next()
 	s.rep.Actions++
-	if a.Kind == gpu.ActWait {
+	if a.Kind == gpu.ActionWait {
 		if len(a.WaitLocks) == 0 {
 			p.wake = nil // polling: sleep out the whole wait
 		}
@@ -374,7 +374,7 @@ func (s *burstSim) wakeWaiters() error {
 	for i, q := range s.procs {
 		if q.waiting && closed(q.wake) {
 			q.waiting, q.wake = false, nil
-			if err := s.feed(i, gpu.Action{Kind: gpu.ActWait}, gpu.Result{Now: s.w.Clock.Now(), Woken: true}); err != nil {
+			if err := s.feed(i, gpu.Action{Kind: gpu.ActionWait}, gpu.Result{Now: s.w.Clock.Now(), Woken: true}); err != nil {
 				return err
 			}
 		}

@@ -123,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err == nil {
 		err = r.writeStatus(ctx, rc, status)
 	}
-	return ctrl.Result{RequeueAfter: plan.Outcome.RequeueAfter}, errors.Join(applyErr, eventErr, err)
+	return ctrl.Result{RequeueAfter: plan.Verdict.RequeueAfter}, errors.Join(applyErr, eventErr, err)
 }
 
 // now reads Clock, or the wall clock without one.
