@@ -235,3 +235,29 @@ func TestTemplateBytesReused(t *testing.T) {
 		t.Fatalf("second call: %+v, want b-other chosen and a-big refused for memory", res)
 	}
 }
+
+// TestPodReadAgainWhenChanged: a pod listed without a node assignment is
+// remembered as such only while its resourceVersion is the same; once it
+// changes (here, assigned with devices that do not decode) it is read
+// again and its node refused naming it. Fails when the usage read keys
+// its memory of pods by UID alone.
+func TestPodReadAgainWhenChanged(t *testing.T) {
+	m, names := nvidiaCluster(t, 1)
+	ext, err := extender.New(extender.Config{Client: m, Bind: &gpu.Binder{Exec: noPods{}, Waiter: clockWait{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := gpuPod("x", 8000)
+	x.ResourceVersion = "1"
+	m.pods = []corev1.Pod{*x}
+	if res := ext.Filter(context.Background(), extenderv1.ExtenderArgs{Pod: gpuPod("p", 8000), NodeNames: &names}); res.NodeNames == nil || len(*res.NodeNames) != 1 {
+		t.Fatalf("first Filter: %+v", res)
+	}
+	x.ResourceVersion = "2"
+	x.Annotations = map[string]string{gpu.AnnoAssignedNode: names[0], "hami.io/vgpu-devices-allocated": "not,an,allocation"}
+	m.pods[0] = *x
+	res := ext.Filter(context.Background(), extenderv1.ExtenderArgs{Pod: gpuPod("q", 8000), NodeNames: &names})
+	if !strings.Contains(res.FailedNodes[names[0]], "bench/x") {
+		t.Fatalf("second Filter: %+v, want %s refused naming bench/x", res, names[0])
+	}
+}
