@@ -548,8 +548,9 @@ func Fit(in Input) (Plan, error) {
 // decide is Decide on valid input.
 func decide(in Input) Plan {
 	p := Plan{Nodes: make([]NodeFit, 0, len(in.Nodes))}
+	var sc fitScratch
 	for _, n := range in.Nodes {
-		p.Nodes = append(p.Nodes, fitNode(n, in.Request))
+		p.Nodes = append(p.Nodes, fitNode(n, in.Request, &sc))
 	}
 	slices.SortFunc(p.Nodes, func(a, b NodeFit) int { return cmp.Compare(a.Node, b.Node) })
 	policy := in.Request.NodePolicy
@@ -626,10 +627,23 @@ func (s fitState) clone() fitState {
 	return s
 }
 
+// fitScratch holds the working copies of a node's devices, reused from
+// node to node: a fit keeps nothing of them once its NodeFit is built
+// (allocations copy what they name), and a fresh copy of every node's
+// devices was most of what Decide allocated.
+type fitScratch struct{ app, init []Device }
+
+// cloneInto is clone into *buf's memory.
+func (s fitState) cloneInto(buf *[]Device) fitState {
+	*buf = append((*buf)[:0], s.devs...)
+	s.devs = *buf
+	return s
+}
+
 // fitNode fits every request: each init container against the node's usage
 // without the other init containers (they run one after another), app
 // containers accumulating on their own copy, so the pod's footprint is its peak.
-func fitNode(n Node, req FitRequest) NodeFit {
+func fitNode(n Node, req FitRequest, sc *fitScratch) NodeFit {
 	defaultScore := nodeScore(n)
 	out := NodeFit{Node: n.Name, Score: float64(defaultScore) + n.BackendScore, Reason: Reason{Code: ReasonNodeFits, Message: "every request fits"}}
 	if len(req.Requests) == 0 {
@@ -637,7 +651,7 @@ func fitNode(n Node, req FitRequest) NodeFit {
 		return out
 	}
 	base := fitState{devs: n.Devices, profiles: n.SliceProfiles, instanceType: n.InstanceType, vnpuCore: n.VNPUCore}
-	app := base.clone()
+	app := base.cloneInto(&sc.app)
 	var containers []ContainerAllocation
 	for start := 0; start < len(req.Requests); {
 		end := start + 1
@@ -648,7 +662,7 @@ func fitNode(n Node, req FitRequest) NodeFit {
 		group := req.Requests[start:end]
 		st := &app
 		if group[0].Init {
-			initState := base.clone()
+			initState := base.cloneInto(&sc.init)
 			st = &initState
 		}
 		ca := ContainerAllocation{Container: group[0].Container, Init: group[0].Init}
