@@ -585,20 +585,25 @@ func (s *State) Clone() *State {
 		c.owners = make(map[string]*ownerRec, len(s.owners))
 	}
 	for k, rec := range s.owners {
-		crec := &ownerRec{owner: rec.owner, len: rec.len, groups: make(map[string]*group, len(rec.groups))}
-		for gname, g := range rec.groups {
-			cg := &group{byKey: make(map[itemKey]*item, len(g.byKey)), order: make([]*item, 0, len(g.byKey)), dirty: g.dirty}
-			for _, it := range g.order {
-				if it.dead {
-					continue
-				}
-				cit := *it
-				cg.byKey[cit.key()] = &cit
-				cg.order = append(cg.order, &cit)
-			}
-			crec.groups[gname] = cg
-		}
-		c.owners[k] = crec
+		c.owners[k] = rec.clone()
 	}
 	return c
+}
+
+// clone is a deep copy of rec without its removed items.
+func (rec *ownerRec) clone() *ownerRec {
+	crec := &ownerRec{owner: rec.owner, len: rec.len, groups: make(map[string]*group, len(rec.groups))}
+	for gname, g := range rec.groups {
+		cg := &group{byKey: make(map[itemKey]*item, len(g.byKey)), order: make([]*item, 0, len(g.byKey)), dirty: g.dirty}
+		for _, it := range g.order {
+			if it.dead {
+				continue
+			}
+			cit := *it
+			cg.byKey[cit.key()] = &cit
+			cg.order = append(cg.order, &cit)
+		}
+		crec.groups[gname] = cg
+	}
+	return crec
 }

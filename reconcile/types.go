@@ -21,7 +21,8 @@ type Snapshot struct {
 	// and pods of other clusters or namespaces, which Decide ignores.
 	Pods []corev1.Pod
 	// Expectations is the caller's expectations state (a copy, for example
-	// Tracker.Snapshot()), or nil for none. Decide checks every group of this
+	// Tracker.SnapshotOwner(cluster's owner), which copies only what this
+	// cluster's checks read, or Tracker.Snapshot()), or nil for none. Decide checks every group of this
 	// cluster that holds items against the pods of this snapshot with the pure
 	// State.Check, and plans nothing for a group that is not satisfied. Its
 	// owner is the cluster (namespace, name, UID); the head group is "".

@@ -338,7 +338,7 @@ func newWorldRun(t *testing.T, seed uint64) *worldRun {
 		Enqueue: func(o expectations.Owner) { run.enqueue(types.NamespacedName{Namespace: o.Namespace, Name: o.Name}, 0) }}
 	store.Informer().AddHandler(run.obs.Handle)
 	run.r = &Reconciler{Client: c, Tracker: tracker, Pods: lister, Options: reconcile.Options{OperatorVersion: "v1.7.0"},
-		Applier:  reconcile.Applier{Expectations: tracker, Clock: w.Clock, TokenPrefix: "sim-"},
+		Applier:  reconcile.Applier{Expectations: tracker, Clock: w.Clock, TokenPrefix: "sim-", MaxInFlight: 8},
 		Recorder: record.NewFakeRecorder(100000), Clock: w.Clock}
 	return run
 }

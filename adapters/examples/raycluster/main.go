@@ -4,7 +4,7 @@
 // with the pure reconcile core, gates the plan on expectations, and applies it
 // through adapters/kube's PodExecutor with bounded concurrency.
 //
-// It runs against a throwaway API server (etcd and kube-apiserver from
+// By default it runs a demo against a throwaway API server (etcd and kube-apiserver from
 // adapters/kube/kubetest; build them once with .ci/kube-apiserver.sh), installs
 // a RayCluster CRD, shows that a RayCluster with a misspelt field is a
 // terminal error (not requeued), creates a cluster with 3 workers and prints
@@ -13,32 +13,47 @@
 // step:
 //
 //	go run ./examples/raycluster
+//
+// With -operator it is an operator process instead: the controller alone
+// against that API server, reconciling up to -max-concurrent-reconciles
+// clusters at once, each pass sending at most -max-in-flight creates at once.
+// The scale harness in ./scale runs it that way beside KubeRay's operator.
 package main
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	_ "net/http/pprof" // -pprof-addr
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -54,12 +69,58 @@ import (
 var RayClusterGVK = schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayCluster"}
 
 func main() {
+	operator := flag.Bool("operator", false, "run only the controller, against the API server of -kubeconfig (or $KUBECONFIG), until SIGINT or SIGTERM; "+
+		"the RayCluster CRD must be installed (without this flag: the self-contained demo)")
+	var set Settings
+	flag.IntVar(&set.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "clusters reconciled at once")
+	flag.IntVar(&set.MaxInFlight, "max-in-flight", 16, "creates or deletes one pass sends at once")
+	flag.StringVar(&set.MetricsAddr, "metrics-addr", "0", "address of the Prometheus metrics endpoint (0: none)")
+	pprofAddr := flag.String("pprof-addr", "", "with -operator, serve net/http/pprof's /debug/pprof/ here")
+	qps := flag.Float64("qps", 100, "client-side rate limit of requests to the API server (KubeRay's operator's default)")
+	burst := flag.Int("burst", 200, "client-side burst above -qps (KubeRay's operator's default)")
+	flag.Parse()
+	if *operator {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		set.TokenPrefix, set.CacheRayClusters = fmt.Sprintf("op%d-", os.Getpid()), true
+		if *pprofAddr != "" {
+			go func() { _ = http.ListenAndServe(*pprofAddr, nil) }() // net/http/pprof's handlers
+		}
+		if err := operate(ctx, float32(*qps), *burst, set); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := run(ctx, os.Stdout, &kube.PodObserver{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// operate runs the controller alone against the API server that
+// controller-runtime's -kubeconfig flag (or $KUBECONFIG, or the in-cluster
+// config) names until ctx ends: the operator process the scale harness
+// (./scale) measures.
+func operate(ctx context.Context, qps float32, burst int, set Settings) error {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, "plancore-raycluster"
+	ctrl.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard())
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	mgr, _, err := newController(ctx, cfg, scheme, &kube.PodObserver{}, set)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
 }
 
 // Reconciler reconciles RayClusters' pods with plancore's reconcile core.
@@ -73,9 +134,14 @@ type Reconciler struct {
 	// holds the slices they are read into, reused from pass to pass.
 	Pods    *kube.PodLister
 	buffers sync.Pool
+	// written holds, per cluster, the last status this process wrote and
+	// the resourceVersion it wrote over (see lastStatus).
+	written sync.Map // types.NamespacedName -> writtenStatus
 	Options reconcile.Options
-	// Applier records each create's and delete's expectation in Tracker; its
-	// TokenPrefix should differ between processes.
+	// Applier records each create's and delete's expectation in Tracker and
+	// sends each run of creates or deletes concurrently, at most MaxInFlight
+	// calls at a time (slow start first); its TokenPrefix should differ
+	// between processes.
 	Applier reconcile.Applier
 	// Recorder records each pass's events on the RayCluster
 	// (mgr.GetEventRecorderFor): what the plan did and why it waits.
@@ -91,6 +157,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	rc := &unstructured.Unstructured{}
 	rc.SetGroupVersionKind(RayClusterGVK)
 	if err := r.Client.Get(ctx, req.NamespacedName, rc); err != nil {
+		r.written.Delete(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	raw, err := rc.MarshalJSON()
@@ -110,17 +177,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if *buf = pods; err != nil {
 		return ctrl.Result{}, err
 	}
-	snap := reconcile.Snapshot{Cluster: cluster, Pods: pods, Expectations: r.Tracker.Snapshot(), Now: r.now()}
+	// Only this cluster's expectations: a copy of every cluster's would
+	// cost each pass as much as all clusters' creates in flight.
+	exp, err := r.Tracker.SnapshotOwner(expectations.Owner{Namespace: cluster.Namespace, Name: cluster.Name, UID: cluster.UID})
+	if err != nil {
+		return ctrl.Result{}, kube.TerminalIfInvalid(err)
+	}
+	snap := reconcile.Snapshot{Cluster: cluster, Pods: pods, Expectations: exp, Now: r.now()}
 	plan, err := reconcile.Decide(snap, r.Options)
 	if err != nil {
 		return ctrl.Result{}, kube.TerminalIfInvalid(err)
 	}
 	exec := &kube.PodExecutor{Client: r.Client, Owner: rc}
-	report, applyErr := kube.ApplyConcurrently(ctx, plan, exec, r.Applier, kube.Concurrency{MaxInFlight: 8})
+	report, applyErr := r.Applier.Apply(ctx, plan, exec) // creates in parallel, at most Applier.MaxInFlight
 	// One event per reason: pods created, deleted, failed; why the plan waits.
 	eventErr := kube.Emit(r.Recorder, rc, kube.ReconcileEvents(plan, &report))
 	status, err := reconcile.Status(reconcile.StatusInput{Snapshot: snap, Previous: current, Report: &report}, r.Options)
-	if err == nil {
+	if err == nil && !sameStatus(r.lastStatus(rc, current), status) { // no write when only the time moved
 		err = r.writeStatus(ctx, rc, status)
 	}
 	return ctrl.Result{RequeueAfter: plan.Verdict.RequeueAfter}, errors.Join(applyErr, eventErr, err)
@@ -142,15 +215,43 @@ func (r *Reconciler) buffer() *[]corev1.Pod {
 	return new([]corev1.Pod)
 }
 
+// sameStatus reports whether next differs from the status the object
+// holds only in LastUpdateTime, as KubeRay's operator decides whether to
+// write: a pass that changed nothing writes nothing.
+func sameStatus(current, next reconcile.ClusterStatus) bool {
+	next.LastUpdateTime = current.LastUpdateTime
+	return equality.Semantic.DeepEqual(current, next)
+}
+
+type writtenStatus struct {
+	over   string // the resourceVersion the write replaced
+	status reconcile.ClusterStatus
+}
+
+// lastStatus is the status the API server holds: current, unless the
+// object read is still the one this process last wrote over (a cache that
+// has not seen that write yet), and then the status written.
+func (r *Reconciler) lastStatus(rc *unstructured.Unstructured, current reconcile.ClusterStatus) reconcile.ClusterStatus {
+	if w, ok := r.written.Load(client.ObjectKeyFromObject(rc)); ok && w.(writtenStatus).over == rc.GetResourceVersion() {
+		return w.(writtenStatus).status
+	}
+	return current
+}
+
 // writeStatus merge-patches the status subresource with the computed
 // status (the whole conditions list, which Status computed from the
-// current one).
+// current one) and remembers what it wrote over.
 func (r *Reconciler) writeStatus(ctx context.Context, rc *unstructured.Unstructured, st reconcile.ClusterStatus) error {
 	body, err := json.Marshal(map[string]any{"status": st})
 	if err != nil {
 		return err
 	}
-	return r.Client.Status().Patch(ctx, rc, client.RawPatch(types.MergePatchType, body))
+	over := rc.GetResourceVersion()
+	if err := r.Client.Status().Patch(ctx, rc, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return err
+	}
+	r.written.Store(client.ObjectKeyFromObject(rc), writtenStatus{over: over, status: st})
+	return nil
 }
 
 // rayClusterCRD is a minimal RayCluster CRD: the schema keeps unknown fields,
@@ -231,28 +332,8 @@ func run(ctx context.Context, out io.Writer, podEvents *kube.PodObserver) error 
 		return fmt.Errorf("RayCluster CRD not served: %w", err)
 	}
 
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme, Metrics: server.Options{BindAddress: "0"}})
+	mgr, r, err := newController(ctx, env.Config, scheme, podEvents, Settings{MaxConcurrentReconciles: 1, MaxInFlight: 8, TokenPrefix: "example-"})
 	if err != nil {
-		return err
-	}
-	tracker, err := expectations.NewTracker(expectations.Options{})
-	if err != nil {
-		return err
-	}
-	lister, err := kube.NewPodLister(ctx, mgr.GetCache())
-	if err != nil {
-		return err
-	}
-	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Pods: lister, Options: reconcile.Options{OperatorVersion: "v1.7.0"},
-		Applier: reconcile.Applier{Expectations: tracker, TokenPrefix: "example-"}, Recorder: mgr.GetEventRecorderFor("raycluster")}
-	owner := &unstructured.Unstructured{}
-	owner.SetGroupVersionKind(RayClusterGVK)
-	// Pod events reach the tracker (kube.PodObserver) before they enqueue
-	// the RayCluster that controls the pod, so a create or delete settles
-	// on its event rather than on its expectation's timeout.
-	podEvents.Tracker, podEvents.OwnerKind = tracker, RayClusterGVK.GroupKind()
-	podEvents.Next = handler.EnqueueRequestForOwner(scheme, mgr.GetRESTMapper(), owner, handler.OnlyControllerOwner())
-	if err := ctrl.NewControllerManagedBy(mgr).Named("raycluster").For(owner).Watches(&corev1.Pod{}, podEvents).Complete(r); err != nil {
 		return err
 	}
 	mctx, stop := context.WithCancel(ctx)
@@ -335,6 +416,68 @@ func run(ctx context.Context, out io.Writer, podEvents *kube.PodObserver) error 
 	}
 	stop()
 	return <-done
+}
+
+// Settings are the knobs of one controller process.
+type Settings struct {
+	// MaxConcurrentReconciles is controller-runtime's: how many clusters are
+	// reconciled at once. Above 1, a cluster whose pass sends 500 creates
+	// does not hold up the passes of the others.
+	MaxConcurrentReconciles int
+	// MaxInFlight bounds the creates (or deletes) one pass sends at once
+	// (reconcile.Applier.MaxInFlight).
+	MaxInFlight int
+	// MetricsAddr is where controller-runtime serves Prometheus metrics; ""
+	// or "0" serves none.
+	MetricsAddr string
+	// TokenPrefix starts every create token of this process.
+	TokenPrefix string
+	// CacheRayClusters reads RayClusters from the manager's informer cache,
+	// as KubeRay's operator does, instead of a GET per pass (the client's
+	// default for unstructured objects). The demo reads them live: it
+	// reconciles a cluster the moment it is created.
+	CacheRayClusters bool
+}
+
+// newController builds a manager on cfg with the RayCluster controller
+// registered: a tracker, the pod lister, podEvents (a zero PodObserver) as
+// the pod watch's handler. The caller starts the manager.
+func newController(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, podEvents *kube.PodObserver, set Settings) (ctrl.Manager, *Reconciler, error) {
+	metricsAddr := set.MetricsAddr
+	if metricsAddr == "" {
+		metricsAddr = "0"
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: server.Options{BindAddress: metricsAddr},
+		// Nothing here reads managedFields: the cache keeps objects without them.
+		Cache:  cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: set.CacheRayClusters}}})
+	if err != nil {
+		return nil, nil, err
+	}
+	tracker, err := expectations.NewTracker(expectations.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	lister, err := kube.NewPodLister(ctx, mgr.GetCache())
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Pods: lister, Options: reconcile.Options{OperatorVersion: "v1.7.0"},
+		Applier:  reconcile.Applier{Expectations: tracker, TokenPrefix: set.TokenPrefix, MaxInFlight: set.MaxInFlight},
+		Recorder: mgr.GetEventRecorderFor("raycluster")}
+	owner := &unstructured.Unstructured{}
+	owner.SetGroupVersionKind(RayClusterGVK)
+	// Pod events reach the tracker (kube.PodObserver) before they enqueue
+	// the RayCluster that controls the pod, so a create or delete settles
+	// on its event rather than on its expectation's timeout.
+	podEvents.Tracker, podEvents.OwnerKind = tracker, RayClusterGVK.GroupKind()
+	podEvents.Next = handler.EnqueueRequestForOwner(scheme, mgr.GetRESTMapper(), owner, handler.OnlyControllerOwner())
+	err = ctrl.NewControllerManagedBy(mgr).Named("raycluster").For(owner).Watches(&corev1.Pod{}, podEvents).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, set.MaxConcurrentReconciles)}).Complete(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return mgr, r, nil
 }
 
 // refuseInvalid creates a RayCluster with a misspelt field and reconciles

@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/plancore/plancore/adapters/kube"
+	"github.com/plancore/plancore/reconcile"
 )
 
 // TestRun runs the example controller end to end against a real API server and
@@ -70,5 +74,22 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 	if !strings.Contains(string(src), block) {
 		t.Errorf("the README's quick start differs from examples/raycluster/main.go:\n%s", block)
+	}
+}
+
+// A pass whose status differs only in LastUpdateTime writes nothing; any
+// other difference is written. (Comparing LastUpdateTime too makes the
+// first check fail; never writing makes the second fail.)
+func TestSameStatus(t *testing.T) {
+	t0, t1 := metav1.NewTime(time.Unix(0, 0)), metav1.NewTime(time.Unix(60, 0))
+	current := reconcile.ClusterStatus{State: reconcile.StateReady, ReadyWorkerReplicas: 3, DesiredCPU: resource.MustParse("1"), LastUpdateTime: &t0}
+	next := current
+	next.LastUpdateTime, next.DesiredCPU = &t1, resource.MustParse("1000m")
+	if !sameStatus(current, next) {
+		t.Error("a status that differs only in LastUpdateTime (and a quantity's spelling) counts as changed")
+	}
+	next.ReadyWorkerReplicas = 2
+	if sameStatus(current, next) {
+		t.Error("a status with another ReadyWorkerReplicas counts as unchanged")
 	}
 }

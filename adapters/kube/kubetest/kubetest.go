@@ -143,7 +143,12 @@ type Env struct {
 
 // Start launches etcd and kube-apiserver from [AssetsDir] and waits until the API
 // server answers. The caller must call [Env.Stop].
-func Start() (*Env, error) {
+func Start() (*Env, error) { return StartWith(nil) }
+
+// StartWith is [Start] with extra kube-apiserver flags, by name without the
+// dashes: for example a service-cluster-ip-range wider than envtest's /24 (254
+// Services) for a scale test whose operator creates a Service per cluster.
+func StartWith(apiServerFlags map[string]string) (*Env, error) {
 	// controller-runtime warns, with a stack trace, when its logger is used
 	// before one is set; the control plane's own output is not wanted either.
 	ctrllog.SetLogger(logr.Discard())
@@ -165,6 +170,9 @@ func Start() (*Env, error) {
 		// two-core machine; envtest's 20 s default is too tight for that.
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
+	}
+	for name, value := range apiServerFlags {
+		te.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
 	cfg, err := te.Start()
 	if err != nil {
