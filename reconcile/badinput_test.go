@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"pgregory.net/rapid"
 
@@ -336,6 +337,52 @@ func TestPropDuplicatePods(t *testing.T) {
 		}
 		if f := fieldsOf(t, err); len(f) != 2*(n-1) || f[0] != "pods[2].metadata.name" {
 			t.Fatalf("%d copies: fields %v", n, f[:min(4, len(f))])
+		}
+	})
+}
+
+// TestPropDuplicatePodsModel draws pods from small pools of namespaces, names
+// and UIDs, so that names repeat across namespaces and UIDs across names, and
+// checks that Snapshot.Validate names exactly the repeats a map of the earlier
+// pods finds: a pod is a repeat by name when an earlier one has its namespace
+// and name, by UID when an earlier one has its (non-empty) UID. (Leaving the
+// namespace out of the name's hash and comparison makes it fail, and so does
+// taking a match of the slots' hash bits, with those bits zeroed, for a
+// repeat without comparing the strings.)
+func TestPropDuplicatePodsModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(2, 40).Draw(t, "pods")
+		s := snap(cluster(group("a", 0)))
+		var want []string
+		names, uids := map[[2]string]bool{}, map[string]bool{}
+		for i := range n {
+			p := worker(rapid.SampledFrom([]string{"w", "x", "a-much-longer-pod-name-sharing-its-tail-0"}).Draw(t, "name"), "a")
+			p.Namespace = rapid.SampledFrom([]string{"ns", "other", ""}).Draw(t, "namespace")
+			p.UID = types.UID(rapid.SampledFrom([]string{"", "u1", "u2"}).Draw(t, "uid"))
+			s.Pods = append(s.Pods, p)
+			if k := [2]string{p.Namespace, p.Name}; names[k] {
+				want = append(want, fmt.Sprintf("pods[%d].metadata.name", i))
+			} else {
+				names[k] = true
+			}
+			if p.UID == "" {
+				continue
+			}
+			if uids[string(p.UID)] {
+				want = append(want, fmt.Sprintf("pods[%d].metadata.uid", i))
+			} else {
+				uids[string(p.UID)] = true
+			}
+		}
+		err := s.Validate()
+		if len(want) == 0 {
+			if err != nil {
+				t.Fatalf("no repeats, but: %v", err)
+			}
+			return
+		}
+		if diff := cmp.Diff(want, fieldsOf(t, err)); diff != "" {
+			t.Fatalf("repeats named (-want +got):\n%s", diff)
 		}
 	})
 }

@@ -2,6 +2,8 @@ package reconcile_test
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,11 +95,16 @@ func benchDecide(b *testing.B, s reconcile.Snapshot) {
 	}
 	b.ReportMetric(float64(len(p.Actions)), "actions")
 	b.ReportAllocs()
+	// One thread runs the loop, so that its CPU time is Decide's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu := threadCPU()
 	for b.Loop() {
 		if _, err := reconcile.Decide(s, o); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(threadCPU()-cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkPlan10kPods plans a 10-group cluster of 10,000 workers with
@@ -134,6 +141,51 @@ func TestValidateBuildsNoPathOnValidInput(t *testing.T) {
 
 // BenchmarkDecideSteady10k plans the same cluster with nothing to do.
 func BenchmarkDecideSteady10k(b *testing.B) { benchDecide(b, benchCluster(false, false)) }
+
+// informerPods gives s's pods as an informer cache holds them: each pod
+// decoded on its own (as from a watch event) with every string and map its
+// own, in a random arrival order with other allocations in between. In
+// index order the result lists them as s does, which is a random order in
+// memory, as a cache's index hands them out; in arrival order it lists them
+// as they lie in memory, the order kube.PodLister gives them in.
+func informerPods(b *testing.B, s reconcile.Snapshot, arrivalOrder bool) reconcile.Snapshot {
+	r := rand.New(rand.NewPCG(1, 2))
+	arrival := r.Perm(len(s.Pods))
+	decoded := make([]*corev1.Pod, len(s.Pods))
+	var other [][]byte
+	for _, i := range arrival {
+		data, err := s.Pods[i].Marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := &corev1.Pod{}
+		if err := p.Unmarshal(data); err != nil {
+			b.Fatal(err)
+		}
+		decoded[i] = p
+		other = append(other[len(other)/64*64:], make([]byte, 64+r.IntN(4096)))
+	}
+	out := s
+	out.Pods = make([]corev1.Pod, len(s.Pods))
+	for k := range out.Pods {
+		i := k
+		if arrivalOrder {
+			i = arrival[k]
+		}
+		out.Pods[k] = *decoded[i]
+	}
+	return out
+}
+
+// BenchmarkDecideSteady10kInformer is BenchmarkDecideSteady10k on the same
+// pods laid out as an informer cache holds them (informerPods), read in the
+// index's random order and in memory order: the difference between the
+// three is what the pods' memory costs Decide, beside its own work.
+func BenchmarkDecideSteady10kInformer(b *testing.B) {
+	s := benchCluster(false, false)
+	b.Run("index-order", func(b *testing.B) { benchDecide(b, informerPods(b, s, false)) })
+	b.Run("arrival-order", func(b *testing.B) { benchDecide(b, informerPods(b, s, true)) })
+}
 
 // BenchmarkDecideScaleDown10k plans a 10 % scale-down in every group.
 func BenchmarkDecideScaleDown10k(b *testing.B) { benchDecide(b, benchCluster(false, true)) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -308,6 +309,11 @@ type steadyLoop struct {
 	cache   cache.Cache
 	exec    *kube.PodExecutor
 	tracker *expectations.Tracker
+	// decideTime and decideCPU add up the wall time and the thread's CPU
+	// time pass spends in reconcile.Decide; last is the snapshot the latest
+	// pass handed it.
+	decideTime, decideCPU time.Duration
+	last                  reconcile.Snapshot
 }
 
 // newSteadyLoop starts a cache (stopped when b ends, so the API server can
@@ -345,7 +351,11 @@ func (l *steadyLoop) pass(ctx context.Context, read func() ([]corev1.Pod, error)
 	if err != nil {
 		return 0, err
 	}
-	p, err := reconcile.Decide(reconcile.Snapshot{Cluster: l.cluster, Pods: pods, Expectations: l.tracker.Snapshot(), Now: time.Now(), Seed: 1}, reconcile.KubeRayV170())
+	snap := reconcile.Snapshot{Cluster: l.cluster, Pods: pods, Expectations: l.tracker.Snapshot(), Now: time.Now(), Seed: 1}
+	l.last = snap
+	start, cpu := time.Now(), threadCPU()
+	p, err := reconcile.Decide(snap, reconcile.KubeRayV170())
+	l.decideTime, l.decideCPU = l.decideTime+time.Since(start), l.decideCPU+threadCPU()-cpu
 	if err != nil {
 		return 0, err
 	}
@@ -359,7 +369,8 @@ func (l *steadyLoop) pass(ctx context.Context, read func() ([]corev1.Pod, error)
 // 10,001 pods held by a real informer cache on envtest, beside reconcile.Decide
 // alone on the same pods, so the ratio reads off one run:
 //
-//   - decide: reconcile.Decide on the pods, listed once;
+//   - decide: reconcile.Decide alone on exactly the snapshot the last pass
+//     handed it (the same slice, cluster, expectations and options);
 //
 //   - pass: the RayCluster example's pass: the cluster's pods read from the
 //     informer's index into the previous pass's slice
@@ -377,10 +388,21 @@ func (l *steadyLoop) pass(ctx context.Context, read func() ([]corev1.Pod, error)
 //   - pass-deepcopy: the same with the cache's default List (by index),
 //     which deep-copies every pod: the read the no-copy ones replace.
 //
-//   - ratio: decide and pass alternately in each iteration, reporting
-//     pass/decide, the ratio the steady-pass target is about (at most 3):
-//     alternating keeps a change of the machine's load between
-//     sub-benchmarks out of the ratio.
+//   - ratio: decide and pass alternately in each iteration, on one locked
+//     thread, reporting pass/decide (the ratio the steady-pass target is
+//     about, at most 3), in-pass/decide (Decide's time inside the pass over
+//     Decide alone on the pass's snapshot: like for like) and both in the
+//     thread's CPU time too (-cpu metrics), which a machine busy with other
+//     work stretches less than the wall clock. Alternating keeps a change of
+//     the machine's load between sub-benchmarks out of the ratios.
+//
+// Decide costs more here than in reconcile's BenchmarkDecideSteady10k on the
+// same number of pods, inside the pass or alone alike: that benchmark's pods
+// share their strings (string literals), so every comparison Decide makes
+// on a label, a namespace or a phase stops at equal pointers, and they lie
+// in memory in the order Decide reads them; an informer's pods each hold
+// their own copies of every string, allocated one watch event at a time
+// (see reconcile's BenchmarkDecideSteady10kInformer).
 //
 // The first run creates the pods (about a minute on two cores); later runs
 // in the same binary (-count) reuse them, each with a fresh cache.
@@ -409,34 +431,42 @@ func BenchmarkSteadyPass10k(b *testing.B) {
 	if n, err := l.pass(ctx, reuse); err != nil || n != 0 {
 		b.Fatalf("steady pass: %d actions, %v; want none", n, err)
 	}
-	pods, err := noCopy()
-	if err != nil {
-		b.Fatal(err)
-	}
-	snap := reconcile.Snapshot{Cluster: l.cluster, Pods: pods, Expectations: l.tracker.Snapshot(), Now: time.Now(), Seed: 1}
 	o := reconcile.KubeRayV170()
 	b.Run("decide", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := reconcile.Decide(snap, o); err != nil {
+			if _, err := reconcile.Decide(l.last, o); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("ratio", func(b *testing.B) {
-		var decide, pass time.Duration
+		// One thread runs both, so that its CPU time is theirs.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var decide, pass, decideCPU, passCPU time.Duration
+		l.decideTime, l.decideCPU = 0, 0
 		for b.Loop() {
-			start := time.Now()
-			if _, err := reconcile.Decide(snap, o); err != nil {
+			start, cpu := time.Now(), threadCPU()
+			if _, err := reconcile.Decide(l.last, o); err != nil {
 				b.Fatal(err)
 			}
-			mid := time.Now()
+			mid, midCPU := time.Now(), threadCPU()
 			if _, err := l.pass(ctx, reuse); err != nil {
 				b.Fatal(err)
 			}
 			decide, pass = decide+mid.Sub(start), pass+time.Since(mid)
+			decideCPU, passCPU = decideCPU+midCPU-cpu, passCPU+threadCPU()-midCPU
 		}
+		n := float64(b.N)
 		b.ReportMetric(float64(pass)/float64(decide), "pass/decide")
+		b.ReportMetric(float64(l.decideTime)/float64(decide), "in-pass/decide")
+		b.ReportMetric(float64(decideCPU)/n, "decide-cpu-ns/op")
+		b.ReportMetric(float64(l.decideCPU)/n, "in-pass-cpu-ns/op")
+		b.ReportMetric(float64(passCPU)/n, "pass-cpu-ns/op")
+		if decideCPU > 0 {
+			b.ReportMetric(float64(l.decideCPU)/float64(decideCPU), "in-pass/decide-cpu")
+		}
 	})
 	for _, bc := range []struct {
 		name string

@@ -3,7 +3,10 @@ package kube
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"slices"
+	"sync"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -95,20 +98,88 @@ func NewPodLister(ctx context.Context, informers cache.Informers) (*PodLister, e
 
 // AppendClusterPods appends the pods of cluster name in namespace (those
 // labelled reconcile.LabelCluster = name) to dst and returns the extended
-// slice, in no particular order. Pass dst[:0] of the previous pass to
-// reuse its array.
+// slice, ordered by the address of the cached objects (an order with no
+// meaning but to the memory: see below). Pass dst[:0] of the previous pass
+// to reuse its array.
+//
+// The index hands out its pods in a random order, while the informer's
+// objects lie in memory roughly in the order they arrived: every pod decoded
+// from a watch event holds its own labels map and strings, allocated beside
+// it. Read in a random order, each of these is a cache miss; read in
+// address order, the processor's prefetching finds most of them, which
+// halves reconcile.Decide's time on these pods (BenchmarkSteadyPass10k).
+// Sorting the addresses costs far less than that.
 func (l *PodLister) AppendClusterPods(dst []corev1.Pod, namespace, name string) ([]corev1.Pod, error) {
 	objs, err := l.indexer.ByIndex(podListerIndex, namespace+"/"+name)
 	if err != nil {
 		return dst, fmt.Errorf("kube: reading the pod index: %w", err)
 	}
-	dst = slices.Grow(dst, len(objs))
+	scratch := addrPool.Get().(*addrScratch)
+	scratch.a = slices.Grow(scratch.a[:0], len(objs))
+	scratch.tmp = slices.Grow(scratch.tmp[:0], len(objs))[:len(objs)]
+	defer func() {
+		// The pool must not keep cached objects alive.
+		clear(scratch.a[:cap(scratch.a)])
+		clear(scratch.tmp)
+		addrPool.Put(scratch)
+	}()
 	for _, o := range objs {
 		p, ok := o.(*corev1.Pod)
 		if !ok {
 			return dst, fmt.Errorf("kube: the pod index holds a %T", o)
 		}
-		dst = append(dst, *p)
+		scratch.a = append(scratch.a, podAddr{uintptr(unsafe.Pointer(p)), p})
+	}
+	sorted := sortByAddress(scratch.a, scratch.tmp)
+	dst = slices.Grow(dst, len(sorted))
+	for i := range sorted {
+		dst = append(dst, *sorted[i].p)
 	}
 	return dst, nil
+}
+
+// podAddr is a cached pod and its address, which the Go heap never moves.
+type podAddr struct {
+	addr uintptr
+	p    *corev1.Pod
+}
+
+// addrScratch holds AppendClusterPods' buffers between calls, so that a
+// steady-state pass makes no garbage of them.
+type addrScratch struct{ a, tmp []podAddr }
+
+var addrPool = sync.Pool{New: func() any { return new(addrScratch) }}
+
+// addrDigit is the width in bits of one radix-sort pass: heap addresses of
+// one cache differ in about 30 bits, so three passes.
+const addrDigit = 11
+
+// sortByAddress orders a by address with a least-significant-digit radix
+// sort over the bits in which the addresses differ, using tmp (as long as
+// a) as the other buffer, and returns whichever of the two holds the result.
+func sortByAddress(a, tmp []podAddr) []podAddr {
+	if len(a) < 2 {
+		return a
+	}
+	lo, hi := a[0].addr, a[0].addr
+	for i := range a {
+		lo, hi = min(lo, a[i].addr), max(hi, a[i].addr)
+	}
+	const mask = 1<<addrDigit - 1
+	for shift := 0; shift < bits.UintSize && (hi-lo)>>shift != 0; shift += addrDigit {
+		var count [1<<addrDigit + 1]int
+		for i := range a {
+			count[(a[i].addr-lo)>>shift&mask+1]++
+		}
+		for d := 1; d < len(count); d++ {
+			count[d] += count[d-1]
+		}
+		for i := range a {
+			d := (a[i].addr - lo) >> shift & mask
+			tmp[count[d]] = a[i]
+			count[d]++
+		}
+		a, tmp = tmp, a
+	}
+	return a
 }
