@@ -75,9 +75,9 @@ func TestBadInput(t *testing.T) {
 			return d
 		}()}}}, Request: req}, gpu.Options{}, gpu.ErrInvalidDevice, []string{"nodes[0].devices[0].count", "nodes[0].devices[0].used", "nodes[0].devices[0].usedMemoryMiB"}},
 		{"zero nums", gpu.Input{Nodes: []gpu.Node{node}, Request: gpu.FitRequest{Requests: []gpu.Request{nvReq("c", 0, 0, 0)}}}, gpu.Options{}, gpu.ErrInvalidRequest, []string{"request.requests[0].nums"}},
-		{"MinInt32 everywhere", gpu.Input{Nodes: []gpu.Node{node}, Request: gpu.FitRequest{Requests: []gpu.Request{{Container: "c", Type: "NVIDIA", Nums: math.MinInt32, MemoryMiB: math.MinInt32, MemoryPercent: math.MinInt32, Cores: math.MinInt32}}}}, gpu.Options{}, gpu.ErrInvalidRequest,
+		{"MinInt32 everywhere", gpu.Input{Nodes: []gpu.Node{node}, Request: gpu.FitRequest{Requests: []gpu.Request{{Container: "c", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: math.MinInt32, MemoryMiB: math.MinInt32, MemoryPercent: math.MinInt32, Cores: math.MinInt32}}}}, gpu.Options{}, gpu.ErrInvalidRequest,
 			[]string{"request.requests[0].nums", "request.requests[0].memoryMiB", "request.requests[0].memoryPercent", "request.requests[0].cores"}},
-		{"memory percent above 100", gpu.Input{Nodes: []gpu.Node{node}, Request: gpu.FitRequest{Requests: []gpu.Request{{Container: "c", Type: "NVIDIA", Nums: 1, MemoryPercent: 101}}}}, gpu.Options{}, gpu.ErrInvalidRequest, []string{"request.requests[0].memoryPercent"}},
+		{"memory percent above 100", gpu.Input{Nodes: []gpu.Node{node}, Request: gpu.FitRequest{Requests: []gpu.Request{{Container: "c", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 101}}}}, gpu.Options{}, gpu.ErrInvalidRequest, []string{"request.requests[0].memoryPercent"}},
 		{"unknown policies", gpu.Input{Request: gpu.FitRequest{NodePolicy: "random", GPUPolicy: []gpu.Policy{gpu.Spread, "topology"}}}, gpu.Options{}, gpu.ErrInvalidRequest, []string{"request.nodePolicy", "request.gpuPolicy[1]"}},
 		{"NaN and negative weights", gpu.Input{Request: gpu.FitRequest{Weights: gpu.Weights{Slot: math.NaN(), Core: -1, Memory: math.Inf(1)}}}, gpu.Options{}, gpu.ErrInvalidRequest,
 			[]string{"request.weights.slot", "request.weights.core", "request.weights.memory"}},

@@ -31,7 +31,8 @@ func benchNodes(n int) []gpu.Node {
 // BenchmarkFit fits one pod asking 2 GPUs (4000 MiB, 30 cores each) over
 // 100 and 1,000 nodes of 8 GPUs (Decide: every node fitted, scored and one
 // chosen). Allocations grow with the nodes, not with devices × nodes: about
-// five per node (the usage copy, the order, the scores, the assignment).
+// seven per node (the order, the scores, the picks, the assignment); the
+// working copy of a node's devices is reused from node to node.
 func BenchmarkFit(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
@@ -39,7 +40,7 @@ func BenchmarkFit(b *testing.B) {
 			req := gpu.FitRequest{Requests: []gpu.Request{nvReq("main", 2, 4000, 30)}}
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := fit(nodes, req)
+				res, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: req}, gpu.Options{})
 				if err != nil || res.Node == "" {
 					b.Fatalf("fit failed: %v %+v", err, res.Nodes[0])
 				}

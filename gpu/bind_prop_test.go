@@ -136,11 +136,11 @@ func TestPropBindContract(t *testing.T) {
 		}
 		seed := rapid.Uint64().Draw(t, "executor-seed")
 		ex := &randomExecutor{rnd: rand.New(rand.NewPCG(seed, seed>>1)), now: tBind, pod: pod}
-		var steps []gpu.Step
+		var steps []transcriptStep
 		for !st.Done() {
 			a := st.Next()
 			r := ex.do(a)
-			steps = append(steps, gpu.Step{Action: a, Result: r})
+			steps = append(steps, transcriptStep{Action: a, Result: r})
 			before := st
 			next, err := gpu.StepBind(st, r)
 			if err != nil {
@@ -204,7 +204,7 @@ func TestPropBindContract(t *testing.T) {
 
 // retryCut reports whether the transcript shows the retry ended by something
 // other than contention timing out (a failed release or wait).
-func retryCut(steps []gpu.Step) bool {
+func retryCut(steps []transcriptStep) bool {
 	for _, s := range steps {
 		if (s.Action.Kind == gpu.ActionRelease && s.Action.Reason.Code == gpu.ReasonRetryRollback || s.Action.Kind == gpu.ActionWait) && s.Result.Err != nil {
 			return true

@@ -68,21 +68,21 @@ type fataler interface {
 }
 
 // drive runs the state machine to completion against the script.
-func drive(t fataler, in gpu.BindInput, s *scripted) ([]gpu.Step, gpu.Outcome) {
+func drive(t fataler, in gpu.BindInput, s *scripted) ([]transcriptStep, gpu.Outcome) {
 	t.Helper()
 	st, err := gpu.StartBind(in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.now = in.Now
-	var steps []gpu.Step
+	var steps []transcriptStep
 	for i := 0; !st.Done(); i++ {
 		if i > 10000 {
 			t.Fatal("Bind did not finish in 10000 steps")
 		}
 		a := st.Next()
 		r := s.do(a)
-		steps = append(steps, gpu.Step{At: r.Now.Sub(in.Now).String(), Action: a, Result: r})
+		steps = append(steps, transcriptStep{At: r.Now.Sub(in.Now).String(), Action: a, Result: r})
 		if st, err = gpu.StepBind(st, r); err != nil {
 			t.Fatal(err)
 		}
@@ -105,13 +105,13 @@ func bindInput(opts gpu.Options) gpu.BindInput {
 }
 
 // FormatTranscriptWithOutcome is the golden file body.
-func FormatTranscriptWithOutcome(steps []gpu.Step, out gpu.Outcome) string {
-	return gpu.FormatTranscript(steps) + "=> " + out.String() + "\n"
+func FormatTranscriptWithOutcome(steps []transcriptStep, out gpu.Outcome) string {
+	return formatTranscript(steps) + "=> " + out.String() + "\n"
 }
 
 // checkBindContract checks that locks are taken in ascending order and a
 // failure releases exactly what it took, in reverse, on one transcript.
-func checkBindContract(t fataler, steps []gpu.Step, out gpu.Outcome) {
+func checkBindContract(t fataler, steps []transcriptStep, out gpu.Outcome) {
 	t.Helper()
 	var held []string // locks held right now, in acquisition order
 	var failureReleases []string

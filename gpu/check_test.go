@@ -18,7 +18,7 @@ func TestCheckPlanCatchesBrokenPlans(t *testing.T) {
 			{Name: "a", Devices: []gpu.Device{card("a0", 0, true), card("a1", 0, false)}},
 			{Name: "b", Devices: []gpu.Device{card("b0", 7500, true)}},
 		},
-		Request: gpu.FitRequest{Requests: []gpu.Request{{Container: "main", Type: "NVIDIA", Nums: 1, MemoryMiB: 1000, Cores: 30}}},
+		Request: gpu.FitRequest{Requests: []gpu.Request{{Container: "main", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryMiB: 1000, Cores: 30}}},
 	}
 	plan, err := gpu.Decide(in, gpu.Options{})
 	if err != nil {

@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -15,36 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
-
-// MIGProfile is one MIG instance shape a MIG-mode NVIDIA device offers, as
-// its device plugin registers it (HAMi pkg/device/devices.go, MigProfile):
-// the instance's memory and cores and the slice ranges it may start at.
-type MIGProfile struct {
-	Name       string         `json:"name"`
-	MemoryMiB  int32          `json:"memoryMB"`
-	Cores      int32          `json:"core"`
-	SliceCount uint32         `json:"sliceCount"`
-	Placements []MIGPlacement `json:"placements"`
-}
-
-// MIGPlacement is a range of memory slices of a MIG-mode device: Size
-// slices from Start. A zero Size is no placement.
-type MIGPlacement struct {
-	Start uint32 `json:"start"`
-	Size  uint32 `json:"size"`
-}
-
-// overlaps reports whether two placements share a slice.
-func (a MIGPlacement) overlaps(b MIGPlacement) bool {
-	return a.Start < b.Start+b.Size && b.Start < a.Start+a.Size
-}
-
-// PairScore is the link score between two NVIDIA devices of a node (HAMi's
-// hami.io/node-nvidia-score), higher for a better link (NVLink).
-type PairScore struct {
-	From, To string
-	Score    int
-}
 
 // Handshake is one vendor's scheduler/device-plugin handshake annotation
 // (HAMi pkg/device/devices.go, CheckHealth).
@@ -168,6 +137,9 @@ func DecodeNode(node *corev1.Node, reg Registry) (Node, error) {
 			}
 			out.Devices = append(out.Devices, devs...)
 			out.SliceProfiles = append(out.SliceProfiles, profiles...)
+			if t.Score != ScoreNone && len(devs) > 0 {
+				out.VendorScores = append(out.VendorScores, vendorScore(node, t))
+			}
 		}
 		if h, ok := node.Annotations[t.Annotations.Handshake]; ok && t.Annotations.Handshake != "" {
 			out.Handshakes = append(out.Handshakes, decodeHandshake(node, t, h))
@@ -185,18 +157,35 @@ func DecodeNode(node *corev1.Node, reg Registry) (Node, error) {
 			out.Devices[i].Cordoned = true
 		}
 	}
-	if v, ok := node.Annotations[AnnoNvidiaPairScore]; ok {
-		scores, bad := decodePairScores(v, annos.Key(AnnoNvidiaPairScore))
-		if len(bad) == 0 {
-			out.PairScores = scores
-		} else if _, nv := reg.Lookup("NVIDIA"); nv {
-			// HAMi's NVIDIA GetNodeDevices fails on link scores it cannot
-			// read, and the scheduler then skips every NVIDIA device.
-			out.Unreadable = append(out.Unreadable, unreadable("NVIDIA", AnnoNvidiaPairScore, bad))
-			out.Devices = slices.DeleteFunc(out.Devices, func(d Device) bool { return d.Vendor == "NVIDIA" })
+	for _, t := range reg.types {
+		key := t.Annotations.LinkScores
+		v, ok := node.Annotations[key]
+		if !ok || key == "" {
+			continue
 		}
+		scores, bad := decodePairScores(v, annos.Key(key))
+		if len(bad) == 0 {
+			out.PairScores = append(out.PairScores, scores...)
+			continue
+		}
+		// HAMi's NVIDIA GetNodeDevices fails on link scores it cannot
+		// read, and the scheduler then skips every NVIDIA device.
+		out.Unreadable = append(out.Unreadable, unreadable(t.Type, key, bad))
+		out.Devices = slices.DeleteFunc(out.Devices, func(d Device) bool { return d.Vendor == t.Type })
 	}
 	return out, nil
+}
+
+// vendorScore reads what type t's score rule reads from node.
+func vendorScore(node *corev1.Node, t DeviceType) VendorScore {
+	vs := VendorScore{Type: t.Type, Rule: t.Score}
+	if v, ok := node.Annotations[t.Annotations.TopologyLosses]; ok && t.Annotations.TopologyLosses != "" {
+		vs.Losses = decodeScoreTable(v)
+	}
+	if v, ok := node.Annotations[t.Annotations.TopologyScores]; ok && t.Annotations.TopologyScores != "" {
+		vs.Scores = decodeScoreTable(v)
+	}
+	return vs
 }
 
 // unreadable is the UnreadableVendor of type typ whose annotation key
@@ -241,7 +230,7 @@ func decodeRegister(node *corev1.Node, t DeviceType, annos *field.Path) ([]Devic
 	var errs field.ErrorList
 	switch a.RegisterFormat {
 	case RegisterJSON:
-		devs, errs = decodeJSONRegister(v, p)
+		devs, errs = decodeJSONRegister(v, p, a.DieCards)
 	case RegisterLegacy:
 		devs, errs = decodeLegacyRegister(v, p)
 	case RegisterMetaxSGPU:
@@ -289,12 +278,13 @@ func decodeJSON(s string, v any) error {
 	return json.Unmarshal([]byte(s), v)
 }
 
-func decodeJSONRegister(s string, p *field.Path) ([]Device, field.ErrorList) {
+func decodeJSONRegister(s string, p *field.Path, dieCards bool) ([]Device, field.ErrorList) {
 	var list []registeredDevice
 	if err := decodeJSON(s, &list); err != nil {
 		return nil, field.ErrorList{field.Invalid(p, s, "want HAMi's JSON device list: "+err.Error())}
 	}
 	out := make([]Device, len(list))
+	var errs field.ErrorList
 	for i, r := range list {
 		// HAMi omits a zero index (omitempty), so an absent one is 0; equal
 		// indices keep their list order.
@@ -304,8 +294,15 @@ func decodeJSONRegister(s string, p *field.Path) ([]Device, field.ErrorList) {
 		}
 		out[i] = Device{ID: r.ID, Index: idx, Model: r.Type, Count: r.Count, MemoryMiB: r.Devmem, Cores: r.Devcore,
 			NUMA: r.Numa, Healthy: r.Health, Mode: r.Mode, MIGProfiles: r.MIGProfiles}
+		if dieCards && len(r.CustomInfo) > 0 {
+			card, err := dieCard(r.CustomInfo)
+			if err != nil {
+				errs = append(errs, field.Invalid(p.Index(i).Child("custominfo"), string(r.CustomInfo), err.Error()))
+			}
+			out[i].Card = card
+		}
 	}
-	return out, registeredErrors(out, p)
+	return out, append(errs, registeredErrors(out, p)...)
 }
 
 // registeredErrors names the impossible values of decoded devices.
@@ -366,37 +363,6 @@ func parseInt32(s string, p *field.Path, errs *field.ErrorList) int32 {
 		*errs = append(*errs, field.Invalid(p, s, "must be an int32"))
 	}
 	return int32(n)
-}
-
-// metaxDevice is one device of Metax's own register (HAMi
-// pkg/device/metax/protocol.go, MetaxSDeviceInfo).
-type metaxDevice struct {
-	UUID              string `json:"uuid"`
-	BDF               string `json:"bdf,omitempty"`
-	Model             string `json:"model,omitempty"`
-	TotalDevCount     int32  `json:"totalDevCount,omitempty"`
-	TotalCompute      int32  `json:"totalCompute,omitempty"`
-	TotalVRam         int32  `json:"totalVRam,omitempty"`
-	AvailableDevCount int32  `json:"availableDevCount,omitempty"`
-	AvailableCompute  int32  `json:"availableCompute,omitempty"`
-	AvailableVRam     int32  `json:"availableVRam,omitempty"`
-	Numa              int32  `json:"numa,omitempty"`
-	Healthy           bool   `json:"healthy,omitempty"`
-	QosPolicy         string `json:"qosPolicy,omitempty"`
-	LinkZone          int32  `json:"linkZone,omitempty"`
-}
-
-func decodeMetaxRegister(s string, p *field.Path) ([]Device, field.ErrorList) {
-	var list []metaxDevice
-	if err := decodeJSON(s, &list); err != nil {
-		return nil, field.ErrorList{field.Invalid(p, s, "want Metax's JSON device list: "+err.Error())}
-	}
-	out := make([]Device, len(list))
-	for i, m := range list {
-		out[i] = Device{ID: m.UUID, Index: i, Count: m.TotalDevCount, MemoryMiB: m.TotalVRam,
-			Cores: m.TotalCompute, NUMA: int(m.Numa), Healthy: m.Healthy}
-	}
-	return out, nil
 }
 
 // capacityDevices derives a whole-card type's devices from the node's
@@ -484,31 +450,6 @@ func decodeHandshake(node *corev1.Node, t DeviceType, v string) Handshake {
 	return h
 }
 
-// pairScoreJSON is one entry of hami.io/node-nvidia-score.
-type pairScoreJSON struct {
-	UUID   string         `json:"uuid"`
-	Scores map[string]int `json:"score"`
-}
-
-// decodePairScores reads hami.io/node-nvidia-score as HAMi's
-// DecodePairScores does (unknown keys ignored).
-func decodePairScores(s string, p *field.Path) ([]PairScore, field.ErrorList) {
-	var list []pairScoreJSON
-	if err := decodeJSON(s, &list); err != nil {
-		return nil, field.ErrorList{field.Invalid(p, s, "want [{\"uuid\":...,\"score\":{uuid:n}}]: "+err.Error())}
-	}
-	var out []PairScore
-	for _, e := range list {
-		for to, sc := range e.Scores {
-			out = append(out, PairScore{From: e.UUID, To: to, Score: sc})
-		}
-	}
-	slices.SortFunc(out, func(a, b PairScore) int {
-		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To), cmp.Compare(a.Score, b.Score))
-	})
-	return out, nil
-}
-
 // EncodeNode writes node's devices back as the annotations DecodeNode reads
 // (each type's register, the cordon list and NVIDIA's link scores), for
 // tests and fakes that need a node as HAMi's device plugins leave it.
@@ -555,7 +496,7 @@ func EncodeNode(n Node, reg Registry) (map[string]string, error) {
 	if len(cordoned) > 0 {
 		out[AnnoDeviceCordon] = strings.Join(cordoned, ",")
 	}
-	if len(n.PairScores) > 0 {
+	if key := reg.linkScoresAnnotation(); len(n.PairScores) > 0 && key != "" {
 		byFrom := map[string]map[string]int{}
 		var froms []string
 		for _, s := range n.PairScores {
@@ -569,7 +510,7 @@ func EncodeNode(n Node, reg Registry) (map[string]string, error) {
 		for i, f := range froms {
 			list[i] = pairScoreJSON{UUID: f, Scores: byFrom[f]}
 		}
-		out[AnnoNvidiaPairScore] = mustJSON(list)
+		out[key] = mustJSON(list)
 	}
 	return out, nil
 }

@@ -409,7 +409,7 @@ func FuzzDecodeNode(f *testing.F) {
 			}
 		}
 		// A decoded node is valid fit input, and re-encodes to the same devices.
-		if _, err := gpu.FitNode(got, gpu.FitRequest{}); err != nil {
+		if _, err := fitOne(got, gpu.FitRequest{}); err != nil {
 			t.Fatalf("decoded node refused by the fit: %v", err)
 		}
 		annos, err := gpu.EncodeNode(got, reg)

@@ -161,7 +161,7 @@ func FuzzDecodeEnflameDRS(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := gpu.FitNode(got, req); err != nil {
+		if _, err := fitOne(got, req); err != nil {
 			t.Fatalf("decoded node refused by the fit: %v", err)
 		}
 		annos, err := gpu.EncodeNode(got, reg)

@@ -46,6 +46,8 @@ type Request struct {
 	// must support it (Node.VNPUCore, else ModeNotFit) and every device
 	// counts 100 cores.
 	SoftSplit bool
+	// Capabilities are the type's (DeviceType.Capabilities).
+	Capabilities Capabilities
 	// Slices is, under FitSliceProfiles, the exact profile size asked
 	// (Enflame's drs-gcu); 0 chooses the smallest profile holding MemoryMiB
 	// (HAMi's raw gcu-memory value: GiB, or MiB when above twice the
@@ -134,6 +136,7 @@ func (r Registry) containerRequests(c *corev1.Container, init bool, p *field.Pat
 // rules for the type; false when the container does not ask for the type or
 // a value is malformed (q.errs says which).
 func (t DeviceType) derive(q *quantityReader, req Request) (Request, bool) {
+	req.Capabilities = t.Capabilities
 	nums, _ := q.read(t.Count)
 	mem, memSet, memPath, memText := t.readMemory(q)
 	pct, _ := q.read(t.MemoryPercentage)

@@ -106,14 +106,22 @@ func TestRegistryValidation(t *testing.T) {
 	}
 }
 
-func TestRegistryWithRenamesAndExtends(t *testing.T) {
+func TestRegistryRenameAndWith(t *testing.T) {
 	reg := gpu.DefaultRegistry()
-	renamed, err := reg.With(
-		gpu.DeviceType{Type: "NVIDIA", Count: "example.com/vgpu", Memory: "example.com/vgpu-mem", LockName: gpu.LockNvidia},
-		gpu.DeviceType{Type: "Acme", Count: "acme.io/npu", LockName: "acme.io/npu.lock"},
-	)
+	nv, err := reg.Rename("NVIDIA", gpu.ResourceNames{Count: "example.com/vgpu", Memory: "example.com/vgpu-mem"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	renamed, err := nv.With(gpu.DeviceType{Type: "Acme", Count: "acme.io/npu", LockName: "acme.io/npu.lock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, _ := renamed.Lookup("NVIDIA")
+	old, _ := reg.Lookup("NVIDIA")
+	want := old
+	want.Count, want.Memory = "example.com/vgpu", "example.com/vgpu-mem"
+	if diff := cmp.Diff(want, row); diff != "" {
+		t.Errorf("the renamed row keeps all but its names (-want +got):\n%s", diff)
 	}
 	if len(renamed.Types()) != len(reg.Types())+1 {
 		t.Fatalf("got %d types, want %d", len(renamed.Types()), len(reg.Types())+1)
@@ -123,11 +131,11 @@ func TestRegistryWithRenamesAndExtends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []gpu.Request{
+	wantReqs := []gpu.Request{
 		{Container: "a", Type: "Acme", Nums: 2, MemoryPercent: 100},
-		{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 100},
+		{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 100},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(wantReqs, got); diff != "" {
 		t.Fatalf("requests (-want +got):\n%s", diff)
 	}
 	locks, err := gpu.RequiredLocks(pod, renamed)
@@ -140,12 +148,56 @@ func TestRegistryWithRenamesAndExtends(t *testing.T) {
 	if _, err := reg.With(gpu.DeviceType{Type: "Dup", Count: "nvidia.com/gpu"}); !errors.Is(err, gpu.ErrInvalidRegistry) {
 		t.Fatalf("a second owner of nvidia.com/gpu was accepted: %v", err)
 	}
+	// The trap Rename replaces: a fresh row given to With would drop the
+	// vendor's register, selectors and cordon; it is refused, each named.
+	_, err = reg.With(gpu.DeviceType{Type: "NVIDIA", Count: "example.com/vgpu", LockName: gpu.LockNvidia})
+	var fields []string
+	for _, e := range invalidErrors(err) {
+		fields = append(fields, e.Field)
+	}
+	wantFields := []string{"register", "registerFormat", "handshake", "toAllocate", "allocated", "useType", "noUseType", "useUUID", "noUseUUID", "cordon"}
+	for i := range wantFields {
+		wantFields[i] = "types[0].annotations." + wantFields[i]
+	}
+	if !errors.Is(err, gpu.ErrInvalidRegistry) || !cmp.Equal(wantFields, fields) {
+		t.Errorf("a fresh NVIDIA row: %v, fields %v", err, fields)
+	}
+	for name, bad := range map[string]func() error{
+		"an unknown type": func() error { _, err := reg.Rename("Nope", gpu.ResourceNames{Count: "x.io/y"}); return err },
+		"a claimed name": func() error {
+			_, err := reg.Rename("NVIDIA", gpu.ResourceNames{Count: "cambricon.com/vmlu"})
+			return err
+		},
+		"an invalid name ": func() error { _, err := reg.Rename("NVIDIA", gpu.ResourceNames{Cores: "not a name"}); return err },
+	} {
+		if err := bad(); !errors.Is(err, gpu.ErrInvalidRegistry) {
+			t.Errorf("Rename with %s: %v", name, err)
+		}
+	}
+}
+
+// TestRenameMovesTheCapacity: a whole-card type whose devices come from the
+// node's capacity of its count resource reads the renamed one.
+func TestRenameMovesTheCapacity(t *testing.T) {
+	reg, err := gpu.DefaultRegistry().Rename("kunlun", gpu.ResourceNames{Count: "example.com/xpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := gpu.DecodeNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w"},
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"example.com/xpu": resource.MustParse("8")}}}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Devices) != 8 || n.Devices[0].Vendor != "kunlun" {
+		t.Fatalf("devices %+v", n.Devices)
+	}
 }
 
 func TestDetectRequests(t *testing.T) {
 	reg := gpu.DefaultRegistry()
-	withDefaults, err := reg.With(gpu.DeviceType{Type: "NVIDIA", Count: "nvidia.com/gpu", Memory: "nvidia.com/gpumem",
-		MemoryPercentage: "nvidia.com/gpumem-percentage", Cores: "nvidia.com/gpucores", DefaultMemoryMiB: 2048, DefaultCores: 10, LockName: gpu.LockNvidia})
+	nvidia, _ := reg.Lookup("NVIDIA")
+	nvidia.DefaultMemoryMiB, nvidia.DefaultCores = 2048, 10
+	withDefaults, err := reg.With(nvidia)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +219,7 @@ func TestDetectRequests(t *testing.T) {
 		{
 			name:  "init-only request is detected (HAMi #2640 skips it)",
 			pod:   podWith([]corev1.Container{ctr("warm", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"))}, []corev1.Container{ctr("a", rl("cpu", "1"))}),
-			want:  []gpu.Request{{Container: "warm", Init: true, Type: "NVIDIA", Nums: 1, MemoryMiB: 1000}},
+			want:  []gpu.Request{{Container: "warm", Init: true, Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryMiB: 1000}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
@@ -177,10 +229,10 @@ func TestDetectRequests(t *testing.T) {
 				[]corev1.Container{ctr("b", rl("nvidia.com/gpu", "2", "nvidia.com/gpucores", "50")), ctr("a", rl("amd.com/gpu", "1", "nvidia.com/gpu", "1"))}),
 			want: []gpu.Request{
 				{Container: "i1", Init: true, Type: "MLU", Nums: 1, MemoryPercent: 100, Cores: 100},
-				{Container: "i2", Init: true, Type: "NVIDIA", Nums: 1, MemoryPercent: 100},
-				{Container: "b", Type: "NVIDIA", Nums: 2, MemoryPercent: 100, Cores: 50},
+				{Container: "i2", Init: true, Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 100},
+				{Container: "b", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 2, MemoryPercent: 100, Cores: 50},
 				{Container: "a", Type: "AMD", Nums: 1, MemoryPercent: 100, Cores: 100, CoresShare: true},
-				{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 100},
+				{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 100},
 			},
 			locks: []string{gpu.LockCambricon, gpu.LockNvidia},
 		},
@@ -190,45 +242,45 @@ func TestDetectRequests(t *testing.T) {
 				Limits:   rl("nvidia.com/gpu", "2"),
 				Requests: rl("nvidia.com/gpu", "1", "nvidia.com/gpumem", "300"),
 			}}}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 2, MemoryMiB: 300}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 2, MemoryMiB: 300}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
 			name:  "percentage above 100 is clamped",
 			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "150"))}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 100}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 100}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
 			name:  "percentage 40",
 			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "40"))}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 40}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 40}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
 			name:  "MiB wins over a percentage",
 			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem", "512", "nvidia.com/gpumem-percentage", "40"))}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryMiB: 512}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryMiB: 512}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
 			name:  "zero percentage counts as unset",
 			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "0"))}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 100}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 100}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
 			name:  "type defaults apply when unset",
 			reg:   withDefaults,
 			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1"))}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryMiB: 2048, Cores: 10}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryMiB: 2048, Cores: 10}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
 			name:  "explicit zero cores beats the default",
 			reg:   withDefaults,
 			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "1", "nvidia.com/gpucores", "0", "nvidia.com/gpumem-percentage", "10"))}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 1, MemoryPercent: 10}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 10}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{
@@ -240,7 +292,7 @@ func TestDetectRequests(t *testing.T) {
 		{
 			name:  "milli-quantity that is a whole number",
 			pod:   podWith(nil, []corev1.Container{ctr("a", rl("nvidia.com/gpu", "2000m"))}),
-			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Nums: 2, MemoryPercent: 100}},
+			want:  []gpu.Request{{Container: "a", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 2, MemoryPercent: 100}},
 			locks: []string{gpu.LockNvidia},
 		},
 		{

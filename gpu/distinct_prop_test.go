@@ -90,6 +90,8 @@ func TestPropContainerDevicesDistinct(t *testing.T) {
 			r := gpu.Request{Container: fmt.Sprintf("c%d", c), Type: rapid.SampledFrom(pool).Draw(t, "type"),
 				Nums: rapid.Int32Range(1, 4).Draw(t, "nums"), MemoryMiB: rapid.Int32Range(0, 2000).Draw(t, "mem"),
 				Cores: rapid.SampledFrom([]int32{0, 10, 50, 100}).Draw(t, "cores")}
+			row, _ := gpu.DefaultRegistry().Lookup(r.Type)
+			r.Capabilities = row.Capabilities
 			in.Request.Requests = append(in.Request.Requests, r)
 		}
 		in.Request.GPUPolicy = rapid.SliceOfN(rapid.SampledFrom(policies), 0, 3).Draw(t, "gpuPolicy")

@@ -7,7 +7,8 @@
 //
 // Detect what a pod asks for and which node locks binding it needs:
 //
-//	reg := gpu.DefaultRegistry()               // HAMi's vendor table; extend with reg.With(...)
+//	reg := gpu.DefaultRegistry()               // HAMi's vendor table; add rows with reg.With(...),
+//	                                           // rename a vendor's resources with reg.Rename(...)
 //	reqs, err := gpu.DetectRequests(pod, reg)  // init and app containers
 //	locks, err := gpu.RequiredLocks(pod, reg)  // de-duplicated, ascending
 //
@@ -32,6 +33,8 @@
 //	fr, err := gpu.FitRequestFromPod(pod, reg) // requests plus policy and selector annotations
 //	plan, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: fr}, gpu.HAMi())
 //	// plan.Node, plan.Containers, plan.Reason (NodeChosen or NoNodeFits), per-node reasons
+//	plan, err = gpu.Fit(gpu.Input{Nodes: nodes, Request: fr}) // the same plan, for a caller that does not bind
+//	df, err := gpu.FitDevices(node, fr.Requests[0], fr)          // one request on one node's devices of its type, HAMi's per-vendor Fit
 //	annos, err := gpu.FilterAnnotations(gpu.FilterChoice{Pod: pod, Node: chosen, Containers: plan.Containers, Now: now, Registry: reg})
 //
 // Bind it (Bind). Bind is a step machine rather than a Plan applied by one
@@ -46,8 +49,9 @@
 // StoreWaiter's Clock (a k8s.io/utils/clock Clock) is nil for the real clock;
 // tests pass a fake.Clock.
 //
-// Invalid input is refused with every problem at once: Decide, StartBind,
-// Options.Validate, AddUsage, NewRegistry and Registry.With, DetectRequests,
+// Invalid input is refused with every problem at once: Decide, Fit,
+// FitDevices, StartBind,
+// Options.Validate, AddUsage, NewRegistry, Registry.With and Rename, DetectRequests,
 // RequiredLocks, FitRequestFromPod, DecodeAllocations, DecodeNode,
 // DecodePodUsage, AddPodUsage, FilterAnnotations and ParseLockEpochs
 // return a *plancore.InvalidError naming each field path and bad value
@@ -162,9 +166,14 @@
 //     and takes the devices of those indices, which may be in use (or
 //     missing); plancore takes a run only when the devices it names are
 //     free, else tries the next;
-//   - numa-bind, the device cordon and topology-aware apply to NVIDIA only,
-//     as in HAMi; mutex applies to every vendor (HAMi's Enflame GCU and
-//     whole Kunlun XPU ignore it).
+//   - MIG, numa-bind, topology-aware and the device cordon apply to the
+//     types whose row declares them (DeviceType.Capabilities,
+//     Annotations.Cordon): NVIDIA's alone, as in HAMi; mutex applies to every vendor (HAMi's Enflame GCU and
+//     whole Kunlun XPU ignore it), and to a whole card where a device is a
+//     die of one (Device.Card, Vastai's die mode, as HAMi's Vastai Fit);
+//   - HAMi's Vastai die mode holds when the first device its Fit sees
+//     is a die; plancore's when any device of the type names its card, so
+//     a die without an AIC is fitted as a whole card.
 //
 // MIG instances are placed as HAMi v2.10 places them: on a device in MIG
 // mode, the smallest registered profile holding the request's memory that
@@ -183,6 +192,12 @@
 // of the device's NeuronCores in its annotations (Annotations.CoreMask). The
 // other vendors are fitted with NVIDIA's checks, which HAMi's Hygon,
 // Cambricon, Iluvatar, Mthreads, Vastai and Biren Fits follow closely.
+//
+// A node's score is HAMi's: the default score of its usage before the pod,
+// plus each vendor's score of the devices chosen where HAMi's ScoreNode
+// computes one (a row's Score: Kunlun's groups of four, ScoreLinkGroups;
+// Metax's topology tables, ScoreTopologyTables; DecodeNode puts them in
+// Node.VendorScores), plus the caller's Node.BackendScore.
 //
 // Not modelled, each a known difference:
 //
@@ -215,10 +230,42 @@
 //     allocation without its profile and counts one slot, as
 //     DecodePodUsage does; its in-memory cache counted the profile's slices.
 //
+// # Files
+//
+// Where to find what (tests sit beside, *_test.go; testdata/ holds the
+// golden transcripts):
+//
+//	doc.go                this overview
+//	registry.go           DeviceType (a vendor's row: resources, request rules, fit and
+//	                      score rules, capabilities, annotations, lock), Registry, With, Rename
+//	vendors.go            DefaultTypes: the rows of HAMi's table, in order
+//	vendor_<name>.go      one vendor: its row(s) and everything only it does (its fit
+//	                      rule, score, register decoding, own Filter annotations)
+//	detect.go             Request, DetectRequests, RequiredLocks: what a pod asks
+//	annotations.go        FitRequestFromPod: policy, selector and weight annotations
+//	decode.go             DecodeNode, DropStaleVendors, EncodeNode: the node's registers
+//	allocation.go         Allocation encoding (EncodeAllocations, DecodeAllocations), AddUsage
+//	usage.go              DecodePodUsage, AddPodUsage, FilterAnnotations: pods' usage and
+//	                      what Filter writes; annotations_vendor.go dispatches a row's Extra
+//	fit.go                Device, Node, FitRequest, reasons, Input, Plan, Decide, Fit,
+//	                      FitDevices, ChooseNode, the node score
+//	pick.go               one request on one node: device order, HAMi's checks, reasons
+//	score.go              ScoreRule and VendorScore: vendors' placement-dependent scores
+//	mig.go                the MIG capability: geometry, instance choice, its annotation
+//	topology.go           the TopologyAware capability: link scores, combination search
+//	check.go              CheckPlan: the invariants of a plan
+//	plan.go               String renderings of plans and Bind actions
+//	bind.go               the Bind state machine (StartBind, Next, StepBind), Action, Result
+//	apply.go              BindExecutor and ApplyBind; wait.go the Waiter; queue.go NodeQueue
+//	options.go            Options (HAMi() preset); errors.go the sentinels
+//
 // # Vendors
 //
 // One row (or rows) per vendor, each in vendor_<name>.go citing the HAMi
-// files it follows (pkg/device/<vendor>/):
+// files it follows (pkg/device/<vendor>/), with the code only that vendor
+// uses; no other file compares a vendor's name. The fit rule column adds
+// the node score where the vendor has one (Metax's topology tables,
+// Kunlun's groups of four, Vastai's dies on one card):
 //
 //	type(s)                     register (DecodeNode)                   fit rule              Filter annotations beyond vgpu-node/-time
 //	NVIDIA                      hami.io/node-nvidia-register (JSON)     NVIDIA's, MIG         vgpu-devices-to-allocate/-allocated, vgpu-mig-allocations
@@ -226,14 +273,15 @@
 //	DCU                         hami.io/node-dcu-register (legacy)      NVIDIA's              dcu-devices-*
 //	Ascend310P … Ascend910C     hami.io/node-register-<chip> (JSON)     NVIDIA's; 910C pairs  <chip>-devices-*, huawei.com/<chip>, predicate-time
 //	BI-V100, BI-V150, MR-V…     hami.io/node-<chip>-register (legacy)   NVIDIA's              <chip>-devices-*
-//	Metax-GPU                   capacity (metax-tech.com/gpu)           NVIDIA's              metax-gpu-devices-*
+//	Metax-GPU                   capacity (metax-tech.com/gpu)           NVIDIA's; tables      metax-gpu-devices-*
 //	Metax-SGPU                  metax-tech.com/node-gpu-devices         NVIDIA's              metax-sgpu-devices-*, metax-tech.com/gpu-devices-allocated, predicate-time
-//	kunlun                      capacity (kunlunxin.com/xpu)            link graph            kunlun-allocated, BAIDU_COM_DEVICE_IDX
+//	kunlun                      capacity (kunlunxin.com/xpu)            link graph; groups    kunlun-allocated, BAIDU_COM_DEVICE_IDX
 //	XPU                         hami.io/node-register-xpu (JSON)        link graph, shared    xpu-devices-*
 //	Mthreads                    capacity (mthreads.com/sgpu-core)       NVIDIA's              mthreads-vgpu-devices-allocated, mthreads.com/gpu-index, predicate-time/-node
 //	Enflame                     enflame.com/gcu-drs-capacity (JSON)     slice profiles        enflame-vgpu-devices-allocated, enflame.com/gcu-assigned*, gcu-request-size, assigned-containers
 //	GCU                         capacity (enflame.com/gcu)              NVIDIA's              enflame-gcu-devices-*
 //	AWSNeuron                   capacity (aws.amazon.com/neuron, -core) runs, core masks      aws-neuron-devices-allocated, AWS_NEURON_IDS, NEURON_*, aws.amazon.com/predicate-node
 //	AMD                         hami.io/node-amd-register (JSON)        compute-unit share    amd-devices-* (entries typed by product)
-//	Vastai, Biren               hami.io/node-<x>-register (JSON)        NVIDIA's              <x>-devices-*
+//	Vastai                      hami.io/node-va-register (JSON)         NVIDIA's; dies, cards Vastai-devices-*
+//	Biren                       hami.io/node-biren-register (JSON)      NVIDIA's              Biren-devices-*
 package gpu

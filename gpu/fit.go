@@ -60,10 +60,14 @@ type Device struct {
 	// CoresInUse has bit i set when core i of the device is held, for a type
 	// whose allocations name cores by bit (Annotations.CoreMask, AWS Neuron).
 	CoresInUse uint64
+	// Card is the physical card the device is a die of, for a type whose
+	// plugin registers dies (Annotations.DieCards, Vastai's die mode: its
+	// custominfo DeviceStrategy "die" and AIC); "" otherwise. Under mutex a
+	// card is exclusive: an idle die on a card whose other die is in use is
+	// refused (ExclusiveDeviceAllocateConflict), and a request of several
+	// dies takes them from the cards with the most fitting dies first.
+	Card string
 }
-
-// ModeMIG is the Mode of an NVIDIA device split into MIG instances.
-const ModeMIG = "mig"
 
 // Node is one candidate node of a fit.
 type Node struct {
@@ -71,9 +75,14 @@ type Node struct {
 	Name string
 	// Devices are the node's registered devices with their usage.
 	Devices []Device
-	// BackendScore is added to the node score (HAMi's per-vendor ScoreNode; 0
-	// for NVIDIA).
+	// BackendScore is the caller's own addend to the node score. The
+	// vendors' scores from the chosen devices (HAMi's ScoreNode) are
+	// VendorScores, not this.
 	BackendScore float64
+	// VendorScores are the node's vendor score rules (DeviceType.Score) with
+	// what they read from the node, filled by DecodeNode; Decide adds them
+	// to the score of a node that fits.
+	VendorScores []VendorScore
 	// PairScores are the link scores between the node's NVIDIA devices,
 	// read by the topology-aware policy.
 	PairScores []PairScore
@@ -296,7 +305,9 @@ type NodeFit struct {
 	Node string
 	// Fits reports whether every request found devices.
 	Fits bool
-	// Score is the node score taken before the pod is added (plus BackendScore).
+	// Score is HAMi's node score: the default score taken before the pod is
+	// added, plus, when the node fits, its vendor scores of the chosen
+	// devices (Node.VendorScores), plus BackendScore.
 	Score float64
 	// Containers is the assignment, one entry per container with a request,
 	// init containers first; set only when Fits.
@@ -312,12 +323,55 @@ type NodeFit struct {
 
 // Message renders the rejections as HAMi does, e.g.
 // "1/2 CardInsufficientMemory, 1/2 CardTypeMismatch".
-func (f NodeFit) Message() string {
-	parts := make([]string, len(f.Rejections))
-	for i, r := range f.Rejections {
+func (f NodeFit) Message() string { return rejectionsMessage(f.Rejections) }
+
+// rejectionsMessage renders rejections as HAMi's reasons, comma-separated.
+func rejectionsMessage(rs []Rejection) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
 		parts[i] = r.String()
 	}
 	return strings.Join(parts, ", ")
+}
+
+// DeviceFit is the outcome of fitting one request on a node's devices of
+// its type.
+type DeviceFit struct {
+	// Fits reports whether the request found its devices.
+	Fits bool
+	// Devices are the devices given, in the order chosen; set only when Fits.
+	Devices []Allocation
+	// Rejections count why not, over the node's devices of the request's
+	// type, sorted by their rendering; set only when !Fits.
+	Rejections []Rejection
+}
+
+// Message renders the rejections as HAMi's per-vendor Fit returns its
+// reason, e.g. "2/2 ExclusiveDeviceAllocateConflict".
+func (f DeviceFit) Message() string { return rejectionsMessage(f.Rejections) }
+
+// FitDevices fits one request onto n's devices of r.Type, as HAMi's
+// per-vendor Fit does when its device tests call it with one node's
+// devices of one vendor: req gives the pod's policies, selectors, mode and
+// quota (its Requests are not read), n its devices and what the type's
+// fit rule reads of the node (link scores, slice profiles, instance type,
+// hami-core support). Devices of other types are not looked at, and n is
+// not modified. It refuses what Fit refuses of n and r, r named as
+// request.requests[0] and n as node. Like HAMi's Fit, and unlike Fit, it does not
+// refuse a node with fewer devices of the type than asked before looking
+// at them (NodeInsufficientDevice): it answers why each device was not
+// taken (AllocatedCardsInsufficientRequest for those that were).
+func FitDevices(n Node, r Request, req FitRequest) (DeviceFit, error) {
+	req.Requests = []Request{r}
+	if err := plancore.Join(req.Validate(), invalid(ErrInvalidDevice, validateNode(n, nodePath))); err != nil {
+		return DeviceFit{}, err
+	}
+	st := fitState{devs: n.Devices, profiles: n.SliceProfiles, instanceType: n.InstanceType, vnpuCore: n.VNPUCore}.clone()
+	allocs, rejections := fitRequest(&st, r, req, n.PairScores, false)
+	if allocs == nil {
+		return DeviceFit{Rejections: rejections}, nil
+	}
+	return DeviceFit{Fits: true, Devices: allocs}, nil
 }
 
 // Input is everything Decide needs: the candidate nodes and the pod's
@@ -439,26 +493,9 @@ func validateNode(n Node, p pathFn) field.ErrorList {
 			errs = append(errs, validateMIG(d, dp)...)
 		}
 	}
-	return errs
-}
-
-// validateMIG checks a device's MIG geometry and instances in use.
-func validateMIG(d Device, p pathFn) field.ErrorList {
-	var errs field.ErrorList
-	for k, m := range d.MIGProfiles {
-		mp := func() *field.Path { return p().Child("migProfiles").Index(k) }
-		if m.Name == "" || m.MemoryMiB < 0 || m.Cores < 0 {
-			errs = append(errs, field.Invalid(mp(), m.Name, "a MIG profile needs a name and non-negative memory and cores"))
-		}
-		for j, pl := range m.Placements {
-			if pl.Size == 0 {
-				errs = append(errs, field.Invalid(mp().Child("placements").Index(j).Child("size"), pl.Size, "must be positive"))
-			}
-		}
-	}
-	for k, pl := range d.MIGInUse {
-		if pl.Size == 0 {
-			errs = append(errs, field.Invalid(p().Child("migInUse").Index(k).Child("size"), pl.Size, "must be positive"))
+	for j, vs := range n.VendorScores {
+		if !slices.Contains(scoreRules(), vs.Rule) {
+			errs = append(errs, field.NotSupported(p().Child("vendorScores").Index(j).Child("rule"), vs.Rule, scoreRules()))
 		}
 	}
 	return errs
@@ -487,17 +524,33 @@ func (in Input) Validate() error {
 // Decide fits the pod's request onto each node, scores the nodes that fit and
 // chooses one by Request.NodePolicy: one decision per snapshot of the
 // nodes' usage. o is validated (it tunes Bind, which follows), so Decide
-// refuses exactly what Input.Validate and Options.Validate refuse. It is
-// pure: the input is not modified, and equal inputs give equal plans. An
-// error means invalid input; a pod that fits nowhere is a plan with an empty
-// Node, the reason NoNodeFits and per-node reasons.
+// refuses exactly what Input.Validate and Options.Validate refuse, as one
+// *plancore.InvalidError listing every field; Fit is the same decision
+// without Options. It is pure: the input is not modified, and equal inputs
+// give equal plans. An error means invalid input; a pod that fits nowhere
+// is a plan with an empty Node, the reason NoNodeFits and per-node reasons.
 func Decide(in Input, o Options) (Plan, error) {
 	if err := plancore.Join(in.Validate(), o.Validate()); err != nil {
 		return Plan{}, err
 	}
+	return decide(in), nil
+}
+
+// Fit is Decide for a caller that does not bind (a simulator, a tool, a
+// test): the same plan, refusing exactly what Input.Validate refuses.
+func Fit(in Input) (Plan, error) {
+	if err := in.Validate(); err != nil {
+		return Plan{}, err
+	}
+	return decide(in), nil
+}
+
+// decide is Decide on valid input.
+func decide(in Input) Plan {
 	p := Plan{Nodes: make([]NodeFit, 0, len(in.Nodes))}
+	var sc fitScratch
 	for _, n := range in.Nodes {
-		p.Nodes = append(p.Nodes, fitNode(n, in.Request))
+		p.Nodes = append(p.Nodes, fitNode(n, in.Request, &sc))
 	}
 	slices.SortFunc(p.Nodes, func(a, b NodeFit) int { return cmp.Compare(a.Node, b.Node) })
 	policy := in.Request.NodePolicy
@@ -511,15 +564,7 @@ func Decide(in Input, o Options) (Plan, error) {
 	} else {
 		p.Reason = Reason{Code: ReasonNoNodeFits, Message: fmt.Sprintf("0/%d nodes fit", len(in.Nodes))}
 	}
-	return p, nil
-}
-
-// FitNode fits the pod's requests onto one node.
-func FitNode(n Node, req FitRequest) (NodeFit, error) {
-	if err := plancore.Join(req.Validate(), invalid(ErrInvalidDevice, validateNode(n, nodePath))); err != nil {
-		return NodeFit{}, err
-	}
-	return fitNode(n, req), nil
+	return p
 }
 
 // ChooseNode picks among the fitting nodes: HAMi sorts ascending by score for
@@ -550,8 +595,8 @@ func ChooseNode(fits []NodeFit, policy Policy) (NodeFit, bool) {
 // nodeScore is HAMi's default node score (policy.ComputeDefaultScore), in
 // float32 as HAMi computes it: 10 × (used/count + usedCores/cores +
 // usedMem/mem) summed over every device of the node, whatever its vendor,
-// taken before the pod is added (0 when a total is 0), plus BackendScore.
-func nodeScore(n Node) float64 {
+// taken before the pod is added (0 when a total is 0).
+func nodeScore(n Node) float32 {
 	var used, count, usedCores, cores, usedMem, mem int64
 	for _, d := range n.Devices {
 		used += int64(d.Used)
@@ -562,10 +607,9 @@ func nodeScore(n Node) float64 {
 		mem += int64(d.MemoryMiB)
 	}
 	if count == 0 || cores == 0 || mem == 0 {
-		return n.BackendScore
+		return 0
 	}
-	s := float32(10) * (float32(used)/float32(count) + float32(usedCores)/float32(cores) + float32(usedMem)/float32(mem))
-	return float64(s) + n.BackendScore
+	return float32(10) * (float32(used)/float32(count) + float32(usedCores)/float32(cores) + float32(usedMem)/float32(mem))
 }
 
 // fitState is the mutable working copy of one node during a fit.
@@ -583,17 +627,31 @@ func (s fitState) clone() fitState {
 	return s
 }
 
+// fitScratch holds the working copies of a node's devices, reused from
+// node to node: a fit keeps nothing of them once its NodeFit is built
+// (allocations copy what they name), and a fresh copy of every node's
+// devices was most of what Decide allocated.
+type fitScratch struct{ app, init []Device }
+
+// cloneInto is clone into *buf's memory.
+func (s fitState) cloneInto(buf *[]Device) fitState {
+	*buf = append((*buf)[:0], s.devs...)
+	s.devs = *buf
+	return s
+}
+
 // fitNode fits every request: each init container against the node's usage
 // without the other init containers (they run one after another), app
 // containers accumulating on their own copy, so the pod's footprint is its peak.
-func fitNode(n Node, req FitRequest) NodeFit {
-	out := NodeFit{Node: n.Name, Score: nodeScore(n), Reason: Reason{Code: ReasonNodeFits, Message: "every request fits"}}
+func fitNode(n Node, req FitRequest, sc *fitScratch) NodeFit {
+	defaultScore := nodeScore(n)
+	out := NodeFit{Node: n.Name, Score: float64(defaultScore) + n.BackendScore, Reason: Reason{Code: ReasonNodeFits, Message: "every request fits"}}
 	if len(req.Requests) == 0 {
 		out.Fits = true
 		return out
 	}
 	base := fitState{devs: n.Devices, profiles: n.SliceProfiles, instanceType: n.InstanceType, vnpuCore: n.VNPUCore}
-	app := base.clone()
+	app := base.cloneInto(&sc.app)
 	var containers []ContainerAllocation
 	for start := 0; start < len(req.Requests); {
 		end := start + 1
@@ -604,12 +662,12 @@ func fitNode(n Node, req FitRequest) NodeFit {
 		group := req.Requests[start:end]
 		st := &app
 		if group[0].Init {
-			initState := base.clone()
+			initState := base.cloneInto(&sc.init)
 			st = &initState
 		}
 		ca := ContainerAllocation{Container: group[0].Container, Init: group[0].Init}
 		for _, r := range group {
-			allocs, rejections := fitRequest(st, r, req, n.PairScores)
+			allocs, rejections := fitRequest(st, r, req, n.PairScores, true)
 			if allocs == nil {
 				out.FailedContainer, out.FailedType, out.Rejections = r.Container, r.Type, rejections
 				out.Reason = Reason{Code: ReasonNodeUnfit, Message: fmt.Sprintf("%s %s: %s", r.Container, r.Type, out.Message())}
@@ -621,5 +679,9 @@ func fitNode(n Node, req FitRequest) NodeFit {
 		start = end
 	}
 	out.Fits, out.Containers = true, containers
+	if len(n.VendorScores) > 0 {
+		// HAMi adds the vendors' scores to the default one in float32.
+		out.Score = float64(defaultScore+placementScore(n, containers, req.NodePolicy)) + n.BackendScore
+	}
 	return out
 }

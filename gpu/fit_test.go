@@ -30,7 +30,7 @@ func policyFixture() []gpu.Node {
 }
 
 func nvReq(container string, nums, mem, cores int32) gpu.Request {
-	return gpu.Request{Container: container, Type: "NVIDIA", Nums: nums, MemoryMiB: mem, Cores: cores}
+	return gpu.Request{Container: container, Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: nums, MemoryMiB: mem, Cores: cores}
 }
 
 // chosen renders a fit outcome as "node/device[,device]" per container.
@@ -83,7 +83,7 @@ func TestFitPolicies(t *testing.T) {
 func TestFitInitContainersAtPeak(t *testing.T) {
 	req := gpu.FitRequest{
 		Requests: []gpu.Request{
-			{Container: "init", Init: true, Type: "NVIDIA", Nums: 1, MemoryMiB: 5000},
+			{Container: "init", Init: true, Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryMiB: 5000},
 			nvReq("app", 1, 4000, 0),
 		},
 		GPUPolicy: []gpu.Policy{gpu.Binpack},
@@ -99,8 +99,8 @@ func TestFitInitContainersAtPeak(t *testing.T) {
 	// after another. Two app containers of 6000 MiB do not.
 	one := []gpu.Node{{Name: "n", Devices: []gpu.Device{card("g0", 0)}}}
 	inits := gpu.FitRequest{Requests: []gpu.Request{
-		{Container: "i1", Init: true, Type: "NVIDIA", Nums: 1, MemoryMiB: 6000},
-		{Container: "i2", Init: true, Type: "NVIDIA", Nums: 1, MemoryMiB: 6000},
+		{Container: "i1", Init: true, Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryMiB: 6000},
+		{Container: "i2", Init: true, Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryMiB: 6000},
 	}}
 	if res, _ := fit(one, inits); res.Node != "n" {
 		t.Fatalf("sequential init containers did not fit: %+v", res.Nodes)
@@ -226,7 +226,7 @@ func TestFitReasons(t *testing.T) {
 		{
 			name:  "memory percentage of the card",
 			nodes: base(func(d *gpu.Device) { d.UsedMemoryMiB, d.Used = 4001, 1 }),
-			req:   gpu.FitRequest{Requests: []gpu.Request{{Container: "c", Type: "NVIDIA", Nums: 2, MemoryPercent: 50}}},
+			req:   gpu.FitRequest{Requests: []gpu.Request{{Container: "c", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 2, MemoryPercent: 50}}},
 			msg:   "1/2 AllocatedCardsInsufficientRequest, 1/2 CardInsufficientMemory",
 		},
 		{
@@ -303,7 +303,7 @@ func TestFitReasons(t *testing.T) {
 
 func TestFitAssignmentAndUsage(t *testing.T) {
 	nodes := []gpu.Node{{Name: "n", Devices: []gpu.Device{card("g0", 0), card("g1", 1)}}}
-	req := gpu.FitRequest{Requests: []gpu.Request{nvReq("a", 2, 1000, 30), {Container: "b", Type: "NVIDIA", Nums: 1, MemoryPercent: 25}}}
+	req := gpu.FitRequest{Requests: []gpu.Request{nvReq("a", 2, 1000, 30), {Container: "b", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryPercent: 25}}}
 	res, err := fit(nodes, req)
 	if err != nil {
 		t.Fatal(err)

@@ -8,9 +8,25 @@ import (
 	"github.com/plancore/plancore/gpu"
 )
 
-// fit is Decide with default Options, the arguments spelled out as the tests read.
+// fit is Fit, the arguments spelled out as the tests read.
 func fit(nodes []gpu.Node, req gpu.FitRequest) (gpu.Plan, error) {
-	return gpu.Decide(gpu.Input{Nodes: nodes, Request: req}, gpu.Options{})
+	return gpu.Fit(gpu.Input{Nodes: nodes, Request: req})
+}
+
+// nvidiaCaps are the NVIDIA row's capabilities, which DetectRequests
+// copies into each NVIDIA request and a hand-built one sets.
+var nvidiaCaps = func() gpu.Capabilities {
+	t, _ := gpu.DefaultRegistry().Lookup("NVIDIA")
+	return t.Capabilities
+}()
+
+// fitOne fits req on node alone: Fit's outcome for it.
+func fitOne(node gpu.Node, req gpu.FitRequest) (gpu.NodeFit, error) {
+	p, err := gpu.Fit(gpu.Input{Nodes: []gpu.Node{node}, Request: req})
+	if err != nil {
+		return gpu.NodeFit{}, err
+	}
+	return p.Nodes[0], nil
 }
 
 // fitPod reads pod's request with the default registry and fits it on node,
@@ -21,7 +37,7 @@ func fitPod(t *testing.T, node gpu.Node, pod *corev1.Pod) gpu.NodeFit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nf, err := gpu.FitNode(node, fr)
+	nf, err := fitOne(node, fr)
 	if err != nil {
 		t.Fatal(err)
 	}

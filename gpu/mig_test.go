@@ -170,7 +170,7 @@ func TestMIGReservationsRestored(t *testing.T) {
 	}
 	// The next 4g instance finds slices 0..3 taken and no other placement.
 	plan, err := gpu.Decide(gpu.Input{Nodes: []gpu.Node{{Name: "n1", Devices: devs[:1]}},
-		Request: gpu.FitRequest{Requests: []gpu.Request{{Container: "c", Type: "NVIDIA", Nums: 1, MemoryMiB: 19968}}}}, gpu.Options{})
+		Request: gpu.FitRequest{Requests: []gpu.Request{{Container: "c", Type: "NVIDIA", Capabilities: nvidiaCaps, Nums: 1, MemoryMiB: 19968}}}}, gpu.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

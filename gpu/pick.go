@@ -11,26 +11,21 @@ import (
 // only, as HAMi's fitInDevices passes its Fit only those. On success st
 // records the new usage. It follows HAMi's NVIDIA Fit (pkg/device/nvidia/
 // device.go): the devices in policy order, walked from the end so the best
-// candidate is tried first, each checked in HAMi's order.
-func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]Allocation, []Rejection) {
-	typeDevs := make([]int, 0, len(st.devs))
-	mig := false
-	for i, d := range st.devs {
-		if d.Vendor == r.Type {
-			typeDevs = append(typeDevs, i)
-			mig = mig || d.Mode == ModeMIG
-		}
-	}
+// candidate is tried first, each checked in HAMi's order. With countFirst
+// a node with fewer devices of the type than asked is refused before any
+// is looked at, as HAMi's fitInDevices does before calling the Fit.
+func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore, countFirst bool) ([]Allocation, []Rejection) {
+	typeDevs, mig, dies := devicesOfType(st.devs, r.Type)
 	// HAMi refuses a node with fewer devices of the type than asked, before
 	// looking at them, unless MIG instances could serve the request.
-	migRequest := r.Type == "NVIDIA" && mig && (req.Mode == "" || strings.Contains(req.Mode, ModeMIG))
-	if int(r.Nums) > len(typeDevs) && !migRequest {
+	migRequest := r.Capabilities.MIG && mig && (req.Mode == "" || strings.Contains(req.Mode, ModeMIG))
+	if countFirst && int(r.Nums) > len(typeDevs) && !migRequest {
 		return nil, []Rejection{{Code: ReasonNodeInsufficientDevice}}
 	}
 	p := &picker{st: st, r: r, req: req, sel: selectorFor(req.Selectors, r.Type), cores: min(r.Cores, 100),
 		need: r.Nums, picked: make([]pick, 0, min(int(r.Nums), len(typeDevs))), quotaMem: st.quotaMem, quotaCores: st.quotaCores, prevNUMA: -1,
-		mutex: req.Exclusive || slices.Contains(req.GPUPolicy, Mutex), topology: slices.Contains(req.GPUPolicy, TopologyAware) && r.Type == "NVIDIA",
-		numaBind: req.NUMABind && r.Type == "NVIDIA"}
+		mutex: req.Exclusive || slices.Contains(req.GPUPolicy, Mutex), topology: slices.Contains(req.GPUPolicy, TopologyAware) && r.Capabilities.TopologyAware,
+		numaBind: req.NUMABind && r.Capabilities.NUMABind, dies: dies}
 	if r.SoftSplit && !st.vnpuCore {
 		// HAMi's Ascend Fit refuses a hami-core pod on a node without it.
 		var counts reasonCounts
@@ -52,7 +47,7 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 	if allocs, rejections, done := p.chooseWhole(order, len(typeDevs)); done {
 		return allocs, rejections
 	}
-	for i := len(order) - 1; i >= 0 && (p.topology || p.pairs || p.need > 0); i-- {
+	for i := len(order) - 1; i >= 0 && (p.walksAll() || p.need > 0); i-- {
 		if p.consider(order[i]) && st.devs[order[i]].Mode == ModeMIG {
 			// HAMi tries a MIG device again after taking an instance of it.
 			i++
@@ -62,6 +57,9 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 		if got := p.chooseModulePairs(); got != int(r.Nums) {
 			return nil, modulePairsReasons(p.counts, got, r.Nums)
 		}
+	}
+	if p.dies {
+		p.chooseByCard()
 	}
 	if p.topology {
 		sorted := slices.Clone(pairs)
@@ -75,6 +73,20 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore) ([]A
 		return nil, renderReasons(p.counts, len(typeDevs))
 	}
 	return p.commit(), nil
+}
+
+// devicesOfType returns the positions of the devices of typ in devs, and
+// whether one of them is in MIG mode and one is a die of a card.
+func devicesOfType(devs []Device, typ string) (idx []int, mig, dies bool) {
+	idx = make([]int, 0, len(devs))
+	for i, d := range devs {
+		if d.Vendor == typ {
+			idx = append(idx, i)
+			mig = mig || d.Mode == ModeMIG
+			dies = dies || d.Card != ""
+		}
+	}
+	return idx, mig, dies
 }
 
 // chooseWhole serves the rules that choose a set of devices at once
@@ -115,7 +127,10 @@ type picker struct {
 	mutex, topology      bool
 	numaBind             bool
 	pairs                bool
-	slice                sliceCandidate
+	// dies is true when the type's devices are dies of cards (Device.Card,
+	// Vastai's die mode).
+	dies  bool
+	slice sliceCandidate
 }
 
 // pick is one device slice a request takes.
@@ -144,11 +159,15 @@ func (p *picker) consider(idx int) bool {
 	p.picked = append(p.picked, pk)
 	p.quotaMem += int64(pk.mem)
 	p.quotaCores += int64(p.cores)
-	if !p.topology && !p.pairs {
+	if !p.walksAll() {
 		p.need--
 	}
 	return true
 }
+
+// walksAll reports whether the request considers every device before
+// choosing among those that fit (topology-aware, module pairs, dies).
+func (p *picker) walksAll() bool { return p.topology || p.pairs || p.dies }
 
 // unsuitable returns why the device cannot serve the request whatever its
 // usage (health, cordon, model, mode), or -1.
@@ -189,7 +208,7 @@ func (p *picker) room(idx int) (pick, int) {
 	if d.Used >= d.Count {
 		return pick{}, rCardTimeSlicingExhausted
 	}
-	if p.mutex && d.Used > 0 {
+	if p.mutex && (d.Used > 0 || p.cardInUse(d.Card)) {
 		return pick{}, rExclusiveDeviceAllocateConflict
 	}
 	mem := p.r.MemoryMiB
@@ -253,155 +272,6 @@ func (p *picker) roomShare(idx int, mem int32) (pick, int) {
 		return pick{}, rCardInsufficientCore
 	}
 	return pick{idx: idx, mem: mem, cores: cores}, -1
-}
-
-// occupied returns the MIG slices of device idx in use: placed before, and
-// taken by this request so far.
-func (p *picker) occupied(idx int) []MIGPlacement {
-	out := slices.Clone(p.st.devs[idx].MIGInUse)
-	for _, pk := range p.picked {
-		if pk.idx == idx && pk.placement.Size > 0 {
-			out = append(out, pk.placement)
-		}
-	}
-	return out
-}
-
-// selectMIG picks, as HAMi's selectMigCandidate does, the smallest profile
-// (by memory, then slices) of at least mem MiB that has a placement free of
-// every occupied slice.
-func selectMIG(profiles []MIGProfile, occupied []MIGPlacement, mem int32) (MIGProfile, MIGPlacement, bool) {
-	cands := slices.Clone(profiles)
-	slices.SortStableFunc(cands, func(a, b MIGProfile) int {
-		return cmp.Or(cmp.Compare(a.MemoryMiB, b.MemoryMiB), cmp.Compare(a.SliceCount, b.SliceCount))
-	})
-	for _, prof := range cands {
-		if prof.MemoryMiB < mem {
-			continue
-		}
-		for _, pl := range orderedPlacements(prof) {
-			if !slices.ContainsFunc(occupied, pl.overlaps) {
-				return prof, pl, true
-			}
-		}
-	}
-	return MIGProfile{}, MIGPlacement{}, false
-}
-
-// orderedPlacements lists a profile's placements in the order HAMi tries
-// them (mig_topology.go, orderedMigPlacements): highest start first for the
-// 1g and 3g profiles, lowest first for the others, so the small instances
-// pack at the top and leave room for the large ones.
-func orderedPlacements(prof MIGProfile) []MIGPlacement {
-	out := slices.Clone(prof.Placements)
-	high := strings.HasPrefix(prof.Name, "1g.") || strings.HasPrefix(prof.Name, "3g.")
-	slices.SortStableFunc(out, func(a, b MIGPlacement) int {
-		if high {
-			return cmp.Compare(b.Start, a.Start)
-		}
-		return cmp.Compare(a.Start, b.Start)
-	})
-	return out
-}
-
-// chooseByTopology keeps, of every device that fits, the r.Nums HAMi's
-// topology-aware policy prefers: for one device the one worst linked to the
-// others (so the well-linked ones stay together for bigger pods), for more
-// the combination with the highest sum of pair scores; the first found wins
-// a tie, in walk order.
-func (p *picker) chooseByTopology(pairs []PairScore) {
-	n := int(p.r.Nums)
-	switch {
-	case len(p.picked) < n:
-		p.need = p.r.Nums - int32(len(p.picked))
-		return
-	case len(p.picked) == n:
-	case n == 1:
-		best, bestScore := 0, 0
-		for i, a := range p.picked {
-			total := 0
-			for j, b := range p.picked {
-				if i != j {
-					total += pairScore(pairs, p.st.devs[a.idx].ID, p.st.devs[b.idx].ID)
-				}
-			}
-			if i == 0 || total < bestScore {
-				best, bestScore = i, total
-			}
-		}
-		p.picked = []pick{p.picked[best]}
-	default:
-		p.picked = p.bestCombination(pairs, n)
-	}
-	p.need = 0
-}
-
-// maxCombinations bounds the topology search; past it the first devices in
-// walk order are kept (HAMi enumerates every combination however many).
-const maxCombinations = 100000
-
-// bestCombination returns the n picks whose pair scores sum highest, a
-// missing pair scoring 0 and the first combination in walk order winning a
-// tie. The first combination is kept whatever its score: a best score
-// started at -1 with nothing kept would return n zero-value picks (one
-// device n times) when every pair scores -1 or lower; HAMi's
-// computeBestCombination guards this with a found flag, and so does this.
-func (p *picker) bestCombination(pairs []PairScore, n int) []pick {
-	if binomial(len(p.picked), n) > maxCombinations {
-		return p.picked[:n]
-	}
-	var best []int
-	bestScore, found := 0, false
-	cur := make([]int, 0, n)
-	var walk func(start int)
-	walk = func(start int) {
-		if len(cur) == n {
-			total := 0
-			for i := 0; i < n-1; i++ {
-				for j := i + 1; j < n; j++ {
-					total += pairScore(pairs, p.st.devs[p.picked[cur[i]].idx].ID, p.st.devs[p.picked[cur[j]].idx].ID)
-				}
-			}
-			if !found || total > bestScore {
-				best, bestScore, found = slices.Clone(cur), total, true
-			}
-			return
-		}
-		for i := start; i <= len(p.picked)-(n-len(cur)); i++ {
-			cur = append(cur, i)
-			walk(i + 1)
-			cur = cur[:len(cur)-1]
-		}
-	}
-	walk(0)
-	out := make([]pick, n)
-	for i, k := range best {
-		out[i] = p.picked[k]
-	}
-	return out
-}
-
-// binomial returns C(n, k), saturating past maxCombinations.
-func binomial(n, k int) int {
-	r := 1
-	for i := 1; i <= k; i++ {
-		r = r * (n - k + i) / i
-		if r > maxCombinations {
-			return maxCombinations + 1
-		}
-	}
-	return r
-}
-
-// pairScore is the link score from device a to device b (0 when unknown).
-func pairScore(pairs []PairScore, a, b string) int {
-	i, ok := slices.BinarySearchFunc(pairs, [2]string{a, b}, func(s PairScore, k [2]string) int {
-		return cmp.Or(cmp.Compare(s.From, k[0]), cmp.Compare(s.To, k[1]))
-	})
-	if !ok {
-		return 0
-	}
-	return pairs[i].Score
 }
 
 // commit records the picked devices' new usage and returns the allocations.

@@ -97,26 +97,6 @@ func (o Outcome) String() string {
 	return b.String()
 }
 
-// Step is one action of a Bind and the result the executor reported.
-type Step struct {
-	At     string
-	Action Action
-	Result Result
-}
-
-// FormatTranscript renders steps one per line: "<action> => <result>", prefixed
-// with the step's At label when set.
-func FormatTranscript(steps []Step) string {
-	var b strings.Builder
-	for _, s := range steps {
-		if s.At != "" {
-			fmt.Fprintf(&b, "%s ", s.At)
-		}
-		fmt.Fprintf(&b, "%s => %s\n", s.Action, s.Result)
-	}
-	return b.String()
-}
-
 // String renders the fit on one line per node, nodes sorted by name, then the
 // choice: a node that fits lists each container's devices as
 // "<uuid>(<mem>MiB,<cores>%)", a refused one its first failing request and

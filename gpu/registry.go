@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plancore/plancore"
 )
 
 // Lock names used by the default registry. HAMi passes LockNvidia for every
@@ -88,10 +90,31 @@ type DeviceType struct {
 	FitRule FitRule
 	// VNPU is an Ascend chip's vNPU configuration (HAMi's vnpus config).
 	VNPU VNPUConfig
+	// Score is the type's node score from the devices a fit chose (HAMi's
+	// ScoreNode); "" adds nothing.
+	Score ScoreRule
+	// Capabilities are the pod policies the type's fit honours beyond the
+	// common checks; HAMi gives them to NVIDIA alone.
+	Capabilities Capabilities
 	// Annotations are the node and pod annotations of the type.
 	Annotations Annotations
 	// LockName is the node lock Bind must hold for this type; "" means none.
 	LockName string
+}
+
+// Capabilities are the pod policies a type's fit honours beyond the
+// common checks. DetectRequests copies them into each Request, so Decide
+// reads them without the registry.
+type Capabilities struct {
+	// MIG: a device of the type in MIG mode serves MIG instances
+	// (Device.MIGProfiles), recorded in hami.io/vgpu-mig-allocations.
+	MIG bool
+	// NUMABind: nvidia.com/numa-bind keeps a request's devices on one NUMA
+	// node.
+	NUMABind bool
+	// TopologyAware: the topology-aware GPU policy chooses the type's
+	// devices by the node's link scores, read from Annotations.LinkScores.
+	TopologyAware bool
 }
 
 // MemoryRule is how a type's Memory value is turned into MiB.
@@ -287,11 +310,24 @@ type Annotations struct {
 	// Capacity describes the devices a RegisterCapacity type derives from
 	// the node's capacity.
 	Capacity CapacityRule
+	// DieCards: the type's JSON register names, in each device's
+	// custominfo, the card a die sits on (DeviceStrategy "die" and AIC),
+	// read into Device.Card (HAMi's Vastai die mode).
+	DieCards bool
 	// CoreMask: the cores of the type's allocation entries are a bit mask of
 	// the device's cores (bit i for core i), not a count (HAMi's AWS Neuron).
 	CoreMask bool
 	// Extra names the vendor-specific annotations Filter writes.
 	Extra ExtraAnnotations
+	// LinkScores is the node annotation the type's device-pair link scores
+	// are read from (Node.PairScores; NVIDIA's hami.io/node-nvidia-score),
+	// for Capabilities.TopologyAware; a type whose link scores cannot be
+	// read is unreadable, as HAMi's NVIDIA GetNodeDevices fails on them.
+	LinkScores string
+	// TopologyLosses and TopologyScores are the node annotations a
+	// ScoreTopologyTables type's tables are read from (Metax's
+	// metax-tech.com/gpu.topology.losses and .scores).
+	TopologyLosses, TopologyScores string
 }
 
 // CapacityRule is how HAMi derives a whole-card type's devices from the
@@ -407,10 +443,30 @@ func (t DeviceType) validateRules(p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("vnpu", "templates").Index(i), tp, "a template needs a name and a positive memory, ascending"))
 		}
 	}
+	errs = append(errs, t.validateScoring(p)...)
 	if t.VNPU.MemoryAllocatableMiB < 0 || t.VNPU.MemoryCapacityMiB < 0 {
 		errs = append(errs, field.Invalid(p.Child("vnpu"), t.VNPU, "memory must not be negative"))
 	}
 	return append(errs, t.validateAnnotations(p)...)
+}
+
+// validateScoring reports the problems of the row's score rule and
+// capabilities: each needs the node annotations it reads.
+func (t DeviceType) validateScoring(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if t.Capabilities.TopologyAware && t.Annotations.LinkScores == "" {
+		errs = append(errs, field.Required(p.Child("annotations", "linkScores"), "the TopologyAware capability reads the node's link scores"))
+	}
+	switch t.Score {
+	case ScoreNone, ScoreLinkGroups, ScoreSameCard:
+	case ScoreTopologyTables:
+		if t.Annotations.TopologyLosses == "" && t.Annotations.TopologyScores == "" {
+			errs = append(errs, field.Required(p.Child("annotations", "topologyLosses"), "the TopologyTables score reads a node annotation"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(p.Child("score"), t.Score, scoreRules()))
+	}
+	return errs
 }
 
 // validateAnnotations reports the problems of the row's annotations.
@@ -442,7 +498,8 @@ func (t DeviceType) validateAnnotations(p *field.Path) field.ErrorList {
 	}
 	for _, n := range []struct{ name, v string }{{"register", t.Annotations.Register}, {"handshake", t.Annotations.Handshake},
 		{"toAllocate", t.Annotations.ToAllocate}, {"allocated", t.Annotations.Allocated}, {"useType", t.Annotations.UseType},
-		{"noUseType", t.Annotations.NoUseType}, {"useUUID", t.Annotations.UseUUID}, {"noUseUUID", t.Annotations.NoUseUUID}} {
+		{"noUseType", t.Annotations.NoUseType}, {"useUUID", t.Annotations.UseUUID}, {"noUseUUID", t.Annotations.NoUseUUID},
+		{"topologyLosses", t.Annotations.TopologyLosses}, {"topologyScores", t.Annotations.TopologyScores}, {"linkScores", t.Annotations.LinkScores}} {
 		if n.v == "" {
 			continue
 		}
@@ -526,12 +583,33 @@ func newRegistry(rows []DeviceType, paths []*field.Path) (Registry, error) {
 }
 
 // With returns a registry holding r's types plus types, where a type in types
-// replaces the one of the same name in r. This is how a deployment renames
-// resources (HAMi's per-vendor resource-name flags) or adds a vendor.
-// Problems are named by the index in types (types[1].cores); a clash with a
-// row kept from r is reported on the new row, naming the kept row by its
-// index in r.Types() (registry[20]).
+// replaces the whole row of the same name in r. This is how a deployment
+// adds a vendor or changes a row it read with Lookup; Rename renames a
+// type's resources (HAMi's per-vendor resource-name flags) keeping the
+// rest of its row. A replacing row that would lose an annotation of the
+// row it replaces (its register and its format, handshake, allocation,
+// selector or cordon annotations) is refused, naming each one lost
+// (types[0].annotations.register): a fresh DeviceType given to rename
+// resources would otherwise silently stop reading the vendor's devices
+// and selectors. Problems are named by the index in types
+// (types[1].cores); a clash with a row kept from r is reported on the new
+// row, naming the kept row by its index in r.Types() (registry[20]).
 func (r Registry) With(types ...DeviceType) (Registry, error) {
+	var lost field.ErrorList
+	for i, t := range types {
+		if old, ok := r.Lookup(t.Type); ok {
+			lost = append(lost, lostAnnotations(old.Annotations, t.Annotations, field.NewPath("types").Index(i).Child("annotations"))...)
+		}
+	}
+	reg, err := r.merge(types, func(i int) *field.Path { return field.NewPath("types").Index(i) })
+	if len(lost) > 0 {
+		return Registry{}, plancore.Join(invalid(ErrInvalidRegistry, lost), err)
+	}
+	return reg, err
+}
+
+// merge is With without the annotation check, naming types[i] by path(i).
+func (r Registry) merge(types []DeviceType, path func(int) *field.Path) (Registry, error) {
 	replaced := map[string]bool{}
 	for _, t := range types {
 		replaced[t.Type] = true
@@ -546,9 +624,85 @@ func (r Registry) With(types ...DeviceType) (Registry, error) {
 	}
 	for i, t := range types {
 		merged = append(merged, t)
-		paths = append(paths, field.NewPath("types").Index(i))
+		paths = append(paths, path(i))
 	}
 	return newRegistry(merged, paths)
+}
+
+// lostAnnotations names each annotation old has and repl does not.
+func lostAnnotations(old, repl Annotations, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	const msg = "the row replaced has %q: With replaces a whole row, so start from Lookup's row, or use Rename to rename resources"
+	for _, n := range []struct{ name, old, repl string }{
+		{"register", old.Register, repl.Register}, {"registerFormat", string(old.RegisterFormat), string(repl.RegisterFormat)},
+		{"handshake", old.Handshake, repl.Handshake}, {"toAllocate", old.ToAllocate, repl.ToAllocate},
+		{"allocated", old.Allocated, repl.Allocated}, {"useType", old.UseType, repl.UseType},
+		{"noUseType", old.NoUseType, repl.NoUseType}, {"useUUID", old.UseUUID, repl.UseUUID},
+		{"noUseUUID", old.NoUseUUID, repl.NoUseUUID}} {
+		if n.old != "" && n.repl == "" {
+			errs = append(errs, field.Required(p.Child(n.name), fmt.Sprintf(msg, n.old)))
+		}
+	}
+	if old.Cordon && !repl.Cordon {
+		errs = append(errs, field.Invalid(p.Child("cordon"), false, fmt.Sprintf(msg, "cordon")))
+	}
+	return errs
+}
+
+// ResourceNames are a type's resource names: what HAMi's per-vendor
+// resource-name flags (resourceCountName, resourceMemoryName,
+// resourceMemoryPercentageName, resourceCoreName, resourcePriorityName)
+// set.
+type ResourceNames struct {
+	Count, Memory, MemoryPercentage, Cores, Priority corev1.ResourceName
+}
+
+// Rename returns a registry where type typ's resources are renamed: each
+// non-empty name in names replaces the row's, and a node capacity the
+// row derives its devices from (Annotations.Capacity.Resource) follows the
+// resource it names; everything else of the row is kept. An unknown typ
+// (named by type) or a name another type claims (named under rename[typ])
+// is refused as NewRegistry refuses it.
+func (r Registry) Rename(typ string, names ResourceNames) (Registry, error) {
+	t, ok := r.Lookup(typ)
+	if !ok {
+		return Registry{}, invalid(ErrInvalidRegistry, field.ErrorList{field.NotFound(field.NewPath("type"), typ)})
+	}
+	for _, f := range []struct {
+		to  *corev1.ResourceName
+		new corev1.ResourceName
+	}{{&t.Count, names.Count}, {&t.Memory, names.Memory}, {&t.MemoryPercentage, names.MemoryPercentage}, {&t.Cores, names.Cores}, {&t.Priority, names.Priority}} {
+		if f.new == "" {
+			continue
+		}
+		if t.Annotations.Capacity.Resource == *f.to && *f.to != "" {
+			t.Annotations.Capacity.Resource = f.new
+		}
+		*f.to = f.new
+	}
+	return r.merge([]DeviceType{t}, func(int) *field.Path { return field.NewPath("rename").Key(typ) })
+}
+
+// migType is the first type with the MIG capability, "" when none: the
+// type hami.io/vgpu-mig-allocations' instances are of.
+func (r Registry) migType() string {
+	for _, t := range r.types {
+		if t.Capabilities.MIG {
+			return t.Type
+		}
+	}
+	return ""
+}
+
+// linkScoresAnnotation is the first type's link-score annotation, "" when
+// no type has one.
+func (r Registry) linkScoresAnnotation() string {
+	for _, t := range r.types {
+		if t.Annotations.LinkScores != "" {
+			return t.Annotations.LinkScores
+		}
+	}
+	return ""
 }
 
 // Types returns a copy of the registry's rows, sorted by Type.

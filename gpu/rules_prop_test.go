@@ -83,7 +83,7 @@ func TestPropVendorRulesNeverOverassign(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nf, err := gpu.FitNode(node, fr)
+		nf, err := fitOne(node, fr)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,11 +16,6 @@ import (
 	"github.com/plancore/plancore"
 )
 
-// AnnoMIGAllocations is the pod annotation holding the MIG instances Filter
-// placed, as JSON (HAMi pkg/device/nvidia/mig_allocations.go,
-// MigAllocationsAnnotation).
-const AnnoMIGAllocations = "hami.io/vgpu-mig-allocations"
-
 // PodUsage is what a pod already assigned by HAMi holds.
 type PodUsage struct {
 	// Node is the node Filter assigned the pod to (hami.io/vgpu-node).
@@ -33,18 +28,6 @@ type PodUsage struct {
 	Allocations []Allocation
 	// MIG are the MIG instances the pod holds, in annotation order.
 	MIG []Allocation
-}
-
-// migAllocationJSON is one entry of hami.io/vgpu-mig-allocations.
-type migAllocationJSON struct {
-	ContainerIndex    int          `json:"containerIndex"`
-	DeviceIndex       int          `json:"deviceIndex"`
-	GPUUUID           string       `json:"gpuUUID"`
-	Profile           string       `json:"profile"`
-	Placement         MIGPlacement `json:"placement"`
-	MigUUID           string       `json:"migUUID,omitempty"`
-	GPUInstanceID     *uint32      `json:"gpuInstanceID,omitempty"`
-	ComputeInstanceID *uint32      `json:"computeInstanceID,omitempty"`
 }
 
 // DecodePodUsage reads the devices a pod holds from the annotations HAMi's
@@ -109,7 +92,7 @@ func DecodePodUsage(pod *corev1.Pod, reg Registry) (PodUsage, error) {
 	}
 	if v, ok := pod.Annotations[AnnoMIGAllocations]; ok {
 		var bad field.ErrorList
-		out.MIG, bad = decodeMIGAllocations(v, raw["NVIDIA"], annos.Key(AnnoMIGAllocations))
+		out.MIG, bad = decodeMIGAllocations(v, reg.migType(), raw[reg.migType()], annos.Key(AnnoMIGAllocations))
 		errs = append(errs, bad...)
 	}
 	if err := invalid(ErrInvalidAllocation, errs); err != nil {
@@ -117,51 +100,6 @@ func DecodePodUsage(pod *corev1.Pod, reg Registry) (PodUsage, error) {
 	}
 	out.Allocations = collapseUsage(raw, len(pod.Spec.InitContainers))
 	return out, nil
-}
-
-// decodeMIGAllocations reads hami.io/vgpu-mig-allocations, checking each
-// entry as HAMi's DecodeMigAllocations does (keys it does not know are
-// ignored). Every reservation is kept, in annotation order, whether or not
-// the pod's NVIDIA annotation lists its device: HAMi v2.10's getNodesUsage
-// restores a reservation no device entry consumed onto its GPU on purpose,
-// so its slices stay occupied. An entry's memory and cores are those of the
-// NVIDIA entry at its container and device index when that entry is on the
-// same GPU, and zero otherwise (the reservation alone occupies slices).
-func decodeMIGAllocations(s string, nvidia [][]Allocation, p *field.Path) ([]Allocation, field.ErrorList) {
-	var list []migAllocationJSON
-	if err := decodeJSON(s, &list); err != nil {
-		return nil, field.ErrorList{field.Invalid(p, s, "want HAMi's JSON MIG allocation list: "+err.Error())}
-	}
-	var out []Allocation
-	var errs field.ErrorList
-	seen := map[[2]int]bool{}
-	for i, m := range list {
-		ip := p.Index(i)
-		runtime := 0
-		for _, set := range []bool{m.MigUUID != "", m.GPUInstanceID != nil, m.ComputeInstanceID != nil} {
-			if set {
-				runtime++
-			}
-		}
-		key := [2]int{m.ContainerIndex, m.DeviceIndex}
-		switch {
-		case m.ContainerIndex < 0 || m.DeviceIndex < 0 || m.GPUUUID == "" || m.Profile == "" || m.Placement.Size == 0:
-			errs = append(errs, field.Invalid(ip, m.GPUUUID, "a MIG allocation needs non-negative indices, a GPU UUID, a profile and a placement size"))
-		case runtime != 0 && runtime != 3:
-			errs = append(errs, field.Invalid(ip.Child("migUUID"), m.MigUUID, "the runtime identity is all three of migUUID, gpuInstanceID and computeInstanceID or none"))
-		case seen[key]:
-			errs = append(errs, field.Duplicate(ip, fmt.Sprintf("container %d device %d", m.ContainerIndex, m.DeviceIndex)))
-		default:
-			a := Allocation{UUID: m.GPUUUID, Type: "NVIDIA"}
-			if m.ContainerIndex < len(nvidia) && m.DeviceIndex < len(nvidia[m.ContainerIndex]) && nvidia[m.ContainerIndex][m.DeviceIndex].UUID == m.GPUUUID {
-				a = nvidia[m.ContainerIndex][m.DeviceIndex]
-			}
-			a.MIGProfile, a.MIGPlacement = m.Profile, m.Placement
-			out = append(out, a)
-		}
-		seen[key] = true
-	}
-	return out, errs
 }
 
 // usageKey is one device of one vendor.
@@ -243,43 +181,6 @@ func AddPodUsage(devices []Device, usage ...PodUsage) ([]Device, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// addMIGUsage records u's MIG reservations on devs as HAMi v2.10's
-// getNodesUsage does: each reservation's placement is in use on its device
-// (restored even when the pod's device entries do not list it); a
-// reservation on a device outside MIG mode, a MIG-mode device the pod uses
-// in more containers than it has reservations there, and, when a
-// reservation names a device the node does not have, every MIG-mode device
-// of the node, are marked unhealthy, since what they hold is unknown.
-func addMIGUsage(devs []Device, byID map[string]int, u PodUsage) {
-	placed := map[string]int32{}
-	unknown := false
-	for _, m := range u.MIG {
-		i, ok := byID[m.UUID]
-		if !ok {
-			unknown = true
-			continue
-		}
-		placed[m.UUID]++
-		if devs[i].Mode != ModeMIG {
-			devs[i].Healthy = false
-			continue
-		}
-		devs[i].MIGInUse = append(devs[i].MIGInUse, m.MIGPlacement)
-	}
-	for _, a := range u.Allocations {
-		if i, ok := byID[a.UUID]; ok && devs[i].Mode == ModeMIG && placed[a.UUID] < max(a.Slots, 1) {
-			devs[i].Healthy = false
-		}
-	}
-	if unknown {
-		for i := range devs {
-			if devs[i].Mode == ModeMIG {
-				devs[i].Healthy = false
-			}
-		}
-	}
 }
 
 // FilterChoice is what Filter decided for a pod: the inputs of
@@ -379,7 +280,7 @@ func FilterAnnotations(c FilterChoice) (map[string]string, error) {
 				out[key] = enc
 			}
 		}
-		if t.Type == "NVIDIA" {
+		if t.Capabilities.MIG {
 			if mig := encodeMIG(list); mig != "" {
 				out[AnnoMIGAllocations] = mig
 			}
@@ -494,73 +395,4 @@ func wideMasks(list []ContainerAllocation) field.ErrorList {
 		}
 	}
 	return errs
-}
-
-// encodeMIG writes the MIG instances of NVIDIA's entries, indexed as the
-// entries are.
-func encodeMIG(list []ContainerAllocation) string {
-	var out []migAllocationJSON
-	for ci, ca := range list {
-		for di, a := range ca.Devices {
-			if a.MIGPlacement.Size > 0 && a.MIGProfile != "" {
-				out = append(out, migAllocationJSON{ContainerIndex: ci, DeviceIndex: di, GPUUUID: a.UUID, Profile: a.MIGProfile, Placement: a.MIGPlacement})
-			}
-		}
-	}
-	if len(out) == 0 {
-		return ""
-	}
-	return mustJSON(out)
-}
-
-// cambriconAnnotations adds the two annotations HAMi's Cambricon
-// PatchAnnotations writes: CAMBRICON_DSMLU_ASSIGNED=false and, from the
-// first device of the first container holding one,
-// CAMBRICON_DSMLU_PROFILE=<index>_<cores>_<memory in 256 MiB units>.
-func cambriconAnnotations(out map[string]string, list []ContainerAllocation, n Node) {
-	out["CAMBRICON_DSMLU_ASSIGNED"] = "false"
-	for _, ca := range list {
-		if len(ca.Devices) == 0 {
-			continue
-		}
-		a := ca.Devices[0]
-		idx := 0
-		for _, d := range n.Devices {
-			if d.ID == a.UUID {
-				idx = d.Index
-			}
-		}
-		out["CAMBRICON_DSMLU_PROFILE"] = fmt.Sprintf("%d_%d_%d", idx, a.Cores, a.MemoryMiB/256)
-		return
-	}
-}
-
-// encodeWithModels is EncodeAllocations with each entry typed by its
-// device's model (the vendor's type where the model is empty or would break
-// the encoding).
-func encodeWithModels(list []ContainerAllocation, n Node) string {
-	model := map[string]string{}
-	for _, d := range n.Devices {
-		if d.Model != "" && !strings.ContainsAny(d.Model, ",:;") {
-			model[d.ID] = d.Model
-		}
-	}
-	named := make([]ContainerAllocation, len(list))
-	for i, ca := range list {
-		named[i] = ContainerAllocation{Container: ca.Container, Init: ca.Init}
-		for _, a := range ca.Devices {
-			if m, ok := model[a.UUID]; ok {
-				a.Type = m
-			}
-			named[i].Devices = append(named[i].Devices, a)
-		}
-	}
-	var b strings.Builder
-	for _, ca := range named {
-		for _, a := range ca.Devices {
-			fmt.Fprintf(&b, "%s,%s,%d,%d:", a.UUID, a.Type, a.MemoryMiB, a.Cores)
-		}
-		b.WriteByte(';')
-	}
-	return b.String()
 }

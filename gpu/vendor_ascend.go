@@ -1,6 +1,11 @@
 package gpu
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"encoding/json"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // AscendChips returns the Ascend chips of the default registry (HAMi's chart,
 // vnpus.configs[].commonWord), one device type each.
@@ -57,4 +62,83 @@ func AscendType(chip string) DeviceType {
 		t.FitRule = FitModulePairs
 	}
 	return t
+}
+
+// modulePairSize is the number of devices of one Ascend 910C module.
+const modulePairSize = 2
+
+// chooseModulePairs keeps, of every device that fits, whole modules (two
+// devices of one index/2, both fitting) until the request's devices are
+// reached, and returns how many it kept: HAMi's computeBestCombination910C.
+// HAMi takes the whole modules in its map's order, so at random; plancore
+// takes them in walk order (the module of the best candidate first), each
+// module's devices in walk order.
+func (p *picker) chooseModulePairs() int {
+	var modules []int
+	members := map[int][]pick{}
+	for _, pk := range p.picked {
+		m := p.st.devs[pk.idx].Index / modulePairSize
+		if _, seen := members[m]; !seen {
+			modules = append(modules, m)
+		}
+		members[m] = append(members[m], pk)
+	}
+	var chosen []pick
+	left := int(p.r.Nums)
+	for _, m := range modules {
+		if left <= 0 {
+			break
+		}
+		if len(members[m]) == modulePairSize {
+			chosen = append(chosen, members[m]...)
+			left -= modulePairSize
+		}
+	}
+	p.picked, p.need = chosen, 0
+	return len(chosen)
+}
+
+// modulePairsReasons is HAMi's 910C refusal: the walk's reasons and the
+// devices the whole modules came to (even none) as
+// AllocatedCardsInsufficientRequest, all out of the devices asked.
+func modulePairsReasons(counts reasonCounts, got int, nums int32) []Rejection {
+	counts[rAllocatedCardsInsufficientRequest] = 0
+	out := renderReasons(counts, int(nums))
+	out = append(out, Rejection{Code: ReasonAllocatedCardsInsufficientRequest, Count: got, Total: int(nums)})
+	sortRejections(out)
+	return out
+}
+
+// AnnoAscendVNPUMode is the pod annotation choosing Ascend's soft split
+// ("hami-core"); without it a vNPU is a hard-split template.
+const AnnoAscendVNPUMode = "huawei.com/vnpu-mode"
+
+// ascendRuntimeJSON is one device of huawei.com/<chip> (HAMi's RuntimeInfo).
+type ascendRuntimeJSON struct {
+	UUID   string `json:"UUID,omitempty"`
+	Temp   string `json:"temp,omitempty"`
+	Memory int64  `json:"memory,omitempty"`
+	Core   int32  `json:"core,omitempty"`
+}
+
+// ascendAnnotations writes HAMi's Ascend annotations: predicate-time (Unix
+// seconds) and huawei.com/<type>, every device given with its memory, cores
+// and, unless the pod asks the hami-core soft split, the vNPU template its
+// memory rounds up to ("" for a whole NPU). A list of no device is JSON
+// null, as HAMi marshals it.
+func ascendAnnotations(out map[string]string, t DeviceType, list []ContainerAllocation, c FilterChoice) {
+	out["predicate-time"] = strconv.FormatInt(c.Now.Unix(), 10)
+	soft := c.Pod.Annotations[AnnoAscendVNPUMode] == "hami-core"
+	var info []ascendRuntimeJSON
+	for _, ca := range list {
+		for _, a := range ca.Devices {
+			ri := ascendRuntimeJSON{UUID: a.UUID, Memory: int64(a.MemoryMiB), Core: a.Cores}
+			if !soft {
+				ri.Temp, _ = t.VNPU.Template(a.MemoryMiB)
+			}
+			info = append(info, ri)
+		}
+	}
+	b, _ := json.Marshal(info)
+	out["huawei.com/"+t.Type] = string(b)
 }

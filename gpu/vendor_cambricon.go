@@ -1,5 +1,7 @@
 package gpu
 
+import "fmt"
+
 // cambriconType is HAMi's Cambricon MLU row (HAMi
 // pkg/device/cambricon/device.go, GenerateResourceRequests, InitMLUDevice and
 // GetNodeDevices): memory in 256 MiB units (MemoryFactor), cores 100 when
@@ -18,5 +20,27 @@ func cambriconType() DeviceType {
 			UseUUID: "cambricon.com/use-gpuuuid", NoUseUUID: "cambricon.com/nouse-gpuuuid",
 			Extra: ExtraCambricon,
 		},
+	}
+}
+
+// cambriconAnnotations adds the two annotations HAMi's Cambricon
+// PatchAnnotations writes: CAMBRICON_DSMLU_ASSIGNED=false and, from the
+// first device of the first container holding one,
+// CAMBRICON_DSMLU_PROFILE=<index>_<cores>_<memory in 256 MiB units>.
+func cambriconAnnotations(out map[string]string, list []ContainerAllocation, n Node) {
+	out["CAMBRICON_DSMLU_ASSIGNED"] = "false"
+	for _, ca := range list {
+		if len(ca.Devices) == 0 {
+			continue
+		}
+		a := ca.Devices[0]
+		idx := 0
+		for _, d := range n.Devices {
+			if d.ID == a.UUID {
+				idx = d.Index
+			}
+		}
+		out["CAMBRICON_DSMLU_PROFILE"] = fmt.Sprintf("%d_%d_%d", idx, a.Cores, a.MemoryMiB/256)
+		return
 	}
 }

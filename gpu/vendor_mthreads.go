@@ -1,5 +1,7 @@
 package gpu
 
+import "strconv"
+
 // mthreadsType is HAMi's Moore Threads row (HAMi
 // pkg/device/mthreads/device.go, GenerateResourceRequests, InitMthreadsDevice
 // and GetNodeDevices): memory in 512 MiB units (MemoryFactor), cores 0 when
@@ -20,5 +22,25 @@ func mthreadsType() DeviceType {
 			UseUUID:   "mthreads.ai/use-gpuuuid", NoUseUUID: "mthreads.ai/nouse-gpuuuid",
 			Extra: ExtraMthreads,
 		},
+	}
+}
+
+// Mthreads' own pod annotations (HAMi pkg/device/mthreads/device.go,
+// PatchAnnotations).
+const (
+	// AnnoMthreadsGPUIndex lists the indices of the Mthreads devices of the
+	// last container holding any.
+	AnnoMthreadsGPUIndex      = "mthreads.com/gpu-index"
+	AnnoMthreadsPredicateTime = "mthreads.com/predicate-time"
+	AnnoMthreadsPredicateNode = "mthreads.com/predicate-node"
+)
+
+// mthreadsAnnotations writes ExtraMthreads: the last container's device
+// indices, the time and the node.
+func mthreadsAnnotations(out map[string]string, list []ContainerAllocation, c FilterChoice) {
+	if idx := lastIndexList(list, c.Node); idx != "" {
+		out[AnnoMthreadsGPUIndex] = idx
+		out[AnnoMthreadsPredicateTime] = strconv.FormatInt(c.Now.UnixNano(), 10)
+		out[AnnoMthreadsPredicateNode] = c.Node.Name
 	}
 }

@@ -22,16 +22,20 @@ const (
 // of 0 or less ignored and above 100 clamped, defaultMemory 0 (so 100 %)
 // and defaultCores 0. The admission webhook's exclusive-core default
 // (defaultExclusiveCoreIfNeeded) rewrites the pod before the scheduler sees
-// it, so a pod read from a cluster already carries it.
+// it, so a pod read from a cluster already carries it. MIG, numa-bind,
+// topology-aware (by the link scores in hami.io/node-nvidia-score) and the
+// device cordon are NVIDIA's alone, as in HAMi, where only its Fit reads
+// them.
 func nvidiaType() DeviceType {
 	return DeviceType{
 		Type: "NVIDIA", Count: "nvidia.com/gpu", Memory: "nvidia.com/gpumem", MemoryPercentage: "nvidia.com/gpumem-percentage",
 		Cores: "nvidia.com/gpucores", Priority: "nvidia.com/priority", LockName: LockNvidia,
+		Capabilities: Capabilities{MIG: true, NUMABind: true, TopologyAware: true},
 		Annotations: Annotations{
 			Register: "hami.io/node-nvidia-register", RegisterFormat: RegisterJSON, Handshake: "hami.io/node-handshake",
 			ToAllocate: "hami.io/vgpu-devices-to-allocate", Allocated: "hami.io/vgpu-devices-allocated",
 			UseType: AnnoUseGPUType, NoUseType: AnnoNoUseGPUType, UseUUID: AnnoUseGPUUUID, NoUseUUID: AnnoNoUseGPUUUID,
-			Cordon: true,
+			Cordon: true, LinkScores: AnnoNvidiaPairScore,
 		},
 	}
 }

@@ -53,6 +53,8 @@ func runVendorCases(t *testing.T, typ string, cases []vendorCase) {
 			if tc.want != nil {
 				w := *tc.want
 				w.Container, w.Type = "main", typ
+				row, _ := gpu.DefaultRegistry().Lookup(typ)
+				w.Capabilities = row.Capabilities
 				want = []gpu.Request{w}
 			}
 			if diff := cmp.Diff(want, mine); diff != "" {

@@ -57,9 +57,11 @@ type Scheduler struct {
 	cache usageCache
 
 	// templateMu guards templateCache, the template nodes of the last call
-	// that sent whole Nodes, decoded (decodeTemplate).
+	// that sent whole Nodes, decoded (decodeTemplate), and wireCache, the
+	// same call's Node objects as sent, by their bytes (parseArgs).
 	templateMu    sync.Mutex
 	templateCache map[string]decodedTemplate
+	wireCache     map[string]wireNode
 }
 
 // Config is what New needs.
@@ -345,7 +347,8 @@ func (s *Scheduler) Prioritize(ctx context.Context, args extenderv1.ExtenderArgs
 	if err != nil {
 		return out, err
 	}
-	plan, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: req}, s.options)
+	// Prioritize binds nothing: the plan needs no Bind options.
+	plan, err := gpu.Fit(gpu.Input{Nodes: nodes, Request: req})
 	if err != nil {
 		return out, err
 	}

@@ -77,7 +77,9 @@ func (s *Scheduler) decodeArgs(w http.ResponseWriter, r *http.Request) (args ext
 // within MaxNodeBytes and MaxNodeValues. A Node object is decoded only as
 // far as the fit reads it (name, labels, annotations, capacity and
 // allocatable); raw holds each object as it was sent, by name, to answer
-// with.
+// with. A Node object byte for byte equal to one of the last call's is
+// not decoded again (wireCache): callers send the same nodes call after
+// call, and decoding them was most of a Filter over whole Nodes.
 func (s *Scheduler) parseArgs(body []byte) (args extenderv1.ExtenderArgs, raw map[string]json.RawMessage, err error) {
 	l := s.limits
 	parts, err := splitArgs(body, l)
@@ -95,17 +97,39 @@ func (s *Scheduler) parseArgs(body []byte) (args extenderv1.ExtenderArgs, raw ma
 	}
 	args.Nodes = &corev1.NodeList{Items: make([]corev1.Node, len(parts.items))}
 	raw = make(map[string]json.RawMessage, len(parts.items))
+	s.templateMu.Lock()
+	last := s.wireCache
+	s.templateMu.Unlock()
+	next := make(map[string]wireNode, len(parts.items))
 	for i, item := range parts.items {
-		var n templateWire
-		if err := within(fmt.Sprintf("nodes.items[%d]", i), item, l.MaxNodeBytes, l.MaxNodeValues, &n); err != nil {
-			return args, nil, err
+		// Indexing by string(item) does not copy it; an equal item passed
+		// the same Limits on the last call.
+		w, ok := last[string(item)]
+		if !ok {
+			var n templateWire
+			if err := within(fmt.Sprintf("nodes.items[%d]", i), item, l.MaxNodeBytes, l.MaxNodeValues, &n); err != nil {
+				return args, nil, err
+			}
+			w = wireNode{key: string(item), node: n.node()}
 		}
-		args.Nodes.Items[i] = n.node()
-		if _, dup := raw[n.Metadata.Name]; !dup {
-			raw[n.Metadata.Name] = item
+		next[w.key] = w
+		args.Nodes.Items[i] = w.node
+		if _, dup := raw[w.node.Name]; !dup {
+			raw[w.node.Name] = item
 		}
 	}
+	s.templateMu.Lock()
+	s.wireCache = next
+	s.templateMu.Unlock()
 	return args, raw, nil
+}
+
+// wireNode is a Node object as sent (key, its bytes) and what parseArgs
+// read of it. The node is shared by the calls that sent the same bytes:
+// nothing may modify it.
+type wireNode struct {
+	key  string
+	node corev1.Node
 }
 
 // templateWire is what the fit reads of a Node object (gpu.DecodeNode):

@@ -1,6 +1,7 @@
 package extender
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,24 +155,36 @@ var errTruncated = errors.New("the body ends inside a value")
 func (sc *scanner) value(what string, maxBytes int64) (json.RawMessage, error) {
 	start := sc.skipSpace()
 	depth := 0
-	inString, escaped := false, false
+	inString := false
 	for ; sc.i < len(sc.b); sc.i++ {
 		if int64(sc.i-start) > maxBytes {
 			return nil, &partError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("%s: over the %d bytes it may take", what, maxBytes)}
 		}
 		c := sc.b[sc.i]
 		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-				if depth == 0 {
-					sc.i++
-					return sc.b[start:sc.i], nil
-				}
+			// Jump to the next quote (most of a body is string bytes: the
+			// registers' JSON), escaped when an odd run of backslashes
+			// precedes it.
+			j := bytes.IndexByte(sc.b[sc.i:], '"')
+			if j < 0 {
+				sc.i = len(sc.b)
+				break
+			}
+			sc.i += j
+			if int64(sc.i-start) > maxBytes {
+				return nil, &partError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("%s: over the %d bytes it may take", what, maxBytes)}
+			}
+			backslashes := 0
+			for k := sc.i - 1; sc.b[k] == '\\'; k-- {
+				backslashes++
+			}
+			if backslashes%2 == 1 {
+				continue
+			}
+			inString = false
+			if depth == 0 {
+				sc.i++
+				return sc.b[start:sc.i], nil
 			}
 			continue
 		}
@@ -194,6 +207,9 @@ func (sc *scanner) value(what string, maxBytes int64) (json.RawMessage, error) {
 				return sc.b[start:sc.i], nil
 			}
 		}
+	}
+	if int64(sc.i-start) > maxBytes {
+		return nil, &partError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("%s: over the %d bytes it may take", what, maxBytes)}
 	}
 	if depth > 0 || inString {
 		return nil, fmt.Errorf("%s: %w", what, errTruncated)

@@ -71,7 +71,8 @@ func (s *Scheduler) filterTemplates(args *extenderv1.ExtenderArgs, req gpu.FitRe
 	if err != nil {
 		return extenderv1.ExtenderFilterResult{Error: "extender filter: " + err.Error()}
 	}
-	plan, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: req}, s.options)
+	// Template nodes are never bound: the plan needs no Bind options.
+	plan, err := gpu.Fit(gpu.Input{Nodes: nodes, Request: req})
 	if err != nil {
 		return extenderv1.ExtenderFilterResult{Error: err.Error()}
 	}

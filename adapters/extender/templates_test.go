@@ -197,3 +197,67 @@ func TestArgsForms(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateBytesReused: a Node object sent again byte for byte is not
+// decoded again, and one whose bytes changed is: the same node name sent
+// with its cards now too small is refused on the second call, while the
+// unchanged node is still chosen. Fails when parseArgs keys its reuse by
+// node name alone (the stale big node would be chosen).
+func TestTemplateBytesReused(t *testing.T) {
+	ext, _ := memExtender(t, 0)
+	srv := httptest.NewServer(ext.Handler())
+	defer srv.Close()
+	filter := func(nodes ...corev1.Node) extenderv1.ExtenderFilterResult {
+		t.Helper()
+		body, err := json.Marshal(extenderv1.ExtenderArgs{Pod: gpuPod("incoming", 8000), Nodes: &corev1.NodeList{Items: nodes}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Post(srv.URL+"/filter", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		var res extenderv1.ExtenderFilterResult
+		if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || res.Error != "" {
+			t.Fatalf("filter: %+v, %v", res, err)
+		}
+		return res
+	}
+	big := templateNode(t, "a-big", extendertest.NVIDIA("a-big", 8, 80*gib))
+	other := templateNode(t, "b-other", extendertest.NVIDIA("b-other", 2, 80*gib))
+	if res := filter(big, other); len(res.Nodes.Items) != 1 || res.Nodes.Items[0].Name != "a-big" {
+		t.Fatalf("first call chose %+v, want a-big", res.Nodes)
+	}
+	small := templateNode(t, "a-big", extendertest.NVIDIA("a-big", 2, 4*1024))
+	res := filter(small, other)
+	if len(res.Nodes.Items) != 1 || res.Nodes.Items[0].Name != "b-other" || !strings.Contains(res.FailedNodes["a-big"], "CardInsufficientMemory") {
+		t.Fatalf("second call: %+v, want b-other chosen and a-big refused for memory", res)
+	}
+}
+
+// TestPodReadAgainWhenChanged: a pod listed without a node assignment is
+// remembered as such only while its resourceVersion is the same; once it
+// changes (here, assigned with devices that do not decode) it is read
+// again and its node refused naming it. Fails when the usage read keys
+// its memory of pods by UID alone.
+func TestPodReadAgainWhenChanged(t *testing.T) {
+	m, names := nvidiaCluster(t, 1)
+	ext, err := extender.New(extender.Config{Client: m, Bind: &gpu.Binder{Exec: noPods{}, Waiter: clockWait{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := gpuPod("x", 8000)
+	x.ResourceVersion = "1"
+	m.pods = []corev1.Pod{*x}
+	if res := ext.Filter(context.Background(), extenderv1.ExtenderArgs{Pod: gpuPod("p", 8000), NodeNames: &names}); res.NodeNames == nil || len(*res.NodeNames) != 1 {
+		t.Fatalf("first Filter: %+v", res)
+	}
+	x.ResourceVersion = "2"
+	x.Annotations = map[string]string{gpu.AnnoAssignedNode: names[0], "hami.io/vgpu-devices-allocated": "not,an,allocation"}
+	m.pods[0] = *x
+	res := ext.Filter(context.Background(), extenderv1.ExtenderArgs{Pod: gpuPod("q", 8000), NodeNames: &names})
+	if !strings.Contains(res.FailedNodes[names[0]], "bench/x") {
+		t.Fatalf("second Filter: %+v, want %s refused naming bench/x", res, names[0])
+	}
+}

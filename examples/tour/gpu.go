@@ -66,7 +66,7 @@ locks, _ := gpu.RequiredLocks(&pod, reg)`)
 	w.term("Filter", "binpack")
 	fmt.Fprintln(w, "2. Fit (Filter): init containers at their peak, binpack on devices, HAMi's reasons:")
 	w.calls(`fr, err := gpu.FitRequestFromPod(&pod, reg)
-res, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: fr}, gpu.Options{})`)
+res, err := gpu.Fit(gpu.Input{Nodes: nodes, Request: fr})`)
 	card := func(id string, i int, usedMem, usedCores int32) gpu.Device {
 		used := int32(0)
 		if usedMem > 0 {
@@ -86,7 +86,7 @@ res, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: fr}, gpu.Options{})`)
 	if err != nil {
 		return err
 	}
-	res, err := gpu.Decide(gpu.Input{Nodes: nodes, Request: fr}, gpu.Options{})
+	res, err := gpu.Fit(gpu.Input{Nodes: nodes, Request: fr})
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ func TestLinkGraphFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nf, err := gpu.FitNode(node, fr)
+	nf, err := fitOne(node, fr)
 	if err != nil || !nf.Fits {
 		t.Fatalf("%+v %v", nf, err)
 	}

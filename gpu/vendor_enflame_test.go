@@ -148,7 +148,7 @@ func TestSliceProfilesFillADevice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nf, err := gpu.FitNode(full, fr)
+		nf, err := fitOne(full, fr)
 		if err != nil || nf.Message() != c.want {
 			t.Fatalf("%s slices on a device with 4 of 6 used: %q, %v; want %q", c.slices, nf.Message(), err, c.want)
 		}
