@@ -156,3 +156,29 @@ func TestTopologyAwareNegativeScores(t *testing.T) {
 		})
 	}
 }
+
+// TestTopologyAwareQuotaCountsKeptDevices: the topology-aware policy walks
+// every device that fits before keeping the best combination, and the
+// namespace quota a pod's next container sees counts only the devices kept,
+// as HAMi's quota counts what was allocated. Breaking it: commit the quota the
+// walk accumulated over every candidate, and the second container is refused
+// with ResourceQuotaNotFit.
+func TestTopologyAwareQuotaCountsKeptDevices(t *testing.T) {
+	node := gpu.Node{Name: "n", Devices: []gpu.Device{card("GPU-0", 0), card("GPU-1", 1), card("GPU-2", 2), card("GPU-3", 3)}}
+	plan, err := gpu.Decide(gpu.Input{Nodes: []gpu.Node{node}, Request: gpu.FitRequest{
+		Requests:  []gpu.Request{nvReq("first", 2, 1000, 10), nvReq("second", 2, 1000, 10)},
+		GPUPolicy: []gpu.Policy{gpu.TopologyAware},
+		Quota:     gpu.Quota{LimitMemory: true, MemoryMiB: 4000},
+	}}, gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Node != "n" || len(plan.Containers) != 2 {
+		t.Fatalf("Decide = %+v, want both containers on n within the 4,000 MiB quota", plan)
+	}
+	for _, c := range plan.Containers {
+		if len(c.Devices) != 2 {
+			t.Errorf("container %s got %d devices, want 2", c.Container, len(c.Devices))
+		}
+	}
+}

@@ -291,7 +291,13 @@ func (p *picker) commit() []Allocation {
 			allocs[k].MIGProfile, allocs[k].MIGPlacement = pk.profile, pk.placement
 		}
 	}
-	p.st.quotaMem, p.st.quotaCores = p.quotaMem, p.quotaCores
+	// The quota the pod's next container sees counts the devices kept: a
+	// policy that walks every fitting device (topology-aware, pairs, dies)
+	// accumulated the quota of every candidate while it walked.
+	for _, pk := range p.picked {
+		p.st.quotaMem += int64(pk.mem)
+		p.st.quotaCores += int64(p.cores)
+	}
 	return allocs
 }
 
