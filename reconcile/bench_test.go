@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/plancore/plancore/expectations"
+	"github.com/plancore/plancore/internal/cputime"
 	"github.com/plancore/plancore/reconcile"
 )
 
@@ -98,13 +99,13 @@ func benchDecide(b *testing.B, s reconcile.Snapshot) {
 	// One thread runs the loop, so that its CPU time is Decide's.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	cpu := threadCPU()
+	cpu := cputime.Thread()
 	for b.Loop() {
 		if _, err := reconcile.Decide(s, o); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(threadCPU()-cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Thread()-cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkPlan10kPods plans a 10-group cluster of 10,000 workers with

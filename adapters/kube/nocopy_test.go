@@ -21,6 +21,7 @@ import (
 	"github.com/plancore/plancore/adapters/kube"
 	"github.com/plancore/plancore/adapters/kube/kubetest"
 	"github.com/plancore/plancore/expectations"
+	"github.com/plancore/plancore/internal/cputime"
 	"github.com/plancore/plancore/reconcile"
 )
 
@@ -353,9 +354,9 @@ func (l *steadyLoop) pass(ctx context.Context, read func() ([]corev1.Pod, error)
 	}
 	snap := reconcile.Snapshot{Cluster: l.cluster, Pods: pods, Expectations: l.tracker.Snapshot(), Now: time.Now(), Seed: 1}
 	l.last = snap
-	start, cpu := time.Now(), threadCPU()
+	start, cpu := time.Now(), cputime.Thread()
 	p, err := reconcile.Decide(snap, reconcile.KubeRayV170())
-	l.decideTime, l.decideCPU = l.decideTime+time.Since(start), l.decideCPU+threadCPU()-cpu
+	l.decideTime, l.decideCPU = l.decideTime+time.Since(start), l.decideCPU+cputime.Thread()-cpu
 	if err != nil {
 		return 0, err
 	}
@@ -447,16 +448,16 @@ func BenchmarkSteadyPass10k(b *testing.B) {
 		var decide, pass, decideCPU, passCPU time.Duration
 		l.decideTime, l.decideCPU = 0, 0
 		for b.Loop() {
-			start, cpu := time.Now(), threadCPU()
+			start, cpu := time.Now(), cputime.Thread()
 			if _, err := reconcile.Decide(l.last, o); err != nil {
 				b.Fatal(err)
 			}
-			mid, midCPU := time.Now(), threadCPU()
+			mid, midCPU := time.Now(), cputime.Thread()
 			if _, err := l.pass(ctx, reuse); err != nil {
 				b.Fatal(err)
 			}
 			decide, pass = decide+mid.Sub(start), pass+time.Since(mid)
-			decideCPU, passCPU = decideCPU+midCPU-cpu, passCPU+threadCPU()-midCPU
+			decideCPU, passCPU = decideCPU+midCPU-cpu, passCPU+cputime.Thread()-midCPU
 		}
 		n := float64(b.N)
 		b.ReportMetric(float64(pass)/float64(decide), "pass/decide")
