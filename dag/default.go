@@ -842,24 +842,30 @@ func (p *planner) createReady(fs []fstate, outcome string) {
 	}
 }
 
-// defaultStatus builds the Default status from the flows planDefault
-// observed and decided; the conditions are already in st.
-func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
-	g, opt := p.g, p.opt
-	var l lists
-	// Each bucket's list is sized first: appending 5,000 names one at a time
-	// regrew the lists about 80 times per plan.
+// sizedLists returns the status lists with room for the flows' observed
+// jobs: appending 5,000 names one at a time regrew them about 80 times per
+// plan.
+func sizedLists(g *graph, fs []fstate) lists {
 	var sizes [nBuckets]int
 	for i := range g.n {
 		if f := &fs[i]; !g.dup[i] && f.job != nil && f.bucket != bucketNone {
 			sizes[f.bucket]++
 		}
 	}
+	var l lists
 	for b, n := range sizes {
 		if n > 0 {
 			l[b] = make([]string, 0, n)
 		}
 	}
+	return l
+}
+
+// defaultStatus builds the Default status from the flows planDefault
+// observed and decided; the conditions are already in st.
+func (p *planner) defaultStatus(st *Status, fs []fstate, own func(int32) bool) {
+	g, opt := p.g, p.opt
+	l := sizedLists(g, fs)
 	// The list is compacted in place over the entries built per flow: entry
 	// k is written at an index ≤ k, after entry k was read.
 	list := p.entries[:0]
