@@ -12,8 +12,8 @@ import (
 	"github.com/plancore/plancore/dag"
 )
 
-// hostileBudget and allocated are the shared budget and measure.
-const hostileBudget = hostiletest.Budget
+// hostileBudget and allocated are the shared budget (a ceiling under -race) and measure.
+const hostileBudget = hostiletest.Ceiling
 
 var allocated = hostiletest.Allocated
 

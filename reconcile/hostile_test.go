@@ -14,7 +14,7 @@ import (
 )
 
 // hostileBudget and allocated are the shared budget and measure.
-const hostileBudget = hostiletest.Budget
+const hostileBudget = hostiletest.Ceiling
 
 var allocated = hostiletest.Allocated
 

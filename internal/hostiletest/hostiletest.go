@@ -35,8 +35,8 @@ func Allocated(f func()) uint64 {
 func Refused(t testing.TB, decode func() error, fields []string, detail string) {
 	t.Helper()
 	var err error
-	if n := Allocated(func() { err = decode() }); n > Budget {
-		t.Errorf("allocated %d MB, budget %d MB", n>>20, Budget>>20)
+	if n := Allocated(func() { err = decode() }); n > Ceiling {
+		t.Errorf("allocated %d MB, budget %d MB", n>>20, Ceiling>>20)
 	}
 	got := invalidtest.Fields(t, err)
 	if len(got) < len(fields) || strings.Join(got[:len(fields)], " ") != strings.Join(fields, " ") {
