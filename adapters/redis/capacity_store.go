@@ -129,15 +129,7 @@ func (o CapacityStoreOptions) Validate() error {
 		errs = append(errs, field.NotSupported(field.NewPath("accounting"), string(o.Accounting),
 			[]string{string(capacity.Sum), string(capacity.SeedMax)}))
 	}
-	if o.WaitReplicas < 0 {
-		errs = append(errs, field.Invalid(field.NewPath("waitReplicas"), o.WaitReplicas, "must not be negative"))
-	}
-	if o.AcceptLossOnFailover && o.WaitReplicas > 0 {
-		errs = append(errs, field.Invalid(field.NewPath("waitReplicas"), o.WaitReplicas, "cannot be combined with acceptLossOnFailover, which sends no WAIT"))
-	}
-	if o.WaitTimeout != 0 && o.WaitTimeout < time.Millisecond {
-		errs = append(errs, field.Invalid(field.NewPath("waitTimeout"), o.WaitTimeout, "must be at least 1ms (WAIT 0 would block forever)"))
-	}
+	errs = append(errs, validateReplicaWait(o.WaitReplicas, o.WaitTimeout, o.AcceptLossOnFailover)...)
 	if strings.Contains(o.Prefix, "{") {
 		errs = append(errs, field.Invalid(field.NewPath("prefix"), o.Prefix, "must not contain '{'"))
 	}

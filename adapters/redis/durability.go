@@ -8,6 +8,7 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Replication in Redis is asynchronous: a primary answers a write before its
@@ -81,6 +82,22 @@ type replicaWait struct {
 	stale atomic.Bool  // a call failed: look before the next write
 
 	shards sync.Map // shard address → *atomic.Int64
+}
+
+// validateReplicaWait checks the replica-waiting options both stores take,
+// naming each bad field.
+func validateReplicaWait(n int, timeout time.Duration, acceptLoss bool) field.ErrorList {
+	var errs field.ErrorList
+	if n < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("waitReplicas"), n, "must not be negative"))
+	}
+	if acceptLoss && n > 0 {
+		errs = append(errs, field.Invalid(field.NewPath("waitReplicas"), n, "cannot be combined with acceptLossOnFailover, which sends no WAIT"))
+	}
+	if timeout != 0 && timeout < time.Millisecond {
+		errs = append(errs, field.Invalid(field.NewPath("waitTimeout"), timeout, "must be at least 1ms (WAIT 0 would block forever)"))
+	}
+	return errs
 }
 
 // newReplicaWait returns the WAIT policy for the options: fixed n > 0, none

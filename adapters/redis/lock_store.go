@@ -11,7 +11,6 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/plancore/plancore"
 	"github.com/plancore/plancore/lock"
@@ -79,17 +78,7 @@ func (o LockStoreOptions) Validate() error {
 	if err := o.Lock.Validate(); err != nil {
 		return err
 	}
-	var errs field.ErrorList
-	if o.WaitReplicas < 0 {
-		errs = append(errs, field.Invalid(field.NewPath("waitReplicas"), o.WaitReplicas, "must not be negative"))
-	}
-	if o.AcceptLossOnFailover && o.WaitReplicas > 0 {
-		errs = append(errs, field.Invalid(field.NewPath("waitReplicas"), o.WaitReplicas, "cannot be combined with acceptLossOnFailover, which sends no WAIT"))
-	}
-	if o.WaitTimeout != 0 && o.WaitTimeout < time.Millisecond {
-		errs = append(errs, field.Invalid(field.NewPath("waitTimeout"), o.WaitTimeout, "must be at least 1ms (WAIT 0 would block forever)"))
-	}
-	if err := plancore.Invalid(lock.ErrInvalidOptions, errs); err != nil {
+	if err := plancore.Invalid(lock.ErrInvalidOptions, validateReplicaWait(o.WaitReplicas, o.WaitTimeout, o.AcceptLossOnFailover)); err != nil {
 		return err
 	}
 	if o.ServerTTL < 0 {
