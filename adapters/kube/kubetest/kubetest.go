@@ -68,6 +68,12 @@ func CacheRoot() string {
 	if d := os.Getenv("PLANCORE_KUBE_CACHE"); d != "" {
 		return d
 	}
+	return CacheDir("kube")
+}
+
+// CacheDir is ${XDG_CACHE_HOME:-$HOME/.cache}/plancore/<name>, where the .ci
+// scripts cache what they build once per machine ("" without a home).
+func CacheDir(name string) string {
 	base := os.Getenv("XDG_CACHE_HOME")
 	if base == "" {
 		home, err := os.UserHomeDir()
@@ -76,7 +82,7 @@ func CacheRoot() string {
 		}
 		base = filepath.Join(home, ".cache")
 	}
-	return filepath.Join(base, "plancore", "kube")
+	return filepath.Join(base, "plancore", name)
 }
 
 // AssetsDir returns a directory holding executable kube-apiserver and etcd:

@@ -203,12 +203,7 @@ func kubeRayCache() string {
 	if d := os.Getenv("PLANCORE_KUBERAY_CACHE"); d != "" {
 		return d
 	}
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(base, "plancore", "kuberay")
+	return kubetest.CacheDir("kuberay")
 }
 
 // moduleDir downloads a module through the Go module proxy (or finds it in
