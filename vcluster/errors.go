@@ -111,8 +111,8 @@ type ReasonFacts struct {
 }
 
 // withMessage renders r's message from its fields: the one place the
-// messages of moves, creations and revisions are written.
-// The messages of moves, rendered once per moved node, are concatenated
+// messages of moves, creations and revisions are written. The messages of
+// moves, rendered once per moved node, are concatenated
 // rather than formatted: a replenish of 1,000 dead nodes renders 2,000.
 func withMessage(r Reason) Reason {
 	switch {
