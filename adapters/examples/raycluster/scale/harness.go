@@ -425,7 +425,8 @@ func (h *harness) createClusters(ctx context.Context, op string) error {
 	return errors.Join(errs...)
 }
 
-// wait polls done until it holds, printing a progress line now and then;
+// wait polls done until it holds, printing a progress line now and then
+// and when it holds;
 // it fails if the operator exits or the phase times out.
 func (h *harness) wait(ctx context.Context, name string, op *operatorProc, done func() bool) error {
 	start := time.Now()
@@ -448,6 +449,9 @@ func (h *harness) wait(ctx context.Context, name string, op *operatorProc, done 
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	// The last line of a phase, so a phase shorter than ProgressEvery
+	// still reports where it ended.
+	h.progress(name, start)
 	return nil
 }
 
