@@ -500,7 +500,7 @@ func (s *Scheduler) nodesWithUsage(ctx context.Context, names []string, self typ
 		return nil, nil, err
 	}
 	s.nodeCount.Store(int64(len(byName)))
-	usage, bad, err := s.cache.usage(ctx, s.reader, s.registry, self, now)
+	bad, err := s.cache.usage(ctx, s.reader, s.registry, self, now)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -523,7 +523,7 @@ func (s *Scheduler) nodesWithUsage(ctx context.Context, names []string, self typ
 		// device of a vendor whose plugin stopped answering, and that must
 		// not make the node's usage unreadable (HAMi skips such devices).
 		n := d.node
-		devices, err := s.cache.withUsage(name, d.rv, n.Devices, withoutUnreadable(usage[name], n.Unreadable))
+		devices, err := s.cache.withUsage(d, withoutUnreadable(s.cache.heldOn(name), n.Unreadable))
 		if err != nil {
 			failed[name] = err.Error()
 			continue
