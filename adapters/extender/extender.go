@@ -394,6 +394,7 @@ func (s *Scheduler) Prioritize(ctx context.Context, args extenderv1.ExtenderArgs
 	return s.prioritize(ctx, argsCall(&args))
 }
 
+// prioritize is Prioritize over a call.
 func (s *Scheduler) prioritize(ctx context.Context, c call) (extenderv1.HostPriorityList, error) {
 	if c.pod != nil {
 		if err := s.checkArgs(ctx, &c); err != nil {
