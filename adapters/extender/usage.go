@@ -81,18 +81,20 @@ type decodedNode struct {
 }
 
 type decodedPod struct {
-	rv string
+	// What a read of an unchanged pod touches comes first, together: rv,
+	// read (the last read that listed the pod), holder (usage.Node's entry
+	// in usageCache.held, so that recording the usage looks up no name:
+	// hold), assigned and err.
+	rv       string
+	read     uint64
+	holder   *nodeHeld
+	assigned bool
+	err      error
 	// node is the pod's hami.io/vgpu-node, assigned whether it has one: a
 	// pod without one is kept too, so it is not looked at again until it
 	// changes.
-	node     string
-	assigned bool
-	usage    gpu.PodUsage
-	err      error
-	read     uint64 // the last read that listed the pod
-	// holder is usage.Node's entry in usageCache.held, so that recording
-	// the pod's usage looks up no name (hold).
-	holder *nodeHeld
+	node  string
+	usage gpu.PodUsage
 }
 
 type assumedPod struct {
@@ -123,6 +125,7 @@ func (c *usageCache) nodes(ctx context.Context, r client.Reader, reg gpu.Registr
 		return nil, fmt.Errorf("extender: listing nodes: %w", err)
 	}
 	c.read++
+	listed := 0 // entries of nodeByName this read marked
 	for i := range list.Items {
 		n := &list.Items[i]
 		d, ok := c.nodeByName[n.Name]
@@ -131,11 +134,16 @@ func (c *usageCache) nodes(ctx context.Context, r client.Reader, reg gpu.Registr
 			d.node, d.err = gpu.DecodeNode(n, reg)
 			c.nodeByName[n.Name] = d
 		}
-		d.read = c.read
-	}
-	for name, d := range c.nodeByName {
 		if d.read != c.read {
-			delete(c.nodeByName, name)
+			d.read = c.read
+			listed++
+		}
+	}
+	if listed < len(c.nodeByName) { // some node is gone
+		for name, d := range c.nodeByName {
+			if d.read != c.read {
+				delete(c.nodeByName, name)
+			}
 		}
 	}
 	return c.nodeByName, nil
@@ -153,6 +161,7 @@ func (c *usageCache) usage(ctx context.Context, r client.Reader, reg gpu.Registr
 		return nil, fmt.Errorf("extender: listing pods: %w", err)
 	}
 	c.read++
+	listed := 0 // entries of podByUID this read marked
 	bad := map[string]string{}
 	shown := make(map[types.UID]string, len(c.assumed)) // assumed pods the cache shows assigned, by node
 	for i := range list.Items {
@@ -171,7 +180,10 @@ func (c *usageCache) usage(ctx context.Context, r client.Reader, reg gpu.Registr
 			}
 			c.podByUID[p.UID] = d
 		}
-		d.read = c.read
+		if d.read != c.read {
+			d.read = c.read
+			listed++
+		}
 		if !d.assigned {
 			continue
 		}
@@ -187,9 +199,11 @@ func (c *usageCache) usage(ctx context.Context, r client.Reader, reg gpu.Registr
 			d.holder = c.hold(d.holder, d.usage.Node, heldBy{uid: p.UID, version: p.ResourceVersion, usage: &d.usage})
 		}
 	}
-	for uid, d := range c.podByUID {
-		if d.read != c.read {
-			delete(c.podByUID, uid)
+	if listed < len(c.podByUID) { // some pod is gone
+		for uid, d := range c.podByUID {
+			if d.read != c.read {
+				delete(c.podByUID, uid)
+			}
 		}
 	}
 	for uid, a := range c.assumed {
