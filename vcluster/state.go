@@ -82,66 +82,81 @@ func (a *applier) creates(p Plan) error {
 	return nil
 }
 
+// moved is one moved node: its template, its first and its final place.
+type moved struct {
+	id, template string
+	from, to     Place
+}
+
+// bucketEdit is what a plan takes out of and puts into one bucket.
+type bucketEdit struct{ removed, added []string }
+
 // moves follows every moved node to its final place, checking each step,
 // then rebuilds each touched bucket once: O(bucket + changes log changes).
+// A node's template is the move's own (checkMove checks it against the node
+// table), so the valid path looks up no node.
 func (a *applier) moves(p Plan) error {
-	start := map[string]Place{}
-	at := map[string]Place{}
-	var order []string
+	if len(p.Moves) == 0 {
+		return nil
+	}
+	idx := make(map[string]int, len(p.Moves))
+	nodes := make([]moved, 0, len(p.Moves))
 	for _, m := range p.Moves {
-		if err := a.checkMove(m, start, at, &order); err != nil {
+		i, seen := idx[m.Node]
+		var cur *moved
+		if seen {
+			cur = &nodes[i]
+		}
+		if err := a.checkMove(m, cur); err != nil {
 			return err
 		}
-		at[m.Node] = m.To
-	}
-	removed := map[bkey]map[string]bool{}
-	added := map[bkey][]string{}
-	for _, id := range order {
-		from, to := start[id], at[id]
-		if from == to {
+		if seen {
+			cur.to = m.To
 			continue
 		}
-		t := a.s.Nodes.Node(id).Template
-		kf := bkey{from.Cluster, t, from.Bucket}
-		if removed[kf] == nil {
-			removed[kf] = map[string]bool{}
+		idx[m.Node] = len(nodes)
+		nodes = append(nodes, moved{id: m.Node, template: m.Template, from: m.From, to: m.To})
+	}
+	edits := map[bkey]*bucketEdit{}
+	editOf := func(k bkey) *bucketEdit {
+		e := edits[k]
+		if e == nil {
+			e = &bucketEdit{}
+			edits[k] = e
 		}
-		removed[kf][id] = true
-		kt := bkey{to.Cluster, t, to.Bucket}
-		added[kt] = append(added[kt], id)
+		return e
 	}
-	keys := map[bkey]bool{}
-	for k := range removed {
-		keys[k] = true
+	for _, n := range nodes {
+		if n.from == n.to {
+			continue
+		}
+		from := editOf(bkey{n.from.Cluster, n.template, n.from.Bucket})
+		from.removed = append(from.removed, n.id)
+		to := editOf(bkey{n.to.Cluster, n.template, n.to.Bucket})
+		to.added = append(to.added, n.id)
 	}
-	for k := range added {
-		keys[k] = true
-	}
-	for k := range keys {
+	for k, e := range edits {
 		byBucket := a.mutable(k.cluster, k.template)
-		byBucket[k.bucket] = rebuild(byBucket[k.bucket], removed[k], added[k])
+		byBucket[k.bucket] = rebuild(byBucket[k.bucket], e.removed, e.added)
 		prune(byBucket, k.bucket)
 	}
 	return nil
 }
 
-// checkMove checks that move m starts where its node is and ends in a
-// bucket that exists, recording the node's first place.
-func (a *applier) checkMove(m Move, start, at map[string]Place, order *[]string) error {
+// checkMove checks that move m starts where its node is (cur: where an
+// earlier move of the plan left it, nil for its first move) and ends in a
+// bucket that exists.
+func (a *applier) checkMove(m Move, cur *moved) error {
 	if a.ownPlan {
-		if _, seen := at[m.Node]; !seen {
-			start[m.Node] = m.From
-			*order = append(*order, m.Node)
-		}
 		return nil
 	}
 	n, ok := a.s.Nodes.Get(m.Node)
 	if !ok || n.Template != m.Template {
 		return mismatch("move %s: no node of template %s", m.Node, m.Template)
 	}
-	if cur, seen := at[m.Node]; seen {
-		if cur != m.From {
-			return mismatch("move %s: it is in %s, not %s", m.Node, cur, m.From)
+	if cur != nil {
+		if cur.to != m.From {
+			return mismatch("move %s: it is in %s, not %s", m.Node, cur.to, m.From)
 		}
 	} else {
 		c, ok := a.out.Cluster(m.From.Cluster)
@@ -151,8 +166,6 @@ func (a *applier) checkMove(m Move, start, at map[string]Place, order *[]string)
 		if _, found := slices.BinarySearch(bucket(c, m.Template, m.From.Bucket), m.Node); !found {
 			return mismatch("move %s: not in %s", m.Node, m.From)
 		}
-		start[m.Node] = m.From
-		*order = append(*order, m.Node)
 	}
 	to, ok := a.out.Cluster(m.To.Cluster)
 	if !ok || to.Kind == Job {
@@ -210,8 +223,7 @@ func (a *applier) mutable(clusterID, t string) map[string][]string {
 func (a *applier) purge(p Plan) error {
 	if len(p.Purge) > 0 {
 		edit := &batchEdit{} // the purged table is changed in place, the input's never
-		gone := map[string]bool{}
-		byTemplate := map[string]bool{}
+		byTemplate := map[string][]string{}
 		for _, pn := range p.Purge {
 			id := pn.Node
 			n, ok := a.out.Nodes.Get(id)
@@ -221,11 +233,10 @@ func (a *applier) purge(p Plan) error {
 			if _, found := slices.BinarySearch(bucket(a.out.Primary, n.Template, Undivided), id); !found {
 				return mismatch("purge %s: not in the primary's undivided bucket", id)
 			}
-			gone[id] = true
-			byTemplate[n.Template] = true
+			byTemplate[n.Template] = append(byTemplate[n.Template], id)
 			a.out.Nodes = a.out.Nodes.del(id, edit)
 		}
-		for t := range byTemplate {
+		for t, gone := range byTemplate {
 			byBucket := a.mutable(PrimaryID, t)
 			byBucket[Undivided] = rebuild(byBucket[Undivided], gone, nil)
 			prune(byBucket, Undivided)
@@ -289,24 +300,29 @@ func (a *applier) revisions(p Plan) error {
 	return nil
 }
 
-// rebuild returns ids without the removed ones and with the added ones, in
-// ascending order, as a new slice (ids is shared and never modified).
-func rebuild(ids []string, removed map[string]bool, added []string) []string {
-	add := slices.Clone(added)
-	slices.Sort(add)
-	out := make([]string, 0, max(0, len(ids)+len(add)-len(removed)))
-	i := 0
+// rebuild returns the ascending ids without the removed ones and with the
+// added ones, in ascending order, as a new slice: one merge, with no lookup
+// per id. ids is shared and never modified; removed and added belong to the
+// caller, which rebuild sorts in place.
+func rebuild(ids, removed, added []string) []string {
+	slices.Sort(removed)
+	slices.Sort(added)
+	out := make([]string, 0, max(0, len(ids)+len(added)-len(removed)))
+	r, i := 0, 0
 	for _, id := range ids {
-		if removed[id] {
+		for r < len(removed) && removed[r] < id {
+			r++
+		}
+		if r < len(removed) && removed[r] == id {
 			continue
 		}
-		for i < len(add) && add[i] < id {
-			out = append(out, add[i])
+		for i < len(added) && added[i] < id {
+			out = append(out, added[i])
 			i++
 		}
 		out = append(out, id)
 	}
-	out = append(out, add[i:]...)
+	out = append(out, added[i:]...)
 	return slices.Compact(out)
 }
 
