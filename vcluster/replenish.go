@@ -35,10 +35,12 @@ type ReplenishInput struct {
 
 // Validate reports every fault of the input, in an error wrapping
 // ErrInvalidInput (ErrNotFound for an unknown scope).
-func (in ReplenishInput) Validate() error { return invalidInput(in.validate()) }
+func (in ReplenishInput) Validate() error { return invalidInput(in.validate(nil)) }
 
-func (in ReplenishInput) validate() field.ErrorList {
-	errs := in.State.validate(statePath)
+// validate returns every fault of the input, filling sc (when not nil) with
+// the state's dead and busy members as it checks them.
+func (in ReplenishInput) validate(sc *scan) field.ErrorList {
+	errs := in.State.validateScan(statePath, sc)
 	if in.Cluster == "" || in.Cluster == PrimaryID {
 		return errs
 	}
@@ -85,10 +87,11 @@ func PlanReplenish(in ReplenishInput, o Options) (Plan, error) {
 	if err := o.Validate(); err != nil {
 		return Plan{}, err
 	}
-	if err := in.Validate(); err != nil {
+	sc := &scan{}
+	if err := invalidInput(in.validate(sc)); err != nil {
 		return Plan{}, err
 	}
-	r := &replenisher{s: in.State, o: o, pools: map[poolKey]*pool{}, flush: map[string]bool{}, publish: map[string]bool{}, unreplaced: map[poolKey][]string{}}
+	r := &replenisher{s: in.State, sc: sc, o: o, pools: map[poolKey]*pool{}, flush: map[string]bool{}, publish: map[string]bool{}, unreplaced: map[poolKey][]string{}}
 	r.healWorking(in.Cluster)
 	r.healDivisible(in.Cluster)
 	if in.Cluster == "" || in.Cluster == PrimaryID {
@@ -109,6 +112,7 @@ func inScope(scope, id string) bool {
 // replenisher carries PlanReplenish's pools, budget and findings.
 type replenisher struct {
 	s          State
+	sc         *scan // the dead and busy members, from validating s
 	o          Options
 	pools      map[poolKey]*pool
 	out        Plan
@@ -125,13 +129,22 @@ func (r *replenisher) poolOf(provider Cluster, t string) *pool {
 	if p, ok := r.pools[k]; ok {
 		return p
 	}
+	// The bucket's alive idle nodes are its ids but the odd ones (both
+	// ascending, odd a subsequence); its busy ones are among the odd.
 	ids := bucket(provider, t, Undivided)
-	p := &pool{}
-	for _, busy := range []bool{false, true} {
-		for _, id := range ids {
-			if n := r.s.Nodes.Node(id); n.Alive && n.Busy == busy {
-				p.ids = append(p.ids, id)
-			}
+	odd := r.sc.oddOf(provider.ID, t, Undivided)
+	p := &pool{ids: make([]string, 0, len(ids))}
+	j := 0
+	for _, id := range ids {
+		if j < len(odd) && odd[j].ID == id {
+			j++
+			continue
+		}
+		p.ids = append(p.ids, id)
+	}
+	for _, n := range odd {
+		if n.Alive {
+			p.ids = append(p.ids, n.ID)
 		}
 	}
 	r.pools[k] = p
@@ -196,10 +209,11 @@ func (r *replenisher) heal(consumer string, h Cluster, b string, fallback bool) 
 	budget := r.budgetOf(h, b)
 	for _, t := range templates(h) {
 		healedT := false
-		for _, d := range bucket(h, t, b) {
-			if r.s.Nodes.Node(d).Alive {
+		for _, n := range r.sc.oddOf(h.ID, t, b) {
+			if n.Alive {
 				continue
 			}
+			d := n.ID
 			if (r.o.MaxSwaps > 0 && r.swaps == r.o.MaxSwaps) || budget == 0 || (r.o.OnePerTemplatePerCluster && healedT) {
 				r.out.Truncated = true
 				continue
@@ -250,9 +264,9 @@ func (r *replenisher) swap(consumer string, h Cluster, b, t, d string, fallback 
 // purgePrimary purges every dead node of the primary's undivided bucket.
 func (r *replenisher) purgePrimary() {
 	for _, t := range templates(r.s.Primary) {
-		for _, id := range bucket(r.s.Primary, t, Undivided) {
-			if !r.s.Nodes.Node(id).Alive {
-				r.purge = append(r.purge, id)
+		for _, n := range r.sc.oddOf(PrimaryID, t, Undivided) {
+			if !n.Alive {
+				r.purge = append(r.purge, n.ID)
 			}
 		}
 	}
