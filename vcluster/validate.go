@@ -45,12 +45,20 @@ func (s State) validateScan(p pathFn, sc *scan) field.ErrorList {
 // idle (dead or busy), in ascending order. A bucket absent from odd holds
 // only alive idle nodes.
 type scan struct {
-	odd map[bkey][]Node
+	odd   map[bkey][2]int // where in nodes each bucket's dead and busy members are
+	nodes []Node          // the dead and busy members, bucket after bucket
+	dead  int             // the dead members
 }
 
 // oddOf returns the dead and busy members of bucket b of template t of
 // holder h, ascending.
-func (sc *scan) oddOf(h, t, b string) []Node { return sc.odd[bkey{h, t, b}] }
+func (sc *scan) oddOf(h, t, b string) []Node {
+	span, ok := sc.odd[bkey{h, t, b}]
+	if !ok {
+		return nil
+	}
+	return sc.nodes[span[0]:span[1]]
+}
 
 func (s State) validatePrimary(p pathFn) field.ErrorList {
 	if s.Primary.ID != PrimaryID || s.Primary.Kind != Primary {
@@ -187,7 +195,10 @@ func (m *membership) holds(id string, c Cluster) bool {
 			if b != Undivided && !m.s.jobBucketHolds(c, b) {
 				return false
 			}
-			var odd []Node
+			first := 0
+			if m.sc != nil {
+				first = len(m.sc.nodes)
+			}
 			for i, nid := range ids {
 				if i > 0 && ids[i-1] >= nid {
 					return false
@@ -202,15 +213,16 @@ func (m *membership) holds(id string, c Cluster) bool {
 				}
 				m.seen[w] |= bit
 				if n := e.node; m.sc != nil && (!n.Alive || n.Busy) {
-					odd = append(odd, n)
+					m.sc.nodes = append(m.sc.nodes, n)
+					m.sc.dead += b2i(!n.Alive)
 				}
 			}
 			m.listed += len(ids)
-			if len(odd) > 0 {
+			if m.sc != nil && len(m.sc.nodes) > first {
 				if m.sc.odd == nil {
-					m.sc.odd = map[bkey][]Node{}
+					m.sc.odd = map[bkey][2]int{}
 				}
-				m.sc.odd[bkey{id, t, b}] = odd
+				m.sc.odd[bkey{id, t, b}] = [2]int{first, len(m.sc.nodes)}
 			}
 		}
 	}
