@@ -108,9 +108,64 @@ func (n *tableNode) editable(edit *batchEdit) *tableNode {
 	if edit != frozen && n.edit == edit {
 		return n
 	}
-	slots := make([]tableSlot, len(n.slots), len(n.slots)+1)
-	copy(slots, n.slots)
-	return &tableNode{bitmap: n.bitmap, slots: slots, edit: edit}
+	m := newTableNode(n.bitmap, len(n.slots), edit)
+	copy(m.slots, n.slots)
+	return m
+}
+
+// newTableNode returns a level with n zero slots and room for one more,
+// allocated together with its slots: one allocation per copied level where
+// a level and its slots were two (a purge of 1,000 nodes copies about 900
+// levels).
+func newTableNode(bitmap uint32, n int, edit *batchEdit) *tableNode {
+	var m *tableNode
+	var slots []tableSlot
+	switch {
+	case n < 2:
+		b := &struct {
+			tableNode
+			s [2]tableSlot
+		}{}
+		m, slots = &b.tableNode, b.s[:]
+	case n < 4:
+		b := &struct {
+			tableNode
+			s [4]tableSlot
+		}{}
+		m, slots = &b.tableNode, b.s[:]
+	case n < 8:
+		b := &struct {
+			tableNode
+			s [8]tableSlot
+		}{}
+		m, slots = &b.tableNode, b.s[:]
+	case n < 12:
+		b := &struct {
+			tableNode
+			s [12]tableSlot
+		}{}
+		m, slots = &b.tableNode, b.s[:]
+	case n < 16:
+		b := &struct {
+			tableNode
+			s [16]tableSlot
+		}{}
+		m, slots = &b.tableNode, b.s[:]
+	case n < 24:
+		b := &struct {
+			tableNode
+			s [24]tableSlot
+		}{}
+		m, slots = &b.tableNode, b.s[:]
+	default:
+		b := &struct {
+			tableNode
+			s [32]tableSlot
+		}{}
+		m, slots = &b.tableNode, b.s[:]
+	}
+	m.bitmap, m.slots, m.edit = bitmap, slots[:n], edit
+	return m
 }
 
 // Len returns the number of nodes.
@@ -231,7 +286,9 @@ func (t NodeTable) del(id string, edit *batchEdit) NodeTable {
 func setEntry(n *tableNode, shift uint, e *tableEntry, edit *batchEdit) (*tableNode, bool) {
 	bit := fragment(e.hash, shift)
 	if n == nil {
-		return &tableNode{bitmap: bit, slots: []tableSlot{{leaf: e, upto: 1}}, edit: edit}, true
+		m := newTableNode(bit, 1, edit)
+		m.slots[0] = tableSlot{leaf: e, upto: 1}
+		return m, true
 	}
 	i := n.index(bit)
 	if n.bitmap&bit == 0 {
@@ -313,13 +370,16 @@ func pair(l, e *tableEntry, shift uint, edit *batchEdit) *tableNode {
 	bl, be := fragment(l.hash, shift), fragment(e.hash, shift)
 	nl := chainLen(l)
 	if bl == be {
-		return &tableNode{bitmap: bl, slots: []tableSlot{{child: pair(l, e, shift+5, edit), upto: nl + 1}}, edit: edit}
+		m := newTableNode(bl, 1, edit)
+		m.slots[0] = tableSlot{child: pair(l, e, shift+5, edit), upto: nl + 1}
+		return m
 	}
-	slots := []tableSlot{{leaf: l, upto: nl}, {leaf: e, upto: nl + 1}}
+	m := newTableNode(bl|be, 2, edit)
+	m.slots[0], m.slots[1] = tableSlot{leaf: l, upto: nl}, tableSlot{leaf: e, upto: nl + 1}
 	if be < bl {
-		slots = []tableSlot{{leaf: e, upto: 1}, {leaf: l, upto: nl + 1}}
+		m.slots[0], m.slots[1] = tableSlot{leaf: e, upto: 1}, tableSlot{leaf: l, upto: nl + 1}
 	}
-	return &tableNode{bitmap: bl | be, slots: slots, edit: edit}
+	return m
 }
 
 // delEntry removes id from the subtree n at shift. A subtree left with the

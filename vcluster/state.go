@@ -88,8 +88,13 @@ type moved struct {
 	from, to     Place
 }
 
-// bucketEdit is what a plan takes out of and puts into one bucket.
-type bucketEdit struct{ removed, added []string }
+// bucketEdit is what a plan takes out of and puts into one bucket, and
+// how many of each.
+type bucketEdit struct {
+	key              bkey
+	removed, added   []string
+	nRemoved, nAdded int
+}
 
 // moves follows every moved node to its final place, checking each step,
 // then rebuilds each touched bucket once: O(bucket + changes log changes).
@@ -117,28 +122,55 @@ func (a *applier) moves(p Plan) error {
 		idx[m.Node] = len(nodes)
 		nodes = append(nodes, moved{id: m.Node, template: m.Template, from: m.From, to: m.To})
 	}
-	edits := map[bkey]*bucketEdit{}
-	editOf := func(k bkey) *bucketEdit {
-		e := edits[k]
-		if e == nil {
-			e = &bucketEdit{}
-			edits[k] = e
+	return a.rebuildAll(nodes)
+}
+
+// rebuildAll rebuilds every bucket the moved nodes leave or enter, once
+// each. The buckets' removal and addition lists are parts of one slice,
+// sized by a first pass that numbers the buckets.
+func (a *applier) rebuildAll(nodes []moved) error {
+	var edits []bucketEdit
+	at := map[bkey]int{}
+	indexOf := func(k bkey) int {
+		i, ok := at[k]
+		if !ok {
+			i = len(edits)
+			at[k] = i
+			edits = append(edits, bucketEdit{key: k})
 		}
-		return e
+		return i
 	}
-	for _, n := range nodes {
+	ends := make([][2]int, len(nodes))
+	total := 0
+	for j, n := range nodes {
 		if n.from == n.to {
 			continue
 		}
-		from := editOf(bkey{n.from.Cluster, n.template, n.from.Bucket})
+		f, t := indexOf(bkey{n.from.Cluster, n.template, n.from.Bucket}), indexOf(bkey{n.to.Cluster, n.template, n.to.Bucket})
+		edits[f].nRemoved++
+		edits[t].nAdded++
+		ends[j] = [2]int{f, t}
+		total += 2
+	}
+	buf := make([]string, total)
+	off := 0
+	for i := range edits {
+		e := &edits[i]
+		e.removed, off = buf[off:off:off+e.nRemoved], off+e.nRemoved
+		e.added, off = buf[off:off:off+e.nAdded], off+e.nAdded
+	}
+	for j, n := range nodes {
+		if n.from == n.to {
+			continue
+		}
+		from, to := &edits[ends[j][0]], &edits[ends[j][1]]
 		from.removed = append(from.removed, n.id)
-		to := editOf(bkey{n.to.Cluster, n.template, n.to.Bucket})
 		to.added = append(to.added, n.id)
 	}
-	for k, e := range edits {
-		byBucket := a.mutable(k.cluster, k.template)
-		byBucket[k.bucket] = rebuild(byBucket[k.bucket], e.removed, e.added)
-		prune(byBucket, k.bucket)
+	for _, e := range edits {
+		byBucket := a.mutable(e.key.cluster, e.key.template)
+		byBucket[e.key.bucket] = rebuild(byBucket[e.key.bucket], e.removed, e.added)
+		prune(byBucket, e.key.bucket)
 	}
 	return nil
 }
