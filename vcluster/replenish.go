@@ -209,6 +209,7 @@ func (r *replenisher) budgetOf(h Cluster, b string) int {
 // holder h, which are the members of cluster consumer.
 func (r *replenisher) heal(consumer string, h Cluster, b string, fallback bool) {
 	budget := r.budgetOf(h, b)
+	healed := false
 	for _, t := range templates(h) {
 		healedT := false
 		for _, n := range r.sc.oddOf(h.ID, t, b) {
@@ -227,7 +228,11 @@ func (r *replenisher) heal(consumer string, h Cluster, b string, fallback bool) 
 			}
 			budget--
 			healedT = true
+			healed = true
 		}
+	}
+	if healed {
+		r.swapped(consumer, h, b)
 	}
 }
 
@@ -253,6 +258,12 @@ func (r *replenisher) swap(consumer string, h Cluster, b, t, d string, fallback 
 	if provider.ID == PrimaryID {
 		r.purge = append(r.purge, d)
 	}
+	return true
+}
+
+// swapped flushes (and publishes) what a consumer's swaps change: the
+// consumer, and its holder unless that is the primary.
+func (r *replenisher) swapped(consumer string, h Cluster, b string) {
 	r.flush[consumer] = true
 	if h.Kind != Divisible || b != Undivided {
 		r.publish[consumer] = true
@@ -260,7 +271,6 @@ func (r *replenisher) swap(consumer string, h Cluster, b, t, d string, fallback 
 	if h.ID != PrimaryID {
 		r.flush[h.ID] = true
 	}
-	return true
 }
 
 // purgePrimary purges every dead node of the primary's undivided bucket.

@@ -35,7 +35,7 @@ func (s State) next(p Plan, ownPlan bool) (State, error) {
 	if a.out.Jobs == nil {
 		a.out.Jobs = map[string]Cluster{}
 	}
-	for _, step := range []func(Plan) error{a.creates, a.moves, a.purge, a.removes, a.revisions} {
+	for _, step := range []func(Plan) error{a.creates, a.moves, a.purge, a.rebuildAll, a.removes, a.revisions} {
 		if err := step(p); err != nil {
 			return State{}, err
 		}
@@ -55,6 +55,12 @@ type applier struct {
 	ownPlan bool
 	touched map[tkey]bool
 	copied  map[string]bool
+	// idx and nodes follow the moved nodes; purged holds the purged nodes
+	// that did not move, by template. Moves and purges are then applied to
+	// each touched bucket at once (rebuildAll).
+	idx    map[string]int
+	nodes  []moved
+	purged map[string][]string
 }
 
 func mismatch(format string, args ...any) error {
@@ -82,10 +88,12 @@ func (a *applier) creates(p Plan) error {
 	return nil
 }
 
-// moved is one moved node: its template, its first and its final place.
+// moved is one moved node: its template, its first and its final place,
+// and whether the plan purges it there.
 type moved struct {
 	id, template string
 	from, to     Place
+	purged       bool
 }
 
 // bucketEdit is what a plan takes out of and puts into one bucket, and
@@ -96,16 +104,14 @@ type bucketEdit struct {
 	nRemoved, nAdded int
 }
 
-// moves follows every moved node to its final place, checking each step,
-// then rebuilds each touched bucket once: O(bucket + changes log changes).
-// A node's template is the move's own (checkMove checks it against the node
-// table), so the valid path looks up no node.
+// moves follows every moved node to its final place, checking each step;
+// rebuildAll then rebuilds each touched bucket once: O(bucket + changes log
+// changes). A node's template is the move's own (checkMove checks it against
+// the node table), so the valid path looks up no node.
 func (a *applier) moves(p Plan) error {
-	if len(p.Moves) == 0 {
-		return nil
-	}
 	idx := make(map[string]int, len(p.Moves))
 	nodes := make([]moved, 0, len(p.Moves))
+	defer func() { a.idx, a.nodes = idx, nodes }()
 	for _, m := range p.Moves {
 		i, seen := idx[m.Node]
 		var cur *moved
@@ -122,13 +128,14 @@ func (a *applier) moves(p Plan) error {
 		idx[m.Node] = len(nodes)
 		nodes = append(nodes, moved{id: m.Node, template: m.Template, from: m.From, to: m.To})
 	}
-	return a.rebuildAll(nodes)
+	return nil
 }
 
-// rebuildAll rebuilds every bucket the moved nodes leave or enter, once
-// each. The buckets' removal and addition lists are parts of one slice,
-// sized by a first pass that numbers the buckets.
-func (a *applier) rebuildAll(nodes []moved) error {
+// rebuildAll rebuilds every bucket the moved and purged nodes leave or
+// enter, once each, then drops the templates left empty. The buckets'
+// removal and addition lists are parts of one slice, sized by a first pass
+// that numbers the buckets.
+func (a *applier) rebuildAll(Plan) error {
 	var edits []bucketEdit
 	at := map[bkey]int{}
 	indexOf := func(k bkey) int {
@@ -140,17 +147,25 @@ func (a *applier) rebuildAll(nodes []moved) error {
 		}
 		return i
 	}
-	ends := make([][2]int, len(nodes))
+	nodes := a.nodes
+	ends := make([][2]int, len(nodes)) // the edits a node leaves and enters, -1 for none
 	total := 0
 	for j, n := range nodes {
-		if n.from == n.to {
-			continue
+		ends[j] = [2]int{-1, -1}
+		if n.from != n.to || n.purged {
+			ends[j][0] = indexOf(bkey{n.from.Cluster, n.template, n.from.Bucket})
+			edits[ends[j][0]].nRemoved++
+			total++
 		}
-		f, t := indexOf(bkey{n.from.Cluster, n.template, n.from.Bucket}), indexOf(bkey{n.to.Cluster, n.template, n.to.Bucket})
-		edits[f].nRemoved++
-		edits[t].nAdded++
-		ends[j] = [2]int{f, t}
-		total += 2
+		if n.from != n.to && !n.purged {
+			ends[j][1] = indexOf(bkey{n.to.Cluster, n.template, n.to.Bucket})
+			edits[ends[j][1]].nAdded++
+			total++
+		}
+	}
+	for t, ids := range a.purged {
+		edits[indexOf(bkey{PrimaryID, t, Undivided})].nRemoved += len(ids)
+		total += len(ids)
 	}
 	buf := make([]string, total)
 	off := 0
@@ -160,17 +175,27 @@ func (a *applier) rebuildAll(nodes []moved) error {
 		e.added, off = buf[off:off:off+e.nAdded], off+e.nAdded
 	}
 	for j, n := range nodes {
-		if n.from == n.to {
-			continue
+		if f := ends[j][0]; f >= 0 {
+			edits[f].removed = append(edits[f].removed, n.id)
 		}
-		from, to := &edits[ends[j][0]], &edits[ends[j][1]]
-		from.removed = append(from.removed, n.id)
-		to.added = append(to.added, n.id)
+		if t := ends[j][1]; t >= 0 {
+			edits[t].added = append(edits[t].added, n.id)
+		}
+	}
+	for t, ids := range a.purged {
+		e := &edits[at[bkey{PrimaryID, t, Undivided}]]
+		e.removed = append(e.removed, ids...)
 	}
 	for _, e := range edits {
 		byBucket := a.mutable(e.key.cluster, e.key.template)
 		byBucket[e.key.bucket] = rebuild(byBucket[e.key.bucket], e.removed, e.added)
 		prune(byBucket, e.key.bucket)
+	}
+	for k := range a.touched {
+		buckets := a.holderOf(k.cluster)
+		if len(buckets[k.template]) == 0 {
+			delete(buckets, k.template)
+		}
 	}
 	return nil
 }
@@ -250,37 +275,42 @@ func (a *applier) mutable(clusterID, t string) map[string][]string {
 	return buckets[t]
 }
 
-// purge drops the purged dead nodes from the primary and the node table,
-// then deletes the templates the plan emptied.
+// purge drops the purged dead nodes from the node table and marks them to
+// leave the primary's undivided bucket, where the plan's moves must have
+// left them (rebuildAll takes them out).
 func (a *applier) purge(p Plan) error {
-	if len(p.Purge) > 0 {
-		edit := &batchEdit{} // the purged table is changed in place, the input's never
-		byTemplate := map[string][]string{}
-		for _, pn := range p.Purge {
-			id := pn.Node
-			n, ok := a.out.Nodes.Get(id)
-			if !ok || n.Alive {
-				return mismatch("purge %s: not a dead node", id)
-			}
-			if _, found := slices.BinarySearch(bucket(a.out.Primary, n.Template, Undivided), id); !found {
-				return mismatch("purge %s: not in the primary's undivided bucket", id)
-			}
-			byTemplate[n.Template] = append(byTemplate[n.Template], id)
-			a.out.Nodes = a.out.Nodes.del(id, edit)
-		}
-		for t, gone := range byTemplate {
-			byBucket := a.mutable(PrimaryID, t)
-			byBucket[Undivided] = rebuild(byBucket[Undivided], gone, nil)
-			prune(byBucket, Undivided)
-		}
+	if len(p.Purge) == 0 {
+		return nil
 	}
-	for k := range a.touched {
-		buckets := a.holderOf(k.cluster)
-		if len(buckets[k.template]) == 0 {
-			delete(buckets, k.template)
+	edit := &batchEdit{} // the purged table is changed in place, the input's never
+	a.purged = map[string][]string{}
+	for _, pn := range p.Purge {
+		id := pn.Node
+		n, ok := a.out.Nodes.Get(id)
+		if !ok || n.Alive {
+			return mismatch("purge %s: not a dead node", id)
 		}
+		if !a.endsInPrimary(id, n.Template) {
+			return mismatch("purge %s: not in the primary's undivided bucket", id)
+		}
+		a.out.Nodes = a.out.Nodes.del(id, edit)
 	}
 	return nil
+}
+
+// endsInPrimary reports whether the plan's moves leave node id, of template
+// t, in the primary's undivided bucket, and marks it purged there.
+func (a *applier) endsInPrimary(id, t string) bool {
+	if i, moved := a.idx[id]; moved {
+		n := &a.nodes[i]
+		n.purged = true
+		return n.to == Place{PrimaryID, Undivided} && n.template == t
+	}
+	if _, found := slices.BinarySearch(bucket(a.out.Primary, t, Undivided), id); !found {
+		return false
+	}
+	a.purged[t] = append(a.purged[t], id)
+	return true
 }
 
 // removes deletes the removed clusters, which must be empty by now.
