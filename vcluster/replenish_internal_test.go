@@ -1,14 +1,19 @@
 package vcluster
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 )
 
 // TestReplenishMessages: PlanReplenish writes all of a plan's messages into
 // one string; each must still read as withMessage words it (a part cut one
 // byte short or from the wrong offset fails here).
-func TestReplenishMessages(t *testing.T) {
+// swapState is a small state with dead nodes in an indivisible cluster, a
+// divisible one, its job cluster and the primary.
+func swapState(t *testing.T) State {
+	t.Helper()
 	var nodes []Node
 	for i := range 40 {
 		nodes = append(nodes, Node{ID: fmt.Sprintf("n%02d", i), Template: fmt.Sprint("t", i%2), Alive: true})
@@ -38,6 +43,11 @@ func TestReplenishMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func TestReplenishMessages(t *testing.T) {
+	s := swapState(t)
 	p, err := PlanReplenish(ReplenishInput{State: s}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -58,5 +68,70 @@ func TestReplenishMessages(t *testing.T) {
 	}
 	if m := p.Moves[0].Reason; m.Message != "replaces dead node "+m.Facts.Node+" of "+m.Facts.Cluster {
 		t.Errorf("first move's message %q", m.Message)
+	}
+}
+
+// TestNextPurgeChecks: Next checks a purged node where the plan's moves
+// leave it, not where it starts: a dead node moved into the primary's
+// undivided bucket may be purged, one moved out of it, one elsewhere, an
+// alive one or one purged twice may not.
+func TestNextPurgeChecks(t *testing.T) {
+	s := swapState(t)
+	deadInd := ""
+	for _, id := range s.Members("ind") {
+		if !s.Nodes.Node(id).Alive {
+			deadInd = id
+			break
+		}
+	}
+	deadPrimary := ""
+	for _, id := range s.Primary.Buckets["t1"][Undivided] {
+		if !s.Nodes.Node(id).Alive {
+			deadPrimary = id
+		}
+	}
+	alivePrimary := s.Primary.Buckets["t1"][Undivided][1]
+	tpl := s.Nodes.Node(deadInd).Template
+	toPrimary := Move{Node: deadInd, Template: tpl, From: Place{"ind", Undivided}, To: Place{PrimaryID, Undivided}}
+	fromPrimary := Move{Node: deadPrimary, Template: "t1", From: Place{PrimaryID, Undivided}, To: Place{"ind", Undivided}}
+	purge := func(ids ...string) []PurgedNode {
+		var out []PurgedNode
+		for _, id := range ids {
+			out = append(out, PurgedNode{Node: id})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		p    Plan
+		ok   bool
+	}{
+		{"moved into the primary", Plan{Moves: []Move{toPrimary}, Purge: purge(deadInd)}, true},
+		{"in the primary", Plan{Purge: purge(deadPrimary)}, true},
+		{"both", Plan{Moves: []Move{toPrimary}, Purge: purge(deadPrimary, deadInd)}, true},
+		{"moved out of the primary", Plan{Moves: []Move{fromPrimary}, Purge: purge(deadPrimary)}, false},
+		{"in a logical cluster", Plan{Purge: purge(deadInd)}, false},
+		{"alive", Plan{Purge: purge(alivePrimary)}, false},
+		{"twice", Plan{Purge: purge(deadPrimary, deadPrimary)}, false},
+	} {
+		next, err := s.Next(tc.p)
+		if !tc.ok {
+			if !errors.Is(err, ErrPlanMismatch) {
+				t.Errorf("%s: err %v, want a plan mismatch", tc.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if err := CheckState(next); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		for _, n := range tc.p.Purge {
+			if next.Nodes.Has(n.Node) || slices.Contains(next.Members(PrimaryID), n.Node) {
+				t.Errorf("%s: %s still in the state", tc.name, n.Node)
+			}
+		}
 	}
 }
