@@ -30,12 +30,22 @@ func (s State) validate(p pathFn) field.ErrorList { return s.validateScan(p, nil
 
 // validateScan is validate, and when sc is not nil and s is valid it also
 // fills sc with what the membership check saw of every listed node.
+//
+// The membership check runs first, without a report: when every node of the
+// table is listed exactly once and each listed node is well formed, no node
+// is faulty and the walk of the whole table that names faulty nodes is
+// skipped. Otherwise both report in full.
 func (s State) validateScan(p pathFn, sc *scan) field.ErrorList {
+	holds := s.membershipHolds(sc)
 	errs := s.validatePrimary(func() *field.Path { return p().Child("primary") })
-	errs = append(errs, s.validateNodes(func() *field.Path { return p().Child("nodes") })...)
+	if !holds {
+		errs = append(errs, s.validateNodes(func() *field.Path { return p().Child("nodes") })...)
+	}
 	errs = append(errs, s.validateLogical(func() *field.Path { return p().Child("logical") })...)
 	errs = append(errs, s.validateJobs(func() *field.Path { return p().Child("jobs") })...)
-	errs = append(errs, s.validateMembership(p, sc)...)
+	if !holds {
+		errs = append(errs, s.validateMembership(p)...)
+	}
 	return errs
 }
 
@@ -140,10 +150,7 @@ func validDetached(p pathFn, c Cluster) field.ErrorList {
 
 // validateMembership checks that every node is in exactly one bucket of
 // the primary or a logical cluster, under its own template.
-func (s State) validateMembership(p pathFn, sc *scan) field.ErrorList {
-	if s.membershipHolds(sc) {
-		return nil
-	}
+func (s State) validateMembership(p pathFn) field.ErrorList {
 	seen := make(map[string]bool, s.Nodes.Len())
 	errs := s.validateBuckets(func() *field.Path { return p().Child("primary", "buckets") }, s.Primary, seen)
 	for _, id := range sortedClusterIDs(s.Logical) {
@@ -164,8 +171,10 @@ func (s State) validateMembership(p pathFn, sc *scan) field.ErrorList {
 // once, in map order, building no paths and sorting nothing, and marks each
 // listed node by its rank in the node table in a bit set (a map of 10,000
 // ids was a third of the check). When it finds a fault, validateMembership
-// walks again in a stable order to name every one. It records the dead and
-// busy members of each bucket in sc, when sc is not nil.
+// walks again in a stable order to name every one. It also checks each
+// listed node as validateNodes does (so that, when it holds, no node is
+// faulty), and records the dead and busy members of each bucket in sc, when
+// sc is not nil.
 func (s State) membershipHolds(sc *scan) bool {
 	m := membership{s: s, seen: make([]uint64, (s.Nodes.Len()+63)/64), sc: sc}
 	if !m.holds(PrimaryID, s.Primary) {
@@ -204,7 +213,7 @@ func (m *membership) holds(id string, c Cluster) bool {
 					return false
 				}
 				e, rank := m.s.Nodes.entry(nid)
-				if e == nil || e.node.Template != t {
+				if e == nil || e.node.Template != t || !wellFormed(e) {
 					return false
 				}
 				w, bit := rank>>6, uint64(1)<<(rank&63)
@@ -227,6 +236,12 @@ func (m *membership) holds(id string, c Cluster) bool {
 		}
 	}
 	return true
+}
+
+// wellFormed is validateNodes' check of one node without its report.
+func wellFormed(e *tableEntry) bool {
+	n := e.node
+	return n.ID == e.id && n.ID != "" && n.Template != "" && (n.Alive || !n.Busy)
 }
 
 // jobBucketHolds says whether b names a job cluster of c, as
