@@ -138,15 +138,15 @@ func (r *replenisher) poolOf(provider Cluster, t string) *pool {
 	p := &pool{ids: make([]string, 0, len(ids))}
 	j := 0
 	for _, id := range ids {
-		if j < len(odd) && odd[j].ID == id {
+		if j < len(odd) && odd[j].id == id {
 			j++
 			continue
 		}
 		p.ids = append(p.ids, id)
 	}
-	for _, n := range odd {
-		if n.Alive {
-			p.ids = append(p.ids, n.ID)
+	for _, e := range odd {
+		if e.node.Alive {
+			p.ids = append(p.ids, e.id)
 		}
 	}
 	r.pools[k] = p
@@ -212,11 +212,11 @@ func (r *replenisher) heal(consumer string, h Cluster, b string, fallback bool) 
 	healed := false
 	for _, t := range templates(h) {
 		healedT := false
-		for _, n := range r.sc.oddOf(h.ID, t, b) {
-			if n.Alive {
+		for _, e := range r.sc.oddOf(h.ID, t, b) {
+			if e.node.Alive {
 				continue
 			}
-			d := n.ID
+			d := e.id
 			if (r.o.MaxSwaps > 0 && r.swaps == r.o.MaxSwaps) || budget == 0 || (r.o.OnePerTemplatePerCluster && healedT) {
 				r.out.Truncated = true
 				continue
@@ -276,9 +276,9 @@ func (r *replenisher) swapped(consumer string, h Cluster, b string) {
 // purgePrimary purges every dead node of the primary's undivided bucket.
 func (r *replenisher) purgePrimary() {
 	for _, t := range templates(r.s.Primary) {
-		for _, n := range r.sc.oddOf(PrimaryID, t, Undivided) {
-			if !n.Alive {
-				r.purge = append(r.purge, n.ID)
+		for _, e := range r.sc.oddOf(PrimaryID, t, Undivided) {
+			if !e.node.Alive {
+				r.purge = append(r.purge, e.id)
 			}
 		}
 	}

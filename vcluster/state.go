@@ -58,6 +58,7 @@ type applier struct {
 	// idx and nodes follow the moved nodes; purged holds the purged nodes
 	// that did not move, by template. Moves and purges are then applied to
 	// each touched bucket at once (rebuildAll).
+	p      Plan
 	idx    map[string]int
 	nodes  []moved
 	purged map[string][]string
@@ -88,13 +89,19 @@ func (a *applier) creates(p Plan) error {
 	return nil
 }
 
-// moved is one moved node: its template, its first and its final place,
-// and whether the plan purges it there.
+// moved is one moved node: its first and its last move in the plan (which
+// give its id, template, first and final place), and whether the plan purges
+// it there.
 type moved struct {
-	id, template string
-	from, to     Place
-	purged       bool
+	first, last int32
+	purged      bool
 }
+
+// node, template, from and to read a moved node's first and last moves.
+func (a *applier) node(n moved) string     { return a.p.Moves[n.first].Node }
+func (a *applier) template(n moved) string { return a.p.Moves[n.first].Template }
+func (a *applier) from(n moved) Place      { return a.p.Moves[n.first].From }
+func (a *applier) to(n moved) Place        { return a.p.Moves[n.last].To }
 
 // bucketEdit is what a plan takes out of and puts into one bucket, and
 // how many of each.
@@ -112,21 +119,22 @@ func (a *applier) moves(p Plan) error {
 	idx := make(map[string]int, len(p.Moves))
 	nodes := make([]moved, 0, len(p.Moves))
 	defer func() { a.idx, a.nodes = idx, nodes }()
-	for _, m := range p.Moves {
+	a.p = p
+	for k, m := range p.Moves {
 		i, seen := idx[m.Node]
-		var cur *moved
+		var at *Place // where the plan's earlier moves left the node
 		if seen {
-			cur = &nodes[i]
+			at = &p.Moves[nodes[i].last].To
 		}
-		if err := a.checkMove(m, cur); err != nil {
+		if err := a.checkMove(m, at); err != nil {
 			return err
 		}
 		if seen {
-			cur.to = m.To
+			nodes[i].last = int32(k)
 			continue
 		}
 		idx[m.Node] = len(nodes)
-		nodes = append(nodes, moved{id: m.Node, template: m.Template, from: m.From, to: m.To})
+		nodes = append(nodes, moved{first: int32(k), last: int32(k)})
 	}
 	return nil
 }
@@ -152,13 +160,14 @@ func (a *applier) rebuildAll(Plan) error {
 	total := 0
 	for j, n := range nodes {
 		ends[j] = [2]int{-1, -1}
-		if n.from != n.to || n.purged {
-			ends[j][0] = indexOf(bkey{n.from.Cluster, n.template, n.from.Bucket})
+		from, to, t := a.from(n), a.to(n), a.template(n)
+		if from != to || n.purged {
+			ends[j][0] = indexOf(bkey{from.Cluster, t, from.Bucket})
 			edits[ends[j][0]].nRemoved++
 			total++
 		}
-		if n.from != n.to && !n.purged {
-			ends[j][1] = indexOf(bkey{n.to.Cluster, n.template, n.to.Bucket})
+		if from != to && !n.purged {
+			ends[j][1] = indexOf(bkey{to.Cluster, t, to.Bucket})
 			edits[ends[j][1]].nAdded++
 			total++
 		}
@@ -176,10 +185,10 @@ func (a *applier) rebuildAll(Plan) error {
 	}
 	for j, n := range nodes {
 		if f := ends[j][0]; f >= 0 {
-			edits[f].removed = append(edits[f].removed, n.id)
+			edits[f].removed = append(edits[f].removed, a.node(n))
 		}
 		if t := ends[j][1]; t >= 0 {
-			edits[t].added = append(edits[t].added, n.id)
+			edits[t].added = append(edits[t].added, a.node(n))
 		}
 	}
 	for t, ids := range a.purged {
@@ -203,7 +212,7 @@ func (a *applier) rebuildAll(Plan) error {
 // checkMove checks that move m starts where its node is (cur: where an
 // earlier move of the plan left it, nil for its first move) and ends in a
 // bucket that exists.
-func (a *applier) checkMove(m Move, cur *moved) error {
+func (a *applier) checkMove(m Move, at *Place) error {
 	if a.ownPlan {
 		return nil
 	}
@@ -211,9 +220,9 @@ func (a *applier) checkMove(m Move, cur *moved) error {
 	if !ok || n.Template != m.Template {
 		return mismatch("move %s: no node of template %s", m.Node, m.Template)
 	}
-	if cur != nil {
-		if cur.to != m.From {
-			return mismatch("move %s: it is in %s, not %s", m.Node, cur.to, m.From)
+	if at != nil {
+		if *at != m.From {
+			return mismatch("move %s: it is in %s, not %s", m.Node, *at, m.From)
 		}
 	} else {
 		c, ok := a.out.Cluster(m.From.Cluster)
@@ -304,7 +313,7 @@ func (a *applier) endsInPrimary(id, t string) bool {
 	if i, moved := a.idx[id]; moved {
 		n := &a.nodes[i]
 		n.purged = true
-		return n.to == Place{PrimaryID, Undivided} && n.template == t
+		return a.to(*n) == Place{PrimaryID, Undivided} && a.template(*n) == t
 	}
 	if _, found := slices.BinarySearch(bucket(a.out.Primary, t, Undivided), id); !found {
 		return false

@@ -56,13 +56,13 @@ func (s State) validateScan(p pathFn, sc *scan) field.ErrorList {
 // only alive idle nodes.
 type scan struct {
 	odd   map[bkey][2]int // where in nodes each bucket's dead and busy members are
-	nodes []Node          // the dead and busy members, bucket after bucket
+	nodes []*tableEntry   // the dead and busy members, bucket after bucket
 	dead  int             // the dead members
 }
 
 // oddOf returns the dead and busy members of bucket b of template t of
 // holder h, ascending.
-func (sc *scan) oddOf(h, t, b string) []Node {
+func (sc *scan) oddOf(h, t, b string) []*tableEntry {
 	span, ok := sc.odd[bkey{h, t, b}]
 	if !ok {
 		return nil
@@ -222,7 +222,7 @@ func (m *membership) holds(id string, c Cluster) bool {
 				}
 				m.seen[w] |= bit
 				if n := e.node; m.sc != nil && (!n.Alive || n.Busy) {
-					m.sc.nodes = append(m.sc.nodes, n)
+					m.sc.nodes = append(m.sc.nodes, e)
 					m.sc.dead += b2i(!n.Alive)
 				}
 			}
