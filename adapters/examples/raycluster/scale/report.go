@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -25,6 +26,12 @@ func (r *Results) Markdown() string {
 	}
 	b.WriteString("\nRequests until every cluster was ready, by verb and resource:\n\n")
 	requestTable(&b, r.Rows, func(row Row) map[string]int { return row.Requests })
+	for _, row := range r.Rows {
+		fmt.Fprintf(&b, "\n%s: watches the API server ended and the operator re-opened: %s; watchers of any client the API server closed as too slow to read: %s; "+
+			"watch cache capacity when the operator's watches opened: pods %s, rayclusters %s\n",
+			row.Operator, byKey(row.WatchesEnded), byKey(row.SlowWatchersClosed),
+			capacity(row.WatchCacheCapacity, "pods"), capacity(row.WatchCacheCapacity, "rayclusters.ray.io"))
+	}
 	if len(r.Rows) > 0 && r.Rows[0].Burst != nil {
 		fmt.Fprintf(&b, "\nBurst: cluster 0 from %d to %d workers, cluster 1 from %d to %d right after, %d clusters steady:\n\n",
 			c.Workers, c.BurstWorkers, c.Workers, c.Workers+1, c.Clusters)
@@ -58,6 +65,29 @@ func requestTable(b *strings.Builder, rows []Row, counts func(Row) map[string]in
 		}
 		b.WriteString("\n")
 	}
+}
+
+// capacity is a watch cache's capacity; the API server reports it only
+// once resized, from its initial 100.
+func capacity(c map[string]int, resource string) string {
+	if n, ok := c[resource]; ok {
+		return strconv.Itoa(n)
+	}
+	return "100 (never resized)"
+}
+
+// byKey is "a 3, b 1", largest first, or "none".
+func byKey(counts map[string]int) string {
+	if total(counts) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range sortedKeys(counts) {
+		if counts[k] != 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func sec(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
