@@ -83,19 +83,22 @@ type Config struct {
 
 // Row is one operator's results.
 type Row struct {
-	Operator     string
-	Clusters     int
-	Pods         int
-	AllReady     time.Duration // first RayCluster seen to the last cluster ready
-	FirstPodP50  time.Duration
-	FirstPodP99  time.Duration
-	Requests     map[string]int // by "verb resource", through the operator's proxy
-	CPUSeconds   float64        // the operator's, from its start to all ready
-	PeakHeapMiB  float64        // go_memstats_heap_inuse_bytes, sampled every 100 ms
-	PeakRSSMiB   float64        // VmHWM
-	APIServerCPU float64        // kube-apiserver's CPU seconds over the same span
-	EtcdCPU      float64
-	Load         string // /proc/loadavg's 1, 5 and 15 minute averages when every cluster was ready
+	Operator    string
+	Clusters    int
+	Pods        int
+	AllReady    time.Duration // first RayCluster seen to the last cluster ready
+	FirstPodP50 time.Duration
+	FirstPodP99 time.Duration
+	Requests    map[string]int // by "verb resource", through the operator's proxy
+	// RequestsUntilQuiet are the requests until the operator had sent
+	// nothing but watches for quietFor after every cluster was ready.
+	RequestsUntilQuiet map[string]int
+	CPUSeconds         float64 // the operator's, from its start to all ready
+	PeakHeapMiB        float64 // go_memstats_heap_inuse_bytes, sampled every 100 ms
+	PeakRSSMiB         float64 // VmHWM
+	APIServerCPU       float64 // kube-apiserver's CPU seconds over the same span
+	EtcdCPU            float64
+	Load               string // /proc/loadavg's 1, 5 and 15 minute averages when every cluster was ready
 	// WatchesEnded counts, by resource, the operator's watches that ended
 	// while it still wanted them (it re-opened each), as its proxy saw them.
 	WatchesEnded map[string]int
@@ -425,17 +428,6 @@ func (h *harness) measure(ctx context.Context, name string) (*Row, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("waiting for every cluster to be ready: %w", err)
 	}
-	if profiled != nil {
-		err := errors.Join(<-profiled, heapProfile(&h.cfg, filepath.Join(h.cfg.ProfileDir, "plancore.heap.pprof")))
-		if err != nil {
-			return nil, fmt.Errorf("profiling: %w", err)
-		}
-	}
-	if apiProfiled != nil {
-		if err := <-apiProfiled; err != nil {
-			return nil, fmt.Errorf("profiling kube-apiserver: %w", err)
-		}
-	}
 	first, last, lat, _ := h.obs.steady(prefix)
 	row := &Row{Operator: name, Clusters: h.cfg.Clusters, Pods: h.cfg.Clusters * (1 + h.cfg.Workers),
 		AllReady: last.Sub(first), FirstPodP50: quantile(lat, 0.5), FirstPodP99: quantile(lat, 0.99),
@@ -447,6 +439,12 @@ func (h *harness) measure(ctx context.Context, name string) (*Row, error) {
 		return nil, err
 	}
 	row.SlowWatchersClosed = diff(slow, slow0)
+	if row.RequestsUntilQuiet, err = waitQuiet(ctx, op, proxy, quietFor, time.Minute); err != nil {
+		return nil, err
+	}
+	if err := waitProfiles(&h.cfg, profiled, apiProfiled); err != nil {
+		return nil, err
+	}
 	if h.cfg.Burst {
 		if row.Burst, err = h.burst(ctx, name, op, proxy); err != nil {
 			return nil, fmt.Errorf("burst: %w", err)
@@ -455,6 +453,59 @@ func (h *harness) measure(ctx context.Context, name string) (*Row, error) {
 	}
 	op.stop()
 	return row, nil
+}
+
+// waitProfiles waits for the profiles under way (nil channels are none)
+// and then takes plancore's heap profile.
+func waitProfiles(cfg *Config, profiled, apiProfiled <-chan error) error {
+	if profiled != nil {
+		err := errors.Join(<-profiled, heapProfile(cfg, filepath.Join(cfg.ProfileDir, "plancore.heap.pprof")))
+		if err != nil {
+			return fmt.Errorf("profiling: %w", err)
+		}
+	}
+	if apiProfiled != nil {
+		if err := <-apiProfiled; err != nil {
+			return fmt.Errorf("profiling kube-apiserver: %w", err)
+		}
+	}
+	return nil
+}
+
+// quietFor is how long an operator sends nothing but watches before it
+// counts as done with a phase.
+const quietFor = 2 * time.Second
+
+// waitQuiet waits until the operator has sent no request but watches for
+// quiet (or until limit passes) and returns its requests by then: the
+// status writes and events a pass queued before every cluster was ready
+// and sent after.
+func waitQuiet(ctx context.Context, op *operatorProc, proxy *countingProxy, quiet, limit time.Duration) (map[string]int, error) {
+	active := func(c map[string]int) int {
+		n := 0
+		for k, v := range c {
+			if !strings.HasPrefix(k, "watch ") {
+				n += v
+			}
+		}
+		return n
+	}
+	start := time.Now()
+	last, since := active(proxy.snapshot()), time.Now()
+	for time.Since(since) < quiet && time.Since(start) < limit {
+		if err := op.alive(); err != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if n := active(proxy.snapshot()); n != last {
+			last, since = n, time.Now()
+		}
+	}
+	return proxy.snapshot(), nil
 }
 
 // createClusters creates the clusters at cfg.QPS, cluster i in namespace
