@@ -454,8 +454,10 @@ func newController(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 		cacheOpts.DisableFor = []client.Object{&RayCluster{}}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: server.Options{BindAddress: metricsAddr},
-		// Nothing here reads managedFields: the cache keeps objects without them.
-		Cache:  cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		// Nothing here reads managedFields: the cache keeps objects without
+		// them, and pods without what no pass reads either (slimPod).
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: slimPod}}},
 		Client: client.Options{Cache: cacheOpts}})
 	if err != nil {
 		return nil, nil, err
@@ -483,6 +485,27 @@ func newController(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 		return nil, nil, err
 	}
 	return mgr, r, nil
+}
+
+// slimPod is the pod informer's transform: it drops what no pass reads
+// before the pod enters the cache, managedFields and every container's
+// resources (a third of a cached pod: each quantity is a decoded number
+// and its string). The reconcile core reads a pod's metadata, status,
+// restart policy, node and container names; the status it computes sums
+// the cluster's pod templates, not its pods.
+func slimPod(in any) (any, error) {
+	p, ok := in.(*corev1.Pod)
+	if !ok {
+		return in, nil // a tombstone (cache.DeletedFinalStateUnknown) passes as it is
+	}
+	p.ManagedFields = nil
+	for i := range p.Spec.InitContainers {
+		p.Spec.InitContainers[i].Resources = corev1.ResourceRequirements{}
+	}
+	for i := range p.Spec.Containers {
+		p.Spec.Containers[i].Resources = corev1.ResourceRequirements{}
+	}
+	return p, nil
 }
 
 // refuseInvalid creates a RayCluster with a misspelt field and reconciles
