@@ -99,7 +99,7 @@ func (p *planner) deployVolcano() {
 				if tj != nil && tj.Phase == JobPhaseCompleted && (p.opt.SkipNameConflictCheck || p.labelled(tj)) {
 					continue
 				}
-				if _, known := g.index[t]; !known {
+				if _, known := g.lookup(t); !known {
 					reasons = append(reasons, unknownTargetReason(t, g.refField(i, "targets", k)))
 					continue
 				}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/plancore/plancore/internal/strtab"
 )
 
 // result is the result word of an atom.
@@ -83,7 +85,7 @@ type graph struct {
 	nMain   int
 	n       int
 	names   []string
-	index   map[string]int32 // flow name -> its first node
+	index   strtab.Table // flow name -> its first node (lookup); entries are node numbers
 	dup     []bool
 	conds   []cond
 	atoms   []atom
@@ -95,6 +97,13 @@ type graph struct {
 	unknown []string // names of unknown referenced flows
 	issues  []Issue
 	invalid bool
+}
+
+// lookup returns the first node named name. A name repeated or empty is
+// no node of its own (g.dup), so only first definitions are in the index.
+func (g *graph) lookup(name string) (int32, bool) {
+	i := g.index.Find(g.index.Hash(name), func(j int) bool { return g.names[j] == name })
+	return int32(i), i >= 0
 }
 
 func (g *graph) flow(i int) *Flow {
@@ -132,7 +141,7 @@ func buildGraph(wf *Workflow, opt Options) *graph {
 	g := &graph{wf: wf, nMain: len(spec.Flows), n: len(spec.Flows) + len(spec.Finally)}
 	n := g.n
 	g.names = make([]string, n)
-	g.index = make(map[string]int32, n)
+	g.index = strtab.New(n)
 	g.dup = make([]bool, n)
 	g.conds = make([]cond, n)
 	g.handled = make([]bool, n)
@@ -156,13 +165,12 @@ func (g *graph) indexNames() {
 			g.dup[i] = true // an empty name is no node anyone can refer to
 			continue
 		}
-		if first, ok := g.index[f.Name]; ok {
+		if first := g.index.Insert(g.index.Hash(f.Name), i, func(j int) bool { return g.names[j] == f.Name }); first >= 0 {
 			g.dup[i] = true
 			g.add(Issue{Kind: IssueDuplicateFlow, Flow: i, Field: g.field(i) + ".name", Target: int(first), Value: f.Name,
 				Message: fmt.Sprintf("flow name already used by %s", g.field(int(first)))})
 			continue
 		}
-		g.index[f.Name] = int32(i)
 		g.checkFlowName(i, f.Name, wfOK)
 	}
 }
@@ -310,7 +318,7 @@ func (g *graph) readTargets(i int, d *DependsOn, sc *depScratch) {
 	var unknown map[string]struct{}
 	for k, t := range d.Targets {
 		dupT := false
-		ti, known := g.index[t]
+		ti, known := g.lookup(t)
 		if known {
 			dupT = sc.tstamp[ti] == int32(i)
 			sc.tstamp[ti] = int32(i)
@@ -381,7 +389,7 @@ func (g *graph) backward() bool {
 // ref records one reference from node i to name (field sub[k], or the
 // depends expression at byte pos when sub is "depends") and returns its atom.
 func (g *graph) ref(i int, name string, res result, sub string, k, pos int, stamp []int32) atom {
-	t, ok := g.index[name]
+	t, ok := g.lookup(name)
 	if !ok {
 		msg := fmt.Sprintf("flow %q: no flow named %q", g.names[i], name)
 		if sub == "depends" {
@@ -437,7 +445,7 @@ func (g *graph) compile(i int, e *Expr, stamp []int32) cnode {
 	switch e.Op {
 	case OpRef:
 		tok := e.Token
-		if _, ok := g.index[tok]; ok {
+		if _, ok := g.lookup(tok); ok {
 			return cnode{op: OpRef, atom: g.ref(i, tok, resSucceeded, "depends", 0, e.Offset, stamp)}
 		}
 		if dot := strings.LastIndexByte(tok, '.'); dot >= 0 {
@@ -445,7 +453,7 @@ func (g *graph) compile(i int, e *Expr, stamp []int32) cnode {
 			if r, ok := resultWord(word); ok {
 				return cnode{op: OpRef, atom: g.ref(i, name, r, "depends", 0, e.Offset, stamp)}
 			}
-			if _, ok := g.index[name]; ok {
+			if _, ok := g.lookup(name); ok {
 				g.add(Issue{Kind: IssueUnknownResult, Flow: i, Field: g.field(i) + ".dependsOn.plancoreDepends", Target: e.Offset, Value: tok,
 					Message: fmt.Sprintf("flow %q: unknown result %q at byte %d (want Succeeded, Failed, Omitted, Done or Started)", g.names[i], word, e.Offset)})
 				return cnode{op: OpRef, atom: g.unknownAtom(tok, resSucceeded)}

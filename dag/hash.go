@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"hash"
 	"math"
 )
 
@@ -13,7 +14,24 @@ import (
 // present or absent, so the encoding is injective. Two specs encode alike
 // exactly when they are equal as values, a nil list and an empty one
 // counting as equal (the API server does not tell them apart either).
-type canon struct{ b []byte }
+//
+// With a sink, the encoding is written to it a block at a time instead of
+// kept whole: SpecHash on 5,000 flows grew one buffer about 20 times.
+type canon struct {
+	b    []byte
+	sink hash.Hash
+}
+
+// canonBlock is how many bytes a canon with a sink holds before writing them.
+const canonBlock = 4096
+
+// spill writes what the canon holds to its sink once a block has gathered.
+func (c *canon) spill() {
+	if c.sink != nil && len(c.b) >= canonBlock {
+		c.sink.Write(c.b) // a hash.Hash's Write never fails
+		c.b = c.b[:0]
+	}
+}
 
 func (c *canon) int(v int64) { c.b = binary.AppendVarint(c.b, v) }
 
@@ -105,6 +123,7 @@ func (c *canon) flows(fs []Flow) {
 	c.int(int64(len(fs)))
 	for i := range fs {
 		c.flow(&fs[i])
+		c.spill()
 	}
 }
 
@@ -128,10 +147,11 @@ const SpecHashBytes = 16
 // whether two specs are equal (ValidateUpdate compares the specs
 // themselves).
 func SpecHash(spec Spec) string {
-	var c canon
+	c := canon{b: make([]byte, 0, 2*canonBlock), sink: sha256.New()}
 	c.spec(&spec)
-	sum := sha256.Sum256(c.b)
-	return hex.EncodeToString(sum[:SpecHashBytes])
+	c.sink.Write(c.b)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(c.sink.Sum(sum[:0])[:SpecHashBytes])
 }
 
 // flowsEqual reports whether two flow lists are equal as values: their

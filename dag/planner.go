@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/plancore/plancore"
+	"github.com/plancore/plancore/internal/strtab"
 )
 
 // Decide decides what to do for one workflow: the jobs to create and delete,
@@ -75,17 +76,18 @@ func (in Snapshot) Validate() error {
 				"must be between 0 and 2147483647"))
 		}
 	}
-	seen := make(map[string]struct{}, len(in.Jobs))
+	// Repeated names are found in one table (strtab): a map of 5,000 names
+	// was about 17 allocations of every Decide.
+	names := strtab.New(len(in.Jobs))
 	for i := range in.Jobs {
 		j := &in.Jobs[i]
 		// The job's path is built only when a check fails: Decide validates
 		// every job on every call, so valid input allocates no path.
 		if j.Name == "" {
 			errs = append(errs, field.Required(jobPath(i).Child("name"), "an observed job has a name"))
-		} else if _, dup := seen[j.Name]; dup {
+		} else if names.Insert(names.Hash(j.Name), i, func(k int) bool { return in.Jobs[k].Name == j.Name }) >= 0 {
 			errs = append(errs, field.Duplicate(jobPath(i).Child("name"), j.Name))
 		}
-		seen[j.Name] = struct{}{}
 		if j.RunningDuration != nil && *j.RunningDuration < 0 {
 			errs = append(errs, field.Invalid(jobPath(i).Child("runningDuration"), *j.RunningDuration, "must not be negative"))
 		}
@@ -134,7 +136,7 @@ func (p *planner) nodeOfJob(name string) int32 {
 	if len(name) <= len(pre)+1 || name[len(pre)] != '-' || name[:len(pre)] != pre {
 		return -1
 	}
-	if i, ok := p.g.index[name[len(pre)+1:]]; ok {
+	if i, ok := p.g.lookup(name[len(pre)+1:]); ok {
 		return i
 	}
 	return -1

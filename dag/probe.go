@@ -66,7 +66,7 @@ func (g *graph) checkProbe(i int, d *DependsOn, c cond, opt Options) *probeCond 
 				bad(sub+".plancoreTarget", e.Index, "", fmt.Sprintf("target is required with %d targets", len(targets)))
 			}
 		default:
-			if k, ok := g.index[name]; ok && containsNode(targets, k) {
+			if k, ok := g.lookup(name); ok && containsNode(targets, k) {
 				t = k
 			} else {
 				bad(sub+".plancoreTarget", e.Index, name, fmt.Sprintf("%q is not one of the flow's targets", name))

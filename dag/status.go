@@ -17,29 +17,22 @@ import (
 // New slices come from a (nil: the heap).
 func histories(a *arena, prev *JobStatus, phase JobPhase, now metav1.Time, quirk, newAttempt bool, limit int) ([]RunningHistory, int) {
 	var h []RunningHistory
-	switch {
-	case prev != nil && len(prev.RunningHistories) > 0:
+	switch historyStepOf(prev, phase, quirk, newAttempt) {
+	case historyKeep:
+		h = prev.RunningHistories // unchanged: shared, read-only
+	case historyExtend:
 		old := prev.RunningHistories
-		if old[len(old)-1].State == phase && !newAttempt {
-			h = old // unchanged: shared, read-only
-		} else {
-			h = a.histories(len(old) + 1)
-			copy(h, old)
-			h[len(old)-1].EndTimestamp = now
-			h[len(old)] = RunningHistory{StartTimestamp: now, State: phase}
-		}
-	case quirk && prev != nil && prev.RunningHistories != nil:
+		h = a.histories(len(old) + 1)
+		copy(h, old)
+		h[len(old)-1].EndTimestamp = now
+		h[len(old)] = RunningHistory{StartTimestamp: now, State: phase}
+	case historyEmpty:
 		h = []RunningHistory{}
-	case phase == JobPhaseNone:
-		h = nil
-	default:
+	case historyStart:
 		h = a.histories(1)
 		h[0] = RunningHistory{StartTimestamp: now, State: phase}
 	}
-	if limit == 1 {
-		limit = 2
-	}
-	if limit > 0 && len(h) > limit {
+	if limit = historyLimit(limit); limit > 0 && len(h) > limit {
 		dropped := len(h) - limit
 		out := a.histories(limit)[:0]
 		out = append(out, h[0])
@@ -47,6 +40,78 @@ func histories(a *arena, prev *JobStatus, phase JobPhase, now metav1.Time, quirk
 		return out, dropped
 	}
 	return h, 0
+}
+
+// historyStep is what histories does with a job's previous history.
+type historyStep int8
+
+const (
+	historyNone   historyStep = iota // no history: the job has no phase yet
+	historyKeep                      // the phase goes on: the previous history, shared
+	historyExtend                    // the phase changed: the previous history and a new interval
+	historyEmpty                     // Volcano's quirk: an empty history stays empty
+	historyStart                     // the first interval
+)
+
+func historyStepOf(prev *JobStatus, phase JobPhase, quirk, newAttempt bool) historyStep {
+	switch {
+	case prev != nil && len(prev.RunningHistories) > 0:
+		if old := prev.RunningHistories; old[len(old)-1].State == phase && !newAttempt {
+			return historyKeep
+		}
+		return historyExtend
+	case quirk && prev != nil && prev.RunningHistories != nil:
+		return historyEmpty
+	case phase == JobPhaseNone:
+		return historyNone
+	}
+	return historyStart
+}
+
+// historyLimit is the history limit in effect: 1 behaves as 2, so the open
+// interval is never dropped.
+func historyLimit(limit int) int {
+	if limit == 1 {
+		return 2
+	}
+	return limit
+}
+
+// historyEntries is how many entries histories takes from its arena.
+func historyEntries(prev *JobStatus, phase JobPhase, quirk, newAttempt bool, limit int) int {
+	length, taken := 0, 0
+	switch historyStepOf(prev, phase, quirk, newAttempt) {
+	case historyKeep:
+		length = len(prev.RunningHistories)
+	case historyExtend:
+		length = len(prev.RunningHistories) + 1
+		taken = length
+	case historyStart:
+		length, taken = 1, 1
+	}
+	if limit = historyLimit(limit); limit > 0 && length > limit {
+		taken += limit
+	}
+	return taken
+}
+
+// arenaNeed counts the arena entries a plan's jobEntry and condition calls
+// will take, so that one block of each serves the whole plan (reserve): a
+// plan of 5,000 new histories took 20 doubling blocks.
+type arenaNeed struct{ hist, durs int }
+
+func (n *arenaNeed) add(j *Job, prev *JobStatus, opt Options) {
+	n.hist += historyEntries(prev, j.Phase, opt.HistoryQuirk, isNewAttempt(j, prev), opt.HistoryLimit)
+	if j.RunningDuration != nil {
+		n.durs++
+	}
+}
+
+// isNewAttempt reports whether j is a retried job observed for the first
+// time under its flow's name: its interval starts now even if the phase
+// repeats the previous attempt's.
+func isNewAttempt(j *Job, prev *JobStatus) bool {
+	return prev != nil && prev.RetiredUID != "" && j.UID != prev.RetiredUID
 }
 
 // arena hands out one plan's small status slices and values from a few
@@ -83,6 +148,17 @@ func (a *arena) histories(n int) []RunningHistory {
 	return h
 }
 
+// reserve makes the next blocks exactly as large as n needs, when the
+// blocks in hand are smaller.
+func (a *arena) reserve(n arenaNeed) {
+	if len(a.hist) < n.hist {
+		a.hist = make([]RunningHistory, n.hist)
+	}
+	if len(a.durs) < n.durs {
+		a.durs = make([]metav1.Duration, n.durs)
+	}
+}
+
 // duration returns a pointer to a copy of d.
 func (a *arena) duration(d time.Duration) *metav1.Duration {
 	if a == nil {
@@ -108,8 +184,7 @@ func jobEntry(a *arena, e *JobStatus, j *Job, prev *JobStatus, now metav1.Time, 
 		e.EndTimestamp.Time = j.CreationTime.Add(*j.RunningDuration)
 	}
 	var dropped int
-	newAttempt := prev != nil && prev.RetiredUID != "" && j.UID != prev.RetiredUID
-	e.RunningHistories, dropped = histories(a, prev, j.Phase, now, opt.HistoryQuirk, newAttempt, opt.HistoryLimit)
+	e.RunningHistories, dropped = histories(a, prev, j.Phase, now, opt.HistoryQuirk, isNewAttempt(j, prev), opt.HistoryLimit)
 	if prev != nil {
 		e.DroppedHistories = prev.DroppedHistories
 	}

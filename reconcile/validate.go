@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"hash/maphash"
 	"math"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/plancore/plancore"
+	"github.com/plancore/plancore/internal/strtab"
 )
 
 // MaxNumOfHosts bounds numOfHosts: a multi-host replica group is planned as
@@ -63,67 +63,43 @@ func validateForming(forming []FormingGroup) field.ErrorList {
 
 // validatePods rejects a snapshot that lists one pod twice: a cache never does,
 // and planning on it would count (and delete) the same pod several times. It
-// runs on every Decide, so it finds repeats with two open-addressing tables
-// (one allocation) rather than maps of strings: see BenchmarkDecideSteady10k.
+// runs on every Decide, so it finds repeats in one strtab.Table (one
+// allocation) rather than maps of strings: see BenchmarkDecideSteady10k.
+// Pod i's name is entry i of the table and its UID entry len(pods)+i.
 //
-// A slot holds the pod's index and 32 bits of its hash, so a probe that meets
-// another pod compares strings only when those bits match too. Comparing on
-// every collision read the other pod's name, at a random place in memory: on
-// the pods of an informer cache, whose strings are scattered over the heap,
-// that cost more than the rest of the check (BenchmarkSteadyPass10k).
+// The table keeps 32 bits of each entry's hash, so a probe that meets another
+// pod compares strings only when those bits match too. Comparing on every
+// collision read the other pod's name, at a random place in memory: on the
+// pods of an informer cache, whose strings are scattered over the heap, that
+// cost more than the rest of the check (BenchmarkSteadyPass10k).
 func validatePods(pods []corev1.Pod) field.ErrorList {
 	if len(pods) < 2 {
 		return nil
 	}
-	// At most two thirds full: with the hash bits in the slots, a longer
-	// probe costs less than a larger table to clear.
-	size := 1
-	for size < len(pods)+len(pods)/2 {
-		size <<= 1
-	}
-	slots := make([]uint64, 2*size) // hash<<32 | pod index + 1; 0 is empty
-	byName, byUID := slots[:size], slots[size:]
-	mask := uint64(size - 1)
-	seed := maphash.MakeSeed()
+	n := len(pods)
+	tab := strtab.New(2 * n)
 	// Pods of one snapshot nearly all share a namespace: its hash is taken
 	// again only when the namespace changes from one pod to the next.
-	ns, nsHash := "", maphash.String(seed, "")
+	ns, nsHash := "", tab.Hash("")
 	var errs field.ErrorList
 	for i := range pods {
 		p := &pods[i]
 		if p.Namespace != ns {
-			ns, nsHash = p.Namespace, maphash.String(seed, p.Namespace)
+			ns, nsHash = p.Namespace, tab.Hash(p.Namespace)
 		}
-		if j := probe(byName, mask, nsHash^maphash.String(seed, p.Name), i, func(j int) bool {
-			return pods[j].Name == p.Name && pods[j].Namespace == p.Namespace
+		if j := tab.Insert(nsHash^tab.Hash(p.Name), i, func(j int) bool {
+			return j < n && pods[j].Name == p.Name && pods[j].Namespace == p.Namespace
 		}); j >= 0 {
 			errs = append(errs, field.Duplicate(field.NewPath("pods").Index(i).Child("metadata", "name"), p.Namespace+"/"+p.Name))
 		}
 		if p.UID == "" {
 			continue
 		}
-		if j := probe(byUID, mask, maphash.String(seed, string(p.UID)), i, func(j int) bool { return pods[j].UID == p.UID }); j >= 0 {
+		if j := tab.Insert(tab.Hash(string(p.UID)), n+i, func(j int) bool { return j >= n && pods[j-n].UID == p.UID }); j >= 0 {
 			errs = append(errs, field.Duplicate(field.NewPath("pods").Index(i).Child("metadata", "uid"), p.UID))
 		}
 	}
 	return errs
-}
-
-// probe looks for an earlier entry equal to entry i (same reports it) in an
-// open-addressing table, starting at hash h, and compares with same only
-// entries whose stored hash bits match h's. It returns that entry's index, or
-// -1 after inserting i.
-func probe(table []uint64, mask, h uint64, i int, same func(j int) bool) int {
-	tag := h >> 32
-	for k := h & mask; ; k = (k + 1) & mask {
-		switch e := table[k]; {
-		case e == 0:
-			table[k] = tag<<32 | uint64(i+1)
-			return -1
-		case e>>32 == tag && same(int(uint32(e))-1):
-			return int(uint32(e)) - 1
-		}
-	}
 }
 
 // Validate reports every problem of c at once, in a *plancore.InvalidError

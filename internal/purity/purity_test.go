@@ -17,7 +17,7 @@ const modulePath = "github.com/plancore/plancore"
 
 // corePackages are the packages that must stay pure. A package that does not exist
 // yet is skipped; its issue creates it.
-var corePackages = []string{"reconcile", "dag", "capacity", "lock", "vcluster", "gpu", "expectations", "internal/wire"}
+var corePackages = []string{"reconcile", "dag", "capacity", "lock", "vcluster", "gpu", "expectations", "internal/wire", "internal/strtab"}
 
 // shellFiles lists, per core package, the only files allowed to touch the outside
 // world: the ones that hold Apply, store shells and thread-safe wrappers. They may
