@@ -180,14 +180,19 @@ func measureOn(ctx context.Context, cfg Config, dir, name string) (*Row, error) 
 	if err := installCRDs(ctx, crdClient, cfg.CRDDir); err != nil {
 		return nil, err
 	}
-	// The harness's watches end with this control plane.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	h, err := newHarness(ctx, env, cfg, dir)
+	// The harness's watches and kubelet end with this control plane, and
+	// have returned before the next one starts (kubetest.StartWith sets
+	// the logger they read).
+	hctx, cancel := context.WithCancel(ctx)
+	h, err := newHarness(hctx, env, cfg, dir)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
-	return h.measure(ctx, name)
+	row, err := h.measure(hctx, name)
+	cancel()
+	h.stopped.Wait()
+	return row, err
 }
 
 // removeBuilt removes the plancore operator that resolve built.
@@ -328,6 +333,9 @@ type harness struct {
 	dir  string
 
 	apiserverPID, etcdPID int
+	// stopped is done once the watches and the kubelet have returned,
+	// after the context newHarness was given ends.
+	stopped sync.WaitGroup
 }
 
 func newHarness(ctx context.Context, env *kubetest.Env, cfg Config, dir string) (*harness, error) {
@@ -358,9 +366,10 @@ func newHarness(ctx context.Context, env *kubetest.Env, cfg Config, dir string) 
 	if err != nil {
 		return nil, err
 	}
-	go pods.Run(ctx.Done())
-	go rcs.Run(ctx.Done())
-	h.kube.run(ctx, 64)
+	h.stopped.Add(2)
+	go func() { defer h.stopped.Done(); pods.Run(ctx.Done()) }()
+	go func() { defer h.stopped.Done(); rcs.Run(ctx.Done()) }()
+	h.kube.run(ctx, 64, &h.stopped)
 	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, rcs.HasSynced) {
 		return nil, errors.New("the harness's watches did not sync")
 	}
