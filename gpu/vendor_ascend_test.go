@@ -258,14 +258,7 @@ func TestFitDevicesAsAscendNetworkFit(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got := f.Message()
-				if f.Fits {
-					var ids []string
-					for _, a := range f.Devices {
-						ids = append(ids, a.UUID)
-					}
-					got = strings.Join(ids, " ")
-				}
+				got := deviceFitAnswer(f)
 				want := tc.wantElse
 				if strings.HasPrefix(chip, "Ascend910") {
 					want = tc.want910

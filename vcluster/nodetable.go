@@ -122,50 +122,35 @@ func newTableNode(bitmap uint32, n int, edit *batchEdit) *tableNode {
 	var slots []tableSlot
 	switch {
 	case n < 2:
-		b := &struct {
-			tableNode
-			s [2]tableSlot
-		}{}
-		m, slots = &b.tableNode, b.s[:]
+		m, slots = newLevel(func(s *[2]tableSlot) []tableSlot { return s[:] })
 	case n < 4:
-		b := &struct {
-			tableNode
-			s [4]tableSlot
-		}{}
-		m, slots = &b.tableNode, b.s[:]
+		m, slots = newLevel(func(s *[4]tableSlot) []tableSlot { return s[:] })
 	case n < 8:
-		b := &struct {
-			tableNode
-			s [8]tableSlot
-		}{}
-		m, slots = &b.tableNode, b.s[:]
+		m, slots = newLevel(func(s *[8]tableSlot) []tableSlot { return s[:] })
 	case n < 12:
-		b := &struct {
-			tableNode
-			s [12]tableSlot
-		}{}
-		m, slots = &b.tableNode, b.s[:]
+		m, slots = newLevel(func(s *[12]tableSlot) []tableSlot { return s[:] })
 	case n < 16:
-		b := &struct {
-			tableNode
-			s [16]tableSlot
-		}{}
-		m, slots = &b.tableNode, b.s[:]
+		m, slots = newLevel(func(s *[16]tableSlot) []tableSlot { return s[:] })
 	case n < 24:
-		b := &struct {
-			tableNode
-			s [24]tableSlot
-		}{}
-		m, slots = &b.tableNode, b.s[:]
+		m, slots = newLevel(func(s *[24]tableSlot) []tableSlot { return s[:] })
 	default:
-		b := &struct {
-			tableNode
-			s [32]tableSlot
-		}{}
-		m, slots = &b.tableNode, b.s[:]
+		m, slots = newLevel(func(s *[32]tableSlot) []tableSlot { return s[:] })
 	}
 	m.bitmap, m.slots, m.edit = bitmap, slots[:n], edit
 	return m
+}
+
+// levelBlock is a level and its slots in one allocation; S is an array of
+// slots (Go has no type parameter for an array's length).
+type levelBlock[S any] struct {
+	tableNode
+	slots S
+}
+
+// newLevel allocates a level with the slots of array type S.
+func newLevel[S any](all func(*S) []tableSlot) (*tableNode, []tableSlot) {
+	b := new(levelBlock[S])
+	return &b.tableNode, all(&b.slots)
 }
 
 // Len returns the number of nodes.
