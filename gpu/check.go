@@ -18,8 +18,9 @@ import (
 //     that failed, and count no more devices than that (a node short of
 //     devices altogether says only NodeInsufficientDevice);
 //   - a fitting node's allocations are on its own devices, healthy, not
-//     cordoned and of the requested type, and a container gets a device once
-//     unless it asks for the same type twice;
+//     cordoned and of the requested type, a container gets a device once
+//     unless it asks for the same type twice, and exactly as many devices
+//     (or MIG instances) of each type as it asks;
 //   - no device is given more slots, memory or cores than it has left, and a
 //     100-core request takes a card of 100 cores alone (AMD counts compute
 //     units instead, and HAMi's AMD Fit has no such rule); each init container is counted
@@ -120,6 +121,35 @@ func checkFit(fail func(string, ...any), req FitRequest, n Node, f NodeFit) {
 		}
 	}
 	checkDeviceCapacity(fail, f.Node, devs, app)
+	checkDeviceCounts(fail, req, f)
+}
+
+// checkDeviceCounts: each container is given exactly the devices (or MIG
+// instances) of each type its requests ask, no fewer and no more.
+func checkDeviceCounts(fail func(string, ...any), req FitRequest, f NodeFit) {
+	type key struct {
+		container, typ string
+		init           bool
+	}
+	want, got := map[key]int{}, map[key]int{}
+	for _, r := range req.Requests {
+		want[key{r.Container, r.Type, r.Init}] += int(r.Nums)
+	}
+	for _, c := range f.Containers {
+		for _, a := range c.Devices {
+			got[key{c.Container, a.Type, c.Init}]++
+		}
+	}
+	for k, n := range want {
+		if got[k] != n {
+			fail("%s: container %s asked %d devices of type %s and was given %d", f.Node, k.container, n, k.typ, got[k])
+		}
+	}
+	for k, n := range got {
+		if _, asked := want[k]; !asked {
+			fail("%s: container %s was given %d devices of type %s, which it did not ask", f.Node, k.container, n, k.typ)
+		}
+	}
 }
 
 func asksTypeTwice(req FitRequest, container string) bool {

@@ -230,7 +230,7 @@ func decodeRegister(node *corev1.Node, t DeviceType, annos *field.Path) ([]Devic
 	var errs field.ErrorList
 	switch a.RegisterFormat {
 	case RegisterJSON:
-		devs, errs = decodeJSONRegister(v, p, a.DieCards)
+		devs, errs = decodeJSONRegister(v, p, a)
 	case RegisterLegacy:
 		devs, errs = decodeLegacyRegister(v, p)
 	case RegisterMetaxSGPU:
@@ -278,7 +278,7 @@ func decodeJSON(s string, v any) error {
 	return json.Unmarshal([]byte(s), v)
 }
 
-func decodeJSONRegister(s string, p *field.Path, dieCards bool) ([]Device, field.ErrorList) {
+func decodeJSONRegister(s string, p *field.Path, a Annotations) ([]Device, field.ErrorList) {
 	var list []registeredDevice
 	if err := decodeJSON(s, &list); err != nil {
 		return nil, field.ErrorList{field.Invalid(p, s, "want HAMi's JSON device list: "+err.Error())}
@@ -294,12 +294,17 @@ func decodeJSONRegister(s string, p *field.Path, dieCards bool) ([]Device, field
 		}
 		out[i] = Device{ID: r.ID, Index: idx, Model: r.Type, Count: r.Count, MemoryMiB: r.Devmem, Cores: r.Devcore,
 			NUMA: r.Numa, Healthy: r.Health, Mode: r.Mode, MIGProfiles: r.MIGProfiles}
-		if dieCards && len(r.CustomInfo) > 0 {
-			card, err := dieCard(r.CustomInfo)
-			if err != nil {
-				errs = append(errs, field.Invalid(p.Index(i).Child("custominfo"), string(r.CustomInfo), err.Error()))
-			}
-			out[i].Card = card
+		if len(r.CustomInfo) == 0 || !(a.DieCards || a.NetworkIDs) {
+			continue
+		}
+		var err error
+		if a.DieCards {
+			out[i].Card, err = dieCard(r.CustomInfo)
+		} else {
+			out[i].Network, err = networkID(r.CustomInfo)
+		}
+		if err != nil {
+			errs = append(errs, field.Invalid(p.Index(i).Child("custominfo"), string(r.CustomInfo), err.Error()))
 		}
 	}
 	return out, append(errs, registeredErrors(out, p)...)
@@ -521,6 +526,12 @@ func encodeJSONRegister(devs []Device) string {
 		idx := d.Index
 		list[i] = registeredDevice{ID: d.ID, Index: &idx, Count: d.Count, Devmem: d.MemoryMiB, Devcore: d.Cores, Type: d.Model,
 			Numa: d.NUMA, Mode: d.Mode, Health: d.Healthy, MIGProfiles: d.MIGProfiles}
+		switch {
+		case d.Card != "":
+			list[i].CustomInfo = json.RawMessage(mustJSON(map[string]string{"DeviceStrategy": "die", "AIC": d.Card}))
+		case d.Network != "":
+			list[i].CustomInfo = json.RawMessage(`{"NetworkID":` + d.Network + `}`)
+		}
 	}
 	return mustJSON(list)
 }

@@ -387,43 +387,62 @@ func FuzzDecodeNode(f *testing.F) {
 		"DCU-0,4,16384,100,DCU-Z100,0,true:", `[{"uuid":"m","healthy":true,"qosPolicy":"x","future":1}]`, `[{"uuid":"GPU-a","score":{"GPU-b":-1},"extra":true}]`, "", "Requesting_2024.01.10 04:06:57")
 	f.Add(`[{"id":"GPU-m","count":7,"devmem":40960,"devcore":100,"health":true,"mode":"mig","migProfiles":[{"name":"1g.5gb","memoryMB":4864,"core":14,"sliceCount":1,"instanceCount":7,"multiprocessorCount":14,"placements":[{"start":6,"size":1}]}]}]`,
 		"", "", "", "", "Requesting")
-	reg := gpu.DefaultRegistry()
 	f.Fuzz(func(t *testing.T, nv, dcu, metax, scores, cordon, hs string) {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{
+		checkDecodeNode(t, map[string]string{
 			"hami.io/node-nvidia-register": nv, "hami.io/node-dcu-register": dcu, "metax-tech.com/node-gpu-devices": metax,
 			"hami.io/node-nvidia-score": scores, "hami.io/device-cordon": cordon, "hami.io/node-handshake": hs,
-		}}}
-		got, err := gpu.DecodeNode(n, reg)
-		if err != nil {
-			t.Fatalf("DecodeNode refused a node: %v", err)
-		}
-		// An unreadable vendor names its problems and offers no device.
-		for _, u := range got.Unreadable {
-			if len(u.Problems) == 0 || u.Reason.Code != gpu.ReasonVendorUnreadable {
-				t.Fatalf("unreadable %s without a named problem: %+v", u.Type, u)
-			}
-			for _, d := range got.Devices {
-				if d.Vendor == u.Type {
-					t.Fatalf("device %s of unreadable vendor %s offered", d.ID, u.Type)
-				}
-			}
-		}
-		// A decoded node is valid fit input, and re-encodes to the same devices.
-		if _, err := fitOne(got, gpu.FitRequest{}); err != nil {
-			t.Fatalf("decoded node refused by the fit: %v", err)
-		}
-		annos, err := gpu.EncodeNode(got, reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		again, err := gpu.DecodeNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: annos}}, reg)
-		if err != nil {
-			t.Fatalf("re-decode: %v", err)
-		}
-		if diff := cmp.Diff(got.Devices, again.Devices, cmpopts.EquateEmpty()); diff != "" {
-			t.Fatalf("round trip (-first +second):\n%s", diff)
-		}
+		})
 	})
+}
+
+// FuzzDecodeGroupedRegisters fuzzes the registers whose custominfo names a
+// device's group: an Ascend 910 chip's NetworkID and Vastai's dies.
+func FuzzDecodeGroupedRegisters(f *testing.F) {
+	f.Add(`[{"id":"npu-0","count":1,"devmem":1,"type":"Ascend910B3","health":true,"custominfo":{"NetworkID":3}},{"id":"npu-1","health":true,"custominfo":{"NetworkID":"x"}}]`,
+		`[{"id":"va-0","count":1,"health":true,"custominfo":{"DeviceStrategy":"die","AIC":"c1"}}]`)
+	f.Add(`[{"id":"npu-0","custominfo":{"NetworkID":1e400}},{"id":"npu-1","custominfo":{"NetworkID":[1, {"a": null}]}},{"id":"npu-2","custominfo":null}]`,
+		`[{"id":"va-0","custominfo":{"DeviceStrategy":"die","AIC":"a,b"}}]`)
+	f.Add(`[{"id":"npu-0","custominfo":[1]}]`, `[{"id":"va-0","custominfo":"die"}]`)
+	f.Fuzz(func(t *testing.T, ascend, vastai string) {
+		checkDecodeNode(t, map[string]string{"hami.io/node-register-Ascend910B3": ascend, "hami.io/node-va-register": vastai})
+	})
+}
+
+// checkDecodeNode decodes a node carrying annos with the default registry
+// and checks what every decoded node must satisfy.
+func checkDecodeNode(t *testing.T, annos map[string]string) {
+	t.Helper()
+	reg := gpu.DefaultRegistry()
+	got, err := gpu.DecodeNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: annos}}, reg)
+	if err != nil {
+		t.Fatalf("DecodeNode refused a node: %v", err)
+	}
+	// An unreadable vendor names its problems and offers no device.
+	for _, u := range got.Unreadable {
+		if len(u.Problems) == 0 || u.Reason.Code != gpu.ReasonVendorUnreadable {
+			t.Fatalf("unreadable %s without a named problem: %+v", u.Type, u)
+		}
+		for _, d := range got.Devices {
+			if d.Vendor == u.Type {
+				t.Fatalf("device %s of unreadable vendor %s offered", d.ID, u.Type)
+			}
+		}
+	}
+	// A decoded node is valid fit input, and re-encodes to the same devices.
+	if _, err := fitOne(got, gpu.FitRequest{}); err != nil {
+		t.Fatalf("decoded node refused by the fit: %v", err)
+	}
+	encoded, err := gpu.EncodeNode(got, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := gpu.DecodeNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: encoded}}, reg)
+	if err != nil {
+		t.Fatalf("re-decode: %v", err)
+	}
+	if diff := cmp.Diff(got.Devices, again.Devices, cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("round trip (-first +second):\n%s", diff)
+	}
 }
 
 func FuzzDecodePodUsage(f *testing.F) {

@@ -55,7 +55,9 @@ func drawPairScores(t *rapid.T, devs []gpu.Device) []gpu.PairScore {
 // Seen failing before the combination search kept a found flag: a 2-GPU
 // topology-aware request with every pair scoring -1 or lower was given
 // [GPU-0 GPU-0], the zero-value picks (found within 100 checks in most
-// runs).
+// runs). Devices are dies of cards or NPUs in networks at random, so the
+// choice by group is driven too: keeping every fitting device of a group
+// instead of the request's fails it (CheckPlan: "asked 1 ... was given 2").
 func TestPropContainerDevicesDistinct(t *testing.T) {
 	var vendors []string
 	for _, ty := range gpu.DefaultRegistry().Types() {
@@ -76,6 +78,14 @@ func TestPropContainerDevicesDistinct(t *testing.T) {
 				d := gpu.Device{ID: fmt.Sprintf("%s-GPU-%d", node.Name, i), Index: i, Vendor: rapid.SampledFrom(pool).Draw(t, "vendor"),
 					Model: "A100", Count: count, MemoryMiB: mem, Cores: 100, NUMA: rapid.IntRange(0, 1).Draw(t, "numa"),
 					Healthy: rapid.Float64Range(0, 1).Draw(t, "health") < 0.9}
+				// Dies of a card and NPUs in a network are walked whole and
+				// chosen by group.
+				switch rapid.IntRange(0, 3).Draw(t, "group") {
+				case 1:
+					d.Card = fmt.Sprintf("card-%d", rapid.IntRange(0, 2).Draw(t, "card"))
+				case 2:
+					d.Network = fmt.Sprint(rapid.IntRange(0, 2).Draw(t, "network"))
+				}
 				if rapid.Bool().Draw(t, "busy") {
 					d.Used = rapid.Int32Range(1, count).Draw(t, "used")
 					d.UsedMemoryMiB = rapid.Int32Range(0, mem).Draw(t, "usedMem")

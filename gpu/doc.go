@@ -184,7 +184,8 @@
 //
 // Each vendor's own Fit is a row's FitRule where it changes which devices
 // are chosen or refused: Enflame's DRS slice profiles (FitSliceProfiles),
-// Ascend 910C's whole modules (FitModulePairs), Kunlun's link graph for
+// Ascend 910C's whole modules (FitModulePairs), Ascend 910's networks and
+// Vastai's dies (Device.Network, Device.Card), Kunlun's link graph for
 // whole XPUs and vXPUs (FitLinkGraph, FitLinkGraphShared), AWS Neuron's
 // runs of devices by instance type (FitNeuronRuns), AMD's
 // compute-unit share (CoresShareOfDevice), Ascend's hami-core soft split
@@ -196,8 +197,10 @@
 // A node's score is HAMi's: the default score of its usage before the pod,
 // plus each vendor's score of the devices chosen where HAMi's ScoreNode
 // computes one (a row's Score: Kunlun's groups of four, ScoreLinkGroups;
-// Metax's topology tables, ScoreTopologyTables; DecodeNode puts them in
-// Node.VendorScores), plus the caller's Node.BackendScore.
+// Metax's topology tables, ScoreTopologyTables; Vastai's dies on one card,
+// ScoreSameCard; Ascend 910's NPUs in one network, ScoreNetworks;
+// DecodeNode puts them in Node.VendorScores), plus the caller's
+// Node.BackendScore.
 //
 // Not modelled, each a known difference:
 //
@@ -212,8 +215,7 @@
 //     sees, plancore off each node; HAMi's core masks cover two cores a
 //     device, plancore's as many as the device has (the same for every
 //     Neuron device HAMi supports);
-//   - Ascend 910's NetworkID topology (the register's custominfo), and the
-//     910C webhook's rounding of one NPU up to two; the vNPU template a
+//   - the 910C webhook's rounding of one NPU up to two; the vNPU template a
 //     memory request is rounded up to is applied by HAMi's admission
 //     webhook, which plancore does not run (pods read from a cluster already
 //     carry it), and named in huawei.com/<chip>. The hami-core soft split
@@ -250,6 +252,8 @@
 //	fit.go                Device, Node, FitRequest, reasons, Input, Plan, Decide, Fit,
 //	                      FitDevices, ChooseNode, the node score
 //	pick.go               one request on one node: device order, HAMi's checks, reasons
+//	groups.go             devices in groups (Vastai's dies on a card, Ascend 910's
+//	                      networks): the choice by group and its score
 //	score.go              ScoreRule and VendorScore: vendors' placement-dependent scores
 //	mig.go                the MIG capability: geometry, instance choice, its annotation
 //	topology.go           the TopologyAware capability: link scores, combination search
@@ -265,13 +269,15 @@
 // files it follows (pkg/device/<vendor>/), with the code only that vendor
 // uses; no other file compares a vendor's name. The fit rule column adds
 // the node score where the vendor has one (Metax's topology tables,
-// Kunlun's groups of four, Vastai's dies on one card):
+// Kunlun's groups of four, Vastai's dies on one card, Ascend 910's NPUs in
+// one network):
 //
 //	type(s)                     register (DecodeNode)                   fit rule              Filter annotations beyond vgpu-node/-time
 //	NVIDIA                      hami.io/node-nvidia-register (JSON)     NVIDIA's, MIG         vgpu-devices-to-allocate/-allocated, vgpu-mig-allocations
 //	MLU                         capacity (cambricon.com/mlu.smlu.vcore) NVIDIA's              cambricon-mlu-devices-*, CAMBRICON_DSMLU_ASSIGNED/_PROFILE
 //	DCU                         hami.io/node-dcu-register (legacy)      NVIDIA's              dcu-devices-*
-//	Ascend310P … Ascend910C     hami.io/node-register-<chip> (JSON)     NVIDIA's; 910C pairs  <chip>-devices-*, huawei.com/<chip>, predicate-time
+//	Ascend310P … Ascend910C     hami.io/node-register-<chip> (JSON)     NVIDIA's; 910C pairs; <chip>-devices-*, huawei.com/<chip>, predicate-time
+//	                                                                    910 networks
 //	BI-V100, BI-V150, MR-V…     hami.io/node-<chip>-register (legacy)   NVIDIA's              <chip>-devices-*
 //	Metax-GPU                   capacity (metax-tech.com/gpu)           NVIDIA's; tables      metax-gpu-devices-*
 //	Metax-SGPU                  metax-tech.com/node-gpu-devices         NVIDIA's              metax-sgpu-devices-*, metax-tech.com/gpu-devices-allocated, predicate-time

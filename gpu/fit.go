@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -67,6 +68,14 @@ type Device struct {
 	// refused (ExclusiveDeviceAllocateConflict), and a request of several
 	// dies takes them from the cards with the most fitting dies first.
 	Card string
+	// Network is the network the device sits in, for a type whose plugin
+	// registers one (Annotations.NetworkIDs, Ascend 910: its custominfo
+	// NetworkID, as JSON: the integer part of a number, the text of
+	// anything else); "" otherwise. When every device of the type on a node
+	// names its network, a request of several devices takes them from the
+	// networks with the most fitting devices first, and the node scores each
+	// container's devices by their share in one network (ScoreNetworks).
+	Network string
 }
 
 // Node is one candidate node of a fit.
@@ -491,6 +500,10 @@ func validateNode(n Node, p pathFn) field.ErrorList {
 		}
 		if len(d.MIGProfiles)+len(d.MIGInUse) > 0 {
 			errs = append(errs, validateMIG(d, dp)...)
+		}
+		if d.Network != "" && !json.Valid([]byte(d.Network)) {
+			// EncodeNode writes it back as the NetworkID's JSON value.
+			errs = append(errs, field.Invalid(dp().Child("network"), d.Network, "must be the JSON text of a register's NetworkID"))
 		}
 	}
 	for j, vs := range n.VendorScores {

@@ -1,6 +1,7 @@
 package gpu_test
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,4 +43,17 @@ func fitPod(t *testing.T, node gpu.Node, pod *corev1.Pod) gpu.NodeFit {
 		t.Fatal(err)
 	}
 	return nf
+}
+
+// deviceFitAnswer is what a device-level fit answers, as the vendor tables
+// write it: the devices given in order, or the refusal's message.
+func deviceFitAnswer(f gpu.DeviceFit) string {
+	if !f.Fits {
+		return f.Message()
+	}
+	ids := make([]string, len(f.Devices))
+	for i, a := range f.Devices {
+		ids[i] = a.UUID
+	}
+	return strings.Join(ids, " ")
 }

@@ -15,7 +15,7 @@ import (
 // a node with fewer devices of the type than asked is refused before any
 // is looked at, as HAMi's fitInDevices does before calling the Fit.
 func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore, countFirst bool) ([]Allocation, []Rejection) {
-	typeDevs, mig, dies := devicesOfType(st.devs, r.Type)
+	typeDevs, mig, dies, networks := devicesOfType(st.devs, r.Type)
 	// HAMi refuses a node with fewer devices of the type than asked, before
 	// looking at them, unless MIG instances could serve the request.
 	migRequest := r.Capabilities.MIG && mig && (req.Mode == "" || strings.Contains(req.Mode, ModeMIG))
@@ -25,7 +25,7 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore, coun
 	p := &picker{st: st, r: r, req: req, sel: selectorFor(req.Selectors, r.Type), cores: min(r.Cores, 100),
 		need: r.Nums, picked: make([]pick, 0, min(int(r.Nums), len(typeDevs))), quotaMem: st.quotaMem, quotaCores: st.quotaCores, prevNUMA: -1,
 		mutex: req.Exclusive || slices.Contains(req.GPUPolicy, Mutex), topology: slices.Contains(req.GPUPolicy, TopologyAware) && r.Capabilities.TopologyAware,
-		numaBind: req.NUMABind && r.Capabilities.NUMABind, dies: dies}
+		numaBind: req.NUMABind && r.Capabilities.NUMABind, dies: dies, networks: networks}
 	if r.SoftSplit && !st.vnpuCore {
 		// HAMi's Ascend Fit refuses a hami-core pod on a node without it.
 		var counts reasonCounts
@@ -58,8 +58,12 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore, coun
 			return nil, modulePairsReasons(p.counts, got, r.Nums)
 		}
 	}
-	if p.dies {
-		p.chooseByCard()
+	switch {
+	case p.dies:
+		p.chooseByGroup(cardOf)
+	case p.networks && !p.pairs:
+		// Ascend 910C's whole modules take precedence, as in HAMi's Fit.
+		p.chooseByGroup(networkOf)
 	}
 	if p.topology {
 		sorted := slices.Clone(pairs)
@@ -75,18 +79,22 @@ func fitRequest(st *fitState, r Request, req FitRequest, pairs []PairScore, coun
 	return p.commit(), nil
 }
 
-// devicesOfType returns the positions of the devices of typ in devs, and
-// whether one of them is in MIG mode and one is a die of a card.
-func devicesOfType(devs []Device, typ string) (idx []int, mig, dies bool) {
+// devicesOfType returns the positions of the devices of typ in devs,
+// whether one of them is in MIG mode and one is a die of a card, and
+// whether every one names its network (HAMi's Ascend Fit groups by network
+// only then: hasNetworkID).
+func devicesOfType(devs []Device, typ string) (idx []int, mig, dies, networks bool) {
 	idx = make([]int, 0, len(devs))
+	networks = true
 	for i, d := range devs {
 		if d.Vendor == typ {
 			idx = append(idx, i)
 			mig = mig || d.Mode == ModeMIG
 			dies = dies || d.Card != ""
+			networks = networks && d.Network != ""
 		}
 	}
-	return idx, mig, dies
+	return idx, mig, dies, networks && len(idx) > 0
 }
 
 // chooseWhole serves the rules that choose a set of devices at once
@@ -128,9 +136,10 @@ type picker struct {
 	numaBind             bool
 	pairs                bool
 	// dies is true when the type's devices are dies of cards (Device.Card,
-	// Vastai's die mode).
-	dies  bool
-	slice sliceCandidate
+	// Vastai's die mode); networks when each names its network
+	// (Device.Network, Ascend 910).
+	dies, networks bool
+	slice          sliceCandidate
 }
 
 // pick is one device slice a request takes.
@@ -166,8 +175,9 @@ func (p *picker) consider(idx int) bool {
 }
 
 // walksAll reports whether the request considers every device before
-// choosing among those that fit (topology-aware, module pairs, dies).
-func (p *picker) walksAll() bool { return p.topology || p.pairs || p.dies }
+// choosing among those that fit (topology-aware, module pairs, dies,
+// networks).
+func (p *picker) walksAll() bool { return p.topology || p.pairs || p.dies || p.networks }
 
 // unsuitable returns why the device cannot serve the request whatever its
 // usage (health, cordon, model, mode), or -1.

@@ -314,6 +314,10 @@ type Annotations struct {
 	// custominfo, the card a die sits on (DeviceStrategy "die" and AIC),
 	// read into Device.Card (HAMi's Vastai die mode).
 	DieCards bool
+	// NetworkIDs: the type's JSON register names, in each device's
+	// custominfo, the network the device sits in (NetworkID), read into
+	// Device.Network (HAMi's Ascend 910 chips).
+	NetworkIDs bool
 	// CoreMask: the cores of the type's allocation entries are a bit mask of
 	// the device's cores (bit i for core i), not a count (HAMi's AWS Neuron).
 	CoreMask bool
@@ -458,7 +462,15 @@ func (t DeviceType) validateScoring(p *field.Path) field.ErrorList {
 		errs = append(errs, field.Required(p.Child("annotations", "linkScores"), "the TopologyAware capability reads the node's link scores"))
 	}
 	switch t.Score {
-	case ScoreNone, ScoreLinkGroups, ScoreSameCard:
+	case ScoreNone, ScoreLinkGroups:
+	case ScoreSameCard:
+		if !t.Annotations.DieCards {
+			errs = append(errs, field.Required(p.Child("annotations", "dieCards"), "the SameCard score reads the card of each die from the register"))
+		}
+	case ScoreNetworks:
+		if !t.Annotations.NetworkIDs {
+			errs = append(errs, field.Required(p.Child("annotations", "networkIDs"), "the Networks score reads the network of each device from the register"))
+		}
 	case ScoreTopologyTables:
 		if t.Annotations.TopologyLosses == "" && t.Annotations.TopologyScores == "" {
 			errs = append(errs, field.Required(p.Child("annotations", "topologyLosses"), "the TopologyTables score reads a node annotation"))

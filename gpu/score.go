@@ -37,11 +37,17 @@ const (
 	// card holding most of them (Device.Card), summed over the containers;
 	// 0 when a device given is not a die.
 	ScoreSameCard ScoreRule = "SameCard"
+	// ScoreNetworks is HAMi's Ascend 910 ScoreNode (pkg/device/ascend/
+	// device.go): for each container given devices of the type, the share of
+	// them in the network holding most of them (Device.Network), summed over
+	// the containers and weighted 10; 0 when a device given names no
+	// network.
+	ScoreNetworks ScoreRule = "Networks"
 )
 
 // scoreRules lists the score rules.
 func scoreRules() []ScoreRule {
-	return []ScoreRule{ScoreNone, ScoreLinkGroups, ScoreTopologyTables, ScoreSameCard}
+	return []ScoreRule{ScoreNone, ScoreLinkGroups, ScoreTopologyTables, ScoreSameCard, ScoreNetworks}
 }
 
 // VendorScore is one vendor's placement-dependent score rule on a node, with
@@ -116,7 +122,9 @@ func placementScore(n Node, containers []ContainerAllocation, policy Policy) flo
 		case ScoreTopologyTables:
 			sum += topologyTableScore(vs, containers, policy)
 		case ScoreSameCard:
-			sum += sameCardScore(n, containers, vs.Type)
+			sum += groupShareScore(n, containers, vs.Type, cardOf)
+		case ScoreNetworks:
+			sum += groupShareScore(n, containers, vs.Type, networkOf) * ascendNetworkWeight
 		}
 	}
 	return sum

@@ -1,8 +1,12 @@
 package gpu
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -42,7 +46,12 @@ func ascendVNPU(chip string) VNPUConfig {
 // webhook rounds the memory up to a template before the scheduler sees the
 // pod; Filter names the template in huawei.com/<chip> (PatchAnnotations).
 // Ascend910C gives a request of more than one NPU whole modules of two
-// (FitModulePairs).
+// (FitModulePairs). An Ascend 910 chip's devices name their network in the
+// register (NetworkIDs, Device.Network): when all of a node's do, a request
+// of several NPUs takes them from the networks with the most fitting NPUs
+// first (HAMi's Fit, needTopology and computeBestCombination;
+// chooseByGroup), and the node scores ten times the share of each
+// container's NPUs in one network (ScoreNetworks; HAMi's ScoreNode).
 func AscendType(chip string) DeviceType {
 	t := DeviceType{
 		Type:     chip,
@@ -61,7 +70,41 @@ func AscendType(chip string) DeviceType {
 	if chip == "Ascend910C" {
 		t.FitRule = FitModulePairs
 	}
+	if strings.HasPrefix(chip, "Ascend910") {
+		t.Annotations.NetworkIDs, t.Score = true, ScoreNetworks
+	}
 	return t
+}
+
+// ascendNetworkWeight weighs ScoreNetworks (HAMi's Ascend910NetworkWeight).
+const ascendNetworkWeight = 10
+
+// networkID is the network a device sits in, from its register's
+// custominfo as HAMi's Ascend Fit and ScoreNode read it: the NetworkID key
+// of a JSON object, "" without one. HAMi groups and scores a numeric
+// NetworkID by its integer part and leaves a device with any other value
+// out of both (so its Fit may give fewer devices than asked); plancore
+// keeps such a value's JSON text as a network of its own, so a request is
+// given all its devices. A custominfo that is not a JSON object fails
+// HAMi's decoding of the whole register.
+func networkID(raw json.RawMessage) (string, error) {
+	var info map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &info); err != nil {
+		return "", fmt.Errorf("want a JSON object: %v", err)
+	}
+	v, ok := info["NetworkID"]
+	if !ok {
+		return "", nil
+	}
+	var f float64
+	if err := json.Unmarshal(v, &f); err == nil && !math.IsInf(f, 0) && math.Abs(f) < 1<<53 {
+		return strconv.FormatInt(int64(f), 10), nil
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, v); err != nil {
+		return "", err
+	}
+	return compact.String(), nil
 }
 
 // modulePairSize is the number of devices of one Ascend 910C module.

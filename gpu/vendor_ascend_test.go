@@ -196,3 +196,164 @@ func TestAscendSoftSplit(t *testing.T) {
 		})
 	}
 }
+
+// npuRegisterNode decodes a node whose chip register lists one NPU per
+// network given ("" for none), as HAMi's Ascend device tests write them:
+// 100 slots, memMiB, 100 cores, healthy, index 0 (omitted).
+func npuRegisterNode(t *testing.T, chip string, networks []string, memMiB int) gpu.Node {
+	t.Helper()
+	var entries []string
+	for i, nw := range networks {
+		custom := ""
+		if nw != "" {
+			custom = `,"custominfo":{"NetworkID":` + nw + `}`
+		}
+		entries = append(entries, fmt.Sprintf(`{"id":"dev-%d","count":100,"devmem":%d,"devcore":100,"type":%q,"health":true%s}`, i, memMiB, chip, custom))
+	}
+	node, err := gpu.DecodeNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n",
+		Annotations: map[string]string{"hami.io/node-register-" + chip: "[" + strings.Join(entries, ",") + "]"}}}, gpu.DefaultRegistry())
+	if err != nil || len(node.Devices) != len(networks) {
+		t.Fatalf("decoding %s's register: %v %+v", chip, err, node.Unreadable)
+	}
+	return node
+}
+
+// share is most/total in float32, as HAMi's ScoreNode divides.
+func share(most, total int) float32 { return float32(most) / float32(total) }
+
+// TestFitDevicesAsAscendNetworkFit restates HAMi's Ascend Fit test "fit
+// success. schedule by NetworkID" (pkg/device/ascend/device_test.go, v2.10,
+// TestDevices_Fit, which runs every case for every chip) and the rest of its
+// needTopology and computeBestCombination: on an Ascend 910 chip whose
+// devices all name their network, several NPUs come from the network with
+// the most fitting NPUs first; one NPU, or a chip without networks, or a
+// node where one device names none, is the walk's order (from the last
+// device). The answers are in the order FitDevices gives them.
+func TestFitDevicesAsAscendNetworkFit(t *testing.T) {
+	cases := []struct {
+		name     string
+		networks []string
+		nums     int32
+		want910  string // an Ascend 910 chip's answer
+		wantElse string // Ascend310P's, which HAMi never groups
+	}{
+		{name: "HAMi's case: schedule by NetworkID", networks: []string{"0", "1", "1"}, nums: 2, want910: "dev-2 dev-1", wantElse: "dev-2 dev-1"},
+		{name: "the larger network before the walk's order", networks: []string{"1", "1", "0"}, nums: 2, want910: "dev-1 dev-0", wantElse: "dev-2 dev-1"},
+		{name: "one NPU is the walk's first", networks: []string{"1", "1", "0"}, nums: 1, want910: "dev-2", wantElse: "dev-2"},
+		// Networks 0 and 2 hold one NPU each: HAMi takes either (its map's
+		// order), plancore the one first in the walk's order.
+		{name: "across networks, the larger first", networks: []string{"0", "1", "1", "2"}, nums: 3, want910: "dev-2 dev-1 dev-3", wantElse: "dev-3 dev-2 dev-1"},
+		{name: "a device without a network: no grouping", networks: []string{"1", "1", ""}, nums: 2, want910: "dev-2 dev-1", wantElse: "dev-2 dev-1"},
+		{name: "more than the node has", networks: []string{"0", "1"}, nums: 3,
+			want910: "2/2 AllocatedCardsInsufficientRequest", wantElse: "2/2 AllocatedCardsInsufficientRequest"},
+	}
+	for _, chip := range gpu.AscendChips() {
+		if chip == "Ascend910C" {
+			continue // its requests of several NPUs take whole modules (TestModulePairsFit)
+		}
+		for _, tc := range cases {
+			t.Run(chip+": "+tc.name, func(t *testing.T) {
+				node := npuRegisterNode(t, chip, tc.networks, 128)
+				f, err := gpu.FitDevices(node, gpu.Request{Container: "c", Type: chip, Nums: tc.nums, MemoryMiB: 64, Cores: 50}, gpu.FitRequest{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := deviceFitAnswer(f)
+				want := tc.wantElse
+				if strings.HasPrefix(chip, "Ascend910") {
+					want = tc.want910
+				}
+				if got != want {
+					t.Errorf("got %q, want %q", got, want)
+				}
+			})
+		}
+	}
+}
+
+// TestAscendNetworkScore: HAMi's Ascend ScoreNode (pkg/device/ascend/
+// device.go; HAMi has no test of it) through Fit: per container, the share
+// of its NPUs in one network, summed and weighted 10, on 910 chips only; 0
+// when a device given names no network.
+func TestAscendNetworkScore(t *testing.T) {
+	cases := []struct {
+		name     string
+		chip     string
+		networks []string
+		nums     []string
+		score    float64
+	}{
+		{"one network", "Ascend910B3", []string{"0", "0", "1"}, []string{"2"}, 10},
+		{"two networks", "Ascend910B3", []string{"0", "0", "1", "1"}, []string{"3"}, float64(share(2, 3) * 10)},
+		{"two containers of one NPU", "Ascend910B3", []string{"0", "1"}, []string{"1", "1"}, 20},
+		{"a device without a network", "Ascend910B3", []string{"0", "0", ""}, []string{"1"}, 0},
+		{"not a 910", "Ascend310P", []string{"0", "0"}, []string{"2"}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			node := npuRegisterNode(t, tc.chip, tc.networks, 65536)
+			var ctrs []corev1.Container
+			for i, n := range tc.nums {
+				ctrs = append(ctrs, ctr(string(rune('a'+i)), rl("huawei.com/"+tc.chip, n)))
+			}
+			fr, err := gpu.FitRequestFromPod(podWith(nil, ctrs), gpu.DefaultRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := fit([]gpu.Node{node}, fr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.Nodes[0].Fits || p.Nodes[0].Score != tc.score {
+				t.Errorf("score %v (fits %v, %s), want %v", p.Nodes[0].Score, p.Nodes[0].Fits, p.Nodes[0].Message(), tc.score)
+			}
+		})
+	}
+}
+
+// TestDecodeNetworkIDs: an Ascend 910 register names each device's network
+// in its custominfo, read as HAMi reads it (a number's integer part) and
+// written back by EncodeNode; any other value is kept as its JSON text, a
+// custominfo that is not an object leaves the vendor unreadable (it fails
+// HAMi's decoding), and a chip HAMi does not group reads none.
+func TestDecodeNetworkIDs(t *testing.T) {
+	decode := func(chip, custom string) (gpu.Node, error) {
+		reg := fmt.Sprintf(`[{"id":"npu-0","count":1,"devmem":1,"type":%q,"health":true,"custominfo":%s}]`, chip, custom)
+		return gpu.DecodeNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n",
+			Annotations: map[string]string{"hami.io/node-register-" + chip: reg}}}, gpu.DefaultRegistry())
+	}
+	for _, tc := range []struct{ chip, custom, want string }{
+		{"Ascend910B3", `{"NetworkID":3}`, "3"},
+		{"Ascend910B3", `{"NetworkID":3.7}`, "3"},
+		{"Ascend910B3", `{"NetworkID":-0.5}`, "0"},
+		{"Ascend910B3", `{"NetworkID": "x" }`, `"x"`},
+		{"Ascend910B3", `{"Other":1}`, ""},
+		{"Ascend910B3", `null`, ""},
+		{"Ascend310P", `{"NetworkID":3}`, ""},
+	} {
+		n, err := decode(tc.chip, tc.custom)
+		if err != nil || len(n.Devices) != 1 {
+			t.Fatalf("%s %s: %v %+v", tc.chip, tc.custom, err, n)
+		}
+		if got := n.Devices[0].Network; got != tc.want {
+			t.Errorf("%s %s: network %q, want %q", tc.chip, tc.custom, got, tc.want)
+		}
+		annos, err := gpu.EncodeNode(n, gpu.DefaultRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := gpu.DecodeNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: annos}}, gpu.DefaultRegistry())
+		if err != nil || len(back.Devices) != 1 || back.Devices[0].Network != tc.want {
+			t.Errorf("%s %s: EncodeNode then DecodeNode gives %+v, %v", tc.chip, tc.custom, back.Devices, err)
+		}
+	}
+	n, err := decode("Ascend910B3", `[1]`)
+	if err != nil || len(n.Devices) != 0 || len(n.Unreadable) != 1 || !strings.Contains(n.Unreadable[0].Problems.ToAggregate().Error(), "custominfo") {
+		t.Errorf("a custominfo that is not an object: devices %+v, unreadable %v, err %v", n.Devices, n.Unreadable, err)
+	}
+	bad := gpu.Device{ID: "npu-0", Vendor: "Ascend910B3", Count: 1, Healthy: true, Network: "not json"}
+	_, err = gpu.EncodeNode(gpu.Node{Name: "n", Devices: []gpu.Device{bad}}, gpu.DefaultRegistry())
+	if err == nil || !strings.Contains(err.Error(), "devices[0].network") {
+		t.Errorf("a network that is not JSON: %v", err)
+	}
+}

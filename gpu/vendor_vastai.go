@@ -1,10 +1,8 @@
 package gpu
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -16,8 +14,9 @@ import (
 // DeviceStrategy "die") each device is a die of the card its AIC names
 // (DieCards, Device.Card): under mutex a card is exclusive, several dies
 // come from the cards with the most fitting dies first (Fit, aicID,
-// computeBestCombination), and the node scores the share of each
-// container's dies on one card (ScoreSameCard; ScoreNode).
+// computeBestCombination; chooseByGroup), and the node scores the share of
+// each container's dies on one card (ScoreSameCard; ScoreNode,
+// groupShareScore).
 func vastaiType() DeviceType {
 	return DeviceType{
 		Type: "Vastai", Count: "vastaitech.com/va", LockName: LockNvidia, Score: ScoreSameCard,
@@ -28,39 +27,6 @@ func vastaiType() DeviceType {
 			UseUUID: "vastaitech.com/use-gpuuuid", NoUseUUID: "vastaitech.com/nouse-gpuuuid",
 		},
 	}
-}
-
-// sameCardScore is HAMi's Vastai ScoreNode: per container given devices of
-// typ, the most of them on one card over their number, in float32; 0 when
-// one of them is not a die.
-func sameCardScore(n Node, containers []ContainerAllocation, typ string) float32 {
-	card := make(map[string]string, len(n.Devices))
-	for _, d := range n.Devices {
-		if d.Vendor == typ {
-			card[d.ID] = d.Card
-		}
-	}
-	var sum float32
-	for _, c := range containers {
-		perCard := map[string]int{}
-		most, total := 0, 0
-		for _, a := range c.Devices {
-			if a.Type != typ {
-				continue
-			}
-			k := card[a.UUID]
-			if k == "" {
-				return 0
-			}
-			perCard[k]++
-			most = max(most, perCard[k])
-			total++
-		}
-		if total > 0 {
-			sum += float32(most) / float32(total)
-		}
-	}
-	return sum
 }
 
 // dieCard is the card a die sits on, from its register's custominfo as
@@ -95,39 +61,4 @@ func (p *picker) cardInUse(card string) bool {
 		}
 	}
 	return false
-}
-
-// chooseByCard keeps, of every die that fits, the r.Nums HAMi's Vastai die
-// mode prefers (its Fit and computeBestCombination): one die, the first in
-// walk order; more, the dies of the card with the most fitting dies first,
-// each card's in walk order. HAMi orders cards with as many fitting dies by
-// its map's order, plancore by the first die of each in walk order.
-func (p *picker) chooseByCard() {
-	n := int(p.r.Nums)
-	if len(p.picked) < n {
-		p.need = p.r.Nums - int32(len(p.picked))
-		return
-	}
-	if len(p.picked) > n && n > 1 {
-		count, first := map[string]int{}, map[string]int{}
-		for i, pk := range p.picked {
-			c := p.st.devs[pk.idx].Card
-			if count[c] == 0 {
-				first[c] = i
-			}
-			count[c]++
-		}
-		slices.SortStableFunc(p.picked, func(a, b pick) int {
-			ca, cb := p.st.devs[a.idx].Card, p.st.devs[b.idx].Card
-			return cmp.Or(cmp.Compare(count[cb], count[ca]), cmp.Compare(first[ca], first[cb]))
-		})
-	}
-	p.picked = p.picked[:n]
-	// Only the dies kept count against the quota.
-	p.quotaMem, p.quotaCores = p.st.quotaMem, p.st.quotaCores
-	for _, pk := range p.picked {
-		p.quotaMem += int64(pk.mem)
-		p.quotaCores += int64(p.cores)
-	}
-	p.need = 0
 }

@@ -108,12 +108,9 @@ func TestFitDevicesAsVastaiFit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := f.Message()
+			got := deviceFitAnswer(f)
 			if f.Fits {
-				var ids []string
-				for _, a := range f.Devices {
-					ids = append(ids, a.UUID)
-				}
+				ids := strings.Fields(got)
 				slices.Sort(ids)
 				got = strings.Join(ids, " ")
 			}

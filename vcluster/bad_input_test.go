@@ -36,6 +36,11 @@ func TestBadInput(t *testing.T) {
 	twoBuckets.Primary.Buckets["t0"]["NIL"] = append([]string{"n00"}, twoBuckets.Primary.Buckets["t0"]["NIL"]...)
 	badKey := s.Clone()
 	badKey.Nodes = badKey.Nodes.Set("zz", vcluster.Node{ID: "n01", Template: "t0", Alive: true})
+	// Faulty nodes that stay listed where they were: only the node check
+	// can find them (not the bucket walk).
+	deadBusy, listedBadKey := s.Clone(), s.Clone()
+	deadBusy.Nodes = deadBusy.Nodes.Set("n02", vcluster.Node{ID: "n02", Template: "t0", Busy: true})
+	listedBadKey.Nodes = listedBadKey.Nodes.Set("n02", vcluster.Node{ID: "n03", Template: "t0", Alive: true})
 	o := vcluster.Options{}
 	create := func(req vcluster.Request, rev uint64) func() (vcluster.Plan, error) {
 		return func() (vcluster.Plan, error) {
@@ -114,6 +119,14 @@ func TestBadInput(t *testing.T) {
 			vcluster.ErrInvalidInput, []string{"state.logical[vc].buckets[t0][NIL][0]"}},
 		{"node key holds another node", func() (vcluster.Plan, error) { return vcluster.PlanGC(vcluster.GCInput{State: badKey}) },
 			vcluster.ErrInvalidInput, []string{"state.nodes[zz].id", "state.nodes[zz]"}},
+		{"listed node dead and busy", func() (vcluster.Plan, error) { return vcluster.PlanGC(vcluster.GCInput{State: deadBusy}) },
+			vcluster.ErrInvalidInput, []string{"state.nodes[n02].busy"}},
+		{"replenish: listed node dead and busy", func() (vcluster.Plan, error) {
+			return vcluster.PlanReplenish(vcluster.ReplenishInput{State: deadBusy}, o)
+		}, vcluster.ErrInvalidInput, []string{"state.nodes[n02].busy"}},
+		{"listed node key holds another node", func() (vcluster.Plan, error) {
+			return vcluster.PlanReplenish(vcluster.ReplenishInput{State: listedBadKey}, o)
+		}, vcluster.ErrInvalidInput, []string{"state.nodes[n02].id"}},
 		{"recover: garbage is legal", func() (vcluster.Plan, error) {
 			return vcluster.PlanRecover(vcluster.RecoverInput{
 				Nodes:   []vcluster.Node{{}, {ID: "a", Template: "t", Alive: true}, {ID: "a", Template: "u"}},

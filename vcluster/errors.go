@@ -130,10 +130,9 @@ func withMessage(r Reason) Reason {
 		r.Message = "job cluster " + r.Facts.Cluster + " takes " + strconv.Itoa(r.Facts.Count) + " " + r.Facts.Template + " node(s)"
 	case r.Code == ReasonNodeRemoved:
 		r.Message = fmt.Sprintf("%d node(s) removed from virtual cluster %s", r.Facts.Count, r.Facts.Cluster)
-	case r.Code == ReasonReplaceDeadNode:
-		r.Message = "replaces dead node " + r.Facts.Node + " of " + r.Facts.Cluster
-	case r.Code == ReasonReturnDeadNode:
-		r.Message = "dead node of " + r.Facts.Cluster + " replaced by " + r.Facts.Node
+	case r.Code == ReasonReplaceDeadNode || r.Code == ReasonReturnDeadNode:
+		w := swapWords(r)
+		r.Message = w[0] + w[1] + w[2] + w[3]
 	}
 	return r
 }
@@ -239,4 +238,14 @@ func invalidInput(errs field.ErrorList) error {
 		}
 	}
 	return plancore.Invalid(kind, errs)
+}
+
+// swapWords returns the message of a swap's move (ReplaceDeadNode or
+// ReturnDeadNode) in four parts, words and facts, for withMessage and for
+// PlanReplenish, which writes a whole plan's messages into one string.
+func swapWords(r Reason) [4]string {
+	if r.Code == ReasonReturnDeadNode {
+		return [4]string{"dead node of ", r.Facts.Cluster, " replaced by ", r.Facts.Node}
+	}
+	return [4]string{"replaces dead node ", r.Facts.Node, " of ", r.Facts.Cluster}
 }

@@ -1,7 +1,6 @@
 package vcluster
 
 import (
-	"maps"
 	"slices"
 	"strings"
 
@@ -283,7 +282,22 @@ func (s State) InUse(id string) bool {
 func bucket(c Cluster, t, b string) []string { return c.Buckets[t][b] }
 
 // templates returns the templates of c in ascending order.
-func templates(c Cluster) []string { return slices.Sorted(maps.Keys(c.Buckets)) }
+func templates(c Cluster) []string { return sortedKeys(c.Buckets) }
 
 // sortedClusterIDs returns the keys of m in ascending order.
-func sortedClusterIDs(m map[string]Cluster) []string { return slices.Sorted(maps.Keys(m)) }
+func sortedClusterIDs(m map[string]Cluster) []string { return sortedKeys(m) }
+
+// sortedKeys returns the keys of m in ascending order, in one allocation
+// (slices.Sorted(maps.Keys(m)) grows its slice as it goes; planners sort the
+// templates of every cluster they visit).
+func sortedKeys[V any](m map[string]V) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

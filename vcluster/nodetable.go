@@ -38,11 +38,16 @@ type tableNode struct {
 	edit   *batchEdit
 }
 
-// tableSlot is a subtree (child) or the ids of one hash (leaf). It is two
-// pointers, so copying a level to change one slot copies at most 512 bytes.
+// tableSlot is a subtree (child) or the ids of one hash (leaf). upto counts
+// the ids of this slot and of every slot before it in its level, so an id's
+// position in the table's walk order (its rank, which validation uses to mark
+// ids in a bit set instead of a map) is the sum, over its path, of the upto
+// of the slot before it. Copying a level to change one slot copies at most
+// 768 bytes.
 type tableSlot struct {
 	child *tableNode
 	leaf  *tableEntry
+	upto  int
 }
 
 // tableEntry is one id and its node; next is another id with the same whole
@@ -103,13 +108,98 @@ func (n *tableNode) editable(edit *batchEdit) *tableNode {
 	if edit != frozen && n.edit == edit {
 		return n
 	}
-	slots := make([]tableSlot, len(n.slots), len(n.slots)+1)
-	copy(slots, n.slots)
-	return &tableNode{bitmap: n.bitmap, slots: slots, edit: edit}
+	m := newTableNode(n.bitmap, len(n.slots), edit)
+	copy(m.slots, n.slots)
+	return m
+}
+
+// newTableNode returns a level with n zero slots and room for one more,
+// allocated together with its slots: one allocation per copied level where
+// a level and its slots were two (a purge of 1,000 nodes copies about 900
+// levels).
+func newTableNode(bitmap uint32, n int, edit *batchEdit) *tableNode {
+	var m *tableNode
+	var slots []tableSlot
+	switch {
+	case n < 2:
+		m, slots = newLevel(func(s *[2]tableSlot) []tableSlot { return s[:] })
+	case n < 4:
+		m, slots = newLevel(func(s *[4]tableSlot) []tableSlot { return s[:] })
+	case n < 8:
+		m, slots = newLevel(func(s *[8]tableSlot) []tableSlot { return s[:] })
+	case n < 12:
+		m, slots = newLevel(func(s *[12]tableSlot) []tableSlot { return s[:] })
+	case n < 16:
+		m, slots = newLevel(func(s *[16]tableSlot) []tableSlot { return s[:] })
+	case n < 24:
+		m, slots = newLevel(func(s *[24]tableSlot) []tableSlot { return s[:] })
+	default:
+		m, slots = newLevel(func(s *[32]tableSlot) []tableSlot { return s[:] })
+	}
+	m.bitmap, m.slots, m.edit = bitmap, slots[:n], edit
+	return m
+}
+
+// levelBlock is a level and its slots in one allocation; S is an array of
+// slots (Go has no type parameter for an array's length).
+type levelBlock[S any] struct {
+	tableNode
+	slots S
+}
+
+// newLevel allocates a level with the slots of array type S.
+func newLevel[S any](all func(*S) []tableSlot) (*tableNode, []tableSlot) {
+	b := new(levelBlock[S])
+	return &b.tableNode, all(&b.slots)
 }
 
 // Len returns the number of nodes.
 func (t NodeTable) Len() int { return t.n }
+
+// before returns the number of ids in the slots of n before slot i.
+func (n *tableNode) before(i int) int {
+	if i == 0 {
+		return 0
+	}
+	return n.slots[i-1].upto
+}
+
+// shiftUpto adds d to the upto of every slot of n from slot i on: an id
+// was added (1) or removed (-1) at slot i.
+func (n *tableNode) shiftUpto(i, d int) {
+	for j := i; j < len(n.slots); j++ {
+		n.slots[j].upto += d
+	}
+}
+
+// entry returns the entry of id and its rank: its position in the order All
+// walks, in [0, Len()).
+func (t NodeTable) entry(id string) (*tableEntry, int) {
+	h := hashID(id)
+	n := t.root
+	rank := 0
+	for shift := uint(0); n != nil; shift += 5 {
+		bit := fragment(h, shift)
+		if n.bitmap&bit == 0 {
+			return nil, 0
+		}
+		i := n.index(bit)
+		rank += n.before(i)
+		s := &n.slots[i]
+		if s.child != nil {
+			n = s.child
+			continue
+		}
+		for e := s.leaf; e != nil; e = e.next {
+			if e.id == id {
+				return e, rank
+			}
+			rank++
+		}
+		return nil, 0
+	}
+	return nil, 0
+}
 
 // Get returns the node stored under id.
 func (t NodeTable) Get(id string) (Node, bool) {
@@ -181,13 +271,16 @@ func (t NodeTable) del(id string, edit *batchEdit) NodeTable {
 func setEntry(n *tableNode, shift uint, e *tableEntry, edit *batchEdit) (*tableNode, bool) {
 	bit := fragment(e.hash, shift)
 	if n == nil {
-		return &tableNode{bitmap: bit, slots: []tableSlot{{leaf: e}}, edit: edit}, true
+		m := newTableNode(bit, 1, edit)
+		m.slots[0] = tableSlot{leaf: e, upto: 1}
+		return m, true
 	}
 	i := n.index(bit)
 	if n.bitmap&bit == 0 {
 		m := n.editable(edit)
-		m.slots = slices.Insert(m.slots, i, tableSlot{leaf: e})
+		m.slots = slices.Insert(m.slots, i, tableSlot{leaf: e, upto: m.before(i)})
 		m.bitmap |= bit
+		m.shiftUpto(i, 1)
 		return m, true
 	}
 	s := n.slots[i]
@@ -196,13 +289,25 @@ func setEntry(n *tableNode, shift uint, e *tableEntry, edit *batchEdit) (*tableN
 	case s.child != nil:
 		s.child, added = setEntry(s.child, shift+5, e, edit)
 	case s.leaf.hash != e.hash:
-		s = tableSlot{child: pair(s.leaf, e, shift+5, edit)}
+		s = tableSlot{child: pair(s.leaf, e, shift+5, edit), upto: s.upto}
 	default:
 		s.leaf, added = withEntry(s.leaf, e)
 	}
 	m := n.editable(edit)
 	m.slots[i] = s
+	if added {
+		m.shiftUpto(i, 1)
+	}
 	return m, added
+}
+
+// chainLen returns the number of ids in the list l.
+func chainLen(l *tableEntry) int {
+	k := 0
+	for ; l != nil; l = l.next {
+		k++
+	}
+	return k
 }
 
 // withEntry returns the list l (one hash, ids ascending) with e set,
@@ -248,14 +353,18 @@ func withoutEntry(l *tableEntry, id string) (*tableEntry, bool) {
 // hashes differ.
 func pair(l, e *tableEntry, shift uint, edit *batchEdit) *tableNode {
 	bl, be := fragment(l.hash, shift), fragment(e.hash, shift)
+	nl := chainLen(l)
 	if bl == be {
-		return &tableNode{bitmap: bl, slots: []tableSlot{{child: pair(l, e, shift+5, edit)}}, edit: edit}
+		m := newTableNode(bl, 1, edit)
+		m.slots[0] = tableSlot{child: pair(l, e, shift+5, edit), upto: nl + 1}
+		return m
 	}
-	slots := []tableSlot{{leaf: l}, {leaf: e}}
+	m := newTableNode(bl|be, 2, edit)
+	m.slots[0], m.slots[1] = tableSlot{leaf: l, upto: nl}, tableSlot{leaf: e, upto: nl + 1}
 	if be < bl {
-		slots[0], slots[1] = slots[1], slots[0]
+		m.slots[0], m.slots[1] = tableSlot{leaf: e, upto: 1}, tableSlot{leaf: l, upto: nl + 1}
 	}
-	return &tableNode{bitmap: bl | be, slots: slots, edit: edit}
+	return m
 }
 
 // delEntry removes id from the subtree n at shift. A subtree left with the
@@ -277,7 +386,7 @@ func delEntry(n *tableNode, shift uint, h uint64, id string, edit *batchEdit) (*
 			return n, false
 		}
 		if len(c.slots) == 1 && c.slots[0].child == nil {
-			s = c.slots[0]
+			s = tableSlot{leaf: c.slots[0].leaf, upto: s.upto}
 		} else {
 			s.child = c
 		}
@@ -293,12 +402,14 @@ func delEntry(n *tableNode, shift uint, h uint64, id string, edit *batchEdit) (*
 			m := n.editable(edit)
 			m.slots = slices.Delete(m.slots, i, i+1)
 			m.bitmap &^= bit
+			m.shiftUpto(i, -1)
 			return m, true
 		}
 		s.leaf = rest
 	}
 	m := n.editable(edit)
 	m.slots[i] = s
+	m.shiftUpto(i, -1)
 	return m, true
 }
 

@@ -24,11 +24,19 @@ func checkTable(t *rapid.T, label string, table NodeTable, want map[string]Node)
 		t.Fatalf("%s: Len %d, want %d", label, table.Len(), len(want))
 	}
 	got := map[string]Node{}
+	rank := 0
 	for id, n := range table.All() {
 		if _, dup := got[id]; dup {
 			t.Fatalf("%s: All yields %s twice", label, id)
 		}
 		got[id] = n
+		if e, r := table.entry(id); e == nil || e.node != n || r != rank {
+			t.Fatalf("%s: entry(%s) has rank %d, want its place %d in All", label, id, r, rank)
+		}
+		rank++
+	}
+	if e, _ := table.entry("not-an-id"); e != nil {
+		t.Fatalf("%s: entry finds an id never set", label)
 	}
 	if !maps.Equal(got, want) {
 		t.Fatalf("%s: holds %v, want %v", label, got, want)
@@ -49,7 +57,7 @@ func checkTable(t *rapid.T, label string, table NodeTable, want map[string]Node)
 // (reflect.DeepEqual to a table built from scratch). Sharing a node between
 // versions instead of copying it (editable returning n for every edit) makes
 // the history check fail; skipping the collapse on delete makes the shape
-// check fail.
+// check fail; leaving upto unchanged on a delete makes the rank check fail.
 func propNodeTable(t *rapid.T) {
 	ids := rapid.SampledFrom([]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p",
 		"q", "r", "s", "t", "u", "v", "w", "x", "y", "z", "aa", "ab", "ba", "bb", "n001", "n002", ""})

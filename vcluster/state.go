@@ -35,7 +35,7 @@ func (s State) next(p Plan, ownPlan bool) (State, error) {
 	if a.out.Jobs == nil {
 		a.out.Jobs = map[string]Cluster{}
 	}
-	for _, step := range []func(Plan) error{a.creates, a.moves, a.purge, a.removes, a.revisions} {
+	for _, step := range []func(Plan) error{a.creates, a.moves, a.purge, a.rebuildAll, a.removes, a.revisions} {
 		if err := step(p); err != nil {
 			return State{}, err
 		}
@@ -55,6 +55,13 @@ type applier struct {
 	ownPlan bool
 	touched map[tkey]bool
 	copied  map[string]bool
+	// idx and nodes follow the moved nodes; purged holds the purged nodes
+	// that did not move, by template. Moves and purges are then applied to
+	// each touched bucket at once (rebuildAll).
+	p      Plan
+	idx    map[string]int
+	nodes  []moved
+	purged map[string][]string
 }
 
 func mismatch(format string, args ...any) error {
@@ -82,66 +89,140 @@ func (a *applier) creates(p Plan) error {
 	return nil
 }
 
-// moves follows every moved node to its final place, checking each step,
-// then rebuilds each touched bucket once: O(bucket + changes log changes).
+// moved is one moved node: its first and its last move in the plan (which
+// give its id, template, first and final place), and whether the plan purges
+// it there.
+type moved struct {
+	first, last int32
+	purged      bool
+}
+
+// node, template, from and to read a moved node's first and last moves.
+func (a *applier) node(n moved) string     { return a.p.Moves[n.first].Node }
+func (a *applier) template(n moved) string { return a.p.Moves[n.first].Template }
+func (a *applier) from(n moved) Place      { return a.p.Moves[n.first].From }
+func (a *applier) to(n moved) Place        { return a.p.Moves[n.last].To }
+
+// bucketEdit is what a plan takes out of and puts into one bucket, and
+// how many of each.
+type bucketEdit struct {
+	key              bkey
+	removed, added   []string
+	nRemoved, nAdded int
+}
+
+// moves follows every moved node to its final place, checking each step;
+// rebuildAll then rebuilds each touched bucket once: O(bucket + changes log
+// changes). A node's template is the move's own (checkMove checks it against
+// the node table), so the valid path looks up no node.
 func (a *applier) moves(p Plan) error {
-	start := map[string]Place{}
-	at := map[string]Place{}
-	var order []string
-	for _, m := range p.Moves {
-		if err := a.checkMove(m, start, at, &order); err != nil {
+	idx := make(map[string]int, len(p.Moves))
+	nodes := make([]moved, 0, len(p.Moves))
+	defer func() { a.idx, a.nodes = idx, nodes }()
+	a.p = p
+	for k, m := range p.Moves {
+		i, seen := idx[m.Node]
+		var at *Place // where the plan's earlier moves left the node
+		if seen {
+			at = &p.Moves[nodes[i].last].To
+		}
+		if err := a.checkMove(m, at); err != nil {
 			return err
 		}
-		at[m.Node] = m.To
-	}
-	removed := map[bkey]map[string]bool{}
-	added := map[bkey][]string{}
-	for _, id := range order {
-		from, to := start[id], at[id]
-		if from == to {
+		if seen {
+			nodes[i].last = int32(k)
 			continue
 		}
-		t := a.s.Nodes.Node(id).Template
-		kf := bkey{from.Cluster, t, from.Bucket}
-		if removed[kf] == nil {
-			removed[kf] = map[string]bool{}
-		}
-		removed[kf][id] = true
-		kt := bkey{to.Cluster, t, to.Bucket}
-		added[kt] = append(added[kt], id)
-	}
-	keys := map[bkey]bool{}
-	for k := range removed {
-		keys[k] = true
-	}
-	for k := range added {
-		keys[k] = true
-	}
-	for k := range keys {
-		byBucket := a.mutable(k.cluster, k.template)
-		byBucket[k.bucket] = rebuild(byBucket[k.bucket], removed[k], added[k])
-		prune(byBucket, k.bucket)
+		idx[m.Node] = len(nodes)
+		nodes = append(nodes, moved{first: int32(k), last: int32(k)})
 	}
 	return nil
 }
 
-// checkMove checks that move m starts where its node is and ends in a
-// bucket that exists, recording the node's first place.
-func (a *applier) checkMove(m Move, start, at map[string]Place, order *[]string) error {
-	if a.ownPlan {
-		if _, seen := at[m.Node]; !seen {
-			start[m.Node] = m.From
-			*order = append(*order, m.Node)
+// rebuildAll rebuilds every bucket the moved and purged nodes leave or
+// enter, once each, then drops the templates left empty. The buckets'
+// removal and addition lists are parts of one slice, sized by a first pass
+// that numbers the buckets.
+func (a *applier) rebuildAll(Plan) error {
+	var edits []bucketEdit
+	at := map[bkey]int{}
+	indexOf := func(k bkey) int {
+		i, ok := at[k]
+		if !ok {
+			i = len(edits)
+			at[k] = i
+			edits = append(edits, bucketEdit{key: k})
 		}
+		return i
+	}
+	nodes := a.nodes
+	ends := make([][2]int, len(nodes)) // the edits a node leaves and enters, -1 for none
+	total := 0
+	for j, n := range nodes {
+		ends[j] = [2]int{-1, -1}
+		from, to, t := a.from(n), a.to(n), a.template(n)
+		if from != to || n.purged {
+			ends[j][0] = indexOf(bkey{from.Cluster, t, from.Bucket})
+			edits[ends[j][0]].nRemoved++
+			total++
+		}
+		if from != to && !n.purged {
+			ends[j][1] = indexOf(bkey{to.Cluster, t, to.Bucket})
+			edits[ends[j][1]].nAdded++
+			total++
+		}
+	}
+	for t, ids := range a.purged {
+		edits[indexOf(bkey{PrimaryID, t, Undivided})].nRemoved += len(ids)
+		total += len(ids)
+	}
+	buf := make([]string, total)
+	off := 0
+	for i := range edits {
+		e := &edits[i]
+		e.removed, off = buf[off:off:off+e.nRemoved], off+e.nRemoved
+		e.added, off = buf[off:off:off+e.nAdded], off+e.nAdded
+	}
+	for j, n := range nodes {
+		if f := ends[j][0]; f >= 0 {
+			edits[f].removed = append(edits[f].removed, a.node(n))
+		}
+		if t := ends[j][1]; t >= 0 {
+			edits[t].added = append(edits[t].added, a.node(n))
+		}
+	}
+	for t, ids := range a.purged {
+		e := &edits[at[bkey{PrimaryID, t, Undivided}]]
+		e.removed = append(e.removed, ids...)
+	}
+	for _, e := range edits {
+		byBucket := a.mutable(e.key.cluster, e.key.template)
+		byBucket[e.key.bucket] = rebuild(byBucket[e.key.bucket], e.removed, e.added)
+		prune(byBucket, e.key.bucket)
+	}
+	for k := range a.touched {
+		buckets := a.holderOf(k.cluster)
+		if len(buckets[k.template]) == 0 {
+			delete(buckets, k.template)
+		}
+	}
+	return nil
+}
+
+// checkMove checks that move m starts where its node is (cur: where an
+// earlier move of the plan left it, nil for its first move) and ends in a
+// bucket that exists.
+func (a *applier) checkMove(m Move, at *Place) error {
+	if a.ownPlan {
 		return nil
 	}
 	n, ok := a.s.Nodes.Get(m.Node)
 	if !ok || n.Template != m.Template {
 		return mismatch("move %s: no node of template %s", m.Node, m.Template)
 	}
-	if cur, seen := at[m.Node]; seen {
-		if cur != m.From {
-			return mismatch("move %s: it is in %s, not %s", m.Node, cur, m.From)
+	if at != nil {
+		if *at != m.From {
+			return mismatch("move %s: it is in %s, not %s", m.Node, *at, m.From)
 		}
 	} else {
 		c, ok := a.out.Cluster(m.From.Cluster)
@@ -151,8 +232,6 @@ func (a *applier) checkMove(m Move, start, at map[string]Place, order *[]string)
 		if _, found := slices.BinarySearch(bucket(c, m.Template, m.From.Bucket), m.Node); !found {
 			return mismatch("move %s: not in %s", m.Node, m.From)
 		}
-		start[m.Node] = m.From
-		*order = append(*order, m.Node)
 	}
 	to, ok := a.out.Cluster(m.To.Cluster)
 	if !ok || to.Kind == Job {
@@ -205,39 +284,42 @@ func (a *applier) mutable(clusterID, t string) map[string][]string {
 	return buckets[t]
 }
 
-// purge drops the purged dead nodes from the primary and the node table,
-// then deletes the templates the plan emptied.
+// purge drops the purged dead nodes from the node table and marks them to
+// leave the primary's undivided bucket, where the plan's moves must have
+// left them (rebuildAll takes them out).
 func (a *applier) purge(p Plan) error {
-	if len(p.Purge) > 0 {
-		edit := &batchEdit{} // the purged table is changed in place, the input's never
-		gone := map[string]bool{}
-		byTemplate := map[string]bool{}
-		for _, pn := range p.Purge {
-			id := pn.Node
-			n, ok := a.out.Nodes.Get(id)
-			if !ok || n.Alive {
-				return mismatch("purge %s: not a dead node", id)
-			}
-			if _, found := slices.BinarySearch(bucket(a.out.Primary, n.Template, Undivided), id); !found {
-				return mismatch("purge %s: not in the primary's undivided bucket", id)
-			}
-			gone[id] = true
-			byTemplate[n.Template] = true
-			a.out.Nodes = a.out.Nodes.del(id, edit)
-		}
-		for t := range byTemplate {
-			byBucket := a.mutable(PrimaryID, t)
-			byBucket[Undivided] = rebuild(byBucket[Undivided], gone, nil)
-			prune(byBucket, Undivided)
-		}
+	if len(p.Purge) == 0 {
+		return nil
 	}
-	for k := range a.touched {
-		buckets := a.holderOf(k.cluster)
-		if len(buckets[k.template]) == 0 {
-			delete(buckets, k.template)
+	edit := &batchEdit{} // the purged table is changed in place, the input's never
+	a.purged = map[string][]string{}
+	for _, pn := range p.Purge {
+		id := pn.Node
+		n, ok := a.out.Nodes.Get(id)
+		if !ok || n.Alive {
+			return mismatch("purge %s: not a dead node", id)
 		}
+		if !a.endsInPrimary(id, n.Template) {
+			return mismatch("purge %s: not in the primary's undivided bucket", id)
+		}
+		a.out.Nodes = a.out.Nodes.del(id, edit)
 	}
 	return nil
+}
+
+// endsInPrimary reports whether the plan's moves leave node id, of template
+// t, in the primary's undivided bucket, and marks it purged there.
+func (a *applier) endsInPrimary(id, t string) bool {
+	if i, moved := a.idx[id]; moved {
+		n := &a.nodes[i]
+		n.purged = true
+		return a.to(*n) == Place{PrimaryID, Undivided} && a.template(*n) == t
+	}
+	if _, found := slices.BinarySearch(bucket(a.out.Primary, t, Undivided), id); !found {
+		return false
+	}
+	a.purged[t] = append(a.purged[t], id)
+	return true
 }
 
 // removes deletes the removed clusters, which must be empty by now.
@@ -289,24 +371,29 @@ func (a *applier) revisions(p Plan) error {
 	return nil
 }
 
-// rebuild returns ids without the removed ones and with the added ones, in
-// ascending order, as a new slice (ids is shared and never modified).
-func rebuild(ids []string, removed map[string]bool, added []string) []string {
-	add := slices.Clone(added)
-	slices.Sort(add)
-	out := make([]string, 0, max(0, len(ids)+len(add)-len(removed)))
-	i := 0
+// rebuild returns the ascending ids without the removed ones and with the
+// added ones, in ascending order, as a new slice: one merge, with no lookup
+// per id. ids is shared and never modified; removed and added belong to the
+// caller, which rebuild sorts in place.
+func rebuild(ids, removed, added []string) []string {
+	slices.Sort(removed)
+	slices.Sort(added)
+	out := make([]string, 0, max(0, len(ids)+len(added)-len(removed)))
+	r, i := 0, 0
 	for _, id := range ids {
-		if removed[id] {
+		for r < len(removed) && removed[r] < id {
+			r++
+		}
+		if r < len(removed) && removed[r] == id {
 			continue
 		}
-		for i < len(add) && add[i] < id {
-			out = append(out, add[i])
+		for i < len(added) && added[i] < id {
+			out = append(out, added[i])
 			i++
 		}
 		out = append(out, id)
 	}
-	out = append(out, add[i:]...)
+	out = append(out, added[i:]...)
 	return slices.Compact(out)
 }
 

@@ -26,13 +26,48 @@ func statePath() *field.Path { return field.NewPath("state") }
 
 // validate returns every fault of s, in a stable order, one step per part of
 // the state.
-func (s State) validate(p pathFn) field.ErrorList {
+func (s State) validate(p pathFn) field.ErrorList { return s.validateScan(p, nil) }
+
+// validateScan is validate, and when sc is not nil and s is valid it also
+// fills sc with what the membership check saw of every listed node.
+//
+// The membership check runs first, without a report: when every node of the
+// table is listed exactly once and each listed node is well formed, no node
+// is faulty and the walk of the whole table that names faulty nodes is
+// skipped. Otherwise both report in full.
+func (s State) validateScan(p pathFn, sc *scan) field.ErrorList {
+	holds := s.membershipHolds(sc)
 	errs := s.validatePrimary(func() *field.Path { return p().Child("primary") })
-	errs = append(errs, s.validateNodes(func() *field.Path { return p().Child("nodes") })...)
+	if !holds {
+		errs = append(errs, s.validateNodes(func() *field.Path { return p().Child("nodes") })...)
+	}
 	errs = append(errs, s.validateLogical(func() *field.Path { return p().Child("logical") })...)
 	errs = append(errs, s.validateJobs(func() *field.Path { return p().Child("jobs") })...)
-	errs = append(errs, s.validateMembership(p)...)
+	if !holds {
+		errs = append(errs, s.validateMembership(p)...)
+	}
 	return errs
+}
+
+// scan is what validating a state's membership learns of its buckets on the
+// way, so that a planner reading liveness need not look every member up in
+// the node table again: the members of each bucket that are not alive and
+// idle (dead or busy), in ascending order. A bucket absent from odd holds
+// only alive idle nodes.
+type scan struct {
+	odd   map[bkey][2]int // where in nodes each bucket's dead and busy members are
+	nodes []*tableEntry   // the dead and busy members, bucket after bucket
+	dead  int             // the dead members
+}
+
+// oddOf returns the dead and busy members of bucket b of template t of
+// holder h, ascending.
+func (sc *scan) oddOf(h, t, b string) []*tableEntry {
+	span, ok := sc.odd[bkey{h, t, b}]
+	if !ok {
+		return nil
+	}
+	return sc.nodes[span[0]:span[1]]
 }
 
 func (s State) validatePrimary(p pathFn) field.ErrorList {
@@ -116,9 +151,6 @@ func validDetached(p pathFn, c Cluster) field.ErrorList {
 // validateMembership checks that every node is in exactly one bucket of
 // the primary or a logical cluster, under its own template.
 func (s State) validateMembership(p pathFn) field.ErrorList {
-	if s.membershipHolds() {
-		return nil
-	}
 	seen := make(map[string]bool, s.Nodes.Len())
 	errs := s.validateBuckets(func() *field.Path { return p().Child("primary", "buckets") }, s.Primary, seen)
 	for _, id := range sortedClusterIDs(s.Logical) {
@@ -136,42 +168,80 @@ func (s State) validateMembership(p pathFn) field.ErrorList {
 
 // membershipHolds is validateMembership's check without its report: every
 // planner validates the whole state, so the valid case walks the buckets
-// once, in map order, building no paths and sorting nothing. When it finds a
-// fault, validateMembership walks again in a stable order to name every one.
-func (s State) membershipHolds() bool {
-	seen := make(map[string]struct{}, s.Nodes.Len())
-	if !s.bucketsHold(s.Primary, seen) {
+// once, in map order, building no paths and sorting nothing, and marks each
+// listed node by its rank in the node table in a bit set (a map of 10,000
+// ids was a third of the check). When it finds a fault, validateMembership
+// walks again in a stable order to name every one. It also checks each
+// listed node as validateNodes does (so that, when it holds, no node is
+// faulty), and records the dead and busy members of each bucket in sc, when
+// sc is not nil.
+func (s State) membershipHolds(sc *scan) bool {
+	m := membership{s: s, seen: make([]uint64, (s.Nodes.Len()+63)/64), sc: sc}
+	if !m.holds(PrimaryID, s.Primary) {
 		return false
 	}
-	for _, c := range s.Logical {
-		if !s.bucketsHold(c, seen) {
+	for id, c := range s.Logical {
+		if !m.holds(id, c) {
 			return false
 		}
 	}
-	return len(seen) == s.Nodes.Len()
+	return m.listed == s.Nodes.Len()
 }
 
-func (s State) bucketsHold(c Cluster, seen map[string]struct{}) bool {
+// membership carries membershipHolds' walk: the ranks of the nodes listed
+// so far and their number.
+type membership struct {
+	s      State
+	seen   []uint64
+	listed int
+	sc     *scan
+}
+
+// holds checks the buckets of holder c, stored under id.
+func (m *membership) holds(id string, c Cluster) bool {
 	for t, byBucket := range c.Buckets {
 		for b, ids := range byBucket {
-			if b != Undivided && !s.jobBucketHolds(c, b) {
+			if b != Undivided && !m.s.jobBucketHolds(c, b) {
 				return false
 			}
-			for i, id := range ids {
-				if i > 0 && ids[i-1] >= id {
+			first := 0
+			if m.sc != nil {
+				first = len(m.sc.nodes)
+			}
+			for i, nid := range ids {
+				if i > 0 && ids[i-1] >= nid {
 					return false
 				}
-				if n, ok := s.Nodes.Get(id); !ok || n.Template != t {
+				e, rank := m.s.Nodes.entry(nid)
+				if e == nil || e.node.Template != t || !wellFormed(e) {
 					return false
 				}
-				if _, dup := seen[id]; dup {
+				w, bit := rank>>6, uint64(1)<<(rank&63)
+				if m.seen[w]&bit != 0 {
 					return false
 				}
-				seen[id] = struct{}{}
+				m.seen[w] |= bit
+				if n := e.node; m.sc != nil && (!n.Alive || n.Busy) {
+					m.sc.nodes = append(m.sc.nodes, e)
+					m.sc.dead += b2i(!n.Alive)
+				}
+			}
+			m.listed += len(ids)
+			if m.sc != nil && len(m.sc.nodes) > first {
+				if m.sc.odd == nil {
+					m.sc.odd = map[bkey][2]int{}
+				}
+				m.sc.odd[bkey{id, t, b}] = [2]int{first, len(m.sc.nodes)}
 			}
 		}
 	}
 	return true
+}
+
+// wellFormed is validateNodes' check of one node without its report.
+func wellFormed(e *tableEntry) bool {
+	n := e.node
+	return n.ID == e.id && n.ID != "" && n.Template != "" && (n.Alive || !n.Busy)
 }
 
 // jobBucketHolds says whether b names a job cluster of c, as

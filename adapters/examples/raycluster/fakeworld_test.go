@@ -40,8 +40,9 @@ var errNotServed = errors.New("worldClient: not served")
 // worldClient is a controller-runtime client.Client over plancore's fake
 // world: pods live in a fake.PodStore, so every pod write goes through
 // World.Do with its injected faults and latency and reaches the store's
-// lagging informer; RayClusters live in a map, as the manager's cache would
-// hold them. It serves what the README's Reconcile and kube.PodExecutor
+// lagging informer; RayClusters live in a map of unstructured objects, as
+// the API server holds them, and a Get decodes one into the typed RayCluster
+// as the manager's client would. It serves what the README's Reconcile and kube.PodExecutor
 // call, and answers errNotServed to anything else.
 type worldClient struct {
 	store    *fake.PodStore
@@ -58,13 +59,17 @@ func (c *worldClient) isCluster(obj runtime.Object) (*unstructured.Unstructured,
 }
 
 func (c *worldClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	if u, ok := c.isCluster(obj); ok {
+	if rc, ok := obj.(*RayCluster); ok {
 		stored, found := c.clusters[key]
 		if !found {
 			return apierrors.NewNotFound(schema.GroupResource{Group: RayClusterGVK.Group, Resource: "rayclusters"}, key.Name)
 		}
-		stored.DeepCopyInto(u)
-		return nil
+		// As the API server sends it and the typed client decodes it.
+		raw, err := stored.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(raw, rc)
 	}
 	if p, ok := obj.(*corev1.Pod); ok {
 		got, err := c.store.GetPod(ctx, key.Namespace, key.Name)
@@ -183,7 +188,7 @@ func (w statusWriter) Update(context.Context, client.Object, ...client.SubResour
 }
 
 func (w statusWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.SubResourcePatchOption) error {
-	u, ok := w.c.isCluster(obj)
+	u, ok := obj.(*RayCluster)
 	if !ok || patch.Type() != types.MergePatchType {
 		return fmt.Errorf("%w: status %s patch of %T", errNotServed, patch.Type(), obj)
 	}
@@ -318,7 +323,7 @@ func newWorldRun(t *testing.T, seed uint64) *worldRun {
 	store := fake.NewPodStore(w, fake.PodStoreOptions{Lag: 3 * time.Second, DropRate: 0.2, GraceMin: time.Second, GraceMax: 5 * time.Second})
 	w.Faults.SetRates(fake.KindPodCreate, 0.2, 0.2, apierrors.NewTimeoutError("injected", 1))
 	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
+	if err := errors.Join(corev1.AddToScheme(scheme), addRayClusterTypes(scheme)); err != nil {
 		t.Fatal(err)
 	}
 	c := &worldClient{store: store, scheme: scheme, clusters: map[types.NamespacedName]*unstructured.Unstructured{}}

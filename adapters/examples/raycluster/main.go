@@ -154,13 +154,12 @@ type Reconciler struct {
 // Reconcile implements reconcile.Reconciler of controller-runtime. The
 // README's quick start shows it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	rc := &unstructured.Unstructured{}
-	rc.SetGroupVersionKind(RayClusterGVK)
+	rc := &RayCluster{} // metadata typed, spec and status as sent (raycluster.go)
 	if err := r.Client.Get(ctx, req.NamespacedName, rc); err != nil {
 		r.written.Delete(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	raw, err := rc.MarshalJSON()
+	raw, err := rc.document()
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -231,7 +230,7 @@ type writtenStatus struct {
 // lastStatus is the status the API server holds: current, unless the
 // object read is still the one this process last wrote over (a cache that
 // has not seen that write yet), and then the status written.
-func (r *Reconciler) lastStatus(rc *unstructured.Unstructured, current reconcile.ClusterStatus) reconcile.ClusterStatus {
+func (r *Reconciler) lastStatus(rc client.Object, current reconcile.ClusterStatus) reconcile.ClusterStatus {
 	if w, ok := r.written.Load(client.ObjectKeyFromObject(rc)); ok && w.(writtenStatus).over == rc.GetResourceVersion() {
 		return w.(writtenStatus).status
 	}
@@ -241,7 +240,7 @@ func (r *Reconciler) lastStatus(rc *unstructured.Unstructured, current reconcile
 // writeStatus merge-patches the status subresource with the computed
 // status (the whole conditions list, which Status computed from the
 // current one) and remembers what it wrote over.
-func (r *Reconciler) writeStatus(ctx context.Context, rc *unstructured.Unstructured, st reconcile.ClusterStatus) error {
+func (r *Reconciler) writeStatus(ctx context.Context, rc client.Object, st reconcile.ClusterStatus) error {
 	body, err := json.Marshal(map[string]any{"status": st})
 	if err != nil {
 		return err
@@ -433,24 +432,33 @@ type Settings struct {
 	// TokenPrefix starts every create token of this process.
 	TokenPrefix string
 	// CacheRayClusters reads RayClusters from the manager's informer cache,
-	// as KubeRay's operator does, instead of a GET per pass (the client's
-	// default for unstructured objects). The demo reads them live: it
-	// reconciles a cluster the moment it is created.
+	// as KubeRay's operator does, instead of a GET per pass. The demo reads
+	// them live: it reconciles a cluster the moment it is created.
 	CacheRayClusters bool
 }
 
 // newController builds a manager on cfg with the RayCluster controller
 // registered: a tracker, the pod lister, podEvents (a zero PodObserver) as
-// the pod watch's handler. The caller starts the manager.
+// the pod watch's handler. It adds RayCluster's types to scheme. The
+// caller starts the manager.
 func newController(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, podEvents *kube.PodObserver, set Settings) (ctrl.Manager, *Reconciler, error) {
 	metricsAddr := set.MetricsAddr
 	if metricsAddr == "" {
 		metricsAddr = "0"
 	}
+	if err := addRayClusterTypes(scheme); err != nil {
+		return nil, nil, err
+	}
+	cacheOpts := &client.CacheOptions{}
+	if !set.CacheRayClusters {
+		cacheOpts.DisableFor = []client.Object{&RayCluster{}}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: server.Options{BindAddress: metricsAddr},
-		// Nothing here reads managedFields: the cache keeps objects without them.
-		Cache:  cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: set.CacheRayClusters}}})
+		// Nothing here reads managedFields: the cache keeps objects without
+		// them, and pods without what no pass reads either (slimPod).
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: slimPod}}},
+		Client: client.Options{Cache: cacheOpts}})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -465,8 +473,7 @@ func newController(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 	r := &Reconciler{Client: mgr.GetClient(), Tracker: tracker, Pods: lister, Options: reconcile.Options{OperatorVersion: "v1.7.0"},
 		Applier:  reconcile.Applier{Expectations: tracker, TokenPrefix: set.TokenPrefix, MaxInFlight: set.MaxInFlight},
 		Recorder: mgr.GetEventRecorderFor("raycluster")}
-	owner := &unstructured.Unstructured{}
-	owner.SetGroupVersionKind(RayClusterGVK)
+	owner := &RayCluster{}
 	// Pod events reach the tracker (kube.PodObserver) before they enqueue
 	// the RayCluster that controls the pod, so a create or delete settles
 	// on its event rather than on its expectation's timeout.
@@ -478,6 +485,27 @@ func newController(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 		return nil, nil, err
 	}
 	return mgr, r, nil
+}
+
+// slimPod is the pod informer's transform: it drops what no pass reads
+// before the pod enters the cache, managedFields and every container's
+// resources (a third of a cached pod: each quantity is a decoded number
+// and its string). The reconcile core reads a pod's metadata, status,
+// restart policy, node and container names; the status it computes sums
+// the cluster's pod templates, not its pods.
+func slimPod(in any) (any, error) {
+	p, ok := in.(*corev1.Pod)
+	if !ok {
+		return in, nil // a tombstone (cache.DeletedFinalStateUnknown) passes as it is
+	}
+	p.ManagedFields = nil
+	for i := range p.Spec.InitContainers {
+		p.Spec.InitContainers[i].Resources = corev1.ResourceRequirements{}
+	}
+	for i := range p.Spec.Containers {
+		p.Spec.Containers[i].Resources = corev1.ResourceRequirements{}
+	}
+	return p, nil
 }
 
 // refuseInvalid creates a RayCluster with a misspelt field and reconciles

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -64,6 +65,13 @@ type Config struct {
 	// and its heap profile (plancore.heap.pprof) once every cluster is ready.
 	ProfileDir string
 	ProfileFor time.Duration
+	// APIServerProfileDir, when set, receives a CPU profile of
+	// kube-apiserver over each operator's first APIServerProfileFor of the
+	// steady phase (<operator>.apiserver.cpu.pprof): what the API server
+	// spends its CPU on while it serves that operator, the harness's
+	// creates, kubelet and watches.
+	APIServerProfileDir string
+	APIServerProfileFor time.Duration
 
 	pprofAddr string // plancore's -pprof-addr, chosen per start
 	builtDir  string // where resolve built plancore's operator
@@ -75,20 +83,37 @@ type Config struct {
 
 // Row is one operator's results.
 type Row struct {
-	Operator     string
-	Clusters     int
-	Pods         int
-	AllReady     time.Duration // first RayCluster seen to the last cluster ready
-	FirstPodP50  time.Duration
-	FirstPodP99  time.Duration
-	Requests     map[string]int // by "verb resource", through the operator's proxy
-	CPUSeconds   float64        // the operator's, from its start to all ready
-	PeakHeapMiB  float64        // go_memstats_heap_inuse_bytes, sampled every 100 ms
-	PeakRSSMiB   float64        // VmHWM
-	APIServerCPU float64        // kube-apiserver's CPU seconds over the same span
-	EtcdCPU      float64
-	Load         string // /proc/loadavg's 1, 5 and 15 minute averages when every cluster was ready
-	Burst        *BurstRow
+	Operator    string
+	Clusters    int
+	Pods        int
+	AllReady    time.Duration // first RayCluster seen to the last cluster ready
+	FirstPodP50 time.Duration
+	FirstPodP99 time.Duration
+	Requests    map[string]int // by "verb resource", through the operator's proxy
+	// RequestsUntilQuiet are the requests until the operator had sent
+	// nothing but watches for quietFor after every cluster was ready.
+	RequestsUntilQuiet map[string]int
+	CPUSeconds         float64 // the operator's, from its start to all ready
+	PeakHeapMiB        float64 // go_memstats_heap_inuse_bytes, sampled every 100 ms
+	PeakRSSMiB         float64 // VmHWM
+	APIServerCPU       float64 // kube-apiserver's CPU seconds over the same span
+	EtcdCPU            float64
+	Load               string // /proc/loadavg's 1, 5 and 15 minute averages when every cluster was ready
+	// WatchesEnded counts, by resource, the operator's watches that ended
+	// while it still wanted them (it re-opened each), as its proxy saw them.
+	WatchesEnded map[string]int
+	// SlowWatchersClosed counts, by resource, the watchers of any client
+	// (the harness's own too) that the API server's watch cache closed
+	// because they did not read their events fast enough
+	// (apiserver_terminated_watchers_total over the phase).
+	SlowWatchersClosed map[string]int
+	// WatchCacheCapacity is the API server's watch cache capacity by
+	// resource (watch_cache_capacity) when the operator's watches opened:
+	// a watch's buffer is a 75th of it (at least 10 events), fixed when the
+	// watch opens, and a watcher whose buffer is full when its budget runs
+	// out is closed.
+	WatchCacheCapacity map[string]int
+	Burst              *BurstRow
 }
 
 // BurstRow is one operator's burst: cluster 0 from Workers to BurstWorkers,
@@ -104,19 +129,40 @@ type BurstRow struct {
 	Load        string
 }
 
-// Results is one run: a row per operator, same API server.
+// Results is one run: a row per operator, each on its own control plane.
 type Results struct {
 	Config Config
 	Rows   []Row
 }
 
-// Run starts the control plane, installs KubeRay's CRDs and measures each
-// operator in turn on fresh namespaces, cleaning up the previous one's
-// objects first.
+// Run measures each operator in turn, each on a control plane of its own
+// started the same way, so neither meets what the other left behind: the
+// API server's watch caches sized by the previous phase's churn (a watch's
+// buffer is fixed, from its cache's capacity, when it opens), etcd's
+// history, the objects.
 func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err := cfg.resolve(ctx); err != nil {
 		return nil, err
 	}
+	dir, err := os.MkdirTemp("", "plancore-scale")
+	if err != nil {
+		return nil, err
+	}
+	res := &Results{Config: cfg}
+	for _, name := range cfg.Operators {
+		row, err := measureOn(ctx, cfg, dir, name)
+		if err != nil {
+			// The operators' logs stay in dir, which the error names.
+			return res, fmt.Errorf("%s: %w", name, err)
+		}
+		res.Rows = append(res.Rows, *row)
+	}
+	return res, errors.Join(os.RemoveAll(dir), cfg.removeBuilt())
+}
+
+// measureOn starts a control plane, installs KubeRay's CRDs and measures
+// one operator on it; dir keeps the operator's log and kubeconfig.
+func measureOn(ctx context.Context, cfg Config, dir, name string) (*Row, error) {
 	// KubeRay creates a Service per cluster; envtest's /24 holds 254.
 	env, err := kubetest.StartWith(map[string]string{"service-cluster-ip-range": "10.0.0.0/16"})
 	if err != nil {
@@ -134,20 +180,19 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err := installCRDs(ctx, crdClient, cfg.CRDDir); err != nil {
 		return nil, err
 	}
-	h, err := newHarness(ctx, env, cfg)
+	// The harness's watches and kubelet end with this control plane, and
+	// have returned before the next one starts (kubetest.StartWith sets
+	// the logger they read).
+	hctx, cancel := context.WithCancel(ctx)
+	h, err := newHarness(hctx, env, cfg, dir)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
-	res := &Results{Config: cfg}
-	for _, name := range cfg.Operators {
-		row, err := h.measure(ctx, name)
-		if err != nil {
-			// The operators' logs stay in h.dir, which the error names.
-			return res, fmt.Errorf("%s: %w", name, err)
-		}
-		res.Rows = append(res.Rows, *row)
-	}
-	return res, errors.Join(os.RemoveAll(h.dir), cfg.removeBuilt())
+	row, err := h.measure(hctx, name)
+	cancel()
+	h.stopped.Wait()
+	return row, err
 }
 
 // removeBuilt removes the plancore operator that resolve built.
@@ -168,6 +213,9 @@ func (cfg *Config) resolve(ctx context.Context) error {
 	if cfg.Burst && (cfg.Clusters < 2 || cfg.BurstWorkers <= cfg.Workers) {
 		errs = append(errs, fmt.Errorf("the burst needs clusters >= 2 (%d) and burst workers above workers (%d <= %d)",
 			cfg.Clusters, cfg.BurstWorkers, cfg.Workers))
+	}
+	if cfg.APIServerProfileDir != "" && cfg.APIServerProfileFor < time.Second {
+		errs = append(errs, fmt.Errorf("the API server's profile needs at least a second (%v)", cfg.APIServerProfileFor))
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -285,18 +333,17 @@ type harness struct {
 	dir  string
 
 	apiserverPID, etcdPID int
+	// stopped is done once the watches and the kubelet have returned,
+	// after the context newHarness was given ends.
+	stopped sync.WaitGroup
 }
 
-func newHarness(ctx context.Context, env *kubetest.Env, cfg Config) (*harness, error) {
+func newHarness(ctx context.Context, env *kubetest.Env, cfg Config, dir string) (*harness, error) {
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		return nil, err
 	}
 	dyn, err := dynamic.NewForConfig(env.Config)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "plancore-scale")
 	if err != nil {
 		return nil, err
 	}
@@ -319,9 +366,10 @@ func newHarness(ctx context.Context, env *kubetest.Env, cfg Config) (*harness, e
 	if err != nil {
 		return nil, err
 	}
-	go pods.Run(ctx.Done())
-	go rcs.Run(ctx.Done())
-	h.kube.run(ctx, 64)
+	h.stopped.Add(2)
+	go func() { defer h.stopped.Done(); pods.Run(ctx.Done()) }()
+	go func() { defer h.stopped.Done(); rcs.Run(ctx.Done()) }()
+	h.kube.run(ctx, 64, &h.stopped)
 	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, rcs.HasSynced) {
 		return nil, errors.New("the harness's watches did not sync")
 	}
@@ -356,6 +404,10 @@ func (h *harness) measure(ctx context.Context, name string) (*Row, error) {
 		return nil, err
 	}
 	apiCPU0, etcdCPU0 := procCPU(h.apiserverPID), procCPU(h.etcdPID)
+	slow0, err := h.apiServerMetric(ctx, "apiserver_terminated_watchers_total")
+	if err != nil {
+		return nil, err
+	}
 	op, err := startOperator(&h.cfg, name, kc, h.dir)
 	if err != nil {
 		return nil, err
@@ -364,9 +416,16 @@ func (h *harness) measure(ctx context.Context, name string) (*Row, error) {
 	if err := waitWatching(ctx, op, proxy); err != nil {
 		return nil, err
 	}
-	var profiled <-chan error
+	capacity, err := h.apiServerMetric(ctx, "watch_cache_capacity")
+	if err != nil {
+		return nil, err
+	}
+	var profiled, apiProfiled <-chan error
 	if name == "plancore" && h.cfg.ProfileDir != "" {
 		profiled = profile(&h.cfg, h.cfg.ProfileFor, filepath.Join(h.cfg.ProfileDir, "plancore.cpu.pprof"))
+	}
+	if h.cfg.APIServerProfileDir != "" {
+		apiProfiled = apiServerProfile(h.env.Config, h.cfg.APIServerProfileFor, filepath.Join(h.cfg.APIServerProfileDir, name+".apiserver.cpu.pprof"))
 	}
 	if err := h.createClusters(ctx, name); err != nil {
 		return nil, err
@@ -378,17 +437,23 @@ func (h *harness) measure(ctx context.Context, name string) (*Row, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("waiting for every cluster to be ready: %w", err)
 	}
-	if profiled != nil {
-		err := errors.Join(<-profiled, heapProfile(&h.cfg, filepath.Join(h.cfg.ProfileDir, "plancore.heap.pprof")))
-		if err != nil {
-			return nil, fmt.Errorf("profiling: %w", err)
-		}
-	}
 	first, last, lat, _ := h.obs.steady(prefix)
 	row := &Row{Operator: name, Clusters: h.cfg.Clusters, Pods: h.cfg.Clusters * (1 + h.cfg.Workers),
 		AllReady: last.Sub(first), FirstPodP50: quantile(lat, 0.5), FirstPodP99: quantile(lat, 0.99),
 		Requests: proxy.snapshot(), CPUSeconds: op.cpuSeconds(), PeakHeapMiB: op.peakHeapMiB(), PeakRSSMiB: op.vmHWM(),
-		APIServerCPU: procCPU(h.apiserverPID) - apiCPU0, EtcdCPU: procCPU(h.etcdPID) - etcdCPU0, Load: loadAvg()}
+		APIServerCPU: procCPU(h.apiserverPID) - apiCPU0, EtcdCPU: procCPU(h.etcdPID) - etcdCPU0, Load: loadAvg(),
+		WatchesEnded: proxy.endedWatches(), WatchCacheCapacity: capacity}
+	slow, err := h.apiServerMetric(ctx, "apiserver_terminated_watchers_total")
+	if err != nil {
+		return nil, err
+	}
+	row.SlowWatchersClosed = diff(slow, slow0)
+	if row.RequestsUntilQuiet, err = waitQuiet(ctx, op, proxy, quietFor, time.Minute); err != nil {
+		return nil, err
+	}
+	if err := waitProfiles(&h.cfg, profiled, apiProfiled); err != nil {
+		return nil, err
+	}
 	if h.cfg.Burst {
 		if row.Burst, err = h.burst(ctx, name, op, proxy); err != nil {
 			return nil, fmt.Errorf("burst: %w", err)
@@ -396,7 +461,60 @@ func (h *harness) measure(ctx context.Context, name string) (*Row, error) {
 		row.Burst.PeakHeapMiB, row.Burst.PeakRSSMiB = op.peakHeapMiB(), op.vmHWM()
 	}
 	op.stop()
-	return row, h.cleanup(ctx, name)
+	return row, nil
+}
+
+// waitProfiles waits for the profiles under way (nil channels are none)
+// and then takes plancore's heap profile.
+func waitProfiles(cfg *Config, profiled, apiProfiled <-chan error) error {
+	if profiled != nil {
+		err := errors.Join(<-profiled, heapProfile(cfg, filepath.Join(cfg.ProfileDir, "plancore.heap.pprof")))
+		if err != nil {
+			return fmt.Errorf("profiling: %w", err)
+		}
+	}
+	if apiProfiled != nil {
+		if err := <-apiProfiled; err != nil {
+			return fmt.Errorf("profiling kube-apiserver: %w", err)
+		}
+	}
+	return nil
+}
+
+// quietFor is how long an operator sends nothing but watches before it
+// counts as done with a phase.
+const quietFor = 2 * time.Second
+
+// waitQuiet waits until the operator has sent no request but watches for
+// quiet (or until limit passes) and returns its requests by then: the
+// status writes and events a pass queued before every cluster was ready
+// and sent after.
+func waitQuiet(ctx context.Context, op *operatorProc, proxy *countingProxy, quiet, limit time.Duration) (map[string]int, error) {
+	active := func(c map[string]int) int {
+		n := 0
+		for k, v := range c {
+			if !strings.HasPrefix(k, "watch ") {
+				n += v
+			}
+		}
+		return n
+	}
+	start := time.Now()
+	last, since := active(proxy.snapshot()), time.Now()
+	for time.Since(since) < quiet && time.Since(start) < limit {
+		if err := op.alive(); err != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if n := active(proxy.snapshot()); n != last {
+			last, since = n, time.Now()
+		}
+	}
+	return proxy.snapshot(), nil
 }
 
 // createClusters creates the clusters at cfg.QPS, cluster i in namespace
@@ -503,39 +621,6 @@ func (h *harness) scale(ctx context.Context, key string, workers int) error {
 	return err
 }
 
-// cleanup deletes what the operator and the harness left in its
-// namespaces (no garbage collector runs on this API server) and waits
-// until the pods are gone, so the next operator's caches start empty.
-func (h *harness) cleanup(ctx context.Context, op string) error {
-	zero := int64(0)
-	del := metav1.DeleteOptions{GracePeriodSeconds: &zero}
-	for i := range h.cfg.Namespaces {
-		ns := h.namespace(op, i)
-		errs := []error{
-			h.dyn.Resource(rayClusters).Namespace(ns).DeleteCollection(ctx, del, metav1.ListOptions{}),
-			h.cs.CoreV1().Pods(ns).DeleteCollection(ctx, del, metav1.ListOptions{}),
-		}
-		svcs, err := h.cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
-		errs = append(errs, err)
-		if err == nil {
-			for _, s := range svcs.Items {
-				errs = append(errs, h.cs.CoreV1().Services(ns).Delete(ctx, s.Name, del))
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("cleaning up %s: %w", ns, err)
-		}
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for h.obs.progress(op+"-").pods > 0 {
-		if time.Now().After(deadline) {
-			return errors.New("pods left two minutes after cleanup")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return nil
-}
-
 // loadAvg is the machine's load averages over 1, 5 and 15 minutes.
 func loadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -547,4 +632,43 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// apiServerMetric reads one of the API server's metrics by resource:
+// apiserver_terminated_watchers_total (the watchers its watch cache closed
+// because their client read too slowly), watch_cache_capacity.
+func (h *harness) apiServerMetric(ctx context.Context, name string) (map[string]int, error) {
+	raw, err := h.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	return parseMetric(raw, name, "resource"), nil
+}
+
+// parseMetric sums, by the value of label, the samples of a counter or
+// gauge in Prometheus's text format.
+func parseMetric(text []byte, name, label string) map[string]int {
+	out := map[string]int{}
+	for _, line := range strings.Split(string(text), "\n") {
+		rest, ok := strings.CutPrefix(line, name+"{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		key := ""
+		for _, l := range strings.Split(labels, ",") {
+			if k, val, ok := strings.Cut(l, "="); ok && k == label {
+				key = strings.Trim(val, `"`)
+			}
+		}
+		out[key] += int(v)
+	}
+	return out
 }

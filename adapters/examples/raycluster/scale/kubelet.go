@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,14 +41,17 @@ func (k *kubelet) saw(p *corev1.Pod) {
 	k.queue.AddAfter(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, k.delay)
 }
 
-// run starts workers goroutines that start pods until ctx ends.
-func (k *kubelet) run(ctx context.Context, workers int) {
+// run starts workers goroutines that start pods until ctx ends; each is
+// done with wg once it has returned.
+func (k *kubelet) run(ctx context.Context, workers int, wg *sync.WaitGroup) {
 	go func() {
 		<-ctx.Done()
 		k.queue.ShutDown()
 	}()
+	wg.Add(workers)
 	for range workers {
 		go func() {
+			defer wg.Done()
 			for {
 				key, stop := k.queue.Get()
 				if stop {

@@ -51,6 +51,8 @@ func main() {
 	flag.IntVar(&cfg.KubeRayReconciles, "kuberay-reconciles", 1, "KubeRay's --reconcile-concurrency (its default is 1)")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "directory for a CPU profile of plancore's operator over the start of its steady phase")
 	flag.DurationVar(&cfg.ProfileFor, "profile-for", 30*time.Second, "length of that profile")
+	flag.StringVar(&cfg.APIServerProfileDir, "apiserver-profile", "", "directory for a CPU profile of kube-apiserver over the start of each operator's steady phase (<operator>.apiserver.cpu.pprof)")
+	flag.DurationVar(&cfg.APIServerProfileFor, "apiserver-profile-for", 30*time.Second, "length of that profile")
 	flag.DurationVar(&cfg.ProgressEvery, "progress", 2*time.Second, "progress line interval")
 	flag.Parse()
 	cfg.Operators = strings.Split(*ops, ",")

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 // operatorProc is one operator running as its own process, its CPU time
@@ -268,24 +270,50 @@ func waitWatching(ctx context.Context, o *operatorProc, p *countingProxy) error 
 // profile saves a CPU profile of plancore's operator over the next d into
 // file, in the background; the returned channel reports the outcome.
 func profile(cfg *Config, d time.Duration, file string) <-chan error {
-	return fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", cfg.pprofAddr, int(d.Seconds())), d, file)
+	return fetchProfile(http.DefaultClient, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", cfg.pprofAddr, int(d.Seconds())), d, file)
 }
 
 // heapProfile saves plancore's operator's heap profile into file.
 func heapProfile(cfg *Config, file string) error {
-	return <-fetchProfile(fmt.Sprintf("http://%s/debug/pprof/heap", cfg.pprofAddr), 0, file)
+	return <-fetchProfile(http.DefaultClient, fmt.Sprintf("http://%s/debug/pprof/heap", cfg.pprofAddr), 0, file)
 }
 
-func fetchProfile(url string, d time.Duration, file string) <-chan error {
+// apiServerProfile saves a CPU profile of kube-apiserver over the next d
+// into file, in the background: it serves /debug/pprof (its --profiling
+// defaults to on) to an administrator, as cfg is.
+func apiServerProfile(cfg *rest.Config, d time.Duration, file string) <-chan error {
+	c, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		done := make(chan error, 1)
+		done <- err
+		return done
+	}
+	return fetchProfile(c, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(cfg.Host, "/"), int(d.Seconds())), d, file)
+}
+
+// fetchProfile GETs url with c (allowing d for the profile to be taken)
+// into file, in the background; the channel reports the outcome.
+func fetchProfile(c *http.Client, url string, d time.Duration, file string) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		c := &http.Client{Timeout: d + 30*time.Second}
-		resp, err := c.Get(url)
+		ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			done <- err
+			return
+		}
+		resp, err := c.Do(req)
 		if err != nil {
 			done <- err
 			return
 		}
 		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+			done <- fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+			return
+		}
 		f, err := os.Create(file)
 		if err != nil {
 			done <- err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -26,6 +27,10 @@ type countingProxy struct {
 
 	mu     sync.Mutex
 	counts map[string]int // "verb resource"
+	// ended counts, by resource, the watches that ended while the
+	// operator still wanted them: the API server (or the proxy's
+	// upstream connection) closed them, and the operator re-opened them.
+	ended map[string]int
 }
 
 func startProxy(cfg *rest.Config) (*countingProxy, error) {
@@ -37,7 +42,7 @@ func startProxy(cfg *rest.Config) (*countingProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &countingProxy{counts: map[string]int{}}
+	p := &countingProxy{counts: map[string]int{}, ended: map[string]int{}}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
@@ -54,8 +59,14 @@ func startProxy(cfg *rest.Config) (*countingProxy, error) {
 	}
 	p.addr = ln.Addr().String()
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.count(classify(r.Method, r.URL))
+		key := classify(r.Method, r.URL)
+		p.count(key)
 		rp.ServeHTTP(w, r)
+		if resource, ok := strings.CutPrefix(key, "watch "); ok && r.Context().Err() == nil {
+			p.mu.Lock()
+			p.ended[resource]++
+			p.mu.Unlock()
+		}
 	})}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
@@ -76,6 +87,13 @@ func (p *countingProxy) snapshot() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// endedWatches copies the counts of watches the operator did not end.
+func (p *countingProxy) endedWatches() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.ended)
 }
 
 func (p *countingProxy) close() { _ = p.srv.Close() }

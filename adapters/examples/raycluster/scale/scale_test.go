@@ -36,6 +36,11 @@ func TestSmallRun(t *testing.T) {
 		if got := row.Requests["create pods"]; got != pods {
 			t.Errorf("%s created %d pods, want %d", row.Operator, got, pods)
 		}
+		// Counting on until the operator is quiet adds its late status
+		// writes and events, never a pod.
+		if q := row.RequestsUntilQuiet; q["create pods"] != pods || total(q) < total(row.Requests) {
+			t.Errorf("%s: until quiet %d requests, %d pod creates; until ready %d", row.Operator, total(q), q["create pods"], total(row.Requests))
+		}
 		if row.AllReady <= cfg.KubeletDelay || row.AllReady > cfg.Timeout {
 			t.Errorf("%s: every cluster ready after %v, want between the kubelet delay and the timeout", row.Operator, row.AllReady)
 		}
