@@ -56,12 +56,13 @@ type Scheduler struct {
 	mu    sync.Mutex
 	cache usageCache
 
-	// templateMu guards templateCache, the template nodes of the last call
-	// that sent whole Nodes, decoded (decodeTemplate), and wireCache, the
-	// same call's Node objects as sent, by their bytes (parseArgs).
+	// templateMu guards templateCache, the template nodes of the last
+	// Filter or Prioritize given Node objects, decoded (decodeTemplate),
+	// and sent, the Node objects of the last body that sent them, indexed
+	// to be found by their bytes (sentNodes).
 	templateMu    sync.Mutex
 	templateCache map[string]decodedTemplate
-	wireCache     map[string]wireNode
+	sent          sentIndex
 }
 
 // Config is what New needs.
@@ -152,20 +153,60 @@ func New(c Config) (*Scheduler, error) {
 	return s, nil
 }
 
-// candidates are the node names of a Filter or Prioritize call: NodeNames
-// when the scheduler is configured nodeCacheCapable, else the Nodes' names.
-func candidates(args *extenderv1.ExtenderArgs) []string {
-	if args.NodeNames != nil {
-		return *args.NodeNames
+// call is a Filter or Prioritize call's arguments: the pod and its
+// candidates, by name (NodeNames, kube-scheduler configured
+// nodeCacheCapable true) or as Node objects sent whole (Nodes, false).
+// Nodes come decoded from the HTTP body (sent) or as the objects a caller
+// of Filter or Prioritize passed (objects, decoded once the call is
+// checked).
+type call struct {
+	pod     *corev1.Pod
+	names   *[]string
+	whole   bool
+	sent    []*sentNode
+	objects []corev1.Node
+}
+
+func argsCall(args *extenderv1.ExtenderArgs) call {
+	c := call{pod: args.Pod, names: args.NodeNames}
+	if args.Nodes != nil {
+		c.whole, c.objects = true, args.Nodes.Items
 	}
-	if args.Nodes == nil {
-		return nil
+	return c
+}
+
+// count is how many candidates the call names.
+func (c *call) count() int {
+	switch {
+	case c.names != nil:
+		return len(*c.names)
+	case c.sent != nil:
+		return len(c.sent)
 	}
-	names := make([]string, 0, len(args.Nodes.Items))
-	for i := range args.Nodes.Items {
-		names = append(names, args.Nodes.Items[i].Name)
+	return len(c.objects)
+}
+
+// candidates are the call's node names: NodeNames, else the Nodes' names.
+func (c *call) candidates() []string {
+	if c.names != nil {
+		return *c.names
+	}
+	names := make([]string, 0, c.count())
+	for _, n := range c.sent {
+		names = append(names, n.name)
+	}
+	for i := range c.objects {
+		names = append(names, c.objects[i].Name)
 	}
 	return names
+}
+
+// wholeNodes are the Nodes sent, decoded.
+func (s *Scheduler) wholeNodes(c *call) []*sentNode {
+	if c.sent != nil {
+		return c.sent
+	}
+	return s.sentObjects(c.objects)
 }
 
 // unseenNodes is how many more candidates than its node cache holds a call
@@ -182,18 +223,18 @@ const unseenNodes = 100
 // what runs under the scheduler's mutex is bounded by the cluster, not by
 // the request. Nodes sent whole are never fitted under the mutex: they are
 // bounded by Limits alone.
-func (s *Scheduler) checkArgs(ctx context.Context, args *extenderv1.ExtenderArgs) error {
-	if err := apivalidation.ValidateAnnotationsSize(args.Pod.Annotations); err != nil {
-		return fmt.Errorf("pod %s/%s: %w", args.Pod.Namespace, args.Pod.Name, err)
+func (s *Scheduler) checkArgs(ctx context.Context, c *call) error {
+	if err := apivalidation.ValidateAnnotationsSize(c.pod.Annotations); err != nil {
+		return fmt.Errorf("pod %s/%s: %w", c.pod.Namespace, c.pod.Name, err)
 	}
-	if args.NodeNames != nil && args.Nodes != nil {
+	if c.names != nil && c.whole {
 		return errors.New("both NodeNames and Nodes are set: kube-scheduler sends NodeNames when nodeCacheCapable is true, Nodes when it is false, never both")
 	}
-	n := len(candidates(args))
+	n := c.count()
 	if n > s.limits.MaxNodes {
 		return fmt.Errorf("%d candidate nodes, more than the cluster may have (Limits.MaxNodes %d)", n, s.limits.MaxNodes)
 	}
-	if args.Nodes != nil || int64(n) <= s.nodeCount.Load()+unseenNodes {
+	if c.whole || int64(n) <= s.nodeCount.Load()+unseenNodes {
 		return nil
 	}
 	var list corev1.NodeList
@@ -209,8 +250,15 @@ func (s *Scheduler) checkArgs(ctx context.Context, args *extenderv1.ExtenderArgs
 
 // passThrough answers a pod that asks for no device: every candidate passes,
 // in the form the scheduler sent them.
-func passThrough(args *extenderv1.ExtenderArgs) extenderv1.ExtenderFilterResult {
-	return extenderv1.ExtenderFilterResult{Nodes: args.Nodes, NodeNames: args.NodeNames}
+func passThrough(c *call) (extenderv1.ExtenderFilterResult, []int) {
+	if !c.whole {
+		return extenderv1.ExtenderFilterResult{NodeNames: c.names}, nil
+	}
+	all := make([]int, c.count())
+	for i := range all {
+		all[i] = i
+	}
+	return extenderv1.ExtenderFilterResult{}, all
 }
 
 // Filter is HAMi's Filter on plancore's fit. Given NodeNames (kube-scheduler
@@ -226,26 +274,50 @@ func passThrough(args *extenderv1.ExtenderArgs) extenderv1.ExtenderFilterResult 
 // fit is in FailedNodes with HAMi's reason, and a pod that asks for no
 // device passes unchanged.
 func (s *Scheduler) Filter(ctx context.Context, args extenderv1.ExtenderArgs) extenderv1.ExtenderFilterResult {
-	if args.Pod == nil {
-		return extenderv1.ExtenderFilterResult{Error: "extender filter: no pod in the arguments"}
+	res, chosen := s.filter(ctx, argsCall(&args))
+	switch {
+	case chosen == nil:
+	case len(chosen) == len(args.Nodes.Items): // every node, in order
+		res.Nodes = args.Nodes
+	default:
+		res.Nodes = &corev1.NodeList{Items: make([]corev1.Node, 0, len(chosen))}
+		for _, i := range chosen {
+			res.Nodes.Items = append(res.Nodes.Items, args.Nodes.Items[i])
+		}
 	}
-	if err := s.checkArgs(ctx, &args); err != nil {
-		return extenderv1.ExtenderFilterResult{Error: "extender filter: " + err.Error()}
+	return res
+}
+
+// filter is Filter over a call. When Nodes were sent whole, the answer's
+// Nodes are the objects at the indexes chosen (not nil, maybe empty), and
+// res.Nodes is left for the caller to fill.
+func (s *Scheduler) filter(ctx context.Context, c call) (res extenderv1.ExtenderFilterResult, chosen []int) {
+	if c.pod == nil {
+		return extenderv1.ExtenderFilterResult{Error: "extender filter: no pod in the arguments"}, nil
 	}
-	req, err := gpu.FitRequestFromPod(args.Pod, s.registry)
+	if err := s.checkArgs(ctx, &c); err != nil {
+		return extenderv1.ExtenderFilterResult{Error: "extender filter: " + err.Error()}, nil
+	}
+	req, err := gpu.FitRequestFromPod(c.pod, s.registry)
 	if err != nil {
-		return extenderv1.ExtenderFilterResult{Error: err.Error()}
+		return extenderv1.ExtenderFilterResult{Error: err.Error()}, nil
 	}
 	if len(req.Requests) == 0 {
-		return passThrough(&args)
+		return passThrough(&c)
 	}
-	if args.Nodes != nil {
-		return s.filterTemplates(&args, req)
+	if c.whole {
+		return s.filterTemplates(s.wholeNodes(&c), req)
 	}
+	return s.filterNames(ctx, c.pod, *c.names, req), nil
+}
+
+// filterNames is Filter over NodeNames: the usage read, the decision and
+// the assignment, under the scheduler's mutex.
+func (s *Scheduler) filterNames(ctx context.Context, pod *corev1.Pod, names []string, req gpu.FitRequest) extenderv1.ExtenderFilterResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	nodes, failed, err := s.nodesWithUsage(ctx, candidates(&args), args.Pod.UID, now)
+	nodes, failed, err := s.nodesWithUsage(ctx, names, pod.UID, now)
 	if err != nil {
 		return extenderv1.ExtenderFilterResult{Error: err.Error()}
 	}
@@ -272,7 +344,7 @@ func (s *Scheduler) Filter(ctx context.Context, args extenderv1.ExtenderArgs) ex
 		return res
 	}
 	chosen := nodes[slices.IndexFunc(nodes, func(n gpu.Node) bool { return n.Name == plan.Node })]
-	if err := s.assign(ctx, args.Pod, chosen, plan.Containers, now); err != nil {
+	if err := s.assign(ctx, pod, chosen, plan.Containers, now); err != nil {
 		return extenderv1.ExtenderFilterResult{Error: err.Error()}
 	}
 	res.NodeNames = &[]string{plan.Node}
@@ -319,29 +391,34 @@ func (s *Scheduler) assign(ctx context.Context, pod *corev1.Pod, node gpu.Node, 
 // asks for no device, score 0. Nodes sent whole are scored as Filter fits
 // them: template nodes with every device free.
 func (s *Scheduler) Prioritize(ctx context.Context, args extenderv1.ExtenderArgs) (extenderv1.HostPriorityList, error) {
-	if args.Pod != nil {
-		if err := s.checkArgs(ctx, &args); err != nil {
+	return s.prioritize(ctx, argsCall(&args))
+}
+
+// prioritize is Prioritize over a call.
+func (s *Scheduler) prioritize(ctx context.Context, c call) (extenderv1.HostPriorityList, error) {
+	if c.pod != nil {
+		if err := s.checkArgs(ctx, &c); err != nil {
 			return nil, fmt.Errorf("extender prioritize: %w", err)
 		}
 	}
-	names := candidates(&args)
+	names := c.candidates()
 	out := make(extenderv1.HostPriorityList, 0, len(names))
 	for _, n := range names {
 		out = append(out, extenderv1.HostPriority{Host: n})
 	}
-	if args.Pod == nil {
+	if c.pod == nil {
 		return out, errors.New("extender prioritize: no pod in the arguments")
 	}
-	req, err := gpu.FitRequestFromPod(args.Pod, s.registry)
+	req, err := gpu.FitRequestFromPod(c.pod, s.registry)
 	if err != nil || len(req.Requests) == 0 {
 		return out, err
 	}
 	var nodes []gpu.Node
-	if args.Nodes != nil {
-		nodes, _, err = s.templates(args.Nodes.Items)
+	if c.whole {
+		nodes, _, err = templates(s.wholeNodes(&c))
 	} else {
 		s.mu.Lock()
-		nodes, _, err = s.nodesWithUsage(ctx, names, args.Pod.UID, s.clock.Now())
+		nodes, _, err = s.nodesWithUsage(ctx, names, c.pod.UID, s.clock.Now())
 		s.mu.Unlock()
 	}
 	if err != nil {
@@ -424,7 +501,7 @@ func (s *Scheduler) nodesWithUsage(ctx context.Context, names []string, self typ
 		return nil, nil, err
 	}
 	s.nodeCount.Store(int64(len(byName)))
-	usage, bad, err := s.cache.usage(ctx, s.reader, s.registry, self, now)
+	bad, err := s.cache.usage(ctx, s.reader, s.registry, self, now)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -447,7 +524,7 @@ func (s *Scheduler) nodesWithUsage(ctx context.Context, names []string, self typ
 		// device of a vendor whose plugin stopped answering, and that must
 		// not make the node's usage unreadable (HAMi skips such devices).
 		n := d.node
-		devices, err := s.cache.withUsage(name, d.rv, n.Devices, withoutUnreadable(usage[name], n.Unreadable))
+		devices, err := s.cache.withUsage(d, withoutUnreadable(s.cache.heldOn(name), n.Unreadable))
 		if err != nil {
 			failed[name] = err.Error()
 			continue

@@ -7,11 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 	"unicode/utf8"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 )
 
@@ -29,15 +28,20 @@ import (
 func (s *Scheduler) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /"+FilterVerb, func(w http.ResponseWriter, r *http.Request) {
-		if args, raw, ok := s.decodeArgs(w, r); ok {
-			res := s.Filter(r.Context(), args)
+		if c, ok := s.decodeArgs(w, r); ok {
+			res, chosen := s.filter(r.Context(), c)
 			res.Error = clip(res.Error)
-			reply(w, withRawNodes(res, raw))
+			if chosen == nil {
+				reply(w, res)
+				return
+			}
+			reply(w, filterReply{Nodes: rawNodes(c.sent, chosen), FailedNodes: res.FailedNodes,
+				FailedAndUnresolvableNodes: res.FailedAndUnresolvableNodes, Error: res.Error})
 		}
 	})
 	mux.HandleFunc("POST /"+PrioritizeVerb, func(w http.ResponseWriter, r *http.Request) {
-		if args, _, ok := s.decodeArgs(w, r); ok {
-			list, err := s.Prioritize(r.Context(), args)
+		if c, ok := s.decodeArgs(w, r); ok {
+			list, err := s.prioritize(r.Context(), c)
 			if err != nil {
 				// The protocol has no error field here: an error fails the
 				// call, and kube-scheduler ignores this extender's scores.
@@ -61,13 +65,13 @@ func (s *Scheduler) Handler() http.Handler {
 // decodeArgs reads a Filter or Prioritize body within the bound of the
 // configured form (filterBody), then holds each part to its own bounds before
 // it is decoded (parseArgs).
-func (s *Scheduler) decodeArgs(w http.ResponseWriter, r *http.Request) (args extenderv1.ExtenderArgs, raw map[string]json.RawMessage, ok bool) {
+func (s *Scheduler) decodeArgs(w http.ResponseWriter, r *http.Request) (c call, ok bool) {
 	ok = s.decode(w, r, s.filterBody, func(body []byte) error {
 		var err error
-		args, raw, err = s.parseArgs(body)
+		c, err = s.parseArgs(body)
 		return err
 	})
-	return args, raw, ok
+	return c, ok
 }
 
 // parseArgs splits an ExtenderArgs body into its parts in one pass
@@ -76,81 +80,29 @@ func (s *Scheduler) decodeArgs(w http.ResponseWriter, r *http.Request) (args ext
 // the node names within MaxNodes names, at most MaxNodes Node objects each
 // within MaxNodeBytes and MaxNodeValues. A Node object is decoded only as
 // far as the fit reads it (name, labels, annotations, capacity and
-// allocatable); raw holds each object as it was sent, by name, to answer
-// with. A Node object byte for byte equal to one of the last call's is
-// not decoded again (wireCache): callers send the same nodes call after
-// call, and decoding them was most of a Filter over whole Nodes.
-func (s *Scheduler) parseArgs(body []byte) (args extenderv1.ExtenderArgs, raw map[string]json.RawMessage, err error) {
+// allocatable) and kept as it was sent, to answer with (sentNodes). Nothing
+// parsed keeps a slice of body: the caller may reuse it.
+func (s *Scheduler) parseArgs(body []byte) (c call, err error) {
 	l := s.limits
-	parts, err := splitArgs(body, l)
+	s.templateMu.Lock()
+	last := s.sent
+	s.templateMu.Unlock()
+	parts, err := splitArgs(body, l, last)
 	if err != nil {
-		return args, nil, err
+		return c, err
 	}
-	if err := within("the pod", parts.pod, l.MaxPodBytes, l.MaxPodValues, &args.Pod); err != nil {
-		return args, nil, err
+	if err := within("the pod", parts.pod, l.MaxPodBytes, l.MaxPodValues, &c.pod); err != nil {
+		return c, err
 	}
-	if err := within("the node names", parts.names, l.namesBytes(), l.MaxNodes+1, &args.NodeNames); err != nil {
-		return args, nil, err
+	if err := within("the node names", parts.names, l.namesBytes(), l.MaxNodes+1, &c.names); err != nil {
+		return c, err
 	}
 	if parts.items == nil {
-		return args, nil, nil
+		return c, nil
 	}
-	args.Nodes = &corev1.NodeList{Items: make([]corev1.Node, len(parts.items))}
-	raw = make(map[string]json.RawMessage, len(parts.items))
-	s.templateMu.Lock()
-	last := s.wireCache
-	s.templateMu.Unlock()
-	next := make(map[string]wireNode, len(parts.items))
-	for i, item := range parts.items {
-		// Indexing by string(item) does not copy it; an equal item passed
-		// the same Limits on the last call.
-		w, ok := last[string(item)]
-		if !ok {
-			var n templateWire
-			if err := within(fmt.Sprintf("nodes.items[%d]", i), item, l.MaxNodeBytes, l.MaxNodeValues, &n); err != nil {
-				return args, nil, err
-			}
-			w = wireNode{key: string(item), node: n.node()}
-		}
-		next[w.key] = w
-		args.Nodes.Items[i] = w.node
-		if _, dup := raw[w.node.Name]; !dup {
-			raw[w.node.Name] = item
-		}
-	}
-	s.templateMu.Lock()
-	s.wireCache = next
-	s.templateMu.Unlock()
-	return args, raw, nil
-}
-
-// wireNode is a Node object as sent (key, its bytes) and what parseArgs
-// read of it. The node is shared by the calls that sent the same bytes:
-// nothing may modify it.
-type wireNode struct {
-	key  string
-	node corev1.Node
-}
-
-// templateWire is what the fit reads of a Node object (gpu.DecodeNode):
-// the rest of the object is skipped unread.
-type templateWire struct {
-	Metadata struct {
-		Name        string            `json:"name"`
-		Labels      map[string]string `json:"labels"`
-		Annotations map[string]string `json:"annotations"`
-	} `json:"metadata"`
-	Status struct {
-		Capacity    corev1.ResourceList `json:"capacity"`
-		Allocatable corev1.ResourceList `json:"allocatable"`
-	} `json:"status"`
-}
-
-func (t *templateWire) node() corev1.Node {
-	return corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: t.Metadata.Name, Labels: t.Metadata.Labels, Annotations: t.Metadata.Annotations},
-		Status:     corev1.NodeStatus{Capacity: t.Status.Capacity, Allocatable: t.Status.Allocatable},
-	}
+	c.whole = true
+	c.sent, err = s.sentNodes(parts.items, last)
+	return c, err
 }
 
 // partError is a part of a request refused, with its HTTP status.
@@ -185,23 +137,9 @@ func within(what string, b json.RawMessage, maxBytes int64, maxValues int, v any
 // they were sent, not the parts the fit read.
 type filterReply struct {
 	Nodes                      *rawNodeList              `json:",omitempty"`
-	NodeNames                  *[]string                 `json:",omitempty"`
 	FailedNodes                extenderv1.FailedNodesMap `json:",omitempty"`
 	FailedAndUnresolvableNodes extenderv1.FailedNodesMap `json:",omitempty"`
 	Error                      string                    `json:",omitempty"`
-}
-
-// withRawNodes is res with its Nodes as raw sent them.
-func withRawNodes(res extenderv1.ExtenderFilterResult, raw map[string]json.RawMessage) any {
-	if res.Nodes == nil {
-		return res
-	}
-	out := filterReply{NodeNames: res.NodeNames, FailedNodes: res.FailedNodes, FailedAndUnresolvableNodes: res.FailedAndUnresolvableNodes, Error: res.Error}
-	out.Nodes = &rawNodeList{Items: make([]json.RawMessage, 0, len(res.Nodes.Items))}
-	for _, n := range res.Nodes.Items {
-		out.Nodes.Items = append(out.Nodes.Items, raw[n.Name])
-	}
-	return out
 }
 
 // decode reads a body of at most maxBytes bytes, in its turn among
@@ -214,8 +152,11 @@ func (s *Scheduler) decode(w http.ResponseWriter, r *http.Request, maxBytes int6
 		return false
 	}
 	defer func() { <-s.decodes }()
-	// Sized by the declared length, so a body is read into one buffer.
-	var buf bytes.Buffer
+	// Sized by the declared length, so a body is read into one buffer,
+	// reused by the next request: what parse keeps, it copies.
+	buf := bodies.Get().(*bytes.Buffer)
+	defer putBody(buf)
+	buf.Reset()
 	buf.Grow(int(min(max(r.ContentLength, 0), maxBytes)) + bytes.MinRead)
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBytes))
 	if err != nil {
@@ -236,6 +177,20 @@ func (s *Scheduler) decode(w http.ResponseWriter, r *http.Request, maxBytes int6
 		return false
 	}
 	return true
+}
+
+// bodies holds request body buffers for reuse: a body of whole Nodes is
+// megabytes, read on every call.
+var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBody bounds a buffer kept for reuse: a rare huge body is left
+// to the collector rather than held.
+const maxPooledBody = 16 << 20
+
+func putBody(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledBody {
+		bodies.Put(buf)
+	}
 }
 
 // whole decodes body into v when it holds at most maxValues JSON values;
@@ -307,9 +262,4 @@ func (s *Scheduler) Serve(ctx context.Context, addr string) error {
 		_ = srv.Shutdown(context.Background())
 		return nil
 	}
-}
-
-// rawNodeList is a corev1.NodeList of objects as they were sent.
-type rawNodeList struct {
-	Items []json.RawMessage `json:"items"`
 }

@@ -13,7 +13,15 @@ import (
 type argsParts struct {
 	pod, names json.RawMessage
 	// items are the Node objects, nil when no Nodes were sent.
-	items []json.RawMessage
+	items []itemPart
+}
+
+// itemPart is one Node object of the body: its bytes, and the object of
+// the last calls it is byte for byte equal to, when sentIndex found it
+// without scanning (nil otherwise: maybe equal all the same).
+type itemPart struct {
+	raw   json.RawMessage
+	known *sentNode
 }
 
 // splitArgs finds the parts of an ExtenderArgs body in one pass without
@@ -22,8 +30,9 @@ type argsParts struct {
 // MaxNodeBytes) and the Nodes list at its MaxNodes+1st object, before the
 // rest is scanned. Keys match as encoding/json matches them, ignoring
 // case; unknown keys are skipped. Only strings and brackets are checked
-// here: each part's syntax is the decoder's.
-func splitArgs(b []byte, l Limits) (argsParts, error) {
+// here: each part's syntax is the decoder's. A Node object that known
+// holds byte for byte is taken whole without being scanned (sentIndex.at).
+func splitArgs(b []byte, l Limits, known sentIndex) (argsParts, error) {
 	var out argsParts
 	sc := scanner{b: b}
 	err := sc.object(func(key string) error {
@@ -34,7 +43,7 @@ func splitArgs(b []byte, l Limits) (argsParts, error) {
 		case strings.EqualFold(key, "NodeNames"):
 			out.names, err = sc.value("the node names", l.namesBytes())
 		case strings.EqualFold(key, "Nodes"):
-			out.items, err = sc.nodes(l)
+			out.items, err = sc.nodes(l, known)
 		default:
 			_, err = sc.value(key, int64(len(b)))
 		}
@@ -110,12 +119,12 @@ func (sc *scanner) object(field func(key string) error) error {
 
 // nodes walks a NodeList: its items, each within MaxNodeBytes, at most
 // MaxNodes of them. A null list is none (nil); one without items is empty.
-func (sc *scanner) nodes(l Limits) ([]json.RawMessage, error) {
-	var items []json.RawMessage
+func (sc *scanner) nodes(l Limits, known sentIndex) ([]itemPart, error) {
+	var items []itemPart
 	if sc.null() {
 		return nil, nil
 	}
-	items = []json.RawMessage{}
+	items = []itemPart{}
 	err := sc.object(func(key string) error {
 		if !strings.EqualFold(key, "items") {
 			_, err := sc.value("nodes."+key, int64(len(sc.b)))
@@ -135,11 +144,17 @@ func (sc *scanner) nodes(l Limits) ([]json.RawMessage, error) {
 				return &partError{status: http.StatusRequestEntityTooLarge,
 					msg: fmt.Sprintf("over %d candidate nodes, more than the cluster may have (Limits.MaxNodes %d)", l.MaxNodes, l.MaxNodes)}
 			}
+			sc.skipSpace()
+			if n := known.at(sc.b[sc.i:]); n != nil {
+				items = append(items, itemPart{raw: sc.b[sc.i : sc.i+len(n.raw)], known: n})
+				sc.i += len(n.raw)
+				continue
+			}
 			item, err := sc.value(fmt.Sprintf("nodes.items[%d]", len(items)), l.MaxNodeBytes)
 			if err != nil {
 				return err
 			}
-			items = append(items, item)
+			items = append(items, itemPart{raw: item})
 		}
 		return nil
 	})

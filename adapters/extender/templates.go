@@ -25,68 +25,76 @@ const nodeUnregistered = "node unregistered"
 // vendor; plancore refuses the node, as it does for cached nodes), one
 // with no device "node unregistered", as HAMi says. The nodes come back
 // sorted by name; a name sent twice fails the call.
-func (s *Scheduler) templates(items []corev1.Node) ([]gpu.Node, map[string]string, error) {
-	nodes := make([]gpu.Node, 0, len(items))
+func templates(sent []*sentNode) ([]gpu.Node, map[string]string, error) {
+	nodes := make([]gpu.Node, 0, len(sent))
 	failed := map[string]string{}
-	s.templateMu.Lock()
-	last := s.templateCache
-	s.templateMu.Unlock()
-	next := make(map[string]decodedTemplate, len(items))
-	defer func() {
-		s.templateMu.Lock()
-		s.templateCache = next
-		s.templateMu.Unlock()
-	}()
-	seen := make(map[string]bool, len(items))
-	for i := range items {
-		n := &items[i]
+	seen := make(map[string]bool, len(sent))
+	for i, n := range sent {
 		switch {
-		case n.Name == "":
+		case n.name == "":
 			return nil, nil, fmt.Errorf("nodes.items[%d] has no name", i)
-		case seen[n.Name]:
-			return nil, nil, fmt.Errorf("node %q is sent twice", n.Name)
+		case seen[n.name]:
+			return nil, nil, fmt.Errorf("node %q is sent twice", n.name)
 		}
-		seen[n.Name] = true
-		d, err := s.decodeTemplate(n, last[n.Name], next)
+		seen[n.name] = true
 		switch {
-		case err != nil:
-			failed[n.Name] = err.Error()
-		case len(d.Devices) == 0:
-			failed[n.Name] = nodeUnregistered
+		case n.err != nil:
+			failed[n.name] = n.err.Error()
+		case len(n.node.Devices) == 0:
+			failed[n.name] = nodeUnregistered
 		default:
-			nodes = append(nodes, d)
+			nodes = append(nodes, n.node)
 		}
 	}
 	slices.SortFunc(nodes, func(a, b gpu.Node) int { return cmp.Compare(a.Name, b.Name) })
 	return nodes, failed, nil
 }
 
+// sentObjects decodes Node objects a caller passed to Filter or
+// Prioritize (decodeTemplate).
+func (s *Scheduler) sentObjects(items []corev1.Node) []*sentNode {
+	s.templateMu.Lock()
+	last := s.templateCache
+	s.templateMu.Unlock()
+	next := make(map[string]decodedTemplate, len(items))
+	out := make([]*sentNode, len(items))
+	for i := range items {
+		n := &items[i]
+		d := &sentNode{name: n.Name}
+		d.node, d.err = s.decodeTemplate(n, last[n.Name], next)
+		out[i] = d
+	}
+	s.templateMu.Lock()
+	s.templateCache = next
+	s.templateMu.Unlock()
+	return out
+}
+
 // filterTemplates is Filter over Node objects sent whole: the pod is fitted
 // to the template nodes, nothing is written on it or assumed (HAMi writes
 // nothing either: the caller may be simulating), and the answer is in
-// Nodes, the chosen object as it was sent, which is where a caller that
-// sends Nodes reads it.
-func (s *Scheduler) filterTemplates(args *extenderv1.ExtenderArgs, req gpu.FitRequest) extenderv1.ExtenderFilterResult {
-	nodes, failed, err := s.templates(args.Nodes.Items)
+// Nodes, the chosen object as it was sent (its index in sent), which is
+// where a caller that sends Nodes reads it.
+func (s *Scheduler) filterTemplates(sent []*sentNode, req gpu.FitRequest) (extenderv1.ExtenderFilterResult, []int) {
+	nodes, failed, err := templates(sent)
 	if err != nil {
-		return extenderv1.ExtenderFilterResult{Error: "extender filter: " + err.Error()}
+		return extenderv1.ExtenderFilterResult{Error: "extender filter: " + err.Error()}, nil
 	}
 	// Template nodes are never bound: the plan needs no Bind options.
 	plan, err := gpu.Fit(gpu.Input{Nodes: nodes, Request: req})
 	if err != nil {
-		return extenderv1.ExtenderFilterResult{Error: err.Error()}
+		return extenderv1.ExtenderFilterResult{Error: err.Error()}, nil
 	}
 	for _, nf := range plan.Nodes {
 		if !nf.Fits {
 			failed[nf.Node] = nf.Reason.Message
 		}
 	}
-	res := extenderv1.ExtenderFilterResult{Nodes: &corev1.NodeList{Items: []corev1.Node{}}, FailedNodes: failed}
-	if plan.Node != "" {
-		i := slices.IndexFunc(args.Nodes.Items, func(n corev1.Node) bool { return n.Name == plan.Node })
-		res.Nodes.Items = append(res.Nodes.Items, args.Nodes.Items[i])
+	res := extenderv1.ExtenderFilterResult{FailedNodes: failed}
+	if plan.Node == "" {
+		return res, []int{}
 	}
-	return res
+	return res, []int{slices.IndexFunc(sent, func(n *sentNode) bool { return n.name == plan.Node })}
 }
 
 // decodedTemplate is a template node as last decoded: what gpu.DecodeNode

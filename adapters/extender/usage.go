@@ -23,16 +23,29 @@ const AssumeTimeout = 5 * time.Minute
 
 // usageCache keeps decoded annotations between calls, keyed by the objects'
 // resourceVersion, so a Filter over 1,000 nodes decodes only what changed;
-// and the pods Filter assigned that the cache may not show yet.
+// and the pods Filter assigned that the cache may not show yet. Its maps
+// live across calls: each read marks what it lists with its number (read)
+// and then drops what it did not list, rather than building the maps
+// anew, which with 10,000 pods cost more per pod the more pods there were
+// (maps that outgrow the processor's caches, rebuilt and collected on
+// every call).
 type usageCache struct {
-	nodeByName map[string]decodedNode
+	nodeByName map[string]*decodedNode
 	podByUID   map[types.UID]*decodedPod
-	assumed    map[types.UID]assumedPod
-	// applied keeps each node's devices with its pods' usage added, reused
-	// while the node and the usages it was built from are the same (compared
-	// by value: node resourceVersion and each usage's identity).
-	applied map[string]appliedNode
+	// held is, per node name, the usages of its devices the last usage
+	// read found, in slices reused from read to read (heldOn).
+	held    map[string]*nodeHeld
+	assumed map[types.UID]assumedPod
 	seq     uint64 // numbers assumed usages, for their identity
+	read    uint64 // numbers the reads of nodes and pods
+}
+
+// nodeHeld is a node's usages as of the read numbered read. dropped marks
+// one no longer in usageCache.held, which a pod's link to it must not use.
+type nodeHeld struct {
+	read    uint64
+	held    []heldBy
+	dropped bool
 }
 
 // heldBy is one usage of a node's devices: a pod the cache shows (its UID
@@ -43,11 +56,15 @@ type heldBy struct {
 	usage   *gpu.PodUsage
 }
 
+// appliedNode is a node's devices with its pods' usage added, reused
+// while the node (its decodedNode, replaced when its resourceVersion
+// changes) and the usages it was built from are the same (compared by
+// value: each usage's identity).
 type appliedNode struct {
-	rv      string
-	held    []heldBy // sorted by uid; usage pointers not compared
+	held    []heldBy // sorted by uid, the extender's own copy; usage pointers not compared
 	devices []gpu.Device
 	err     error
+	ok      bool // built
 }
 
 // sameHolders reports whether two sorted usage lists name the same usages.
@@ -56,20 +73,28 @@ func sameHolders(a, b []heldBy) bool {
 }
 
 type decodedNode struct {
-	rv   string
-	node gpu.Node
-	err  error
+	rv      string
+	node    gpu.Node
+	err     error
+	read    uint64 // the last read that listed the node
+	applied appliedNode
 }
 
 type decodedPod struct {
-	rv string
+	// What a read of an unchanged pod touches comes first, together: rv,
+	// read (the last read that listed the pod), holder (usage.Node's entry
+	// in usageCache.held, so that recording the usage looks up no name:
+	// hold), assigned and err.
+	rv       string
+	read     uint64
+	holder   *nodeHeld
+	assigned bool
+	err      error
 	// node is the pod's hami.io/vgpu-node, assigned whether it has one: a
 	// pod without one is kept too, so it is not looked at again until it
 	// changes.
-	node     string
-	assigned bool
-	usage    gpu.PodUsage
-	err      error
+	node  string
+	usage gpu.PodUsage
 }
 
 type assumedPod struct {
@@ -79,10 +104,10 @@ type assumedPod struct {
 }
 
 func (c *usageCache) init() {
-	c.nodeByName = map[string]decodedNode{}
+	c.nodeByName = map[string]*decodedNode{}
 	c.podByUID = map[types.UID]*decodedPod{}
+	c.held = map[string]*nodeHeld{}
 	c.assumed = map[types.UID]assumedPod{}
-	c.applied = map[string]appliedNode{}
 }
 
 func (c *usageCache) assume(uid types.UID, u gpu.PodUsage, now time.Time) {
@@ -93,41 +118,51 @@ func (c *usageCache) assume(uid types.UID, u gpu.PodUsage, now time.Time) {
 func (c *usageCache) forget(uid types.UID) { delete(c.assumed, uid) }
 
 // nodes lists every Node and decodes those whose resourceVersion changed.
-func (c *usageCache) nodes(ctx context.Context, r client.Reader, reg gpu.Registry) (map[string]decodedNode, error) {
+// The map returned is the cache's own, valid until the next read.
+func (c *usageCache) nodes(ctx context.Context, r client.Reader, reg gpu.Registry) (map[string]*decodedNode, error) {
 	var list corev1.NodeList
 	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("extender: listing nodes: %w", err)
 	}
-	seen := make(map[string]decodedNode, len(list.Items))
+	c.read++
+	listed := 0 // entries of nodeByName this read marked
 	for i := range list.Items {
 		n := &list.Items[i]
 		d, ok := c.nodeByName[n.Name]
 		if !ok || d.rv != n.ResourceVersion || n.ResourceVersion == "" {
-			d = decodedNode{rv: n.ResourceVersion}
+			d = &decodedNode{rv: n.ResourceVersion}
 			d.node, d.err = gpu.DecodeNode(n, reg)
+			c.nodeByName[n.Name] = d
 		}
-		seen[n.Name] = d
+		if d.read != c.read {
+			d.read = c.read
+			listed++
+		}
 	}
-	c.nodeByName = seen
-	return seen, nil
+	if listed < len(c.nodeByName) { // some node is gone
+		for name, d := range c.nodeByName {
+			if d.read != c.read {
+				delete(c.nodeByName, name)
+			}
+		}
+	}
+	return c.nodeByName, nil
 }
 
-// usage lists every pod and returns, per node, what the pods HAMi assigned
+// usage lists every pod and records, per node, what the pods HAMi assigned
 // there hold (hami.io/vgpu-node), plus the assumed pods the cache does not
-// show assigned yet. The pod self is left out: its earlier assignment is
-// being replaced. A pod whose annotations do not decode makes its node's
-// usage unknown: that node is refused, with the pod named, rather than
-// fitted as if the pod held nothing.
-func (c *usageCache) usage(ctx context.Context, r client.Reader, reg gpu.Registry, self types.UID, now time.Time) (map[string][]heldBy, map[string]string, error) {
+// show assigned yet (read them with heldOn). The pod self is left out: its
+// earlier assignment is being replaced. A pod whose annotations do not
+// decode makes its node's usage unknown: that node is refused, with the pod
+// named, rather than fitted as if the pod held nothing.
+func (c *usageCache) usage(ctx context.Context, r client.Reader, reg gpu.Registry, self types.UID, now time.Time) (map[string]string, error) {
 	var list corev1.PodList
 	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, nil, fmt.Errorf("extender: listing pods: %w", err)
+		return nil, fmt.Errorf("extender: listing pods: %w", err)
 	}
-	// Sized as the last call's: with 10,000 pods, growing these maps
-	// was a fifth of the usage read.
-	byNode := make(map[string][]heldBy, len(c.applied))
+	c.read++
+	listed := 0 // entries of podByUID this read marked
 	bad := map[string]string{}
-	seen := make(map[types.UID]*decodedPod, len(c.podByUID))
 	shown := make(map[types.UID]string, len(c.assumed)) // assumed pods the cache shows assigned, by node
 	for i := range list.Items {
 		p := &list.Items[i]
@@ -143,8 +178,12 @@ func (c *usageCache) usage(ctx context.Context, r client.Reader, reg gpu.Registr
 			if d.node, d.assigned = p.Annotations[gpu.AnnoAssignedNode]; d.assigned {
 				d.usage, d.err = gpu.DecodePodUsage(p, reg)
 			}
+			c.podByUID[p.UID] = d
 		}
-		seen[p.UID] = d
+		if d.read != c.read {
+			d.read = c.read
+			listed++
+		}
 		if !d.assigned {
 			continue
 		}
@@ -157,10 +196,16 @@ func (c *usageCache) usage(ctx context.Context, r client.Reader, reg gpu.Registr
 			continue
 		}
 		if d.usage.Node != "" {
-			byNode[d.usage.Node] = append(byNode[d.usage.Node], heldBy{uid: p.UID, version: p.ResourceVersion, usage: &d.usage})
+			d.holder = c.hold(d.holder, d.usage.Node, heldBy{uid: p.UID, version: p.ResourceVersion, usage: &d.usage})
 		}
 	}
-	c.podByUID = seen
+	if listed < len(c.podByUID) { // some pod is gone
+		for uid, d := range c.podByUID {
+			if d.read != c.read {
+				delete(c.podByUID, uid)
+			}
+		}
+	}
 	for uid, a := range c.assumed {
 		switch node, ok := shown[uid]; {
 		case ok && node == a.usage.Node:
@@ -169,26 +214,59 @@ func (c *usageCache) usage(ctx context.Context, r client.Reader, reg gpu.Registr
 		case !ok && now.Sub(a.at) > AssumeTimeout:
 			delete(c.assumed, uid)
 		default:
-			byNode[a.usage.Node] = append(byNode[a.usage.Node], heldBy{uid: uid, version: a.version, usage: &a.usage})
+			c.hold(nil, a.usage.Node, heldBy{uid: uid, version: a.version, usage: &a.usage})
 		}
 	}
-	for _, held := range byNode {
-		slices.SortFunc(held, func(a, b heldBy) int { return strings.Compare(string(a.uid), string(b.uid)) })
+	for name, h := range c.held {
+		if h.read != c.read {
+			h.dropped = true
+			delete(c.held, name)
+			continue
+		}
+		slices.SortFunc(h.held, func(a, b heldBy) int { return strings.Compare(string(a.uid), string(b.uid)) })
 	}
-	return byNode, bad, nil
+	return bad, nil
 }
 
-// withUsage returns node's devices with held's usage added, reusing the
-// last result while the node and its usages are the same.
-func (c *usageCache) withUsage(name, rv string, devices []gpu.Device, held []heldBy) ([]gpu.Device, error) {
-	if a, ok := c.applied[name]; ok && a.rv == rv && rv != "" && sameHolders(a.held, held) {
+// hold records u as a usage of node's devices in this read, in h, node's
+// entry, when the caller has it (looked up by name when h is nil or
+// dropped), and returns the entry.
+func (c *usageCache) hold(h *nodeHeld, node string, u heldBy) *nodeHeld {
+	if h == nil || h.dropped {
+		h = c.held[node]
+	}
+	if h == nil {
+		h = &nodeHeld{}
+		c.held[node] = h
+	}
+	if h.read != c.read {
+		h.read, h.held = c.read, h.held[:0]
+	}
+	h.held = append(h.held, u)
+	return h
+}
+
+// heldOn is what the last usage read found held on node's devices, sorted
+// by pod UID; valid until the next read.
+func (c *usageCache) heldOn(node string) []heldBy {
+	if h := c.held[node]; h != nil && h.read == c.read {
+		return h.held
+	}
+	return nil
+}
+
+// withUsage returns d's devices with held's usage added, reusing the
+// last result while d and its usages are the same.
+func (c *usageCache) withUsage(d *decodedNode, held []heldBy) ([]gpu.Device, error) {
+	if a := d.applied; a.ok && d.rv != "" && sameHolders(a.held, held) {
 		return a.devices, a.err
 	}
 	usages := make([]gpu.PodUsage, len(held))
 	for i, h := range held {
 		usages[i] = *h.usage
 	}
-	out, err := gpu.AddPodUsage(devices, usages...)
-	c.applied[name] = appliedNode{rv: rv, held: held, devices: out, err: err}
+	out, err := gpu.AddPodUsage(d.node.Devices, usages...)
+	// held's slice is reused by the next read: the entry keeps a copy.
+	d.applied = appliedNode{held: slices.Clone(held), devices: out, err: err, ok: true}
 	return out, err
 }
