@@ -41,13 +41,10 @@ type RayClusterList struct {
 	Items           []RayCluster `json:"items"`
 }
 
-// rayClusterFields is RayCluster without its methods, for decoding.
-type rayClusterFields struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              json.RawMessage `json:"spec,omitempty"`
-	Status            json.RawMessage `json:"status,omitempty"`
-}
+// rayClusterFields is RayCluster without its methods, so that decoding
+// into it does not call UnmarshalJSON again (whole, unexported, is not
+// JSON).
+type rayClusterFields RayCluster
 
 // UnmarshalJSON reads the object case-sensitively, as the API machinery
 // does; a field it cannot hold (or a duplicate key) keeps data whole.
@@ -57,7 +54,7 @@ func (rc *RayCluster) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
-	*rc = RayCluster{TypeMeta: f.TypeMeta, ObjectMeta: f.ObjectMeta, Spec: f.Spec, Status: f.Status}
+	*rc = RayCluster(f)
 	if len(strict) > 0 {
 		rc.whole = bytes.Clone(data)
 	}
@@ -71,10 +68,9 @@ func (rc *RayCluster) document() ([]byte, error) {
 	if rc.whole != nil {
 		return rc.whole, nil
 	}
-	return json.Marshal(rayClusterFields{
-		TypeMeta:   metav1.TypeMeta{APIVersion: reconcile.RayClusterAPIVersion, Kind: reconcile.RayClusterKind},
-		ObjectMeta: rc.ObjectMeta, Spec: rc.Spec, Status: rc.Status,
-	})
+	typed := rayClusterFields(*rc)
+	typed.TypeMeta = metav1.TypeMeta{APIVersion: reconcile.RayClusterAPIVersion, Kind: reconcile.RayClusterKind}
+	return json.Marshal(&typed)
 }
 
 // DeepCopyObject implements runtime.Object.
