@@ -57,3 +57,17 @@ func deviceFitAnswer(f gpu.DeviceFit) string {
 	}
 	return strings.Join(ids, " ")
 }
+
+// firstContainerAnswer is what a node answers a one-container pod, as the
+// vendor tables write it: the devices the container was given, each id
+// without prefix, comma-separated, or the refusal's message.
+func firstContainerAnswer(nf gpu.NodeFit, prefix string) string {
+	if !nf.Fits {
+		return nf.Message()
+	}
+	var idx []string
+	for _, a := range nf.Containers[0].Devices {
+		idx = append(idx, strings.TrimPrefix(a.UUID, prefix))
+	}
+	return strings.Join(idx, ",")
+}

@@ -1,7 +1,6 @@
 package gpu_test
 
 import (
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,15 +74,7 @@ func TestNeuronRunsFit(t *testing.T) {
 				pod.Annotations = map[string]string{"hami.io/gpu-scheduler-policy": tc.policy}
 			}
 			nf := fitPod(t, node, pod)
-			got := nf.Message()
-			if nf.Fits {
-				var idx []string
-				for _, a := range nf.Containers[0].Devices {
-					idx = append(idx, strings.TrimPrefix(a.UUID, "aws-AWSNeuron-"))
-				}
-				got = strings.Join(idx, ",")
-			}
-			if got != tc.want {
+			if got := firstContainerAnswer(nf, "aws-AWSNeuron-"); got != tc.want {
 				t.Fatalf("got %q, want %q", got, tc.want)
 			}
 		})
